@@ -1,0 +1,249 @@
+#pragma once
+// Expressions. An Expr is an immutable node: an element-wise array expression (its leaves
+// are inputs, the element index, constants, parameters, and the results of earlier ops)
+// or, inside a monoid's combine function, an expression over the two operands a and b.
+// Every node is type-checked when it is made (Expr::make), so later passes trust it.
+// Lambdas given to the DSL are traced: called once with symbolic Exprs.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "fuseflow/frontend/type.hpp"
+#include "fuseflow/frontend/value.hpp"
+
+namespace fuseflow {
+
+struct OpNode;  // a materialising graph op (reduce, scan, filter ...): program.hpp
+
+enum class ExprKind : std::uint8_t {
+  Input,     // element of a named input array
+  Index,     // the element index (i64)
+  Constant,  // a literal
+  Param,     // a named scalar parameter bound at run time
+  Result,    // element (or the scalar) of an earlier op's result
+  Operand,   // operand a (0) or b (1) of a monoid's combine function
+  Unary,
+  Binary,
+  Select,
+  Call,      // math function
+  Cast,
+  MakeTuple,
+  Get,       // tuple field
+  RawCuda,   // raw CUDA expression text with $0, $1 ... for its arguments
+};
+
+enum class UnaryOp : std::uint8_t { Neg, Not, BitNot };
+enum class BinaryOp : std::uint8_t {
+  Add, Sub, Mul, Div, Mod, BitAnd, BitOr, BitXor, Shl, Shr,
+  Lt, Le, Gt, Ge, Eq, Ne, And, Or,
+};
+enum class MathFn : std::uint8_t {
+  Min, Max, Abs, Sqrt, Rsqrt, Exp, Exp2, Log, Log2, Log10, Sin, Cos, Tan, Tanh, Pow,
+  Floor, Ceil, Round, Fma, Erf,
+};
+
+const char* unary_symbol(UnaryOp op);
+const char* binary_symbol(BinaryOp op);
+const char* math_name(MathFn fn);
+int binary_precedence(BinaryOp op);  // C++ precedence, higher binds tighter
+
+class Expr;
+
+struct ExprNode {
+  ExprKind kind;
+  Type type;
+  std::vector<Expr> args;
+  // Payload, by kind: Input/Param name, RawCuda text; Constant value; Operand id, Get field,
+  // Result output index; operator; the op that produced a Result.
+  std::string name;
+  Value constant;
+  int index = 0;
+  UnaryOp unary = UnaryOp::Neg;
+  BinaryOp binary = BinaryOp::Add;
+  MathFn fn = MathFn::Min;
+  std::shared_ptr<const OpNode> op;
+  std::int64_t length = -1;  // Input: declared element count, -1 when unknown
+};
+
+class Expr {
+ public:
+  Expr() = default;
+  // Literals become typed constants: int -> i32, 2.5f -> f32, 2.5 -> f64.
+  template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
+  Expr(T literal) : Expr(constant(Value(literal))) {}  // NOLINT: implicit on purpose
+  Expr(const Value& v) : Expr(constant(v)) {}  // NOLINT
+
+  // Checked constructors: every node is made through these.
+  static Expr input(std::string name, Type t, std::int64_t length = -1);
+  static Expr index();
+  static Expr constant(const Value& v);
+  static Expr param(std::string name, Type t);
+  static Expr result(std::shared_ptr<const OpNode> op, int output, Type t);
+  static Expr operand(int which, Type t);
+  static Expr unary(UnaryOp op, const Expr& a);
+  static Expr binary(BinaryOp op, const Expr& a, const Expr& b);
+  static Expr select(const Expr& cond, const Expr& a, const Expr& b);
+  static Expr call(MathFn fn, std::vector<Expr> args);
+  static Expr cast(Type to, const Expr& a);
+  static Expr make_tuple(std::vector<Expr> fields);
+  static Expr get(const Expr& tuple, int field);
+  static Expr raw_cuda(std::string text, Type t, std::vector<Expr> args);
+
+  bool valid() const { return node_ != nullptr; }
+  const ExprNode& node() const;
+  const ExprNode* get() const { return node_.get(); }
+  ExprKind kind() const { return node().kind; }
+  const Type& type() const { return node().type; }
+  const std::vector<Expr>& args() const { return node().args; }
+
+  // Tuple field: a[0].
+  Expr operator[](int field) const { return get(*this, field); }
+
+ private:
+  explicit Expr(std::shared_ptr<const ExprNode> n) : node_(std::move(n)) {}
+  static Expr make(ExprNode n);
+  std::shared_ptr<const ExprNode> node_;
+};
+
+// Identity of nodes (for maps keyed by node); not the DSL's ==, which builds a comparison.
+inline bool same_node(const Expr& a, const Expr& b) { return a.get() == b.get(); }
+
+// ---- leaves -------------------------------------------------------------------------
+template <class T>
+Expr input(std::string name, std::int64_t length = -1) {
+  return Expr::input(std::move(name), type_of<T>(), length);
+}
+inline Expr input(std::string name, Type t, std::int64_t length = -1) {
+  return Expr::input(std::move(name), std::move(t), length);
+}
+inline Expr index() { return Expr::index(); }
+template <class T>
+Expr param(std::string name) {
+  static_assert(std::is_arithmetic_v<T>, "ff::param needs a scalar type");
+  return Expr::param(std::move(name), type_of<T>());
+}
+template <class T>
+Expr constant(T v) {
+  return Expr::constant(Value(v));
+}
+
+// ---- operators ----------------------------------------------------------------------
+#define FUSEFLOW_BINARY_OPERATOR(sym, op)                                   \
+  inline Expr operator sym(const Expr& a, const Expr& b) {                  \
+    return Expr::binary(BinaryOp::op, a, b);                                \
+  }                                                                         \
+  template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>     \
+  Expr operator sym(const Expr& a, T b) {                                   \
+    return Expr::binary(BinaryOp::op, a, Expr(b));                          \
+  }                                                                         \
+  template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>     \
+  Expr operator sym(T a, const Expr& b) {                                   \
+    return Expr::binary(BinaryOp::op, Expr(a), b);                          \
+  }
+FUSEFLOW_BINARY_OPERATOR(+, Add)
+FUSEFLOW_BINARY_OPERATOR(-, Sub)
+FUSEFLOW_BINARY_OPERATOR(*, Mul)
+FUSEFLOW_BINARY_OPERATOR(/, Div)
+FUSEFLOW_BINARY_OPERATOR(%, Mod)
+FUSEFLOW_BINARY_OPERATOR(&, BitAnd)
+FUSEFLOW_BINARY_OPERATOR(|, BitOr)
+FUSEFLOW_BINARY_OPERATOR(^, BitXor)
+FUSEFLOW_BINARY_OPERATOR(<<, Shl)
+FUSEFLOW_BINARY_OPERATOR(>>, Shr)
+FUSEFLOW_BINARY_OPERATOR(<, Lt)
+FUSEFLOW_BINARY_OPERATOR(<=, Le)
+FUSEFLOW_BINARY_OPERATOR(>, Gt)
+FUSEFLOW_BINARY_OPERATOR(>=, Ge)
+FUSEFLOW_BINARY_OPERATOR(==, Eq)
+FUSEFLOW_BINARY_OPERATOR(!=, Ne)
+FUSEFLOW_BINARY_OPERATOR(&&, And)
+FUSEFLOW_BINARY_OPERATOR(||, Or)
+#undef FUSEFLOW_BINARY_OPERATOR
+
+inline Expr operator-(const Expr& a) { return Expr::unary(UnaryOp::Neg, a); }
+inline Expr operator!(const Expr& a) { return Expr::unary(UnaryOp::Not, a); }
+inline Expr operator~(const Expr& a) { return Expr::unary(UnaryOp::BitNot, a); }
+
+// ---- functions ----------------------------------------------------------------------
+inline Expr select(const Expr& cond, const Expr& a, const Expr& b) {
+  return Expr::select(cond, a, b);
+}
+// ff::min and ff::max are callables (monoid.hpp): ff::max(a, b), and ff::max as a monoid.
+inline Expr abs(const Expr& a) { return Expr::call(MathFn::Abs, {a}); }
+inline Expr sqrt(const Expr& a) { return Expr::call(MathFn::Sqrt, {a}); }
+inline Expr rsqrt(const Expr& a) { return Expr::call(MathFn::Rsqrt, {a}); }
+inline Expr exp(const Expr& a) { return Expr::call(MathFn::Exp, {a}); }
+inline Expr exp2(const Expr& a) { return Expr::call(MathFn::Exp2, {a}); }
+inline Expr log(const Expr& a) { return Expr::call(MathFn::Log, {a}); }
+inline Expr log2(const Expr& a) { return Expr::call(MathFn::Log2, {a}); }
+inline Expr log10(const Expr& a) { return Expr::call(MathFn::Log10, {a}); }
+inline Expr sin(const Expr& a) { return Expr::call(MathFn::Sin, {a}); }
+inline Expr cos(const Expr& a) { return Expr::call(MathFn::Cos, {a}); }
+inline Expr tan(const Expr& a) { return Expr::call(MathFn::Tan, {a}); }
+inline Expr tanh(const Expr& a) { return Expr::call(MathFn::Tanh, {a}); }
+inline Expr pow(const Expr& a, const Expr& b) { return Expr::call(MathFn::Pow, {a, b}); }
+inline Expr floor(const Expr& a) { return Expr::call(MathFn::Floor, {a}); }
+inline Expr ceil(const Expr& a) { return Expr::call(MathFn::Ceil, {a}); }
+inline Expr round(const Expr& a) { return Expr::call(MathFn::Round, {a}); }
+inline Expr erf(const Expr& a) { return Expr::call(MathFn::Erf, {a}); }
+inline Expr fma(const Expr& a, const Expr& b, const Expr& c) {
+  return Expr::call(MathFn::Fma, {a, b, c});
+}
+
+template <class T>
+Expr cast(const Expr& a) {
+  return Expr::cast(type_of<T>(), a);
+}
+inline Expr cast(const Type& t, const Expr& a) { return Expr::cast(t, a); }
+
+// Tuples: ff::tuple(a, b, 0) builds; ff::get<1>(t) or t[1] reads a field;
+// ff::zip(x, y) is the element-wise tuple of arrays.
+template <class... Es>
+Expr tuple(const Es&... fields) {
+  return Expr::make_tuple({Expr(fields)...});
+}
+template <class... Es>
+Expr zip(const Es&... arrays) {
+  return Expr::make_tuple({Expr(arrays)...});
+}
+template <int I>
+Expr get(const Expr& t) {
+  return Expr::get(t, I);
+}
+template <std::size_t I>
+Value get(const Value& v) {
+  return v[I];
+}
+
+// Raw CUDA escape hatch: ff::cuda_expr<float>("__fmaf_rn($0, $1, 1.0f)", x, y). The text
+// is pasted into the generated kernel with $k replaced by the k-th argument; NVRTC
+// reports a mistake as a CompileError showing the kernel's numbered lines. The CPU
+// reference evaluator cannot run it.
+template <class T, class... Es>
+Expr cuda_expr(std::string text, const Es&... args) {
+  return Expr::raw_cuda(std::move(text), type_of<T>(), {Expr(args)...});
+}
+
+// ---- tracing ------------------------------------------------------------------------
+// map(x, f) == f(x); map(x, y, f) == f(x, y): the lambda is traced with the arrays'
+// element expressions and its result is the element-wise array.
+template <class F>
+Expr map(const Expr& a, F&& f) {
+  return Expr(f(a));
+}
+template <class F>
+Expr map(const Expr& a, const Expr& b, F&& f) {
+  return Expr(f(a, b));
+}
+template <class F>
+Expr map(const Expr& a, const Expr& b, const Expr& c, F&& f) {
+  return Expr(f(a, b, c));
+}
+template <class F>
+Expr map(const Expr& a, const Expr& b, const Expr& c, const Expr& d, F&& f) {
+  return Expr(f(a, b, c, d));
+}
+
+}  // namespace fuseflow

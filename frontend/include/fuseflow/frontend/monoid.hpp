@@ -1,0 +1,116 @@
+#pragma once
+// Monoids: an associative combine function with an identity. The built-ins (plus, times,
+// min, max, logical and/or, bitwise and/or/xor, argmin, argmax) are generic: they are
+// instantiated for an element type when an op uses them, know their identity for that
+// type, and are commutative. A custom monoid traces its combine lambda over two symbolic
+// operands and says whether it is commutative; the DSL never assumes what it was not told.
+#include <memory>
+#include <string>
+#include <type_traits>
+
+#include "fuseflow/frontend/expr.hpp"
+
+namespace fuseflow {
+
+enum class MonoidKind : std::uint8_t {
+  Plus, Times, Min, Max, LogicalAnd, LogicalOr, BitAnd, BitOr, BitXor, ArgMin, ArgMax, Custom,
+};
+
+enum class Commutativity : std::uint8_t { NonCommutative, Commutative };
+inline constexpr Commutativity commutative = Commutativity::Commutative;
+inline constexpr Commutativity non_commutative = Commutativity::NonCommutative;
+
+struct MonoidNode {
+  MonoidKind kind;
+  std::string name;       // "plus", or the custom monoid's name
+  bool typed = false;     // false for a generic built-in not yet instantiated
+  Type type;              // element type, when typed
+  Expr combine;           // over Expr::operand(0, type) and Expr::operand(1, type)
+  Value identity;
+  bool commutative = true;
+};
+
+class Monoid {
+ public:
+  Monoid() = default;
+  static Monoid builtin(MonoidKind kind);
+  // A custom monoid; checks that combine has type `t` and identity is of type `t`.
+  static Monoid custom(std::string name, Type t, Expr combine, Value identity, bool commutative);
+
+  // The monoid for element type `t`: instantiates a generic built-in (checking that it
+  // applies to `t`), or checks that a typed monoid is over `t`. `op` names the caller for
+  // error messages.
+  Monoid instantiate(const Type& t, const std::string& op) const;
+
+  const MonoidNode& node() const;
+  bool valid() const { return node_ != nullptr; }
+  MonoidKind kind() const { return node().kind; }
+  const std::string& name() const { return node().name; }
+  bool is_typed() const { return node().typed; }
+  const Type& type() const { return node().type; }
+  const Expr& combine() const { return node().combine; }
+  const Value& identity() const { return node().identity; }
+  bool is_commutative() const { return node().commutative; }
+  bool is_builtin() const { return node().kind != MonoidKind::Custom; }
+
+ private:
+  explicit Monoid(std::shared_ptr<const MonoidNode> n) : node_(std::move(n)) {}
+  std::shared_ptr<const MonoidNode> node_;
+};
+
+// ff::min / ff::max are both the element-wise function (ff::max(a, b)) and the monoid
+// (ff::reduce(x, ff::max)).
+struct MinFn {
+  Expr operator()(const Expr& a, const Expr& b) const { return Expr::call(MathFn::Min, {a, b}); }
+  operator Monoid() const { return Monoid::builtin(MonoidKind::Min); }  // NOLINT
+};
+struct MaxFn {
+  Expr operator()(const Expr& a, const Expr& b) const { return Expr::call(MathFn::Max, {a, b}); }
+  operator Monoid() const { return Monoid::builtin(MonoidKind::Max); }  // NOLINT
+};
+inline constexpr MinFn min{};
+inline constexpr MaxFn max{};
+inline const Monoid plus = Monoid::builtin(MonoidKind::Plus);
+inline const Monoid times = Monoid::builtin(MonoidKind::Times);
+inline const Monoid logical_and = Monoid::builtin(MonoidKind::LogicalAnd);
+inline const Monoid logical_or = Monoid::builtin(MonoidKind::LogicalOr);
+inline const Monoid bit_and = Monoid::builtin(MonoidKind::BitAnd);
+inline const Monoid bit_or = Monoid::builtin(MonoidKind::BitOr);
+inline const Monoid bit_xor = Monoid::builtin(MonoidKind::BitXor);
+inline const Monoid argmin = Monoid::builtin(MonoidKind::ArgMin);
+inline const Monoid argmax = Monoid::builtin(MonoidKind::ArgMax);
+
+namespace detail {
+[[noreturn]] void throw_combine_arity(const std::string& name, int arity);
+Monoid trace_monoid(std::string name, const Type& t, const Expr& combine_result,
+                    const Expr& identity, Commutativity c);
+template <class F>
+Monoid make_monoid(std::string name, const Type& t, F&& combine, const Expr& identity,
+                   Commutativity c) {
+  if constexpr (std::is_invocable_v<F, Expr, Expr>) {
+    Expr result(combine(Expr::operand(0, t), Expr::operand(1, t)));
+    return trace_monoid(std::move(name), t, result, identity, c);
+  } else if constexpr (std::is_invocable_v<F, Expr>) {
+    throw_combine_arity(name, 1);
+  } else if constexpr (std::is_invocable_v<F, Expr, Expr, Expr>) {
+    throw_combine_arity(name, 3);
+  } else {
+    throw_combine_arity(name, -1);
+  }
+}
+}  // namespace detail
+
+// A custom monoid over T: ff::monoid<ff::Tuple<int,int>>(combine, identity, ff::non_commutative).
+// combine(a, b) is traced once with symbolic a and b of type T and must return a T; the
+// identity must be a constant of type T.
+template <class T, class F>
+Monoid monoid(F&& combine, const Expr& identity, Commutativity c, std::string name = "") {
+  return detail::make_monoid(std::move(name), type_of<T>(), std::forward<F>(combine), identity, c);
+}
+template <class F>
+Monoid monoid(const Type& t, F&& combine, const Expr& identity, Commutativity c,
+              std::string name = "") {
+  return detail::make_monoid(std::move(name), t, std::forward<F>(combine), identity, c);
+}
+
+}  // namespace fuseflow

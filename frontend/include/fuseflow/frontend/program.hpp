@@ -1,0 +1,129 @@
+#pragma once
+// Graph ops and programs. The ops that materialise something (reduce, scan, filter,
+// segmented reduce/scan, reduce/scan by key, histogram, counting sort) are immutable
+// OpNodes, checked when made; their results are Exprs of kind Result, so a later map can
+// use them (a scan's elements, or a reduction's scalar broadcast over an array). A
+// Program is the list of results the user asks for; ops shared between them run once.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fuseflow/frontend/expr.hpp"
+#include "fuseflow/frontend/monoid.hpp"
+
+namespace fuseflow {
+
+enum class OpKind : std::uint8_t {
+  Reduce, Scan, Filter, SegmentedReduce, SegmentedScan, ReduceByKey, ScanByKey, Histogram,
+  CountingSort,
+};
+const char* op_name(OpKind k);  // "reduce", "segmented_scan" ...
+
+enum class ScanKind : std::uint8_t { Inclusive, Exclusive };
+inline constexpr ScanKind inclusive = ScanKind::Inclusive;
+inline constexpr ScanKind exclusive = ScanKind::Exclusive;
+
+// How an op becomes a kernel. Automatic lets the planner choose; the others force a
+// strategy for study and benchmarking (DESIGN.md "Strategies").
+enum class Strategy : std::uint8_t { Automatic, Tree, Atomic, Chunked, Staged, Lookback, ReduceThenScan };
+const char* strategy_name(Strategy s);
+namespace strategy {
+inline constexpr Strategy automatic = Strategy::Automatic;
+inline constexpr Strategy tree = Strategy::Tree;
+inline constexpr Strategy atomic = Strategy::Atomic;
+inline constexpr Strategy chunked = Strategy::Chunked;
+inline constexpr Strategy staged = Strategy::Staged;
+inline constexpr Strategy lookback = Strategy::Lookback;
+inline constexpr Strategy reduce_then_scan = Strategy::ReduceThenScan;
+}  // namespace strategy
+
+struct OpNode {
+  OpKind kind;
+  Expr values;     // element-wise values the op consumes (maps fused in)
+  Expr predicate;  // Filter: bool per element
+  Expr offsets;    // SegmentedReduce/Scan: n_segments + 1 non-decreasing offsets
+  Expr keys;       // ReduceByKey/ScanByKey: segment keys; Histogram: bin; CountingSort: key
+  Monoid monoid;   // instantiated for values' type
+  ScanKind scan_kind = ScanKind::Inclusive;
+  Strategy strategy = Strategy::Automatic;
+  std::int64_t bins = 0;            // Histogram, CountingSort
+  std::vector<Type> output_types;   // one per result
+  bool scalar_output = false;       // Reduce: a single value, not an array
+};
+
+// ---- ops ----------------------------------------------------------------------------
+// reduce(xs, m): combines all elements left to right; an empty array gives m's identity.
+Expr reduce(const Expr& xs, const Monoid& m, Strategy s = Strategy::Automatic);
+// scan(xs, m, inclusive|exclusive): prefix combinations; exclusive starts at the identity.
+Expr scan(const Expr& xs, const Monoid& m, ScanKind kind = ScanKind::Inclusive,
+          Strategy s = Strategy::Automatic);
+// filter(xs, pred): the elements of xs whose predicate is true, in order.
+Expr filter(const Expr& xs, const Expr& predicate);
+template <class F, class = std::enable_if_t<std::is_invocable_v<F, Expr>>>
+Expr filter(const Expr& xs, F&& predicate) {
+  return filter(xs, Expr(predicate(xs)));
+}
+// Segments by offsets (CSR): segment s is [offsets[s], offsets[s+1]).
+Expr segmented_reduce(const Expr& xs, const Expr& offsets, const Monoid& m);
+Expr segmented_scan(const Expr& xs, const Expr& offsets, const Monoid& m,
+                    ScanKind kind = ScanKind::Inclusive);
+// Segments by runs of equal consecutive keys.
+struct KeyedResult {
+  Expr keys;    // one key per segment (reduce_by_key) or per element (sort_by_key)
+  Expr values;
+};
+KeyedResult reduce_by_key(const Expr& keys, const Expr& xs, const Monoid& m);
+Expr scan_by_key(const Expr& keys, const Expr& xs, const Monoid& m,
+                 ScanKind kind = ScanKind::Inclusive);
+// histogram(bin, nbins): counts of each bin value in [0, nbins); others are dropped.
+Expr histogram(const Expr& bin, std::int64_t nbins, const Type& count_type = ScalarType::U32);
+template <class F, class = std::enable_if_t<std::is_invocable_v<F, Expr>>>
+Expr histogram(const Expr& xs, F&& bin_of, std::int64_t nbins,
+               const Type& count_type = ScalarType::U32) {
+  return histogram(Expr(bin_of(xs)), nbins, count_type);
+}
+// Stable counting sort by a small integer key in [0, nbins).
+Expr counting_sort(const Expr& keys, std::int64_t nbins);
+KeyedResult sort_by_key(const Expr& keys, const Expr& values, std::int64_t nbins);
+
+// ---- programs -----------------------------------------------------------------------
+class Program {
+ public:
+  Program(const Expr& single);  // NOLINT: a result is a one-output program
+  explicit Program(std::vector<Expr> outputs);
+
+  const std::vector<Expr>& outputs() const { return outputs_; }
+  // In a fixed order (first reached, depth first from output 0): the distinct input
+  // leaves, parameter leaves, and ops (each op after the ops it depends on).
+  const std::vector<Expr>& inputs() const { return inputs_; }
+  const std::vector<Expr>& params() const { return params_; }
+  const std::vector<std::shared_ptr<const OpNode>>& ops() const { return ops_; }
+
+ private:
+  std::vector<Expr> outputs_;
+  std::vector<Expr> inputs_;
+  std::vector<Expr> params_;
+  std::vector<std::shared_ptr<const OpNode>> ops_;
+};
+
+// outputs(a, b, ...): several results of one program, computed together.
+template <class... Es>
+Program outputs(const Es&... results) {
+  return Program(std::vector<Expr>{Expr(results)...});
+}
+
+// The stable textual form of a program (errors, explain(), golden tests).
+std::string to_string(const Program& p);
+// One expression, as to_string prints it inside a program.
+std::string to_string(const Expr& e);
+std::string to_string(const Monoid& m);
+std::string to_string(const Type& t);
+
+// ---- element-wise domains -----------------------------------------------------------
+// The leaves that give an element-wise expression its length: its inputs and the array
+// results of earlier ops. Scalars (constants, parameters, reductions) broadcast.
+std::vector<Expr> array_leaves(const Expr& e);
+bool is_array(const Expr& e);
+
+}  // namespace fuseflow

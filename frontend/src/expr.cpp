@@ -1,0 +1,309 @@
+// Expression nodes and their type rules. Each checked constructor computes the result
+// type with C++'s rules (usual arithmetic conversions, integer promotion) and throws a
+// GraphError naming the operator and the operand types when they do not apply.
+#include "fuseflow/frontend/expr.hpp"
+
+#include "fuseflow/frontend/program.hpp"
+
+namespace fuseflow {
+
+const ExprNode& Expr::node() const {
+  if (!node_) throw GraphError("use of an empty ff::Expr (default-constructed, never assigned)");
+  return *node_;
+}
+
+Expr Expr::make(ExprNode n) { return Expr(std::make_shared<const ExprNode>(std::move(n))); }
+
+namespace {
+ExprNode leaf(ExprKind k, Type t) {
+  ExprNode n{};
+  n.kind = k;
+  n.type = std::move(t);
+  return n;
+}
+
+void require_valid(const Expr& e, const std::string& what) {
+  if (!e.valid()) throw GraphError(what + ": an operand is an empty ff::Expr");
+}
+
+void require_scalar(const Expr& e, const std::string& what) {
+  if (!e.type().is_scalar())
+    throw GraphError(what + " needs scalar operands, got a " + e.type().name() + " tuple");
+}
+}  // namespace
+
+Expr Expr::input(std::string name, Type t, std::int64_t length) {
+  if (name.empty()) throw GraphError("input: an input needs a name");
+  ExprNode n = leaf(ExprKind::Input, std::move(t));
+  n.name = std::move(name);
+  n.length = length;
+  return make(std::move(n));
+}
+
+Expr Expr::index() { return make(leaf(ExprKind::Index, ScalarType::I64)); }
+
+Expr Expr::constant(const Value& v) {
+  ExprNode n = leaf(ExprKind::Constant, v.type());
+  n.constant = v;
+  return make(std::move(n));
+}
+
+Expr Expr::param(std::string name, Type t) {
+  if (name.empty()) throw GraphError("param: a parameter needs a name");
+  if (!t.is_scalar()) throw GraphError("param '" + name + "': parameters are scalars, got " + t.name());
+  ExprNode n = leaf(ExprKind::Param, std::move(t));
+  n.name = std::move(name);
+  return make(std::move(n));
+}
+
+Expr Expr::result(std::shared_ptr<const OpNode> op, int output, Type t) {
+  ExprNode n = leaf(ExprKind::Result, std::move(t));
+  n.op = std::move(op);
+  n.index = output;
+  return make(std::move(n));
+}
+
+Expr Expr::operand(int which, Type t) {
+  ExprNode n = leaf(ExprKind::Operand, std::move(t));
+  n.index = which;
+  return make(std::move(n));
+}
+
+Expr Expr::unary(UnaryOp op, const Expr& a) {
+  std::string what = std::string("operator ") + unary_symbol(op);
+  require_valid(a, what);
+  require_scalar(a, what);
+  ExprNode n{};
+  n.kind = ExprKind::Unary;
+  n.unary = op;
+  n.args = {a};
+  ScalarType s = a.type().scalar();
+  switch (op) {
+    case UnaryOp::Not: n.type = ScalarType::Bool; break;
+    case UnaryOp::Neg: n.type = a.type().is_floating() ? s : integer_promotion(s); break;
+    case UnaryOp::BitNot:
+      if (!a.type().is_integral()) throw GraphError(what + " needs an integral operand, got " + a.type().name());
+      n.type = integer_promotion(s);
+      break;
+  }
+  return make(std::move(n));
+}
+
+Expr Expr::binary(BinaryOp op, const Expr& a, const Expr& b) {
+  std::string what = std::string("operator ") + binary_symbol(op);
+  require_valid(a, what);
+  require_valid(b, what);
+  if (!a.type().is_scalar() || !b.type().is_scalar())
+    throw GraphError(what + " needs scalar operands, got " + a.type().name() + " and " + b.type().name());
+  ScalarType common = usual_arithmetic_conversion(a.type().scalar(), b.type().scalar());
+  ExprNode n{};
+  n.kind = ExprKind::Binary;
+  n.binary = op;
+  n.args = {a, b};
+  switch (op) {
+    case BinaryOp::Add: case BinaryOp::Sub: case BinaryOp::Mul: case BinaryOp::Div:
+      n.type = common;
+      break;
+    case BinaryOp::Mod: case BinaryOp::BitAnd: case BinaryOp::BitOr: case BinaryOp::BitXor:
+      if (!a.type().is_integral() || !b.type().is_integral())
+        throw GraphError(what + " needs integral operands, got " + a.type().name() + " and " + b.type().name());
+      n.type = common;
+      break;
+    case BinaryOp::Shl: case BinaryOp::Shr:
+      if (!a.type().is_integral() || !b.type().is_integral())
+        throw GraphError(what + " needs integral operands, got " + a.type().name() + " and " + b.type().name());
+      n.type = integer_promotion(a.type().scalar());
+      break;
+    case BinaryOp::Lt: case BinaryOp::Le: case BinaryOp::Gt: case BinaryOp::Ge:
+    case BinaryOp::Eq: case BinaryOp::Ne: case BinaryOp::And: case BinaryOp::Or:
+      n.type = ScalarType::Bool;
+      break;
+  }
+  return make(std::move(n));
+}
+
+Expr Expr::select(const Expr& cond, const Expr& a, const Expr& b) {
+  require_valid(cond, "select");
+  require_valid(a, "select");
+  require_valid(b, "select");
+  if (!cond.type().is_scalar())
+    throw GraphError("select: the condition must be bool, got " + cond.type().name());
+  ExprNode n{};
+  n.kind = ExprKind::Select;
+  if (a.type().is_scalar() && b.type().is_scalar()) {
+    n.type = usual_arithmetic_conversion(a.type().scalar(), b.type().scalar());
+    if (a.type() == b.type()) n.type = a.type();  // bool ? u8 : u8 stays u8
+  } else if (a.type() == b.type()) {
+    n.type = a.type();
+  } else {
+    throw GraphError("select: both branches must have the same type, got " + a.type().name() +
+                     " and " + b.type().name());
+  }
+  n.args = {cond, a, b};
+  return make(std::move(n));
+}
+
+Expr Expr::call(MathFn fn, std::vector<Expr> args) {
+  std::string what = math_name(fn);
+  for (const auto& a : args) {
+    require_valid(a, what);
+    require_scalar(a, what);
+  }
+  ExprNode n{};
+  n.kind = ExprKind::Call;
+  n.fn = fn;
+  ScalarType common = args[0].type().scalar();
+  for (const auto& a : args) common = usual_arithmetic_conversion(common, a.type().scalar());
+  switch (fn) {
+    case MathFn::Min: case MathFn::Max:
+      n.type = common;
+      break;
+    case MathFn::Abs:
+      n.type = args[0].type().is_floating() ? args[0].type().scalar() : integer_promotion(args[0].type().scalar());
+      break;
+    default:
+      // Float functions: f32 stays f32 (sqrtf), f64 and integers compute in f64 as
+      // std::sqrt(int) does.
+      n.type = common == ScalarType::F32 ? ScalarType::F32 : ScalarType::F64;
+      break;
+  }
+  n.args = std::move(args);
+  return make(std::move(n));
+}
+
+Expr Expr::cast(Type to, const Expr& a) {
+  require_valid(a, "cast");
+  if (!to.is_scalar() || !a.type().is_scalar()) {
+    if (to == a.type()) return a;
+    throw GraphError("cast<" + to.name() + ">: only scalars can be cast, got " + a.type().name());
+  }
+  if (to == a.type()) return a;
+  ExprNode n{};
+  n.kind = ExprKind::Cast;
+  n.type = std::move(to);
+  n.args = {a};
+  return make(std::move(n));
+}
+
+Expr Expr::make_tuple(std::vector<Expr> fields) {
+  if (fields.empty()) throw GraphError("tuple: a tuple needs at least one field");
+  std::vector<Type> types;
+  for (const auto& f : fields) {
+    require_valid(f, "tuple");
+    types.push_back(f.type());
+  }
+  ExprNode n{};
+  n.kind = ExprKind::MakeTuple;
+  n.type = Type::tuple(std::move(types));
+  n.args = std::move(fields);
+  return make(std::move(n));
+}
+
+Expr Expr::get(const Expr& tuple, int field) {
+  require_valid(tuple, "get");
+  const Type& t = tuple.type();
+  if (!t.is_tuple())
+    throw GraphError("get<" + std::to_string(field) + ">: " + t.name() + " is not a tuple");
+  if (field < 0 || static_cast<std::size_t>(field) >= t.arity())
+    throw GraphError("get<" + std::to_string(field) + ">: index out of range for " + t.name());
+  // Reading a field of a tuple built in place is the field itself.
+  if (tuple.kind() == ExprKind::MakeTuple) return tuple.args()[static_cast<std::size_t>(field)];
+  ExprNode n{};
+  n.kind = ExprKind::Get;
+  n.type = t.fields()[static_cast<std::size_t>(field)];
+  n.index = field;
+  n.args = {tuple};
+  return make(std::move(n));
+}
+
+Expr Expr::raw_cuda(std::string text, Type t, std::vector<Expr> args) {
+  if (text.empty()) throw GraphError("cuda_expr: the CUDA text is empty");
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    require_valid(args[i], "cuda_expr");
+    if (text.find("$" + std::to_string(i)) == std::string::npos)
+      throw GraphError("cuda_expr \"" + text + "\": argument $" + std::to_string(i) + " is never used");
+  }
+  ExprNode n{};
+  n.kind = ExprKind::RawCuda;
+  n.type = std::move(t);
+  n.name = std::move(text);
+  n.args = std::move(args);
+  return make(std::move(n));
+}
+
+const char* unary_symbol(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::Neg: return "-";
+    case UnaryOp::Not: return "!";
+    case UnaryOp::BitNot: return "~";
+  }
+  return "?";
+}
+
+const char* binary_symbol(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::Add: return "+";
+    case BinaryOp::Sub: return "-";
+    case BinaryOp::Mul: return "*";
+    case BinaryOp::Div: return "/";
+    case BinaryOp::Mod: return "%";
+    case BinaryOp::BitAnd: return "&";
+    case BinaryOp::BitOr: return "|";
+    case BinaryOp::BitXor: return "^";
+    case BinaryOp::Shl: return "<<";
+    case BinaryOp::Shr: return ">>";
+    case BinaryOp::Lt: return "<";
+    case BinaryOp::Le: return "<=";
+    case BinaryOp::Gt: return ">";
+    case BinaryOp::Ge: return ">=";
+    case BinaryOp::Eq: return "==";
+    case BinaryOp::Ne: return "!=";
+    case BinaryOp::And: return "&&";
+    case BinaryOp::Or: return "||";
+  }
+  return "?";
+}
+
+int binary_precedence(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::Mul: case BinaryOp::Div: case BinaryOp::Mod: return 10;
+    case BinaryOp::Add: case BinaryOp::Sub: return 9;
+    case BinaryOp::Shl: case BinaryOp::Shr: return 8;
+    case BinaryOp::Lt: case BinaryOp::Le: case BinaryOp::Gt: case BinaryOp::Ge: return 7;
+    case BinaryOp::Eq: case BinaryOp::Ne: return 6;
+    case BinaryOp::BitAnd: return 5;
+    case BinaryOp::BitXor: return 4;
+    case BinaryOp::BitOr: return 3;
+    case BinaryOp::And: return 2;
+    case BinaryOp::Or: return 1;
+  }
+  return 0;
+}
+
+const char* math_name(MathFn fn) {
+  switch (fn) {
+    case MathFn::Min: return "min";
+    case MathFn::Max: return "max";
+    case MathFn::Abs: return "abs";
+    case MathFn::Sqrt: return "sqrt";
+    case MathFn::Rsqrt: return "rsqrt";
+    case MathFn::Exp: return "exp";
+    case MathFn::Exp2: return "exp2";
+    case MathFn::Log: return "log";
+    case MathFn::Log2: return "log2";
+    case MathFn::Log10: return "log10";
+    case MathFn::Sin: return "sin";
+    case MathFn::Cos: return "cos";
+    case MathFn::Tan: return "tan";
+    case MathFn::Tanh: return "tanh";
+    case MathFn::Pow: return "pow";
+    case MathFn::Floor: return "floor";
+    case MathFn::Ceil: return "ceil";
+    case MathFn::Round: return "round";
+    case MathFn::Fma: return "fma";
+    case MathFn::Erf: return "erf";
+  }
+  return "?";
+}
+
+}  // namespace fuseflow

@@ -1,0 +1,156 @@
+// The textual form of programs, expressions and monoids. It is stable (golden tests and
+// error messages depend on it) and reads like the DSL:
+//
+//   input x: f32
+//   input y: f32
+//   %0 = reduce(plus: f32, x * y)
+//   output %0
+#include <map>
+#include <sstream>
+
+#include "fuseflow/frontend/program.hpp"
+
+namespace fuseflow {
+
+namespace {
+
+class Printer {
+ public:
+  // Names results of ops already printed; nullptr when printing a lone expression.
+  explicit Printer(const std::map<const OpNode*, int>* op_ids) : op_ids_(op_ids) {}
+
+  std::string expr(const Expr& e, int parent_precedence = 0) const {
+    const ExprNode& n = e.node();
+    switch (n.kind) {
+      case ExprKind::Input: return n.name;
+      case ExprKind::Index: return "index";
+      case ExprKind::Constant: return n.constant.to_string();
+      case ExprKind::Param: return "$" + n.name;
+      case ExprKind::Operand: return n.index == 0 ? "a" : "b";
+      case ExprKind::Result: return result(n);
+      case ExprKind::Unary: return unary_symbol(n.unary) + expr(n.args[0], 11);
+      case ExprKind::Binary: {
+        int p = binary_precedence(n.binary);
+        std::string s = expr(n.args[0], p) + " " + binary_symbol(n.binary) + " " + expr(n.args[1], p + 1);
+        return p < parent_precedence ? "(" + s + ")" : s;
+      }
+      case ExprKind::Select: return "select(" + list(n.args) + ")";
+      case ExprKind::Call: return std::string(math_name(n.fn)) + "(" + list(n.args) + ")";
+      case ExprKind::Cast: return "cast<" + n.type.name() + ">(" + expr(n.args[0]) + ")";
+      case ExprKind::MakeTuple: return "(" + list(n.args) + ")";
+      case ExprKind::Get: return expr(n.args[0], 12) + "[" + std::to_string(n.index) + "]";
+      case ExprKind::RawCuda: {
+        std::string s = "cuda<" + n.type.name() + ">(\"" + n.name + "\"";
+        if (!n.args.empty()) s += ", " + list(n.args);
+        return s + ")";
+      }
+    }
+    return "?";
+  }
+
+  std::string list(const std::vector<Expr>& es) const {
+    std::string s;
+    for (std::size_t i = 0; i < es.size(); ++i) s += (i ? ", " : "") + expr(es[i]);
+    return s;
+  }
+
+ private:
+  std::string result(const ExprNode& n) const {
+    const OpNode* op = n.op.get();
+    if (op_ids_ && op_ids_->count(op)) {
+      std::string s = "%" + std::to_string(op_ids_->at(op));
+      if (op->output_types.size() > 1) s += "." + std::to_string(n.index);
+      return s;
+    }
+    return std::string(op_name(op->kind)) + "(...)";
+  }
+  const std::map<const OpNode*, int>* op_ids_;
+};
+
+std::string monoid_ref(const Monoid& m) {
+  return m.name() + ": " + m.type().name();
+}
+
+std::string op_line(const OpNode& op, const Printer& p) {
+  std::string s = op_name(op.kind);
+  s += "(";
+  switch (op.kind) {
+    case OpKind::Reduce:
+      s += monoid_ref(op.monoid) + ", " + p.expr(op.values);
+      break;
+    case OpKind::Scan:
+      s += monoid_ref(op.monoid) + ", " + (op.scan_kind == ScanKind::Inclusive ? "inclusive" : "exclusive") +
+           ", " + p.expr(op.values);
+      break;
+    case OpKind::Filter:
+      s += p.expr(op.values) + ", where=" + p.expr(op.predicate);
+      break;
+    case OpKind::SegmentedReduce:
+      s += monoid_ref(op.monoid) + ", " + p.expr(op.values) + ", offsets=" + p.expr(op.offsets);
+      break;
+    case OpKind::SegmentedScan:
+      s += monoid_ref(op.monoid) + ", " + (op.scan_kind == ScanKind::Inclusive ? "inclusive" : "exclusive") +
+           ", " + p.expr(op.values) + ", offsets=" + p.expr(op.offsets);
+      break;
+    case OpKind::ReduceByKey:
+      s += monoid_ref(op.monoid) + ", " + p.expr(op.values) + ", keys=" + p.expr(op.keys);
+      break;
+    case OpKind::ScanByKey:
+      s += monoid_ref(op.monoid) + ", " + (op.scan_kind == ScanKind::Inclusive ? "inclusive" : "exclusive") +
+           ", " + p.expr(op.values) + ", keys=" + p.expr(op.keys);
+      break;
+    case OpKind::Histogram:
+      s += p.expr(op.keys) + ", bins=" + std::to_string(op.bins) + ", counts=" + op.output_types[0].name();
+      break;
+    case OpKind::CountingSort:
+      s += p.expr(op.keys) + ", bins=" + std::to_string(op.bins);
+      if (op.values.valid()) s += ", values=" + p.expr(op.values);
+      break;
+  }
+  if (op.strategy != Strategy::Automatic) s += std::string(", strategy=") + strategy_name(op.strategy);
+  return s + ")";
+}
+
+std::string monoid_definition(const Monoid& m) {
+  Printer p(nullptr);
+  return "monoid " + m.name() + ": " + m.type().name() + ", " +
+         (m.is_commutative() ? "commutative" : "non-commutative") + "\n  combine(a, b) = " +
+         p.expr(m.combine()) + "\n  identity = " + m.identity().to_string();
+}
+
+}  // namespace
+
+std::string to_string(const Program& prog) {
+  std::ostringstream os;
+  for (const auto& in : prog.inputs()) {
+    os << "input " << in.node().name << ": " << in.type().name();
+    if (in.node().length >= 0) os << "[" << in.node().length << "]";
+    os << "\n";
+  }
+  for (const auto& pa : prog.params()) os << "param " << pa.node().name << ": " << pa.type().name() << "\n";
+  std::map<const OpNode*, int> ids;
+  std::map<std::string, const MonoidNode*> monoids;
+  Printer p(&ids);
+  for (const auto& op : prog.ops()) {
+    if (op->monoid.valid() && !op->monoid.is_builtin()) {
+      auto [it, fresh] = monoids.emplace(op->monoid.name(), &op->monoid.node());
+      if (fresh) os << monoid_definition(op->monoid) << "\n";
+    }
+    int id = static_cast<int>(ids.size());
+    os << "%" << id << " = " << op_line(*op, p) << "\n";
+    ids[op.get()] = id;
+  }
+  for (const auto& out : prog.outputs()) os << "output " << p.expr(out) << "\n";
+  return os.str();
+}
+
+std::string to_string(const Expr& e) { return Printer(nullptr).expr(e); }
+
+std::string to_string(const Monoid& m) {
+  if (!m.is_typed()) return m.name();
+  return monoid_definition(m);
+}
+
+std::string to_string(const Type& t) { return t.name(); }
+
+}  // namespace fuseflow

@@ -1,0 +1,296 @@
+// Graph ops (checked when made) and programs (their outputs, with inputs, parameters and
+// ops collected in a fixed order).
+#include "fuseflow/frontend/program.hpp"
+
+#include <map>
+#include <set>
+
+namespace fuseflow {
+
+const char* op_name(OpKind k) {
+  switch (k) {
+    case OpKind::Reduce: return "reduce";
+    case OpKind::Scan: return "scan";
+    case OpKind::Filter: return "filter";
+    case OpKind::SegmentedReduce: return "segmented_reduce";
+    case OpKind::SegmentedScan: return "segmented_scan";
+    case OpKind::ReduceByKey: return "reduce_by_key";
+    case OpKind::ScanByKey: return "scan_by_key";
+    case OpKind::Histogram: return "histogram";
+    case OpKind::CountingSort: return "counting_sort";
+  }
+  return "?";
+}
+
+const char* strategy_name(Strategy s) {
+  switch (s) {
+    case Strategy::Automatic: return "automatic";
+    case Strategy::Tree: return "tree";
+    case Strategy::Atomic: return "atomic";
+    case Strategy::Chunked: return "chunked";
+    case Strategy::Staged: return "staged";
+    case Strategy::Lookback: return "lookback";
+    case Strategy::ReduceThenScan: return "reduce_then_scan";
+  }
+  return "?";
+}
+
+namespace {
+
+void collect_leaves(const Expr& e, std::vector<Expr>& out, std::set<const ExprNode*>& seen) {
+  if (!seen.insert(e.get()).second) return;
+  if (e.kind() == ExprKind::Input) {
+    out.push_back(e);
+  } else if (e.kind() == ExprKind::Result) {
+    if (!e.node().op->scalar_output) out.push_back(e);
+  } else {
+    for (const auto& a : e.args()) collect_leaves(a, out, seen);
+  }
+}
+
+// The element count of an array leaf when it is known before binding: a declared input
+// length, or a histogram's bin count.
+std::int64_t static_length(const Expr& leaf) {
+  if (leaf.kind() == ExprKind::Input) return leaf.node().length;
+  if (leaf.node().op->kind == OpKind::Histogram) return leaf.node().op->bins;
+  return -1;
+}
+
+std::string leaf_name(const Expr& leaf) {
+  if (leaf.kind() == ExprKind::Input) return "input '" + leaf.node().name + "'";
+  return std::string("the result of ") + op_name(leaf.node().op->kind);
+}
+
+// `e` must be an element-wise array (it has at least one array leaf, and leaves whose
+// lengths are known agree).
+void require_array(const Expr& e, const std::string& op, const std::string& role) {
+  if (!e.valid()) throw GraphError(op + ": " + role + " is an empty ff::Expr");
+  auto leaves = array_leaves(e);
+  if (leaves.empty())
+    throw GraphError(op + ": " + role + " is not an array (it uses no input or array result): " + to_string(e));
+  std::int64_t n = -1;
+  const Expr* first = nullptr;
+  for (const auto& l : leaves) {
+    std::int64_t m = static_length(l);
+    if (m < 0) continue;
+    if (n >= 0 && m != n)
+      throw GraphError(op + ": map over arrays of different lengths: " + leaf_name(*first) + " has " +
+                       std::to_string(n) + " elements, " + leaf_name(l) + " has " + std::to_string(m));
+    n = m;
+    first = &l;
+  }
+}
+
+void require_same_length(const Expr& a, const Expr& b, const std::string& op) {
+  require_array(Expr::make_tuple({a, b}), op, "its operands");
+}
+
+Expr result_of(std::shared_ptr<OpNode> n, int output = 0) {
+  Type t = n->output_types[static_cast<std::size_t>(output)];
+  return Expr::result(std::shared_ptr<const OpNode>(std::move(n)), output, std::move(t));
+}
+
+void require_integral_array(const Expr& e, const std::string& op, const std::string& role) {
+  require_array(e, op, role);
+  if (!e.type().is_integral() || e.type().is_bool())
+    throw GraphError(op + ": " + role + " must be integral, got " + e.type().name());
+}
+
+void require_bins(std::int64_t bins, const std::string& op) {
+  if (bins <= 0) throw GraphError(op + ": the bin count must be positive, got " + std::to_string(bins));
+}
+
+}  // namespace
+
+std::vector<Expr> array_leaves(const Expr& e) {
+  std::vector<Expr> out;
+  std::set<const ExprNode*> seen;
+  collect_leaves(e, out, seen);
+  return out;
+}
+
+bool is_array(const Expr& e) { return e.valid() && !array_leaves(e).empty(); }
+
+Expr reduce(const Expr& xs, const Monoid& m, Strategy s) {
+  require_array(xs, "reduce", "its argument");
+  auto n = std::make_shared<OpNode>();
+  n->kind = OpKind::Reduce;
+  n->values = xs;
+  n->monoid = m.instantiate(xs.type(), "reduce");
+  if (s == Strategy::Lookback || s == Strategy::ReduceThenScan)
+    throw GraphError(std::string("reduce: strategy ") + strategy_name(s) + " is a scan strategy");
+  if (s == Strategy::Chunked && !n->monoid.is_commutative())
+    throw GraphError("reduce: strategy chunked needs a commutative monoid; " + n->monoid.name() +
+                     " is non-commutative (use staged or automatic)");
+  n->strategy = s;
+  n->output_types = {n->monoid.type()};
+  n->scalar_output = true;
+  return result_of(std::move(n));
+}
+
+Expr scan(const Expr& xs, const Monoid& m, ScanKind kind, Strategy s) {
+  require_array(xs, "scan", "its argument");
+  if (s != Strategy::Automatic && s != Strategy::Lookback && s != Strategy::ReduceThenScan)
+    throw GraphError(std::string("scan: strategy ") + strategy_name(s) +
+                     " is a reduce strategy (scan takes lookback or reduce_then_scan)");
+  auto n = std::make_shared<OpNode>();
+  n->kind = OpKind::Scan;
+  n->values = xs;
+  n->monoid = m.instantiate(xs.type(), "scan");
+  n->scan_kind = kind;
+  n->strategy = s;
+  n->output_types = {n->monoid.type()};
+  return result_of(std::move(n));
+}
+
+Expr filter(const Expr& xs, const Expr& predicate) {
+  require_array(xs, "filter", "its argument");
+  if (!predicate.valid()) throw GraphError("filter: the predicate is an empty ff::Expr");
+  if (!predicate.type().is_bool())
+    throw GraphError("filter: the predicate must be bool, got " + predicate.type().name());
+  require_same_length(xs, predicate, "filter");
+  auto n = std::make_shared<OpNode>();
+  n->kind = OpKind::Filter;
+  n->values = xs;
+  n->predicate = predicate;
+  n->output_types = {xs.type()};
+  return result_of(std::move(n));
+}
+
+namespace {
+std::shared_ptr<OpNode> segmented(OpKind kind, const Expr& xs, const Expr& segments, const Monoid& m) {
+  const std::string op = op_name(kind);
+  require_array(xs, op, "its values");
+  auto n = std::make_shared<OpNode>();
+  n->kind = kind;
+  n->values = xs;
+  n->monoid = m.instantiate(xs.type(), op);
+  n->output_types = {n->monoid.type()};
+  if (kind == OpKind::SegmentedReduce || kind == OpKind::SegmentedScan) {
+    require_integral_array(segments, op, "the offsets");
+    n->offsets = segments;
+  } else {
+    require_array(segments, op, "the keys");
+    require_same_length(segments, xs, op);
+    n->keys = segments;
+  }
+  return n;
+}
+}  // namespace
+
+Expr segmented_reduce(const Expr& xs, const Expr& offsets, const Monoid& m) {
+  return result_of(segmented(OpKind::SegmentedReduce, xs, offsets, m));
+}
+
+Expr segmented_scan(const Expr& xs, const Expr& offsets, const Monoid& m, ScanKind kind) {
+  auto n = segmented(OpKind::SegmentedScan, xs, offsets, m);
+  n->scan_kind = kind;
+  return result_of(std::move(n));
+}
+
+KeyedResult reduce_by_key(const Expr& keys, const Expr& xs, const Monoid& m) {
+  auto n = segmented(OpKind::ReduceByKey, xs, keys, m);
+  n->output_types = {keys.type(), n->monoid.type()};
+  std::shared_ptr<const OpNode> shared = std::move(n);
+  return {Expr::result(shared, 0, shared->output_types[0]), Expr::result(shared, 1, shared->output_types[1])};
+}
+
+Expr scan_by_key(const Expr& keys, const Expr& xs, const Monoid& m, ScanKind kind) {
+  auto n = segmented(OpKind::ScanByKey, xs, keys, m);
+  n->scan_kind = kind;
+  return result_of(std::move(n));
+}
+
+Expr histogram(const Expr& bin, std::int64_t nbins, const Type& count_type) {
+  require_integral_array(bin, "histogram", "the bin expression");
+  require_bins(nbins, "histogram");
+  if (!count_type.is_scalar() ||
+      (count_type.scalar() != ScalarType::U32 && count_type.scalar() != ScalarType::U64))
+    throw GraphError("histogram: counts are u32 or u64, got " + count_type.name());
+  auto n = std::make_shared<OpNode>();
+  n->kind = OpKind::Histogram;
+  n->keys = bin;
+  n->bins = nbins;
+  n->output_types = {count_type};
+  return result_of(std::move(n));
+}
+
+namespace {
+std::shared_ptr<OpNode> sort_node(const Expr& keys, const Expr& values, std::int64_t nbins) {
+  require_integral_array(keys, "counting_sort", "the keys");
+  require_bins(nbins, "counting_sort");
+  auto n = std::make_shared<OpNode>();
+  n->kind = OpKind::CountingSort;
+  n->keys = keys;
+  n->bins = nbins;
+  n->output_types = {keys.type()};
+  if (values.valid()) {
+    require_same_length(keys, values, "sort_by_key");
+    n->values = values;
+    n->output_types.push_back(values.type());
+  }
+  return n;
+}
+}  // namespace
+
+Expr counting_sort(const Expr& keys, std::int64_t nbins) { return result_of(sort_node(keys, Expr(), nbins)); }
+
+KeyedResult sort_by_key(const Expr& keys, const Expr& values, std::int64_t nbins) {
+  if (!values.valid()) throw GraphError("sort_by_key: the values are an empty ff::Expr");
+  std::shared_ptr<const OpNode> n = sort_node(keys, values, nbins);
+  return {Expr::result(n, 0, n->output_types[0]), Expr::result(n, 1, n->output_types[1])};
+}
+
+// ---- Program ------------------------------------------------------------------------
+
+namespace {
+struct Collector {
+  std::vector<Expr>& inputs;
+  std::vector<Expr>& params;
+  std::vector<std::shared_ptr<const OpNode>>& ops;
+  std::set<const void*> seen{};
+
+  void expr(const Expr& e) {
+    if (!e.valid() || !seen.insert(e.get()).second) return;
+    switch (e.kind()) {
+      case ExprKind::Input: inputs.push_back(e); break;
+      case ExprKind::Param: params.push_back(e); break;
+      case ExprKind::Result: op(e.node().op); break;
+      default: break;
+    }
+    for (const auto& a : e.args()) expr(a);
+  }
+  void op(const std::shared_ptr<const OpNode>& n) {
+    if (!seen.insert(n.get()).second) return;
+    for (const Expr* child : {&n->values, &n->predicate, &n->offsets, &n->keys}) expr(*child);
+    ops.push_back(n);
+  }
+};
+}  // namespace
+
+Program::Program(const Expr& single) : Program(std::vector<Expr>{single}) {}
+
+Program::Program(std::vector<Expr> outputs) : outputs_(std::move(outputs)) {
+  if (outputs_.empty()) throw GraphError("program: an empty program (outputs() with no results)");
+  for (std::size_t i = 0; i < outputs_.size(); ++i) {
+    const Expr& o = outputs_[i];
+    if (!o.valid()) throw GraphError("program: output " + std::to_string(i) + " is an empty ff::Expr");
+    bool scalar_result = o.kind() == ExprKind::Result && o.node().op->scalar_output;
+    if (!scalar_result && !is_array(o))
+      throw GraphError("program: output " + std::to_string(i) + " (" + fuseflow::to_string(o) +
+                       ") is neither an array nor a reduction");
+    if (!scalar_result) require_array(o, "program", "output " + std::to_string(i));
+  }
+  Collector c{inputs_, params_, ops_};
+  for (const auto& o : outputs_) c.expr(o);
+  std::map<std::string, const ExprNode*> names;
+  for (const auto* list : {&inputs_, &params_}) {
+    for (const auto& e : *list) {
+      auto [it, fresh] = names.emplace(e.node().name, e.get());
+      if (!fresh && it->second != e.get())
+        throw GraphError("program: two different inputs or parameters are named '" + e.node().name + "'");
+    }
+  }
+}
+
+}  // namespace fuseflow
