@@ -53,13 +53,13 @@ if ((${#missing[@]})); then
   sudo=()
   if [[ $(id -u) -ne 0 ]]; then
     command -v sudo >/dev/null 2>&1 || die "missing ${missing[*]}: run this script as root or install sudo."
-    sudo=(sudo)
+    sudo=(sudo env DEBIAN_FRONTEND=noninteractive)
   fi
   export DEBIAN_FRONTEND=noninteractive
   apt_install() { "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"; }
   say "installing ${missing[*]}"
   # Refresh the package lists only when they are empty or the first attempt fails.
-  if ! compgen -G "/var/lib/apt/lists/*_Packages" >/dev/null; then
+  if ! compgen -G "/var/lib/apt/lists/*_Packages*" >/dev/null; then
     "${sudo[@]}" apt-get update -q
   fi
   if ! apt_install; then
