@@ -1,0 +1,33 @@
+#pragma once
+// Everything that changes what NVRTC produces, as one explicit value. Its key() goes into
+// the kernel cache key, so two option sets that could give different code never share an
+// entry.
+#include <string>
+#include <vector>
+
+namespace fuseflow {
+
+struct CompileOptions {
+  // Target architecture as "sm_XX" (or "sm_XXa"). A cubin is produced for it unless
+  // ptx is set, in which case PTX for the matching "compute_XX" is produced and the
+  // driver JIT-compiles it at load time.
+  std::string arch = "sm_90";
+  bool ptx = false;
+  int cxx_standard = 17;
+  bool fast_math = false;
+  bool line_info = false;
+  // Preprocessor definitions, "NAME" or "NAME=VALUE", passed as -D in this order.
+  std::vector<std::string> defines;
+
+  // The architecture NVRTC is asked for: arch, or compute_XX when ptx is set.
+  std::string target() const;
+  // The exact NVRTC command-line options these settings produce.
+  std::vector<std::string> nvrtc_flags() const;
+  // A stable text form of every field; equal keys <=> equal flags.
+  std::string key() const;
+};
+
+// "sm_90" for compute capability 9.0.
+std::string arch_for(int cc_major, int cc_minor);
+
+}  // namespace fuseflow

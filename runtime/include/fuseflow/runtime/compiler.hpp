@@ -1,0 +1,50 @@
+#pragma once
+// NVRTC wrapper: CUDA source text in, cubin or PTX out. Works with no GPU and no driver
+// (only libnvrtc), which is what lets CI compile every generated kernel.
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "fuseflow/runtime/compile_options.hpp"
+
+namespace fuseflow {
+
+// A header handed to NVRTC from memory, found by `#include "name"`; nothing is read from
+// disk at run time (the device helper library is embedded in the binary).
+struct Header {
+  std::string name;
+  std::string content;
+};
+
+enum class BinaryFormat : std::uint8_t { cubin = 1, ptx = 2 };
+
+struct CompiledKernel {
+  BinaryFormat format = BinaryFormat::cubin;
+  std::string image;  // cubin bytes, or PTX text (NUL-terminated for cuModuleLoadData)
+  std::string log;    // NVRTC's log; warnings may appear even on success
+};
+
+struct NvrtcVersion {
+  int major = 0;
+  int minor = 0;
+  // In cuDriverGetVersion's encoding (13.0 -> 13000), to compare with the driver.
+  int encoded() const { return major * 1000 + minor * 10; }
+};
+
+class Compiler {
+ public:
+  // Compiles `source` (named `<kernel_name>.cu` in NVRTC's messages). Throws CompileError
+  // when NVRTC rejects it, Error when NVRTC cannot be loaded.
+  static CompiledKernel compile(std::string_view source, std::string_view kernel_name,
+                                const CompileOptions& options,
+                                std::span<const Header> headers = {});
+  // The PTX for the same source and options (compute_XX), whatever options.ptx says:
+  // for FUSEFLOW_DUMP and for golden tests that check instructions.
+  static std::string ptx(std::string_view source, const CompileOptions& options,
+                         std::span<const Header> headers = {},
+                         std::string_view kernel_name = "kernel");
+  static NvrtcVersion version();
+};
+
+}  // namespace fuseflow

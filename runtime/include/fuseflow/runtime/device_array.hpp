@@ -1,0 +1,120 @@
+#pragma once
+// Device memory as values: DeviceArray<T> owns an allocation (RAII, move-only);
+// device_span<T> views memory fuseflow did not allocate; DeviceBytes is the type-erased
+// form the executor binds to kernel parameters.
+#include <cuda.h>
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "fuseflow/frontend/error.hpp"
+#include "fuseflow/runtime/device_context.hpp"
+
+namespace fuseflow {
+
+struct DeviceBytes {
+  CUdeviceptr ptr = 0;
+  std::size_t count = 0;  // elements
+  std::size_t element_size = 0;
+  std::size_t size_bytes() const noexcept { return count * element_size; }
+};
+
+template <class T>
+class DeviceArray {
+  static_assert(std::is_trivially_copyable_v<T>, "DeviceArray<T> needs a trivially copyable T");
+
+ public:
+  DeviceArray() = default;
+  DeviceArray(std::shared_ptr<detail::DeviceContext> context, std::size_t n)
+      : context_(std::move(context)), size_(n), ptr_(context_->allocate(n * sizeof(T))) {}
+  ~DeviceArray() { reset(); }
+
+  DeviceArray(DeviceArray&& other) noexcept
+      : context_(std::move(other.context_)),
+        size_(std::exchange(other.size_, 0)),
+        ptr_(std::exchange(other.ptr_, 0)) {}
+  DeviceArray& operator=(DeviceArray&& other) noexcept {
+    if (this != &other) {
+      reset();
+      context_ = std::move(other.context_);
+      size_ = std::exchange(other.size_, 0);
+      ptr_ = std::exchange(other.ptr_, 0);
+    }
+    return *this;
+  }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+
+  std::size_t size() const noexcept { return size_; }
+  bool empty() const noexcept { return size_ == 0; }
+  std::size_t size_bytes() const noexcept { return size_ * sizeof(T); }
+  CUdeviceptr data() const noexcept { return ptr_; }
+  DeviceBytes bytes() const noexcept { return {ptr_, size_, sizeof(T)}; }
+
+  std::vector<T> download() const {
+    std::vector<T> out(size_);
+    download(std::span<T>(out));
+    return out;
+  }
+  void download(std::span<T> out) const {
+    check_length(out.size(), "download");
+    if (size_ != 0) context_->copy_to_host(out.data(), ptr_, size_bytes());
+  }
+  // Overwrites the whole array from the host.
+  void upload(std::span<const T> in) {
+    check_length(in.size(), "upload");
+    if (size_ != 0) context_->copy_to_device(ptr_, in.data(), size_bytes());
+  }
+
+ private:
+  void reset() noexcept {
+    if (ptr_ != 0) context_->free(ptr_);
+    ptr_ = 0;
+    size_ = 0;
+    context_.reset();
+  }
+  void check_length(std::size_t n, const char* what) const {
+    if (n != size_)
+      throw GraphError("DeviceArray::" + std::string(what) + ": host buffer has " +
+                       std::to_string(n) + " elements but the device array has " +
+                       std::to_string(size_));
+  }
+
+  std::shared_ptr<detail::DeviceContext> context_;
+  std::size_t size_ = 0;
+  CUdeviceptr ptr_ = 0;
+};
+
+// A non-owning view of n elements of T at a device address fuseflow did not allocate
+// (cuMemAlloc, cudaMalloc, another library's buffer). The memory must stay valid while
+// fuseflow uses it.
+template <class T>
+class device_span {
+  static_assert(std::is_trivially_copyable_v<T>, "device_span<T> needs a trivially copyable T");
+
+ public:
+  device_span(CUdeviceptr ptr, std::size_t n) : ptr_(ptr), size_(n) {
+    if (ptr == 0 && n != 0)
+      throw GraphError("device_span: null device pointer with length " + std::to_string(n) +
+                       "; pass a valid device address, or length 0");
+  }
+  device_span(T* ptr, std::size_t n) : device_span(reinterpret_cast<CUdeviceptr>(ptr), n) {}
+  device_span(const DeviceArray<T>& array) noexcept  // NOLINT: implicit by design
+      : ptr_(array.data()), size_(array.size()) {}
+
+  CUdeviceptr data() const noexcept { return ptr_; }
+  std::size_t size() const noexcept { return size_; }
+  std::size_t size_bytes() const noexcept { return size_ * sizeof(T); }
+  DeviceBytes bytes() const noexcept { return {ptr_, size_, sizeof(T)}; }
+
+ private:
+  CUdeviceptr ptr_ = 0;
+  std::size_t size_ = 0;
+};
+
+}  // namespace fuseflow

@@ -1,0 +1,92 @@
+#pragma once
+// The kernel cache: a thread-safe in-memory map in front of a DiskCache, compiling with
+// NVRTC on a miss. The key covers everything that can change the binary: kernel name,
+// source, every header's content, CompileOptions::key() (arch included) and the NVRTC
+// version. It also implements FUSEFLOW_DUMP and FUSEFLOW_LOG, since it is the one place
+// that sees every kernel and knows how it was obtained.
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "fuseflow/runtime/compile_options.hpp"
+#include "fuseflow/runtime/compiler.hpp"
+#include "fuseflow/runtime/disk_cache.hpp"
+
+namespace fuseflow {
+
+struct CacheSettings {
+  std::optional<std::filesystem::path> disk_dir;  // nullopt: memory only
+  std::optional<std::filesystem::path> dump_dir;  // FUSEFLOW_DUMP
+  bool log = false;                               // FUSEFLOW_LOG=1
+
+  // FUSEFLOW_CACHE=0 disables the disk; the directory is $FUSEFLOW_CACHE_DIR, else
+  // $XDG_CACHE_HOME/fuseflow, else $HOME/.cache/fuseflow (memory only if none is set).
+  static CacheSettings from_environment();
+};
+
+enum class CacheOutcome { memory_hit, disk_hit, compiled };
+const char* to_string(CacheOutcome outcome) noexcept;
+
+struct CacheResult {
+  std::shared_ptr<const CompiledKernel> kernel;  // the same object for every memory hit
+  std::uint64_t hash = 0;
+  CacheOutcome outcome = CacheOutcome::compiled;
+  double milliseconds = 0;  // time spent in get()
+};
+
+struct CacheStats {
+  std::uint64_t memory_hits = 0;
+  std::uint64_t disk_hits = 0;
+  std::uint64_t misses = 0;    // not in memory (a disk hit is also a miss here)
+  std::uint64_t compiles = 0;  // NVRTC runs
+  std::uint64_t disk_writes = 0;
+  std::uint64_t rejected_entries = 0;  // corrupt / truncated / mismatched disk entries
+};
+
+class KernelCache {
+ public:
+  explicit KernelCache(CacheSettings settings = CacheSettings::from_environment());
+
+  // The kernel for this source, from memory, disk or NVRTC (in that order). Throws
+  // CompileError if NVRTC rejects the source; cache I/O problems never throw.
+  CacheResult get(std::string_view kernel_name, std::string_view source,
+                  const CompileOptions& options, std::span<const Header> headers = {});
+
+  CacheStats stats() const;
+  const CacheSettings& settings() const noexcept { return settings_; }
+  bool disk_enabled() const noexcept { return disk_ && disk_->enabled(); }
+  // Where the entry for `hash` lives (or would live); empty when memory only.
+  std::filesystem::path disk_entry_path(std::uint64_t hash) const;
+
+  // The key as stored in disk entries, and its hash (which names the entry).
+  static std::string key_string(std::string_view kernel_name, std::string_view source,
+                                const CompileOptions& options, std::span<const Header> headers);
+  static std::uint64_t key_hash(std::string_view kernel_name, std::string_view source,
+                                const CompileOptions& options, std::span<const Header> headers);
+
+ private:
+  struct MemoryEntry {
+    std::string kernel_name;
+    std::string source;
+    std::string options_key;
+    std::shared_ptr<const CompiledKernel> kernel;
+  };
+
+  std::shared_ptr<const CompiledKernel> load_from_disk(std::uint64_t hash, const std::string& key);
+  void report(std::string_view kernel_name, std::uint64_t hash, CacheOutcome outcome,
+              double milliseconds) const;
+
+  CacheSettings settings_;
+  std::unique_ptr<DiskCache> disk_;
+  mutable std::mutex mutex_;
+  std::unordered_map<std::uint64_t, MemoryEntry> memory_;
+  CacheStats stats_;
+};
+
+}  // namespace fuseflow

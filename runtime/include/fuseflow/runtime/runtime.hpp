@@ -1,0 +1,146 @@
+#pragma once
+// ff::Runtime: one GPU, its primary context, a stream, the kernel cache and a scratch
+// pool. Everything the layers above need to turn CUDA source into results: upload,
+// compile-or-fetch, launch, download. It knows nothing of the DSL; the executor adds
+// run(program, bindings) in its own source file, using the members below.
+#include <cuda.h>
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fuseflow/runtime/compile_options.hpp"
+#include "fuseflow/runtime/compiler.hpp"
+#include "fuseflow/runtime/device.hpp"
+#include "fuseflow/runtime/device_array.hpp"
+#include "fuseflow/runtime/device_context.hpp"
+#include "fuseflow/runtime/error.hpp"
+#include "fuseflow/runtime/kernel_cache.hpp"
+#include "fuseflow/runtime/memory_pool.hpp"
+
+namespace fuseflow {
+
+struct RuntimeOptions {
+  int device = 0;
+  // nullptr: the Runtime creates and owns a stream. Otherwise all work goes on this
+  // stream, which the caller keeps alive for the Runtime's lifetime.
+  CUstream stream = nullptr;
+  // nullopt: CacheSettings::from_environment().
+  std::optional<CacheSettings> cache;
+  // Always produce PTX and let the driver JIT it (normally only when NVRTC is newer
+  // than the driver).
+  bool force_ptx = false;
+};
+
+struct Dim3 {
+  unsigned x = 1, y = 1, z = 1;
+};
+
+// A loaded module and its kernel; owned by the Runtime that loaded it.
+struct LoadedKernel {
+  std::string name;
+  std::uint64_t hash = 0;
+  CUmodule module = nullptr;
+  CUfunction function = nullptr;
+  std::shared_ptr<const CompiledKernel> binary;
+  std::size_t dynamic_smem_limit = 48 * 1024;  // what the function allows right now
+};
+
+// A cheap, copyable reference to a LoadedKernel; valid while its Runtime lives.
+class KernelHandle {
+ public:
+  KernelHandle() = default;
+  explicit KernelHandle(LoadedKernel* kernel) : kernel_(kernel) {}
+  explicit operator bool() const noexcept { return kernel_ != nullptr; }
+  CUfunction function() const noexcept { return kernel_->function; }
+  const std::string& name() const noexcept { return kernel_->name; }
+  std::uint64_t hash() const noexcept { return kernel_->hash; }
+  LoadedKernel& kernel() const noexcept { return *kernel_; }
+
+ private:
+  LoadedKernel* kernel_ = nullptr;
+};
+
+class Runtime {
+ public:
+  // Throws CudaError when there is no CUDA driver or no GPU.
+  Runtime();
+  explicit Runtime(RuntimeOptions options);
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  // --- memory -------------------------------------------------------------------
+  template <class T>
+  DeviceArray<T> alloc(std::size_t n) {
+    ensure_usable();
+    return DeviceArray<T>(context_, n);
+  }
+  template <class T>
+  DeviceArray<T> upload(std::span<const T> values) {
+    DeviceArray<T> array = alloc<T>(values.size());
+    array.upload(values);
+    return array;
+  }
+  template <class T>
+  DeviceArray<T> upload(const std::vector<T>& values) {
+    return upload(std::span<const T>(values));
+  }
+  template <class T>
+  std::vector<T> download(const DeviceArray<T>& array) {
+    return array.download();
+  }
+  template <class T>
+  std::vector<T> download(device_span<T> view) {
+    std::vector<T> out(view.size());
+    if (!out.empty()) context_->copy_to_host(out.data(), view.data(), view.size_bytes());
+    return out;
+  }
+  // Device scratch of at least `bytes`, valid until the next scratch() call.
+  CUdeviceptr scratch(std::size_t bytes);
+  // Zeroes `bytes` at `ptr`, ordered on the stream (e.g. tickets in scratch).
+  void zero(CUdeviceptr ptr, std::size_t bytes);
+
+  // --- kernels ------------------------------------------------------------------
+  // Options for this device: its sm_XX, and PTX when NVRTC is newer than the driver.
+  CompileOptions compile_options() const;
+  // Compiles (or fetches from the cache) `source` and loads `kernel_name` from it
+  // (an extern "C" __global__ function).
+  KernelHandle load_kernel(std::string_view source, std::string_view kernel_name,
+                           const CompileOptions& options, std::span<const Header> headers = {});
+  KernelHandle load_kernel(std::string_view source, std::string_view kernel_name);
+  // Launches on the runtime's stream; raises the kernel's dynamic shared memory limit
+  // when it needs more than 48 KB. `args` as for cuLaunchKernel.
+  void launch(const KernelHandle& kernel, Dim3 grid, Dim3 block, std::size_t dynamic_smem,
+              void** args);
+  void synchronize();
+
+  // --- state --------------------------------------------------------------------
+  const DeviceProperties& properties() const noexcept { return properties_; }
+  KernelCache& cache() noexcept { return cache_; }
+  CUstream stream() const noexcept { return context_->stream(); }
+  CUcontext context() const noexcept { return context_->context(); }
+  // Throws CudaError when an earlier error left the device unusable.
+  void ensure_usable() const { context_->ensure_usable(); }
+  // For the executor: the checks every driver call goes through.
+  void check(CUresult result, const char* call) { context_->check(result, call); }
+
+ private:
+  LoadedKernel& load_module(const CacheResult& found, std::string_view kernel_name);
+
+  std::shared_ptr<detail::DeviceContext> context_;
+  DeviceProperties properties_;
+  bool ptx_fallback_ = false;
+  KernelCache cache_;
+  ScratchPool scratch_;
+  // Keyed by the cached binary object: the cache hands out one object per kernel, so
+  // this map cannot confuse two kernels (no hash collision risk).
+  std::map<const CompiledKernel*, std::unique_ptr<LoadedKernel>> modules_;
+};
+
+}  // namespace fuseflow

@@ -1,0 +1,42 @@
+#include "fuseflow/runtime/compile_options.hpp"
+
+#include "fuseflow/frontend/error.hpp"
+
+namespace fuseflow {
+
+std::string CompileOptions::target() const {
+  if (arch.rfind("sm_", 0) != 0 || arch.size() <= 3)
+    throw Error("fuseflow: CompileOptions::arch must look like \"sm_90\", got \"" + arch + "\"");
+  if (!ptx) return arch;
+  // PTX is architecture-generic within a family: sm_90a -> compute_90a, sm_90 -> compute_90.
+  return "compute_" + arch.substr(3);
+}
+
+std::vector<std::string> CompileOptions::nvrtc_flags() const {
+  std::vector<std::string> flags = {
+      "--gpu-architecture=" + target(),
+      "-std=c++" + std::to_string(cxx_standard),
+      // Every function is device code: generated kernels and the helper library need no
+      // __device__ on each helper, and no host headers are involved.
+      "-default-device",
+  };
+  if (fast_math) flags.push_back("--use_fast_math");
+  if (line_info) flags.push_back("-lineinfo");
+  for (const std::string& define : defines) flags.push_back("-D" + define);
+  return flags;
+}
+
+std::string CompileOptions::key() const {
+  std::string key;
+  for (const std::string& flag : nvrtc_flags()) {
+    key += flag;
+    key += '\n';  // cannot occur inside a flag, so the join is unambiguous
+  }
+  return key;
+}
+
+std::string arch_for(int cc_major, int cc_minor) {
+  return "sm_" + std::to_string(cc_major) + std::to_string(cc_minor);
+}
+
+}  // namespace fuseflow

@@ -1,0 +1,165 @@
+#include "fuseflow/runtime/device_context.hpp"
+
+#include <cstdio>
+
+#include "fuseflow/runtime/driver_api.hpp"
+#include "fuseflow/runtime/error.hpp"
+
+namespace fuseflow::detail {
+namespace {
+
+// Errors after which the context is corrupt: every later call on it would fail too, with
+// messages that point nowhere near the cause.
+bool is_sticky(CUresult result) {
+  switch (result) {
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_LAUNCH_FAILED:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_ASSERT:
+    case CUDA_ERROR_LAUNCH_TIMEOUT:
+    case CUDA_ERROR_ECC_UNCORRECTABLE:
+    case CUDA_ERROR_CONTEXT_IS_DESTROYED:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string human_bytes(std::size_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024 && unit < 4) {
+    value /= 1024;
+    ++unit;
+  }
+  char text[64];
+  std::snprintf(text, sizeof text, "%zu bytes (%.1f %s)", bytes, value, units[unit]);
+  return text;
+}
+
+}  // namespace
+
+DeviceContext::DeviceContext(int ordinal, CUstream user_stream) {
+  const DriverApi& api = driver();
+  int count = 0;
+  check(api.cuDeviceGetCount(&count), "cuDeviceGetCount");
+  if (count == 0)
+    throw CudaError("cuDeviceGetCount", CUDA_ERROR_NO_DEVICE, cuda_error_name(CUDA_ERROR_NO_DEVICE),
+                    "the CUDA driver found no GPU");
+  check(api.cuDeviceGet(&device_, ordinal), "cuDeviceGet");
+  check(api.cuDevicePrimaryCtxRetain(&context_, device_), "cuDevicePrimaryCtxRetain");
+  Scope scope(*this);
+  if (user_stream) {
+    stream_ = user_stream;
+  } else {
+    // A blocking stream, so work the user queued on the legacy default stream (e.g. a
+    // cudaMemcpy filling a buffer we are about to read) is ordered before ours.
+    const CUresult created = api.cuStreamCreate(&stream_, CU_STREAM_DEFAULT);
+    if (created != CUDA_SUCCESS) {
+      api.cuDevicePrimaryCtxRelease(device_);
+      check(created, "cuStreamCreate");
+    }
+    owns_stream_ = true;
+  }
+}
+
+DeviceContext::~DeviceContext() {
+  const DriverApi& api = *driver_api();
+  if (owns_stream_) {
+    Scope scope(*this);
+    api.cuStreamDestroy(stream_);
+  }
+  api.cuDevicePrimaryCtxRelease(device_);
+}
+
+void DeviceContext::check(CUresult result, const char* call) {
+  if (result == CUDA_SUCCESS) return;
+  const std::string name = cuda_error_name(result);
+  const char* description = nullptr;
+  if (const DriverApi* api = driver_api()) api->cuGetErrorString(result, &description);
+  std::string message = description ? description : "unknown error";
+  if (is_sticky(result)) {
+    std::lock_guard lock(sticky_mutex_);
+    if (sticky_error_.empty()) sticky_error_ = std::string(call) + " failed with " + name + ": " + message;
+    message += "; the GPU context is now unusable and this Runtime cannot run anything more "
+               "(create a new process)";
+  }
+  throw CudaError(call, result, name, message);
+}
+
+void DeviceContext::ensure_usable() const {
+  std::lock_guard lock(sticky_mutex_);
+  if (!sticky_error_.empty())
+    throw CudaError("fuseflow::Runtime", CUDA_ERROR_ILLEGAL_STATE,
+                    cuda_error_name(CUDA_ERROR_ILLEGAL_STATE),
+                    "the Runtime is unusable after an earlier error: " + sticky_error_);
+}
+
+DeviceContext::Scope::Scope(const DeviceContext& context) {
+  const DriverApi& api = *driver_api();
+  CUcontext current = nullptr;
+  api.cuCtxGetCurrent(&current);
+  if (current != context.context()) pushed_ = api.cuCtxPushCurrent(context.context()) == CUDA_SUCCESS;
+}
+
+DeviceContext::Scope::~Scope() {
+  if (pushed_) {
+    CUcontext popped = nullptr;
+    driver_api()->cuCtxPopCurrent(&popped);
+  }
+}
+
+CUdeviceptr DeviceContext::allocate(std::size_t bytes) {
+  ensure_usable();
+  if (bytes == 0) return 0;
+  Scope scope(*this);
+  CUdeviceptr ptr = 0;
+  const CUresult result = driver_api()->cuMemAlloc(&ptr, bytes);
+  if (result == CUDA_ERROR_OUT_OF_MEMORY) {
+    std::size_t free = 0, total = 0;
+    driver_api()->cuMemGetInfo(&free, &total);
+    throw CudaError("cuMemAlloc", result, cuda_error_name(result),
+                    "out of device memory: asked for " + human_bytes(bytes) + ", " +
+                        human_bytes(free) + " free of " + human_bytes(total));
+  }
+  check(result, "cuMemAlloc");
+  return ptr;
+}
+
+void DeviceContext::free(CUdeviceptr ptr) noexcept {
+  if (ptr == 0) return;
+  Scope scope(*this);
+  // Errors are ignored: a destructor cannot report them, and after a sticky error the
+  // memory goes with the context anyway.
+  driver_api()->cuMemFree(ptr);
+}
+
+void DeviceContext::copy_to_device(CUdeviceptr dst, const void* src, std::size_t bytes) {
+  ensure_usable();
+  if (bytes == 0) return;
+  Scope scope(*this);
+  check(driver_api()->cuMemcpyHtoDAsync(dst, src, bytes, stream_), "cuMemcpyHtoDAsync");
+  // Waiting makes the caller's buffer free to reuse at once, even when it is pinned.
+  check(driver_api()->cuStreamSynchronize(stream_), "cuStreamSynchronize");
+}
+
+void DeviceContext::copy_to_host(void* dst, CUdeviceptr src, std::size_t bytes) {
+  ensure_usable();
+  if (bytes == 0) return;
+  Scope scope(*this);
+  check(driver_api()->cuMemcpyDtoHAsync(dst, src, bytes, stream_), "cuMemcpyDtoHAsync");
+  check(driver_api()->cuStreamSynchronize(stream_), "cuStreamSynchronize");
+}
+
+void DeviceContext::synchronize() {
+  ensure_usable();
+  Scope scope(*this);
+  check(driver_api()->cuStreamSynchronize(stream_), "cuStreamSynchronize");
+}
+
+}  // namespace fuseflow::detail

@@ -1,0 +1,225 @@
+#include "fuseflow/runtime/kernel_cache.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "fuseflow/runtime/hash.hpp"
+#include "kernel_dump.hpp"
+
+namespace fuseflow {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double milliseconds_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+std::optional<std::filesystem::path> env_path(const char* name) {
+  const char* value = std::getenv(name);
+  if (!value || !*value) return std::nullopt;
+  return std::filesystem::path(value);
+}
+
+std::string nvrtc_version_text() {
+  const NvrtcVersion v = Compiler::version();
+  return std::to_string(v.major) + "." + std::to_string(v.minor);
+}
+
+// Disk payload: u8 format, u32 log length, log, image.
+std::string encode_kernel(const CompiledKernel& kernel) {
+  std::string out;
+  out.push_back(static_cast<char>(kernel.format));
+  const auto log_size = static_cast<std::uint32_t>(kernel.log.size());
+  out.append(reinterpret_cast<const char*>(&log_size), sizeof log_size);
+  out += kernel.log;
+  out += kernel.image;
+  return out;
+}
+
+std::optional<CompiledKernel> decode_kernel(std::string_view payload) {
+  if (payload.size() < 5) return std::nullopt;
+  const auto format = static_cast<BinaryFormat>(payload[0]);
+  if (format != BinaryFormat::cubin && format != BinaryFormat::ptx) return std::nullopt;
+  std::uint32_t log_size;
+  std::memcpy(&log_size, payload.data() + 1, sizeof log_size);
+  if (payload.size() < 5 + std::size_t{log_size}) return std::nullopt;
+  CompiledKernel kernel;
+  kernel.format = format;
+  kernel.log = std::string(payload.substr(5, log_size));
+  kernel.image = std::string(payload.substr(5 + log_size));
+  return kernel;
+}
+
+std::uint64_t hash_parts(std::string_view kernel_name, std::string_view source,
+                         std::string_view options_key, std::span<const Header> headers) {
+  std::uint64_t h = hash64(kernel_name, 0x66666b6300000002ULL);
+  h = hash64(options_key, h);
+  h = hash64(nvrtc_version_text(), h);
+  for (const Header& header : headers) h = hash64(header.content, hash64(header.name, h));
+  return hash64(source, h);
+}
+
+std::string key_from_parts(std::string_view kernel_name, std::string_view source,
+                           std::string_view options_key, std::span<const Header> headers) {
+  std::string key = "fuseflow kernel\nkernel " + std::string(kernel_name) + "\nnvrtc " +
+                    nvrtc_version_text() + "\noptions\n" + std::string(options_key);
+  // Headers by digest: the helper library is large and identical across kernels.
+  for (const Header& header : headers)
+    key += "header " + header.name + " " + std::to_string(header.content.size()) + " " +
+           hex64(hash64(header.content)) + "\n";
+  key += "source " + std::to_string(source.size()) + "\n";
+  key += source;
+  return key;
+}
+
+}  // namespace
+
+CacheSettings CacheSettings::from_environment() {
+  CacheSettings settings;
+  const char* cache = std::getenv("FUSEFLOW_CACHE");
+  const bool disk_off = cache && std::string_view(cache) == "0";
+  if (!disk_off) {
+    if (auto dir = env_path("FUSEFLOW_CACHE_DIR")) {
+      settings.disk_dir = *dir;
+    } else if (auto xdg = env_path("XDG_CACHE_HOME")) {
+      settings.disk_dir = *xdg / "fuseflow";
+    } else if (auto home = env_path("HOME")) {
+      settings.disk_dir = *home / ".cache" / "fuseflow";
+    }
+  }
+  settings.dump_dir = env_path("FUSEFLOW_DUMP");
+  const char* log = std::getenv("FUSEFLOW_LOG");
+  settings.log = log && *log && std::string_view(log) != "0";
+  return settings;
+}
+
+const char* to_string(CacheOutcome outcome) noexcept {
+  switch (outcome) {
+    case CacheOutcome::memory_hit: return "memory hit";
+    case CacheOutcome::disk_hit: return "disk hit";
+    case CacheOutcome::compiled: return "compiled";
+  }
+  return "?";
+}
+
+KernelCache::KernelCache(CacheSettings settings) : settings_(std::move(settings)) {
+  if (settings_.disk_dir) disk_ = std::make_unique<DiskCache>(*settings_.disk_dir);
+}
+
+std::string KernelCache::key_string(std::string_view kernel_name, std::string_view source,
+                                    const CompileOptions& options,
+                                    std::span<const Header> headers) {
+  return key_from_parts(kernel_name, source, options.key(), headers);
+}
+
+std::uint64_t KernelCache::key_hash(std::string_view kernel_name, std::string_view source,
+                                    const CompileOptions& options,
+                                    std::span<const Header> headers) {
+  return hash_parts(kernel_name, source, options.key(), headers);
+}
+
+std::filesystem::path KernelCache::disk_entry_path(std::uint64_t hash) const {
+  return disk_ ? disk_->entry_path(hash) : std::filesystem::path();
+}
+
+CacheStats KernelCache::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+CacheResult KernelCache::get(std::string_view kernel_name, std::string_view source,
+                             const CompileOptions& options, std::span<const Header> headers) {
+  const Clock::time_point start = Clock::now();
+  const std::string options_key = options.key();
+  CacheResult result;
+  result.hash = hash_parts(kernel_name, source, options_key, headers);
+  {
+    std::lock_guard lock(mutex_);
+    auto it = memory_.find(result.hash);
+    // Compare the texts too, so even a 64-bit hash collision cannot return a wrong kernel.
+    if (it != memory_.end() && it->second.source == source &&
+        it->second.kernel_name == kernel_name && it->second.options_key == options_key) {
+      ++stats_.memory_hits;
+      result.kernel = it->second.kernel;
+      result.outcome = CacheOutcome::memory_hit;
+    } else {
+      ++stats_.misses;
+    }
+  }
+  if (!result.kernel) {
+    // The lock is not held while compiling: two threads missing on one key both compile
+    // (same result) rather than serialising every compile in the process.
+    const std::string key = key_from_parts(kernel_name, source, options_key, headers);
+    result.kernel = load_from_disk(result.hash, key);
+    result.outcome = result.kernel ? CacheOutcome::disk_hit : CacheOutcome::compiled;
+    if (!result.kernel) {
+      auto compiled = std::make_shared<const CompiledKernel>(
+          Compiler::compile(source, kernel_name, options, headers));
+      const bool stored = disk_ && disk_->store(result.hash, key, encode_kernel(*compiled));
+      std::lock_guard lock(mutex_);
+      ++stats_.compiles;
+      if (stored) ++stats_.disk_writes;
+      result.kernel = std::move(compiled);
+    }
+    {
+      std::lock_guard lock(mutex_);
+      MemoryEntry& entry = memory_[result.hash];
+      // If another thread got here first, share its object: callers rely on one object
+      // per kernel (the Runtime keys loaded modules by it).
+      if (entry.kernel && entry.source == source && entry.kernel_name == kernel_name &&
+          entry.options_key == options_key) {
+        result.kernel = entry.kernel;
+      } else {
+        entry = MemoryEntry{std::string(kernel_name), std::string(source), options_key,
+                            result.kernel};
+      }
+    }
+    if (settings_.dump_dir)
+      detail::dump_kernel(*settings_.dump_dir, kernel_name, result.hash, source, options, headers,
+                          *result.kernel);
+  }
+  result.milliseconds = milliseconds_since(start);
+  if (settings_.log) report(kernel_name, result.hash, result.outcome, result.milliseconds);
+  return result;
+}
+
+std::shared_ptr<const CompiledKernel> KernelCache::load_from_disk(std::uint64_t hash,
+                                                                  const std::string& key) {
+  if (!disk_) return nullptr;
+  DiskCache::Loaded loaded = disk_->load(hash, key);
+  std::optional<CompiledKernel> kernel;
+  if (loaded.status == DiskCache::LoadStatus::hit) {
+    kernel = decode_kernel(loaded.payload);
+    if (!kernel) {
+      loaded.status = DiskCache::LoadStatus::rejected;
+      loaded.reason = "undecodable payload";
+    }
+  }
+  std::lock_guard lock(mutex_);
+  if (loaded.status == DiskCache::LoadStatus::rejected) {
+    ++stats_.rejected_entries;
+    if (settings_.log)
+      std::fprintf(stderr, "fuseflow: ignoring cache entry %s: %s\n",
+                   disk_->entry_path(hash).string().c_str(), loaded.reason.c_str());
+    return nullptr;
+  }
+  if (!kernel) return nullptr;
+  ++stats_.disk_hits;
+  return std::make_shared<const CompiledKernel>(std::move(*kernel));
+}
+
+void KernelCache::report(std::string_view kernel_name, std::uint64_t hash, CacheOutcome outcome,
+                         double milliseconds) const {
+  const std::string name(kernel_name);
+  if (outcome == CacheOutcome::memory_hit) {
+    std::fprintf(stderr, "fuseflow: %s %s: memory hit\n", name.c_str(), hex64(hash).c_str());
+  } else {
+    std::fprintf(stderr, "fuseflow: %s %s: %s (%.*f ms)\n", name.c_str(), hex64(hash).c_str(),
+                 to_string(outcome), milliseconds < 10 ? 1 : 0, milliseconds);
+  }
+}
+
+}  // namespace fuseflow

@@ -1,0 +1,101 @@
+#include "fuseflow/runtime/runtime.hpp"
+
+#include "fuseflow/runtime/driver_api.hpp"
+
+namespace fuseflow {
+Runtime::Runtime() : Runtime(RuntimeOptions{}) {}
+
+Runtime::Runtime(RuntimeOptions options)
+    : context_(std::make_shared<detail::DeviceContext>(options.device, options.stream)),
+      properties_(read_device_properties(options.device)),
+      // A cubin from an NVRTC newer than the driver may not load; PTX for compute_XX can
+      // be JIT-compiled by the driver instead.
+      ptx_fallback_(options.force_ptx || Compiler::version().encoded() > driver_version()),
+      cache_(options.cache ? std::move(*options.cache) : CacheSettings::from_environment()),
+      scratch_(context_) {}
+
+Runtime::~Runtime() {
+  detail::DeviceContext::Scope scope(*context_);
+  for (auto& [binary, kernel] : modules_) detail::driver_api()->cuModuleUnload(kernel->module);
+}
+
+CompileOptions Runtime::compile_options() const {
+  CompileOptions options;
+  options.arch = properties_.arch();
+  options.ptx = ptx_fallback_;
+  return options;
+}
+
+KernelHandle Runtime::load_kernel(std::string_view source, std::string_view kernel_name) {
+  return load_kernel(source, kernel_name, compile_options());
+}
+
+KernelHandle Runtime::load_kernel(std::string_view source, std::string_view kernel_name,
+                                  const CompileOptions& options, std::span<const Header> headers) {
+  ensure_usable();
+  const CacheResult found = cache_.get(kernel_name, source, options, headers);
+  auto it = modules_.find(found.kernel.get());
+  if (it != modules_.end()) return KernelHandle(it->second.get());
+  return KernelHandle(&load_module(found, kernel_name));
+}
+
+LoadedKernel& Runtime::load_module(const CacheResult& found, std::string_view kernel_name) {
+  detail::DeviceContext::Scope scope(*context_);
+  const detail::DriverApi& api = *detail::driver_api();
+  auto kernel = std::make_unique<LoadedKernel>();
+  kernel->name = std::string(kernel_name);
+  kernel->hash = found.hash;
+  kernel->binary = found.kernel;
+  check(api.cuModuleLoadData(&kernel->module, found.kernel->image.data()), "cuModuleLoadData");
+  const CUresult got = api.cuModuleGetFunction(&kernel->function, kernel->module, kernel->name.c_str());
+  if (got != CUDA_SUCCESS) {
+    api.cuModuleUnload(kernel->module);
+    check(got, ("cuModuleGetFunction(" + kernel->name +
+                "): is the kernel declared extern \"C\" __global__ with that name?")
+                   .c_str());
+  }
+  LoadedKernel& loaded = *kernel;
+  modules_.emplace(found.kernel.get(), std::move(kernel));
+  return loaded;
+}
+
+void Runtime::launch(const KernelHandle& handle, Dim3 grid, Dim3 block, std::size_t dynamic_smem,
+                     void** args) {
+  ensure_usable();
+  LoadedKernel& kernel = handle.kernel();
+  const detail::DriverApi& api = *detail::driver_api();
+  detail::DeviceContext::Scope scope(*context_);
+  if (dynamic_smem > kernel.dynamic_smem_limit) {
+    if (dynamic_smem > properties_.shared_memory_per_block_optin)
+      throw CudaError("cuLaunchKernel(" + kernel.name + ")", CUDA_ERROR_INVALID_VALUE,
+                      detail::cuda_error_name(CUDA_ERROR_INVALID_VALUE),
+                      "kernel asks for " + std::to_string(dynamic_smem) +
+                          " bytes of dynamic shared memory; this GPU allows at most " +
+                          std::to_string(properties_.shared_memory_per_block_optin));
+    // Beyond 48 KB a kernel must opt in; the attribute sticks to the function, so it is
+    // set once per new maximum.
+    check(api.cuFuncSetAttribute(kernel.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                 static_cast<int>(dynamic_smem)),
+          "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+    kernel.dynamic_smem_limit = dynamic_smem;
+  }
+  check(api.cuLaunchKernel(kernel.function, grid.x, grid.y, grid.z, block.x, block.y, block.z,
+                           static_cast<unsigned>(dynamic_smem), context_->stream(), args, nullptr),
+        "cuLaunchKernel");
+}
+
+void Runtime::synchronize() { context_->synchronize(); }
+
+CUdeviceptr Runtime::scratch(std::size_t bytes) {
+  ensure_usable();
+  return scratch_.get(bytes);
+}
+
+void Runtime::zero(CUdeviceptr ptr, std::size_t bytes) {
+  ensure_usable();
+  if (bytes == 0) return;
+  detail::DeviceContext::Scope scope(*context_);
+  check(detail::driver_api()->cuMemsetD8Async(ptr, 0, bytes, context_->stream()), "cuMemsetD8Async");
+}
+
+}  // namespace fuseflow
