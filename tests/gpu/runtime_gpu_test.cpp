@@ -1,0 +1,243 @@
+// The runtime on a real GPU: memory round trips, compiled kernels writing every element
+// of a poisoned buffer, user memory, errors, the disk cache across Runtimes, user streams.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "fuseflow/runtime/driver_api.hpp"
+#include "fuseflow/runtime/runtime.hpp"
+#include "runtime/cache_test_support.hpp"
+
+namespace ff = fuseflow;
+
+namespace {
+
+struct Triple {  // an odd-sized tuple-like struct, as codegen emits for tuples
+  std::int8_t a;
+  std::int16_t b;
+  float c;
+  bool operator==(const Triple&) const = default;
+};
+
+constexpr std::size_t sizes[] = {0, 1, 1000, (std::size_t{1} << 20) + 3};
+constexpr int poison = static_cast<int>(0xDEADBEEF);
+
+ff::RuntimeOptions memory_only() {
+  ff::RuntimeOptions options;
+  options.cache = ff::CacheSettings{};
+  return options;
+}
+
+template <class T>
+std::vector<T> pattern(std::size_t n) {
+  std::vector<T> values(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    if constexpr (std::is_same_v<T, Triple>) {
+      values[i] = Triple{static_cast<std::int8_t>(i), static_cast<std::int16_t>(3 * i),
+                         static_cast<float>(i) * 0.5f};
+    } else {
+      values[i] = static_cast<T>(i * 7 + 1);
+    }
+  }
+  return values;
+}
+
+// Fills out[i] = 7 + i through the runtime, checking every element changed from poison.
+void fill_and_check(ff::Runtime& rt, ff::KernelHandle kernel, CUdeviceptr out, std::size_t n) {
+  unsigned long long count = n;
+  void* args[] = {&out, &count};
+  const unsigned block = 256;
+  const auto grid = static_cast<unsigned>((n + block - 1) / block);
+  if (grid > 0) rt.launch(kernel, {grid}, {block}, 0, args);
+  rt.synchronize();
+}
+
+void check_filled(const std::vector<int>& values) {
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < values.size(); ++i)
+    if (values[i] != 7 + static_cast<int>(i)) ++wrong;
+  CHECK(wrong == 0);
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("upload then download returns the same values", T, std::int8_t, int, float,
+                   double, std::uint64_t, Triple) {
+  ff::Runtime rt(memory_only());
+  for (std::size_t n : sizes) {
+    CAPTURE(n);
+    const std::vector<T> values = pattern<T>(n);
+    ff::DeviceArray<T> array = rt.upload(values);
+    CHECK(array.size() == n);
+    CHECK((n == 0) == (array.data() == 0));
+    CHECK(rt.download(array) == values);
+    std::vector<T> into(n);
+    array.download(std::span<T>(into));
+    CHECK(into == values);
+  }
+}
+
+TEST_CASE("device properties are read and plausible") {
+  ff::Runtime rt(memory_only());
+  const ff::DeviceProperties& p = rt.properties();
+  CHECK(p.sm_count > 0);
+  CHECK(p.arch().rfind("sm_", 0) == 0);
+  CHECK(p.shared_memory_per_block == 48 * 1024);
+  CHECK(p.shared_memory_per_block_optin >= p.shared_memory_per_block);
+  CHECK(p.l2_cache_bytes > 0);
+  CHECK(p.total_memory_bytes > (std::size_t{1} << 30));
+  CHECK(p.max_threads_per_sm >= 1024);
+}
+
+TEST_CASE("a compiled kernel writes every element of a poisoned buffer") {
+  ff::Runtime rt(memory_only());
+  const ff::KernelHandle kernel = rt.load_kernel(ff::test::fill_kernel("ff_fill"), "ff_fill");
+  REQUIRE(kernel);
+  for (std::size_t n : sizes) {
+    CAPTURE(n);
+    ff::DeviceArray<int> out = rt.upload(std::vector<int>(n, poison));
+    fill_and_check(rt, kernel, out.data(), n);
+    check_filled(out.download());
+  }
+  // The second load of the same source is a memory hit and the same loaded kernel.
+  const ff::KernelHandle again = rt.load_kernel(ff::test::fill_kernel("ff_fill"), "ff_fill");
+  CHECK(again.function() == kernel.function());
+  CHECK(rt.cache().stats().memory_hits == 1);
+}
+
+TEST_CASE("a kernel compiled to PTX is JIT-compiled by the driver and runs") {
+  ff::RuntimeOptions options = memory_only();
+  options.force_ptx = true;
+  ff::Runtime rt(options);
+  CHECK(rt.compile_options().ptx);
+  const ff::KernelHandle kernel = rt.load_kernel(ff::test::fill_kernel("ff_fill_ptx"), "ff_fill_ptx");
+  ff::DeviceArray<int> out = rt.upload(std::vector<int>(1000, poison));
+  fill_and_check(rt, kernel, out.data(), 1000);
+  check_filled(out.download());
+}
+
+TEST_CASE("a kernel needing more than 48 KB of dynamic shared memory launches") {
+  ff::Runtime rt(memory_only());
+  const std::string source =
+      "extern \"C\" __global__ void ff_big_smem(int* out, unsigned long long n) {\n"
+      "  extern __shared__ int tile[];\n"
+      "  const unsigned words = 64 * 1024 / 4;\n"
+      "  for (unsigned i = threadIdx.x; i < words; i += blockDim.x) tile[i] = 7 + (int)i;\n"
+      "  __syncthreads();\n"
+      "  for (unsigned i = threadIdx.x; i < n; i += blockDim.x) out[i] = tile[i % words];\n"
+      "}\n";
+  const ff::KernelHandle kernel = rt.load_kernel(source, "ff_big_smem");
+  const std::size_t n = 64 * 1024 / 4;
+  ff::DeviceArray<int> out = rt.upload(std::vector<int>(n, poison));
+  CUdeviceptr ptr = out.data();
+  unsigned long long count = n;
+  void* args[] = {&ptr, &count};
+  rt.launch(kernel, {1}, {256}, 64 * 1024, args);
+  rt.synchronize();
+  check_filled(out.download());
+  CHECK(kernel.kernel().dynamic_smem_limit == 64 * 1024);
+}
+
+TEST_CASE("device_span views memory allocated with cuMemAlloc directly") {
+  ff::Runtime rt(memory_only());
+  const ff::detail::DriverApi& cu = ff::detail::driver();
+  const std::size_t n = 4097;
+  CUdeviceptr raw = 0;
+  REQUIRE(cu.cuCtxPushCurrent(rt.context()) == CUDA_SUCCESS);
+  REQUIRE(cu.cuMemAlloc(&raw, n * sizeof(int)) == CUDA_SUCCESS);
+  const ff::device_span<int> view(raw, n);
+  const ff::KernelHandle kernel = rt.load_kernel(ff::test::fill_kernel("ff_fill"), "ff_fill");
+  fill_and_check(rt, kernel, view.data(), n);
+  check_filled(rt.download(view));
+  const ff::device_span<int> by_pointer(reinterpret_cast<int*>(raw), n);
+  CHECK(by_pointer.data() == raw);
+  CHECK(cu.cuMemFree(raw) == CUDA_SUCCESS);
+  CUcontext popped = nullptr;
+  cu.cuCtxPopCurrent(&popped);
+}
+
+TEST_CASE("running out of device memory says how much was asked and how much is free") {
+  ff::Runtime rt(memory_only());
+  const std::size_t tebibyte = std::size_t{1} << 40;
+  try {
+    ff::DeviceArray<char> huge = rt.alloc<char>(tebibyte);
+    FAIL("a 1 TiB allocation succeeded");
+  } catch (const ff::CudaError& e) {
+    CHECK(e.code() == CUDA_ERROR_OUT_OF_MEMORY);
+    const std::string what = e.what();
+    CHECK(what.find("asked for 1099511627776 bytes (1.0 TiB)") != std::string::npos);
+    CHECK(what.find(" free of ") != std::string::npos);
+  }
+  // Running out of memory is not fatal: the Runtime still works.
+  CHECK(rt.download(rt.upload(std::vector<int>{1, 2, 3})) == std::vector<int>{1, 2, 3});
+}
+
+TEST_CASE("a fresh Runtime loads a kernel from the disk cache without compiling") {
+  ff::test::TempDir dir;
+  ff::RuntimeOptions options;
+  options.cache = ff::CacheSettings{};
+  options.cache->disk_dir = dir.path();
+  const std::string source = ff::test::fill_kernel("ff_fill_disk", 7);
+  {
+    ff::Runtime first(options);
+    first.load_kernel(source, "ff_fill_disk");
+    CHECK(first.cache().stats().compiles == 1);
+  }
+  ff::Runtime second(options);
+  const ff::KernelHandle kernel = second.load_kernel(source, "ff_fill_disk");
+  CHECK(second.cache().stats().disk_hits == 1);
+  CHECK(second.cache().stats().compiles == 0);
+  ff::DeviceArray<int> out = second.upload(std::vector<int>(1000, poison));
+  fill_and_check(second, kernel, out.data(), 1000);
+  check_filled(out.download());
+}
+
+TEST_CASE("a Runtime works on a stream the user supplies") {
+  const ff::detail::DriverApi& cu = ff::detail::driver();
+  CUstream user = nullptr;
+  {
+    ff::Runtime probe(memory_only());  // retains the primary context for stream creation
+    REQUIRE(cu.cuCtxPushCurrent(probe.context()) == CUDA_SUCCESS);
+    REQUIRE(cu.cuStreamCreate(&user, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
+    ff::RuntimeOptions options = memory_only();
+    options.stream = user;
+    ff::Runtime rt(options);
+    CHECK(rt.stream() == user);
+    const ff::KernelHandle kernel = rt.load_kernel(ff::test::fill_kernel("ff_fill"), "ff_fill");
+    ff::DeviceArray<int> out = rt.upload(std::vector<int>(5000, poison));
+    fill_and_check(rt, kernel, out.data(), 5000);
+    check_filled(out.download());
+    CHECK(cu.cuStreamSynchronize(user) == CUDA_SUCCESS);
+  }
+  // The Runtime did not destroy the user's stream.
+  CHECK(cu.cuStreamDestroy(user) == CUDA_SUCCESS);
+  CUcontext popped = nullptr;
+  cu.cuCtxPopCurrent(&popped);
+}
+
+TEST_CASE("scratch memory is reused while it is big enough and grows when asked for more") {
+  ff::Runtime rt(memory_only());
+  const CUdeviceptr first = rt.scratch(1000);
+  CHECK(first != 0);
+  CHECK(first % 256 == 0);
+  CHECK(rt.scratch(10) == first);
+  const CUdeviceptr grown = rt.scratch(std::size_t{1} << 24);
+  CHECK(grown != 0);
+  // Zeroing through the runtime's stream is visible to a download on it.
+  rt.zero(grown, 4096);
+  std::vector<std::uint8_t> bytes(4096, 0xff);
+  ff::device_span<std::uint8_t> view(grown, bytes.size());
+  CHECK(rt.download(view) == std::vector<std::uint8_t>(4096, 0));
+}
+
+TEST_CASE("a DeviceArray outlives its Runtime safely") {
+  ff::DeviceArray<int> kept;
+  {
+    ff::Runtime rt(memory_only());
+    kept = rt.upload(std::vector<int>{4, 5, 6});
+  }
+  CHECK(kept.download() == std::vector<int>{4, 5, 6});
+}
