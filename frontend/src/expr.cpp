@@ -12,6 +12,17 @@ const ExprNode& Expr::node() const {
   return *node_;
 }
 
+Expr Expr::with_args(std::vector<Expr> new_args) const {
+  const ExprNode& n = node();
+  if (new_args.size() != n.args.size()) throw GraphError("with_args: wrong number of arguments");
+  for (std::size_t i = 0; i < new_args.size(); ++i)
+    if (!new_args[i].valid() || new_args[i].type() != n.args[i].type())
+      throw GraphError("with_args: argument " + std::to_string(i) + " changes type");
+  ExprNode copy = n;
+  copy.args = std::move(new_args);
+  return make(std::move(copy));
+}
+
 Expr Expr::make(ExprNode n) { return Expr(std::make_shared<const ExprNode>(std::move(n))); }
 
 namespace {

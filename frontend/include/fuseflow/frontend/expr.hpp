@@ -91,6 +91,9 @@ class Expr {
   static Expr get(const Expr& tuple, int field);
   static Expr raw_cuda(std::string text, Type t, std::vector<Expr> args);
 
+  // The same node with other arguments of the same types (for passes that substitute).
+  Expr with_args(std::vector<Expr> args) const;
+
   bool valid() const { return node_ != nullptr; }
   const ExprNode& node() const;
   const ExprNode* get() const { return node_.get(); }

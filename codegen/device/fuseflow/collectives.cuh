@@ -1,0 +1,135 @@
+// fuseflow device helper library: warp and block collectives.
+//
+// Embedded into the fuseflow binary at build time and handed to NVRTC as the header
+// <fuseflow/collectives.cuh>; nothing is read from disk at run time. Layered as in CUB:
+// block collectives are built from warp collectives.
+//
+// Every combine here keeps element order: the left operand always covers lower indices.
+// Commutative operators lose nothing by it, and non-commutative ones (maximum segment
+// sum, matrix products, linear recurrences) stay correct.
+#pragma once
+
+namespace ff {
+
+constexpr unsigned kFullMask = 0xffffffffu;
+constexpr int kWarpSize = 32;
+
+// Shuffles any trivially copyable value down the warp, one 32-bit word at a time, so
+// tuples (plain structs) move as easily as floats.
+template <typename T>
+__device__ __forceinline__ T shfl_down(const T& value, unsigned delta) {
+  constexpr int kWords = (sizeof(T) + 3) / 4;
+  unsigned words[kWords];
+  memcpy(words, &value, sizeof(T));
+#pragma unroll
+  for (int k = 0; k < kWords; ++k) words[k] = __shfl_down_sync(kFullMask, words[k], delta);
+  T out;
+  memcpy(&out, words, sizeof(T));
+  return out;
+}
+
+// Reduces a full warp in lane order; lane 0 ends with x0 . x1 . ... . x31.
+// After the step with offset d, lanes that are multiples of 2d hold the combination of
+// the 2d consecutive lanes starting at them, so operands are always adjacent ranges.
+template <typename T, typename Combine>
+__device__ __forceinline__ T warp_reduce(T value, Combine combine) {
+#pragma unroll
+  for (unsigned d = 1; d < kWarpSize; d *= 2) {
+    T other = shfl_down(value, d);
+    value = combine(value, other);
+  }
+  return value;
+}
+
+// Reduces a block of kThreads threads in thread order; the result is valid in thread 0.
+// `scratch` holds kThreads / 32 values. Ends with a barrier so scratch can be reused.
+template <int kThreads, typename T, typename Combine>
+__device__ __forceinline__ T block_reduce(T value, Combine combine, T identity, T* scratch) {
+  constexpr int kWarps = kThreads / kWarpSize;
+  const int lane = threadIdx.x % kWarpSize;
+  const int warp = threadIdx.x / kWarpSize;
+  value = warp_reduce(value, combine);
+  if (kWarps == 1) return value;
+  if (lane == 0) scratch[warp] = value;
+  __syncthreads();
+  if (warp == 0) {
+    value = lane < kWarps ? scratch[lane] : identity;
+    value = warp_reduce(value, combine);
+  }
+  __syncthreads();
+  return value;
+}
+
+// Ticket for "the last block to finish combines the partials". Each block publishes its
+// partial, fences so the partial is visible device-wide before the ticket is taken, and
+// takes a ticket; the block that draws gridDim.x - 1 knows every partial is written.
+// That block resets the counter to zero, so the next launch needs no memset.
+__device__ __forceinline__ bool take_last_block_ticket(unsigned* ticket) {
+  __shared__ bool is_last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    unsigned drawn = atomicAdd(ticket, 1u);
+    is_last = drawn == gridDim.x - 1;
+    if (is_last) *ticket = 0u;
+  }
+  __syncthreads();
+  if (is_last) __threadfence();  // order the partials' reads after the ticket
+  return is_last;
+}
+
+// Reads a value other blocks wrote during this launch, bypassing the (incoherent) L1.
+template <typename T>
+__device__ __forceinline__ T load_global_coherent(const T* p) {
+  constexpr int kWords = (sizeof(T) + 3) / 4;
+  T out;
+  if (sizeof(T) % 4 == 0) {
+    unsigned words[kWords];
+#pragma unroll
+    for (int k = 0; k < kWords; ++k) words[k] = __ldcg(reinterpret_cast<const unsigned*>(p) + k);
+    memcpy(&out, words, sizeof(T));
+  } else {
+    unsigned char bytes[sizeof(T)];
+#pragma unroll
+    for (int k = 0; k < (int)sizeof(T); ++k) bytes[k] = __ldcg(reinterpret_cast<const unsigned char*>(p) + k);
+    memcpy(&out, bytes, sizeof(T));
+  }
+  return out;
+}
+
+// Combines count partials in index order with a block: thread t folds a contiguous
+// chunk, then the block reduces the per-thread values in thread order.
+template <int kThreads, typename T, typename Combine>
+__device__ __forceinline__ T combine_partials(const T* partials, unsigned count, Combine combine,
+                                              T identity, T* scratch) {
+  const unsigned per_thread = (count + kThreads - 1) / kThreads;
+  const unsigned begin = threadIdx.x * per_thread;
+  const unsigned end = min(begin + per_thread, count);
+  T value = identity;
+  for (unsigned i = begin; i < end; ++i) value = combine(value, load_global_coherent(partials + i));
+  return block_reduce<kThreads>(value, combine, identity, scratch);
+}
+
+}  // namespace ff
+
+namespace ff {
+
+// kN consecutive elements loaded with one instruction (16 bytes wide for kN * sizeof(T)
+// == 16), when the address is aligned to the whole vector.
+template <typename T, int kN>
+struct alignas(sizeof(T) * kN) Vec {
+  T v[kN];
+};
+
+template <int kN, typename T>
+__device__ __forceinline__ Vec<T, kN> load_vec(const T* p) {
+  return *reinterpret_cast<const Vec<T, kN>*>(p);
+}
+
+// Non-zero when p is not aligned to a whole vector of kN elements.
+template <int kN, typename T>
+__device__ __forceinline__ unsigned long long misalignment(const T* p) {
+  return reinterpret_cast<unsigned long long>(p) % (sizeof(T) * kN);
+}
+
+}  // namespace ff

@@ -1,0 +1,91 @@
+#pragma once
+// The plan: how a program becomes kernels. The planner groups ops into kernels (maps are
+// inlined into their consumers; several reductions over the same inputs share one pass;
+// filter -> reduce is a masked reduction; a reduction used by a later map splits the
+// program there), picks a strategy per kernel, and asks that strategy's emitter for the
+// CUDA source. The source depends only on the program and the target; the launch
+// geometry also depends on the element count n, known when the program runs.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fuseflow/codegen/target.hpp"
+#include "fuseflow/frontend/program.hpp"
+
+namespace fuseflow::codegen {
+
+// One kernel argument, resolved by the executor when it launches.
+struct Arg {
+  enum class Kind : std::uint8_t {
+    Input,       // const T* of program input `index`
+    Length,      // long long n: the element count of the kernel's domain
+    Param,       // scalar parameter `index`, by value
+    Scalar,      // const T* to the device scalar slot `index` (a reduction's result)
+    Output,      // T* to the array output `index`
+    Scratch,     // void* to scratch buffer `index`
+    Ticket,      // unsigned* to a zeroed counter that kernels leave zeroed
+  };
+  Kind kind;
+  int index = 0;
+  std::string name;  // as in the kernel's parameter list
+  Type type;         // element / parameter type
+};
+
+struct Kernel {
+  std::string name;    // ff_reduce_chunked_f32_plus
+  std::string source;  // complete CUDA translation unit
+  Strategy strategy = Strategy::Automatic;
+  int block = 256;     // threads per block
+  int max_grid = 1;    // the fixed grid for this device
+  int items_per_block_step = 1;  // elements one block covers per pass: grid = min(max_grid, ceil(n / this))
+  std::size_t shared_bytes = 0;  // dynamic shared memory
+  std::size_t scratch_bytes = 0; // scratch buffer 0 (block partials)
+  std::vector<Arg> args;
+  std::string summary;  // strategy and constants, in words
+  std::string why;      // why this strategy
+};
+
+// A device scalar slot: a reduction's result, written by one kernel and read by later
+// kernels or copied back to the host.
+struct ScalarSlot {
+  Type type;
+  std::size_t offset = 0;  // bytes into the program's scalar buffer
+};
+
+struct Launch {
+  int kernel = 0;          // index into Plan::kernels
+  std::int64_t n = 0;      // elements in the kernel's domain
+  int grid = 1;
+  std::vector<std::int64_t> scratch_bytes;  // size of each scratch buffer it uses
+};
+
+struct Plan {
+  std::vector<Kernel> kernels;
+  std::vector<ScalarSlot> scalars;
+  std::size_t scalar_bytes = 0;
+  // Per program output: the scalar slot it reads (reductions) or -1 for arrays.
+  std::vector<int> output_scalar;
+  std::vector<std::string> notes;  // fusion decisions, in words
+
+  // The launches for inputs of `n` elements (all kernels run over the same domain in
+  // this version).
+  std::vector<Launch> launches(std::int64_t n) const;
+};
+
+// Plans a program for a target. Throws GraphError for programs this version cannot run
+// yet, naming the op.
+Plan plan(const Program& program, const Target& target);
+
+// All kernels' CUDA source, concatenated in launch order (what FUSEFLOW_DUMP writes).
+std::string cuda_source(const Program& program, const Target& target = Target::preset("sm_90"));
+// The plan in words: kernels, strategies, constants, and why.
+std::string explain(const Program& program, const Target& target = Target::preset("sm_90"));
+
+// The device helper library, as {include name, text} pairs for NVRTC.
+struct DeviceHeader {
+  const char* name;
+  const char* text;
+};
+const std::vector<DeviceHeader>& device_headers();
+
+}  // namespace fuseflow::codegen

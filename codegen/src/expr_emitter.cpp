@@ -1,0 +1,129 @@
+#include "expr_emitter.hpp"
+
+#include "fuseflow/frontend/error.hpp"
+
+namespace fuseflow::codegen {
+
+namespace {
+
+// CUDA's spelling of a math function for a result type: sqrtf for f32, sqrt for f64.
+std::string math_call(MathFn fn, const Type& t, const std::vector<std::string>& a) {
+  const bool f32 = t.is_scalar() && t.scalar() == ScalarType::F32;
+  auto fcall = [&](const char* base) {
+    std::string s = std::string(base) + (f32 ? "f" : "") + "(";
+    for (std::size_t i = 0; i < a.size(); ++i) s += (i ? ", " : "") + a[i];
+    return s + ")";
+  };
+  switch (fn) {
+    case MathFn::Min: return t.is_floating() ? fcall("fmin") : "(" + a[0] + " < " + a[1] + " ? " + a[0] + " : " + a[1] + ")";
+    case MathFn::Max: return t.is_floating() ? fcall("fmax") : "(" + a[0] + " > " + a[1] + " ? " + a[0] + " : " + a[1] + ")";
+    case MathFn::Abs: return t.is_floating() ? fcall("fabs") : "(" + a[0] + " < 0 ? -" + a[0] + " : " + a[0] + ")";
+    case MathFn::Sqrt: return fcall("sqrt");
+    case MathFn::Rsqrt: return fcall("rsqrt");
+    case MathFn::Exp: return fcall("exp");
+    case MathFn::Exp2: return fcall("exp2");
+    case MathFn::Log: return fcall("log");
+    case MathFn::Log2: return fcall("log2");
+    case MathFn::Log10: return fcall("log10");
+    case MathFn::Sin: return fcall("sin");
+    case MathFn::Cos: return fcall("cos");
+    case MathFn::Tan: return fcall("tan");
+    case MathFn::Tanh: return fcall("tanh");
+    case MathFn::Pow: return fcall("pow");
+    case MathFn::Floor: return fcall("floor");
+    case MathFn::Ceil: return fcall("ceil");
+    case MathFn::Round: return fcall("round");
+    case MathFn::Fma: return fcall("fma");
+    case MathFn::Erf: return fcall("erf");
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::string ExprEmitter::fresh(const Type& t, const std::string& value) {
+  std::string name = prefix_ + std::to_string(counter_++);
+  out_.line("const " + types_.name(t) + " " + name + " = " + value + ";");
+  return name;
+}
+
+std::string ExprEmitter::emit(const Expr& e) {
+  auto it = done_.find(e.get());
+  if (it != done_.end()) return it->second;
+  std::string s = compute(e);
+  done_[e.get()] = s;
+  return s;
+}
+
+std::string ExprEmitter::compute(const Expr& e) {
+  const ExprNode& n = e.node();
+  auto conv = [&](const Expr& a, const Type& to) {
+    std::string v = emit(a);
+    return a.type() == to ? v : "(" + types_.name(to) + ")" + v;
+  };
+  switch (n.kind) {
+    case ExprKind::Constant: return types_.literal(n.constant);
+    case ExprKind::Input:
+    case ExprKind::Index:
+    case ExprKind::Param:
+    case ExprKind::Result:
+    case ExprKind::Operand: return leaf_(e);
+    case ExprKind::Unary: {
+      std::string a = emit(n.args[0]);
+      if (n.unary == UnaryOp::Not) return fresh(n.type, "!" + a);
+      return fresh(n.type, unary_symbol(n.unary) + conv(n.args[0], n.type));
+    }
+    case ExprKind::Binary: {
+      // Operands are converted explicitly to the operation's type, exactly as C++'s usual
+      // arithmetic conversions would, so the text shows what is computed.
+      Type op_type = n.type;
+      BinaryOp b = n.binary;
+      bool compare = b == BinaryOp::Lt || b == BinaryOp::Le || b == BinaryOp::Gt || b == BinaryOp::Ge ||
+                     b == BinaryOp::Eq || b == BinaryOp::Ne;
+      bool logical = b == BinaryOp::And || b == BinaryOp::Or;
+      if (compare) op_type = usual_arithmetic_conversion(n.args[0].type().scalar(), n.args[1].type().scalar());
+      std::string lhs, rhs;
+      if (logical) {
+        lhs = emit(n.args[0]);
+        rhs = emit(n.args[1]);
+      } else if (b == BinaryOp::Shl || b == BinaryOp::Shr) {
+        lhs = conv(n.args[0], n.type);
+        rhs = emit(n.args[1]);
+      } else {
+        lhs = conv(n.args[0], op_type);
+        rhs = conv(n.args[1], op_type);
+      }
+      return fresh(n.type, lhs + " " + binary_symbol(b) + " " + rhs);
+    }
+    case ExprKind::Select: {
+      std::string c = emit(n.args[0]);
+      return fresh(n.type, c + " ? " + conv(n.args[1], n.type) + " : " + conv(n.args[2], n.type));
+    }
+    case ExprKind::Call: {
+      std::vector<std::string> args;
+      for (const auto& a : n.args) args.push_back(conv(a, n.type));
+      return fresh(n.type, math_call(n.fn, n.type, args));
+    }
+    case ExprKind::Cast: return fresh(n.type, "(" + types_.name(n.type) + ")" + emit(n.args[0]));
+    case ExprKind::MakeTuple: {
+      std::string s = types_.name(n.type) + "{";
+      for (std::size_t i = 0; i < n.args.size(); ++i) s += (i ? ", " : "") + emit(n.args[i]);
+      return fresh(n.type, s + "}");
+    }
+    case ExprKind::Get: return fresh(n.type, emit(n.args[0]) + ".f" + std::to_string(n.index));
+    case ExprKind::RawCuda: {
+      // Replace $k, highest k first so $1 does not eat the start of $10.
+      std::string text = n.name;
+      for (std::size_t k = n.args.size(); k-- > 0;) {
+        std::string arg = "(" + emit(n.args[k]) + ")";
+        std::string key = "$" + std::to_string(k);
+        for (std::size_t at = text.find(key); at != std::string::npos; at = text.find(key, at + arg.size()))
+          text.replace(at, key.size(), arg);
+      }
+      return fresh(n.type, "(" + text + ")");
+    }
+  }
+  throw GraphError("codegen: unknown expression kind");
+}
+
+}  // namespace fuseflow::codegen

@@ -1,0 +1,39 @@
+#pragma once
+// Emits an expression as a sequence of CUDA statements, one named value per node
+// (v0, v1, ... in order of first use), so a subexpression the DSL shares is computed once
+// and the output is deterministic.
+#include <functional>
+#include <map>
+#include <string>
+
+#include "cuda_names.hpp"
+#include "fuseflow/frontend/expr.hpp"
+#include "source_writer.hpp"
+
+namespace fuseflow::codegen {
+
+class ExprEmitter {
+ public:
+  // `leaf` spells the leaves this context provides (inputs, index, parameters, results,
+  // operands); constants are spelled here.
+  using LeafFn = std::function<std::string(const Expr&)>;
+  // `prefix` keeps names of several emitters in one scope apart: "v" gives v0, v1 ...
+  ExprEmitter(SourceWriter& out, CudaTypes& types, LeafFn leaf, std::string prefix = "v")
+      : out_(out), types_(types), leaf_(std::move(leaf)), prefix_(std::move(prefix)) {}
+
+  // Emits statements computing `e` and returns the CUDA expression naming its value.
+  std::string emit(const Expr& e);
+
+ private:
+  std::string compute(const Expr& e);
+  std::string fresh(const Type& t, const std::string& value);
+
+  SourceWriter& out_;
+  CudaTypes& types_;
+  LeafFn leaf_;
+  std::string prefix_;
+  std::map<const ExprNode*, std::string> done_;
+  int counter_ = 0;
+};
+
+}  // namespace fuseflow::codegen

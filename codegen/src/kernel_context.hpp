@@ -1,0 +1,80 @@
+#pragma once
+// What an emitter is given: the ops fused into one kernel, the program-level leaves they
+// read, and the target. Built by the planner; shared by every strategy's emitter.
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cuda_names.hpp"
+#include "expr_emitter.hpp"
+#include "fuseflow/codegen/plan.hpp"
+
+namespace fuseflow::codegen {
+
+// One reduction inside a fused reduce kernel.
+struct FusedReduce {
+  std::shared_ptr<const OpNode> op;
+  Expr value;       // element value, filter results substituted
+  Expr mask;        // bool per element (filter -> reduce), or empty
+  int output_slot;  // scalar slot the result goes to
+};
+
+struct ReduceGroup {
+  std::vector<FusedReduce> reduces;
+  std::vector<Expr> inputs;  // the program inputs read, in program order
+  std::vector<int> input_ids;
+  std::vector<Expr> params;  // parameters used
+  std::vector<int> param_ids;
+  std::vector<int> scalars_read;  // slots of earlier reductions used by the maps
+  std::vector<Type> slot_types;   // type of every slot of the program
+  std::map<const OpNode*, int> slot_of;  // the slot of every reduction of the program
+  Strategy strategy;
+  std::string program_text;  // to_string of the program, for the header comment
+};
+
+// The text shared by every reduce strategy: header comment, tuple structs, the
+// accumulator type, the combine and element lambdas, and the final combine.
+class ReduceKernelWriter {
+ public:
+  ReduceKernelWriter(const ReduceGroup& g, std::string kernel_name);
+
+  const Type& acc_type() const { return acc_type_; }
+  std::string acc() { return types_.name(acc_type_); }
+  CudaTypes& types() { return types_; }
+
+  // Kernel parameters in order; the launch passes them the same way.
+  std::vector<Arg> args() const;
+  // "extern "C" __global__ void NAME(params) {" — opens the body.
+  void open_kernel(SourceWriter& w, int block);
+  // Defines `identity`, `combine` and `element(...)` inside the kernel body.
+  void emit_functions(SourceWriter& w);
+  // The call of `element` for element index `index_expr`, reading input j as
+  // `load(j)`, e.g. "element(in_x[i], i)".
+  std::string element_call(const std::vector<std::string>& input_values, const std::string& index_expr) const;
+  // Block reduce of `value`, block partial, last-block combine and the output stores.
+  void emit_finish(SourceWriter& w, const std::string& value, bool ordered);
+
+  // The full file: header comment + includes + structs + body.
+  std::string assemble(const std::string& strategy_comment, const std::string& body);
+
+  std::string input_name(std::size_t j) const { return input_names_[j]; }
+  const ReduceGroup& group() const { return g_; }
+  const std::string& name() const { return name_; }
+
+ private:
+  const ReduceGroup& g_;
+  std::string name_;
+  CudaTypes types_;
+  Type acc_type_;
+  std::vector<std::string> input_names_;
+};
+
+std::string sanitize(const std::string& name);  // a C identifier from a user's name
+std::string reduce_kernel_name(const ReduceGroup& g, const char* strategy);
+
+// Strategy emitters.
+Kernel emit_reduce_chunked(const ReduceGroup& g, const Target& t);
+Kernel emit_reduce_staged(const ReduceGroup& g, const Target& t);
+
+}  // namespace fuseflow::codegen

@@ -1,0 +1,242 @@
+// The planner: program -> kernels. Maps are inlined into the reduction that consumes
+// them (the emitters evaluate the expression on each loaded element); a reduction of a
+// filter's result becomes a masked reduction; reductions that do not depend on each other
+// share one kernel and one pass over the inputs; a reduction used by a later map splits
+// the program there, its result staying on the device in a scalar slot; array outputs are
+// computed by a final element-wise kernel.
+#include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "kernel_context.hpp"
+
+namespace fuseflow::codegen {
+
+Kernel emit_map(const std::vector<Expr>& outputs, const std::vector<int>& output_ids, const ReduceGroup& leaves,
+                const Target& t);
+
+namespace {
+
+[[noreturn]] void unsupported(const std::string& what) {
+  throw GraphError("codegen: " + what + " is not supported by this version of fuseflow's code generator yet");
+}
+
+// Replaces each filter result in `e` by the filter's values, and collects the filters'
+// predicates (also substituted) into `mask`: reduce(filter(x, p)) == masked reduce.
+Expr resolve_filters(const Expr& e, Expr& mask, std::map<const ExprNode*, Expr>& memo) {
+  auto it = memo.find(e.get());
+  if (it != memo.end()) return it->second;
+  Expr out = e;
+  if (e.kind() == ExprKind::Result && !e.node().op->scalar_output) {
+    const OpNode& op = *e.node().op;
+    if (op.kind != OpKind::Filter) unsupported(std::string("using the array result of ") + op_name(op.kind) + " in a map");
+    Expr predicate = resolve_filters(op.predicate, mask, memo);
+    mask = mask.valid() ? (mask && predicate) : predicate;
+    out = resolve_filters(op.values, mask, memo);
+  } else if (!e.args().empty()) {
+    std::vector<Expr> args;
+    bool changed = false;
+    for (const auto& a : e.args()) {
+      args.push_back(resolve_filters(a, mask, memo));
+      changed = changed || !same_node(args.back(), a);
+    }
+    if (changed) out = e.with_args(std::move(args));
+  }
+  memo[e.get()] = out;
+  return out;
+}
+
+// Leaves of an expression: inputs, parameters and scalar results it reads.
+void collect_leaves(const Expr& e, std::set<const ExprNode*>& seen, std::set<const ExprNode*>& inputs,
+                    std::set<const ExprNode*>& params, std::set<const OpNode*>& scalars) {
+  if (!e.valid() || !seen.insert(e.get()).second) return;
+  if (e.kind() == ExprKind::Input) inputs.insert(e.get());
+  if (e.kind() == ExprKind::Param) params.insert(e.get());
+  if (e.kind() == ExprKind::Result && e.node().op->scalar_output) scalars.insert(e.node().op.get());
+  for (const auto& a : e.args()) collect_leaves(a, seen, inputs, params, scalars);
+}
+
+struct PlannedReduce {
+  FusedReduce fused;
+  int stage = 0;
+  Strategy strategy = Strategy::Automatic;
+};
+
+// Fills the group's leaf lists (in program order) from the expressions it evaluates.
+void fill_leaves(ReduceGroup& g, const Program& p, const std::vector<Expr>& exprs, const std::map<const OpNode*, int>& slot_of) {
+  std::set<const ExprNode*> seen, inputs, params;
+  std::set<const OpNode*> scalars;
+  for (const auto& e : exprs) collect_leaves(e, seen, inputs, params, scalars);
+  for (std::size_t i = 0; i < p.inputs().size(); ++i)
+    if (inputs.count(p.inputs()[i].get())) {
+      g.inputs.push_back(p.inputs()[i]);
+      g.input_ids.push_back(static_cast<int>(i));
+    }
+  for (std::size_t i = 0; i < p.params().size(); ++i)
+    if (params.count(p.params()[i].get())) {
+      g.params.push_back(p.params()[i]);
+      g.param_ids.push_back(static_cast<int>(i));
+    }
+  for (const auto* op : scalars) g.scalars_read.push_back(slot_of.at(op));
+  std::sort(g.scalars_read.begin(), g.scalars_read.end());
+}
+
+}  // namespace
+
+Plan plan(const Program& program, const Target& target) {
+  Plan plan;
+  std::map<const OpNode*, int> slot_of;
+  std::vector<PlannedReduce> reduces;
+  std::map<const ExprNode*, Expr> memo;
+
+  for (const auto& op : program.ops()) {
+    if (op->kind == OpKind::Filter) continue;  // fused into its consumers below
+    if (op->kind != OpKind::Reduce) unsupported(op_name(op->kind));
+    if (op->strategy == Strategy::Tree || op->strategy == Strategy::Atomic)
+      unsupported(std::string("reduce strategy ") + strategy_name(op->strategy));
+    PlannedReduce r;
+    Expr mask;
+    r.fused.op = op;
+    r.fused.value = resolve_filters(op->values, mask, memo);
+    r.fused.mask = mask;
+    r.fused.output_slot = static_cast<int>(plan.scalars.size());
+    // A reduction runs after every reduction whose result its map reads.
+    std::set<const ExprNode*> seen, inputs, params;
+    std::set<const OpNode*> scalars;
+    collect_leaves(op->values, seen, inputs, params, scalars);
+    for (const auto* dep : scalars)
+      for (const auto& other : reduces)
+        if (other.fused.op.get() == dep) r.stage = std::max(r.stage, other.stage + 1);
+    r.strategy = op->strategy;
+    slot_of[op.get()] = r.fused.output_slot;
+    std::size_t size = op->monoid.type().size(), align = op->monoid.type().alignment();
+    std::size_t offset = (plan.scalar_bytes + align - 1) / align * align;
+    plan.scalars.push_back({op->monoid.type(), offset});
+    plan.scalar_bytes = offset + size;
+    reduces.push_back(std::move(r));
+  }
+  std::vector<Type> slot_types;
+  for (const auto& s : plan.scalars) slot_types.push_back(s.type);
+
+  // Outputs: reductions read their slot; arrays are computed by the final map kernel.
+  std::vector<Expr> array_outputs;
+  std::vector<int> array_output_ids;
+  for (std::size_t i = 0; i < program.outputs().size(); ++i) {
+    const Expr& o = program.outputs()[i];
+    if (o.kind() == ExprKind::Result && o.node().op->scalar_output) {
+      plan.output_scalar.push_back(slot_of.at(o.node().op.get()));
+    } else {
+      plan.output_scalar.push_back(-1);
+      Expr mask;
+      Expr resolved = resolve_filters(o, mask, memo);
+      if (mask.valid()) unsupported("a filter's compacted array as a program output");
+      array_outputs.push_back(resolved);
+      array_output_ids.push_back(static_cast<int>(i));
+    }
+  }
+
+  const std::string text = to_string(program);
+  int stages = 0;
+  for (const auto& r : reduces) stages = std::max(stages, r.stage + 1);
+  for (int stage = 0; stage < stages; ++stage) {
+    // Automatic reductions of one stage share a kernel: chunked when every monoid is
+    // commutative, else staged (which keeps order and is right for every monoid).
+    std::map<Strategy, std::vector<const PlannedReduce*>> groups;
+    bool all_commutative = true;
+    for (const auto& r : reduces)
+      if (r.stage == stage && r.strategy == Strategy::Automatic)
+        all_commutative = all_commutative && r.fused.op->monoid.is_commutative();
+    for (const auto& r : reduces) {
+      if (r.stage != stage) continue;
+      Strategy s = r.strategy;
+      if (s == Strategy::Automatic) s = all_commutative ? Strategy::Chunked : Strategy::Staged;
+      groups[s].push_back(&r);
+    }
+    for (const auto& [strategy, members] : groups) {
+      ReduceGroup g;
+      g.strategy = strategy;
+      g.program_text = text;
+      g.slot_types = slot_types;
+      g.slot_of = slot_of;
+      std::vector<Expr> exprs;
+      for (const auto* r : members) {
+        g.reduces.push_back(r->fused);
+        exprs.push_back(r->fused.value);
+        if (r->fused.mask.valid()) exprs.push_back(r->fused.mask);
+      }
+      fill_leaves(g, program, exprs, slot_of);
+      if (g.inputs.empty()) unsupported("a reduction that reads no input array");
+      Kernel k = strategy == Strategy::Chunked ? emit_reduce_chunked(g, target) : emit_reduce_staged(g, target);
+      if (members.size() > 1)
+        plan.notes.push_back(std::to_string(members.size()) + " reductions share kernel " + k.name +
+                             ": one pass over the inputs");
+      plan.kernels.push_back(std::move(k));
+    }
+    if (stage + 1 < stages)
+      plan.notes.push_back("a reduction's result is used by a later map: the program splits after stage " +
+                           std::to_string(stage) + ", the scalar stays on the device");
+  }
+  if (!array_outputs.empty()) {
+    ReduceGroup leaves;
+    leaves.program_text = text;
+    leaves.slot_types = slot_types;
+    leaves.slot_of = slot_of;
+    fill_leaves(leaves, program, array_outputs, slot_of);
+    plan.kernels.push_back(emit_map(array_outputs, array_output_ids, leaves, target));
+  }
+  return plan;
+}
+
+std::vector<Launch> Plan::launches(std::int64_t n) const {
+  std::vector<Launch> out;
+  for (std::size_t k = 0; k < kernels.size(); ++k) {
+    const Kernel& kernel = kernels[k];
+    std::int64_t blocks = (n + kernel.items_per_block_step - 1) / kernel.items_per_block_step;
+    Launch l;
+    l.kernel = static_cast<int>(k);
+    l.n = n;
+    l.grid = static_cast<int>(std::clamp<std::int64_t>(blocks, 1, kernel.max_grid));
+    out.push_back(l);
+  }
+  return out;
+}
+
+std::string cuda_source(const Program& program, const Target& target) {
+  Plan p = plan(program, target);
+  std::string s;
+  for (std::size_t i = 0; i < p.kernels.size(); ++i) s += (i ? "\n" : "") + p.kernels[i].source;
+  return s;
+}
+
+std::string explain(const Program& program, const Target& target) {
+  Plan p = plan(program, target);
+  std::ostringstream os;
+  os << "program:\n";
+  std::istringstream in(to_string(program));
+  for (std::string l; std::getline(in, l);) os << "  " << l << "\n";
+  os << "target: " << target.arch() << ", " << target.sm_count << " SMs\n";
+  os << p.kernels.size() << (p.kernels.size() == 1 ? " kernel" : " kernels") << ":\n";
+  for (std::size_t i = 0; i < p.kernels.size(); ++i) {
+    const Kernel& k = p.kernels[i];
+    os << "  " << i + 1 << ". " << k.name << "\n";
+    os << "     strategy: " << k.summary << "\n";
+    if (!k.why.empty()) os << "     why: " << k.why << "\n";
+  }
+  for (const auto& n : p.notes) os << "note: " << n << "\n";
+  return os.str();
+}
+
+Target Target::preset(const std::string& arch) {
+  Target t;
+  if (arch == "sm_90") return t;
+  if (arch == "sm_80") {
+    t.cc_major = 8;
+    t.sm_count = 108;
+    t.shared_per_block_optin = 163 * 1024;
+    return t;
+  }
+  throw GraphError("codegen: unknown target preset '" + arch + "' (known: sm_80, sm_90)");
+}
+
+}  // namespace fuseflow::codegen

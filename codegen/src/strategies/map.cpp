@@ -1,0 +1,87 @@
+// Element-wise arrays: one grid-strided kernel evaluates every array output of the
+// program (maps of inputs, possibly reading reductions' results from device slots).
+#include "../kernel_context.hpp"
+
+namespace fuseflow::codegen {
+
+Kernel emit_map(const std::vector<Expr>& outputs, const std::vector<int>& output_ids, const ReduceGroup& g,
+                const Target& t) {
+  constexpr int kBlock = 256;
+  const int blocks_per_sm = t.max_threads_per_sm / kBlock;
+  CudaTypes types;
+  std::vector<std::string> in_names;
+  std::vector<Arg> args;
+  for (std::size_t j = 0; j < g.inputs.size(); ++j) {
+    in_names.push_back(sanitize(g.inputs[j].node().name));
+    args.push_back({Arg::Kind::Input, g.input_ids[j], "in_" + in_names.back(), g.inputs[j].type()});
+  }
+  args.push_back({Arg::Kind::Length, 0, "n", ScalarType::I64});
+  for (std::size_t j = 0; j < g.params.size(); ++j)
+    args.push_back({Arg::Kind::Param, g.param_ids[j], "p_" + sanitize(g.params[j].node().name), g.params[j].type()});
+  for (int s : g.scalars_read)
+    args.push_back({Arg::Kind::Scalar, s, "s" + std::to_string(s), g.slot_types[static_cast<std::size_t>(s)]});
+  for (std::size_t j = 0; j < outputs.size(); ++j)
+    args.push_back({Arg::Kind::Output, output_ids[j], "out" + std::to_string(output_ids[j]), outputs[j].type()});
+
+  std::string name = "ff_map";
+  for (const auto& o : outputs) name += "_" + short_type_name(o.type());
+  SourceWriter w;
+  w.line("extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kBlock) + ") " + name + "(");
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const Arg& a = args[i];
+    std::string decl;
+    switch (a.kind) {
+      case Arg::Kind::Input:
+      case Arg::Kind::Scalar: decl = "const " + types.name(a.type) + "* __restrict__ " + a.name; break;
+      case Arg::Kind::Length: decl = "const long long n"; break;
+      case Arg::Kind::Param: decl = "const " + types.name(a.type) + " " + a.name; break;
+      default: decl = types.name(a.type) + "* __restrict__ " + a.name; break;
+    }
+    w.line("    " + decl + (i + 1 < args.size() ? "," : ") {"));
+  }
+  w.indent();
+  for (int s : g.scalars_read)
+    w.line("const " + types.name(g.slot_types[static_cast<std::size_t>(s)]) + " r" + std::to_string(s) + " = *s" +
+           std::to_string(s) + ";");
+  w.open("for (long long i = (long long)blockIdx.x * " + std::to_string(kBlock) +
+         " + threadIdx.x; i < n; i += (long long)gridDim.x * " + std::to_string(kBlock) + ")");
+  ExprEmitter e(w, types, [&](const Expr& leaf) -> std::string {
+    switch (leaf.kind()) {
+      case ExprKind::Input:
+        for (std::size_t j = 0; j < g.inputs.size(); ++j)
+          if (same_node(g.inputs[j], leaf)) return "in_" + in_names[j] + "[i]";
+        break;
+      case ExprKind::Index: return "i";
+      case ExprKind::Param: return "p_" + sanitize(leaf.node().name);
+      case ExprKind::Result: return "r" + std::to_string(g.slot_of.at(leaf.node().op.get()));
+      default: break;
+    }
+    throw GraphError("codegen: unexpected leaf in a map: " + to_string(leaf));
+  });
+  for (std::size_t j = 0; j < outputs.size(); ++j)
+    w.line("out" + std::to_string(output_ids[j]) + "[i] = " + e.emit(outputs[j]) + ";");
+  w.close();
+  w.close();
+
+  Kernel k;
+  k.name = name;
+  k.strategy = Strategy::Automatic;
+  k.block = kBlock;
+  k.max_grid = t.sm_count * blocks_per_sm;
+  k.items_per_block_step = kBlock;
+  k.args = args;
+  k.summary = "element-wise map: block " + std::to_string(kBlock) + ", grid-strided, grid <= " + std::to_string(k.max_grid);
+  k.why = "array outputs are element-wise maps of the inputs";
+  SourceWriter head;
+  head.line("// fuseflow kernel " + name);
+  head.line("//");
+  head.comment(g.program_text);
+  head.line("//");
+  head.comment("strategy: " + k.summary);
+  head.line();
+  std::string defs = types.definitions();
+  k.source = head.str() + (defs.empty() ? "" : defs + "\n") + w.str();
+  return k;
+}
+
+}  // namespace fuseflow::codegen

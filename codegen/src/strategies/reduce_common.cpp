@@ -1,0 +1,184 @@
+// Pieces every reduce strategy shares: the accumulator (one field per fused reduction),
+// the combine and element lambdas, the kernel signature, and the finish: block reduce,
+// block partial, and the last block combining the partials in block order.
+#include <cctype>
+#include <set>
+
+#include "../kernel_context.hpp"
+
+namespace fuseflow::codegen {
+
+std::string sanitize(const std::string& name) {
+  std::string s;
+  for (char c : name) s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return s;
+}
+
+std::string reduce_kernel_name(const ReduceGroup& g, const char* strategy) {
+  std::string s = std::string("ff_reduce_") + strategy;
+  for (std::size_t i = 0; i < g.reduces.size() && i < 3; ++i) {
+    const Monoid& m = g.reduces[i].op->monoid;
+    s += "_" + short_type_name(m.type()) + "_" + sanitize(m.name());
+  }
+  if (g.reduces.size() > 3) s += "_and_" + std::to_string(g.reduces.size() - 3) + "_more";
+  return s;
+}
+
+ReduceKernelWriter::ReduceKernelWriter(const ReduceGroup& g, std::string kernel_name)
+    : g_(g), name_(std::move(kernel_name)) {
+  if (g.reduces.size() == 1) {
+    acc_type_ = g.reduces[0].op->monoid.type();
+  } else {
+    std::vector<Type> fields;
+    for (const auto& r : g.reduces) fields.push_back(r.op->monoid.type());
+    acc_type_ = Type::tuple(fields);
+  }
+  std::set<std::string> used;
+  for (const auto& in : g.inputs) {
+    std::string n = sanitize(in.node().name);
+    while (!used.insert(n).second) n += "_";
+    input_names_.push_back(n);
+  }
+}
+
+std::vector<Arg> ReduceKernelWriter::args() const {
+  std::vector<Arg> a;
+  for (std::size_t j = 0; j < g_.inputs.size(); ++j)
+    a.push_back({Arg::Kind::Input, g_.input_ids[j], "in_" + input_names_[j], g_.inputs[j].type()});
+  a.push_back({Arg::Kind::Length, 0, "n", ScalarType::I64});
+  for (std::size_t j = 0; j < g_.params.size(); ++j)
+    a.push_back({Arg::Kind::Param, g_.param_ids[j], "p_" + sanitize(g_.params[j].node().name), g_.params[j].type()});
+  for (int s : g_.scalars_read)
+    a.push_back({Arg::Kind::Scalar, s, "s" + std::to_string(s), g_.slot_types[static_cast<std::size_t>(s)]});
+  for (const auto& r : g_.reduces)
+    a.push_back({Arg::Kind::Output, r.output_slot, "out" + std::to_string(r.output_slot), r.op->monoid.type()});
+  a.push_back({Arg::Kind::Scratch, 0, "partials", acc_type_});
+  a.push_back({Arg::Kind::Ticket, 0, "ticket", ScalarType::U32});
+  return a;
+}
+
+void ReduceKernelWriter::open_kernel(SourceWriter& w, int block) {
+  w.line("extern \"C\" __global__ void __launch_bounds__(" + std::to_string(block) + ") " + name_ + "(");
+  auto a = args();
+  std::string acc_name = acc();
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    std::string decl;
+    switch (a[i].kind) {
+      case Arg::Kind::Input: decl = "const " + types_.name(a[i].type) + "* __restrict__ " + a[i].name; break;
+      case Arg::Kind::Length: decl = "const long long n"; break;
+      case Arg::Kind::Param: decl = "const " + types_.name(a[i].type) + " " + a[i].name; break;
+      case Arg::Kind::Scalar: decl = "const " + types_.name(a[i].type) + "* __restrict__ " + a[i].name; break;
+      case Arg::Kind::Output: decl = types_.name(a[i].type) + "* __restrict__ " + a[i].name; break;
+      case Arg::Kind::Scratch: decl = acc_name + "* __restrict__ " + a[i].name; break;
+      case Arg::Kind::Ticket: decl = "unsigned int* __restrict__ " + a[i].name; break;
+    }
+    w.line("    " + decl + (i + 1 < a.size() ? "," : ") {"));
+  }
+  w.indent();
+}
+
+void ReduceKernelWriter::emit_functions(SourceWriter& w) {
+  const bool fused = g_.reduces.size() > 1;
+  std::string acc_name = acc();
+  // Results of earlier kernels, read once per thread.
+  for (int s : g_.scalars_read)
+    w.line("const " + types_.name(g_.slot_types[static_cast<std::size_t>(s)]) + " r" + std::to_string(s) + " = *s" +
+           std::to_string(s) + ";");
+  std::vector<Value> ids;
+  for (const auto& r : g_.reduces) ids.push_back(r.op->monoid.identity());
+  w.line("const " + acc_name + " identity = " + types_.literal(fused ? Value::tuple(ids) : ids[0]) + ";");
+
+  // combine(a, b): a covers lower indices than b.
+  w.open("const auto combine = [](const " + acc_name + "& a, const " + acc_name + "& b) -> " + acc_name);
+  std::vector<std::string> parts;
+  for (std::size_t j = 0; j < g_.reduces.size(); ++j) {
+    std::string fa = fused ? "a.f" + std::to_string(j) : "a";
+    std::string fb = fused ? "b.f" + std::to_string(j) : "b";
+    ExprEmitter e(w, types_, [&](const Expr& leaf) { return leaf.node().index == 0 ? fa : fb; },
+                  fused ? "m" + std::to_string(j) + "_" : "v");
+    parts.push_back(e.emit(g_.reduces[j].op->monoid.combine()));
+  }
+  std::string joined;
+  for (const auto& p : parts) joined += (joined.empty() ? "" : ", ") + p;
+  w.line("return " + (fused ? acc_name + "{" + joined + "}" : parts[0]) + ";");
+  w.close("};");
+
+  // element(inputs..., i): the fused map's contribution of element i.
+  std::string sig = "const auto element = [&](";
+  for (std::size_t j = 0; j < g_.inputs.size(); ++j)
+    sig += "const " + types_.name(g_.inputs[j].type()) + " " + input_names_[j] + ", ";
+  sig += "const long long i) -> " + acc_name;
+  w.open(sig);
+  ExprEmitter e(w, types_, [&](const Expr& leaf) -> std::string {
+    switch (leaf.kind()) {
+      case ExprKind::Input:
+        for (std::size_t j = 0; j < g_.inputs.size(); ++j)
+          if (same_node(g_.inputs[j], leaf)) return input_names_[j];
+        break;
+      case ExprKind::Index: return "i";
+      case ExprKind::Param: return "p_" + sanitize(leaf.node().name);
+      case ExprKind::Result:
+        if (leaf.node().op->scalar_output) return "r" + std::to_string(g_.slot_of.at(leaf.node().op.get()));
+        break;
+      default: break;
+    }
+    throw GraphError("codegen: unexpected leaf in a reduction's map: " + to_string(leaf));
+  });
+  parts.clear();
+  for (std::size_t j = 0; j < g_.reduces.size(); ++j) {
+    const auto& r = g_.reduces[j];
+    std::string v = e.emit(r.value);
+    if (r.mask.valid()) {
+      // filter -> reduce: a dropped element contributes the identity.
+      std::string m = e.emit(r.mask);
+      std::string id = fused ? "identity.f" + std::to_string(j) : "identity";
+      v = "(" + m + " ? " + v + " : " + id + ")";
+    }
+    parts.push_back(v);
+  }
+  joined.clear();
+  for (const auto& p : parts) joined += (joined.empty() ? "" : ", ") + p;
+  w.line("return " + (fused ? acc_name + "{" + joined + "}" : parts[0]) + ";");
+  w.close("};");
+}
+
+std::string ReduceKernelWriter::element_call(const std::vector<std::string>& input_values,
+                                             const std::string& index_expr) const {
+  std::string s = "element(";
+  for (const auto& v : input_values) s += v + ", ";
+  return s + index_expr + ")";
+}
+
+void ReduceKernelWriter::emit_finish(SourceWriter& w, const std::string& value, bool ordered) {
+  const bool fused = g_.reduces.size() > 1;
+  w.line();
+  w.comment(ordered ? "Block partial in thread order, then the last block combines the partials in block order."
+                    : "Block partial, then the last block to finish combines the partials in block order:\n"
+                      "a fixed order, so the result is the same bits on every run.");
+  w.line("__shared__ " + acc() + " warp_partials[kBlock / 32];");
+  w.line("const " + acc() + " block_total = ff::block_reduce<kBlock>(" + value + ", combine, identity, warp_partials);");
+  w.line("if (threadIdx.x == 0) partials[blockIdx.x] = block_total;");
+  w.open("if (ff::take_last_block_ticket(ticket))");
+  w.line("const " + acc() + " total = ff::combine_partials<kBlock>(partials, gridDim.x, combine, identity, warp_partials);");
+  w.open("if (threadIdx.x == 0)");
+  for (std::size_t j = 0; j < g_.reduces.size(); ++j)
+    w.line("*out" + std::to_string(g_.reduces[j].output_slot) + " = total" + (fused ? ".f" + std::to_string(j) : "") + ";");
+  w.close();
+  w.close();
+}
+
+std::string ReduceKernelWriter::assemble(const std::string& strategy_comment, const std::string& body) {
+  SourceWriter w;
+  w.line("// fuseflow kernel " + name_);
+  w.line("//");
+  w.comment(g_.program_text);
+  w.line("//");
+  w.comment(strategy_comment);
+  w.line("#include <fuseflow/collectives.cuh>");
+  w.line();
+  std::string defs = types_.definitions();
+  std::string out = w.str() + (defs.empty() ? "" : defs + "\n") + body;
+  return out;
+}
+
+}  // namespace fuseflow::codegen
