@@ -137,7 +137,7 @@ Expr Expr::select(const Expr& cond, const Expr& a, const Expr& b) {
   require_valid(cond, "select");
   require_valid(a, "select");
   require_valid(b, "select");
-  if (!cond.type().is_scalar())
+  if (!cond.type().is_bool())
     throw GraphError("select: the condition must be bool, got " + cond.type().name());
   ExprNode n{};
   n.kind = ExprKind::Select;
