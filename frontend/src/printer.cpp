@@ -28,7 +28,12 @@ class Printer {
       case ExprKind::Param: return "$" + n.name;
       case ExprKind::Operand: return n.index == 0 ? "a" : "b";
       case ExprKind::Result: return result(n);
-      case ExprKind::Unary: return unary_symbol(n.unary) + expr(n.args[0], 11);
+      case ExprKind::Unary: {
+        std::string operand = expr(n.args[0], 11);
+        // -(-x) printed as --x would read as a decrement.
+        if (n.unary == UnaryOp::Neg && operand[0] == '-') operand = "(" + operand + ")";
+        return unary_symbol(n.unary) + operand;
+      }
       case ExprKind::Binary: {
         int p = binary_precedence(n.binary);
         std::string s = expr(n.args[0], p) + " " + binary_symbol(n.binary) + " " + expr(n.args[1], p + 1);
