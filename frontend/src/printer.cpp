@@ -6,6 +6,7 @@
 //   %0 = reduce(plus: f32, x * y)
 //   output %0
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "fuseflow/frontend/program.hpp"
@@ -72,36 +73,33 @@ class Printer {
   const std::map<const OpNode*, int>* op_ids_;
 };
 
-std::string monoid_ref(const Monoid& m) {
-  return m.name() + ": " + m.type().name();
-}
-
-std::string op_line(const OpNode& op, const Printer& p) {
+// `monoid_ref` names the op's monoid and its type: "plus: f32".
+std::string op_line(const OpNode& op, const Printer& p, const std::string& monoid_ref) {
   std::string s = op_name(op.kind);
   s += "(";
   switch (op.kind) {
     case OpKind::Reduce:
-      s += monoid_ref(op.monoid) + ", " + p.expr(op.values);
+      s += monoid_ref + ", " + p.expr(op.values);
       break;
     case OpKind::Scan:
-      s += monoid_ref(op.monoid) + ", " + (op.scan_kind == ScanKind::Inclusive ? "inclusive" : "exclusive") +
+      s += monoid_ref + ", " + (op.scan_kind == ScanKind::Inclusive ? "inclusive" : "exclusive") +
            ", " + p.expr(op.values);
       break;
     case OpKind::Filter:
       s += p.expr(op.values) + ", where=" + p.expr(op.predicate);
       break;
     case OpKind::SegmentedReduce:
-      s += monoid_ref(op.monoid) + ", " + p.expr(op.values) + ", offsets=" + p.expr(op.offsets);
+      s += monoid_ref + ", " + p.expr(op.values) + ", offsets=" + p.expr(op.offsets);
       break;
     case OpKind::SegmentedScan:
-      s += monoid_ref(op.monoid) + ", " + (op.scan_kind == ScanKind::Inclusive ? "inclusive" : "exclusive") +
+      s += monoid_ref + ", " + (op.scan_kind == ScanKind::Inclusive ? "inclusive" : "exclusive") +
            ", " + p.expr(op.values) + ", offsets=" + p.expr(op.offsets);
       break;
     case OpKind::ReduceByKey:
-      s += monoid_ref(op.monoid) + ", " + p.expr(op.values) + ", keys=" + p.expr(op.keys);
+      s += monoid_ref + ", " + p.expr(op.values) + ", keys=" + p.expr(op.keys);
       break;
     case OpKind::ScanByKey:
-      s += monoid_ref(op.monoid) + ", " + (op.scan_kind == ScanKind::Inclusive ? "inclusive" : "exclusive") +
+      s += monoid_ref + ", " + (op.scan_kind == ScanKind::Inclusive ? "inclusive" : "exclusive") +
            ", " + p.expr(op.values) + ", keys=" + p.expr(op.keys);
       break;
     case OpKind::Histogram:
@@ -116,9 +114,9 @@ std::string op_line(const OpNode& op, const Printer& p) {
   return s + ")";
 }
 
-std::string monoid_definition(const Monoid& m) {
+std::string monoid_definition(const Monoid& m, const std::string& name) {
   Printer p(nullptr);
-  return "monoid " + m.name() + ": " + m.type().name() + ", " +
+  return "monoid " + name + ": " + m.type().name() + ", " +
          (m.is_commutative() ? "commutative" : "non-commutative") + "\n  combine(a, b) = " +
          p.expr(m.combine()) + "\n  identity = " + m.identity().to_string();
 }
@@ -134,15 +132,28 @@ std::string to_string(const Program& prog) {
   }
   for (const auto& pa : prog.params()) os << "param " << pa.node().name << ": " << pa.type().name() << "\n";
   std::map<const OpNode*, int> ids;
-  std::map<std::string, const MonoidNode*> monoids;
+  // Custom monoids by node; two different ones may share a name ("custom" when unnamed),
+  // so a later one is printed as "custom#2".
+  std::map<const MonoidNode*, std::string> monoids;
+  std::set<std::string> monoid_names;
   Printer p(&ids);
   for (const auto& op : prog.ops()) {
-    if (op->monoid.valid() && !op->monoid.is_builtin()) {
-      auto [it, fresh] = monoids.emplace(op->monoid.name(), &op->monoid.node());
-      if (fresh) os << monoid_definition(op->monoid) << "\n";
+    std::string monoid_ref;
+    if (op->monoid.valid()) {
+      std::string name = op->monoid.name();
+      if (!op->monoid.is_builtin()) {
+        auto [it, fresh] = monoids.emplace(&op->monoid.node(), name);
+        if (fresh) {
+          for (int k = 2; !monoid_names.insert(it->second).second; ++k)
+            it->second = name + "#" + std::to_string(k);
+          os << monoid_definition(op->monoid, it->second) << "\n";
+        }
+        name = it->second;
+      }
+      monoid_ref = name + ": " + op->monoid.type().name();
     }
     int id = static_cast<int>(ids.size());
-    os << "%" << id << " = " << op_line(*op, p) << "\n";
+    os << "%" << id << " = " << op_line(*op, p, monoid_ref) << "\n";
     ids[op.get()] = id;
   }
   for (const auto& out : prog.outputs()) os << "output " << p.expr(out) << "\n";
@@ -153,7 +164,7 @@ std::string to_string(const Expr& e) { return Printer(nullptr).expr(e); }
 
 std::string to_string(const Monoid& m) {
   if (!m.is_typed()) return m.name();
-  return monoid_definition(m);
+  return monoid_definition(m, m.name());
 }
 
 std::string to_string(const Type& t) { return t.name(); }
