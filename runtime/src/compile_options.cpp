@@ -27,9 +27,19 @@ std::vector<std::string> CompileOptions::nvrtc_flags() const {
 }
 
 std::string CompileOptions::key() const {
+  // Built directly rather than from nvrtc_flags(): this runs on every cache lookup.
   std::string key;
-  for (const std::string& flag : nvrtc_flags()) {
-    key += flag;
+  key.reserve(64);
+  key += "--gpu-architecture=";
+  key += target();
+  key += "\n-std=c++";
+  key += std::to_string(cxx_standard);
+  key += "\n-default-device\n";
+  if (fast_math) key += "--use_fast_math\n";
+  if (line_info) key += "-lineinfo\n";
+  for (const std::string& define : defines) {
+    key += "-D";
+    key += define;
     key += '\n';  // cannot occur inside a flag, so the join is unambiguous
   }
   return key;

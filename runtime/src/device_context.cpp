@@ -86,6 +86,7 @@ void DeviceContext::check(CUresult result, const char* call) {
   if (is_sticky(result)) {
     std::lock_guard lock(sticky_mutex_);
     if (sticky_error_.empty()) sticky_error_ = std::string(call) + " failed with " + name + ": " + message;
+    unusable_ = true;
     message += "; the GPU context is now unusable and this Runtime cannot run anything more "
                "(create a new process)";
   }
@@ -93,6 +94,7 @@ void DeviceContext::check(CUresult result, const char* call) {
 }
 
 void DeviceContext::ensure_usable() const {
+  if (!unusable_.load(std::memory_order_acquire)) return;
   std::lock_guard lock(sticky_mutex_);
   if (!sticky_error_.empty())
     throw CudaError("fuseflow::Runtime", CUDA_ERROR_ILLEGAL_STATE,

@@ -23,9 +23,12 @@ std::optional<std::filesystem::path> env_path(const char* name) {
   return std::filesystem::path(value);
 }
 
-std::string nvrtc_version_text() {
-  const NvrtcVersion v = Compiler::version();
-  return std::to_string(v.major) + "." + std::to_string(v.minor);
+const std::string& nvrtc_version_text() {
+  static const std::string text = [] {
+    const NvrtcVersion v = Compiler::version();
+    return std::to_string(v.major) + "." + std::to_string(v.minor);
+  }();
+  return text;
 }
 
 // Disk payload: u8 format, u32 log length, log, image.

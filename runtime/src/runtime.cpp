@@ -1,12 +1,27 @@
 #include "fuseflow/runtime/runtime.hpp"
 
+#include <future>
+
 #include "fuseflow/runtime/driver_api.hpp"
 
 namespace fuseflow {
+namespace {
+
+// Loading NVRTC (a ~100 MB library: 10-20 ms of dlopen) and creating the CUDA context
+// are both needed before the first kernel; doing them at once hides the former, so a
+// fresh process's first cache hit does not pay for NVRTC.
+std::shared_ptr<detail::DeviceContext> open_device_loading_nvrtc(const RuntimeOptions& options) {
+  std::future<NvrtcVersion> loading = std::async(std::launch::async, &Compiler::version);
+  auto context = std::make_shared<detail::DeviceContext>(options.device, options.stream);
+  loading.get();  // rethrows "NVRTC could not be loaded"
+  return context;
+}
+
+}  // namespace
 Runtime::Runtime() : Runtime(RuntimeOptions{}) {}
 
 Runtime::Runtime(RuntimeOptions options)
-    : context_(std::make_shared<detail::DeviceContext>(options.device, options.stream)),
+    : context_(open_device_loading_nvrtc(options)),
       properties_(read_device_properties(options.device)),
       // A cubin from an NVRTC newer than the driver may not load; PTX for compute_XX can
       // be JIT-compiled by the driver instead.

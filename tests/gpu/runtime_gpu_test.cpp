@@ -197,11 +197,12 @@ TEST_CASE("a fresh Runtime loads a kernel from the disk cache without compiling"
 
 TEST_CASE("a Runtime works on a stream the user supplies") {
   const ff::detail::DriverApi& cu = ff::detail::driver();
+  // Keeps the primary context alive for the whole test: the user's stream belongs to it.
+  ff::Runtime owner(memory_only());
+  REQUIRE(cu.cuCtxPushCurrent(owner.context()) == CUDA_SUCCESS);
   CUstream user = nullptr;
+  REQUIRE(cu.cuStreamCreate(&user, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
   {
-    ff::Runtime probe(memory_only());  // retains the primary context for stream creation
-    REQUIRE(cu.cuCtxPushCurrent(probe.context()) == CUDA_SUCCESS);
-    REQUIRE(cu.cuStreamCreate(&user, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
     ff::RuntimeOptions options = memory_only();
     options.stream = user;
     ff::Runtime rt(options);
@@ -210,9 +211,9 @@ TEST_CASE("a Runtime works on a stream the user supplies") {
     ff::DeviceArray<int> out = rt.upload(std::vector<int>(5000, poison));
     fill_and_check(rt, kernel, out.data(), 5000);
     check_filled(out.download());
-    CHECK(cu.cuStreamSynchronize(user) == CUDA_SUCCESS);
   }
-  // The Runtime did not destroy the user's stream.
+  // The Runtime left the user's stream alone: it is still valid and can be destroyed.
+  CHECK(cu.cuStreamSynchronize(user) == CUDA_SUCCESS);
   CHECK(cu.cuStreamDestroy(user) == CUDA_SUCCESS);
   CUcontext popped = nullptr;
   cu.cuCtxPopCurrent(&popped);

@@ -108,6 +108,9 @@ TEST_CASE("options become the documented NVRTC flags") {
                                              "-lineinfo",                "-DFF_BLOCK=256",
                                              "-DFF_DEBUG"};
   CHECK(options.nvrtc_flags() == expected);
+  std::string joined;
+  for (const std::string& flag : expected) joined += flag + "\n";
+  CHECK(options.key() == joined);
   options.ptx = true;
   CHECK(options.target() == "compute_80");
   CHECK(ff::arch_for(9, 0) == "sm_90");

@@ -4,6 +4,7 @@
 // array outlive its Runtime safely (the context is released by whoever goes last).
 #include <cuda.h>
 
+#include <atomic>
 #include <cstddef>
 #include <mutex>
 #include <string>
@@ -54,8 +55,9 @@ class DeviceContext {
   CUcontext context_ = nullptr;
   CUstream stream_ = nullptr;
   bool owns_stream_ = false;
+  std::atomic<bool> unusable_{false};  // checked on every call; the mutex only after
   mutable std::mutex sticky_mutex_;
-  std::string sticky_error_;  // empty while usable
+  std::string sticky_error_;
 };
 
 }  // namespace fuseflow::detail
