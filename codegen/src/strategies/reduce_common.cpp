@@ -51,7 +51,7 @@ std::vector<Arg> ReduceKernelWriter::args() const {
   for (int s : g_.scalars_read)
     a.push_back({Arg::Kind::Scalar, s, "s" + std::to_string(s), g_.slot_types[static_cast<std::size_t>(s)]});
   for (const auto& r : g_.reduces)
-    a.push_back({Arg::Kind::Output, r.output_slot, "out" + std::to_string(r.output_slot), r.op->monoid.type()});
+    a.push_back({Arg::Kind::ScalarOutput, r.output_slot, "out" + std::to_string(r.output_slot), r.op->monoid.type()});
   a.push_back({Arg::Kind::Scratch, 0, "partials", acc_type_});
   a.push_back({Arg::Kind::Ticket, 0, "ticket", ScalarType::U32});
   return a;
@@ -68,7 +68,8 @@ void ReduceKernelWriter::open_kernel(SourceWriter& w, int block) {
       case Arg::Kind::Length: decl = "const long long n"; break;
       case Arg::Kind::Param: decl = "const " + types_.name(a[i].type) + " " + a[i].name; break;
       case Arg::Kind::Scalar: decl = "const " + types_.name(a[i].type) + "* __restrict__ " + a[i].name; break;
-      case Arg::Kind::Output: decl = types_.name(a[i].type) + "* __restrict__ " + a[i].name; break;
+      case Arg::Kind::Output:
+      case Arg::Kind::ScalarOutput: decl = types_.name(a[i].type) + "* __restrict__ " + a[i].name; break;
       case Arg::Kind::Scratch: decl = acc_name + "* __restrict__ " + a[i].name; break;
       case Arg::Kind::Ticket: decl = "unsigned int* __restrict__ " + a[i].name; break;
     }

@@ -21,7 +21,8 @@ struct Arg {
     Length,      // long long n: the element count of the kernel's domain
     Param,       // scalar parameter `index`, by value
     Scalar,      // const T* to the device scalar slot `index` (a reduction's result)
-    Output,      // T* to the array output `index`
+    Output,      // T* to the array output `index` (program output number)
+    ScalarOutput,  // T* to the device scalar slot `index`, written by a reduction
     Scratch,     // void* to scratch buffer `index`
     Ticket,      // unsigned* to a zeroed counter that kernels leave zeroed
   };

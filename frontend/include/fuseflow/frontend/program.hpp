@@ -107,10 +107,18 @@ class Program {
   std::vector<std::shared_ptr<const OpNode>> ops_;
 };
 
+// A program of N results: Runtime::run gives them back as a std::array, so
+// `auto [sum, max] = rt.run(ff::outputs(...), ...)` works.
+template <std::size_t N>
+class Outputs : public Program {
+ public:
+  using Program::Program;
+};
+
 // outputs(a, b, ...): several results of one program, computed together.
 template <class... Es>
-Program outputs(const Es&... results) {
-  return Program(std::vector<Expr>{Expr(results)...});
+Outputs<sizeof...(Es)> outputs(const Es&... results) {
+  return Outputs<sizeof...(Es)>(std::vector<Expr>{Expr(results)...});
 }
 
 // The stable textual form of a program (errors, explain(), golden tests).

@@ -24,6 +24,10 @@ struct DeviceBytes {
   std::size_t size_bytes() const noexcept { return count * element_size; }
 };
 
+// Tag: a DeviceArray takes over memory already allocated on its context.
+struct AdoptMemory {};
+inline constexpr AdoptMemory adopt_memory{};
+
 template <class T>
 class DeviceArray {
   static_assert(std::is_trivially_copyable_v<T>, "DeviceArray<T> needs a trivially copyable T");
@@ -32,6 +36,8 @@ class DeviceArray {
   DeviceArray() = default;
   DeviceArray(std::shared_ptr<detail::DeviceContext> context, std::size_t n)
       : context_(std::move(context)), size_(n), ptr_(context_->allocate(n * sizeof(T))) {}
+  DeviceArray(std::shared_ptr<detail::DeviceContext> context, CUdeviceptr ptr, std::size_t n, AdoptMemory)
+      : context_(std::move(context)), size_(n), ptr_(ptr) {}
   ~DeviceArray() { reset(); }
 
   DeviceArray(DeviceArray&& other) noexcept

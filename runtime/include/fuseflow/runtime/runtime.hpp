@@ -6,7 +6,9 @@
 #include <cuda.h>
 
 #include <cstddef>
+#include <array>
 #include <map>
+#include <utility>
 #include <memory>
 #include <optional>
 #include <span>
@@ -20,10 +22,15 @@
 #include "fuseflow/runtime/device_array.hpp"
 #include "fuseflow/runtime/device_context.hpp"
 #include "fuseflow/runtime/error.hpp"
+#include "fuseflow/runtime/execute.hpp"
 #include "fuseflow/runtime/kernel_cache.hpp"
 #include "fuseflow/runtime/memory_pool.hpp"
 
 namespace fuseflow {
+
+namespace detail {
+struct Executor;
+}  // namespace detail
 
 struct RuntimeOptions {
   int device = 0;
@@ -120,6 +127,19 @@ class Runtime {
               void** args);
   void synchronize();
 
+  // --- programs (execute.cpp) --------------------------------------------------
+  // Runs a program: binds its inputs ({x, device_array} or {x, device_span}) and
+  // parameters ({t, 0.5f}), plans and compiles it on first use (then from the caches),
+  // launches its kernels on this runtime's stream. Scalars come back to the host;
+  // arrays stay on the device. Thread-safe: runs on one Runtime are serialised.
+  Result run(const Expr& result, const Bindings& bindings = {});
+  std::vector<Result> run(const Program& program, const Bindings& bindings = {});
+  template <std::size_t N>
+  std::array<Result, N> run(const Outputs<N>& program, const Bindings& bindings = {}) {
+    std::vector<Result> all = run(static_cast<const Program&>(program), bindings);
+    return move_to_array(all, std::make_index_sequence<N>{});
+  }
+
   // --- state --------------------------------------------------------------------
   const DeviceProperties& properties() const noexcept { return properties_; }
   KernelCache& cache() noexcept { return cache_; }
@@ -132,6 +152,12 @@ class Runtime {
 
  private:
   LoadedKernel& load_module(const CacheResult& found, std::string_view kernel_name);
+  void launch_kernel(const KernelHandle& kernel, int grid, int block, std::size_t smem, void** args);
+  template <std::size_t... I>
+  static std::array<Result, sizeof...(I)> move_to_array(std::vector<Result>& all, std::index_sequence<I...>) {
+    return {std::move(all[I])...};
+  }
+  std::shared_ptr<detail::Executor> executor_;
 
   std::shared_ptr<detail::DeviceContext> context_;
   DeviceProperties properties_;

@@ -1,0 +1,116 @@
+#pragma once
+// Running programs: what inputs and parameters are bound to (Binding), and what comes
+// back (Result: a scalar on the host, or an array that stays on the device).
+#include <cuda.h>
+
+#include <array>
+#include <initializer_list>
+#include <memory>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "fuseflow/frontend/program.hpp"
+#include "fuseflow/runtime/device_array.hpp"
+
+namespace fuseflow {
+
+// An input bound to device memory (a DeviceArray or a device_span over the user's own
+// memory), or a parameter bound to a host scalar.
+class Binding {
+ public:
+  template <class T>
+  Binding(const DeviceArray<T>& array) : Binding(array.bytes(), type_of<T>()) {}  // NOLINT
+  template <class T>
+  Binding(const device_span<T>& span) : Binding(span.bytes(), type_of<T>()) {}  // NOLINT
+  template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
+  Binding(T scalar) : is_array_(false), scalar_(Value(scalar)) {}  // NOLINT
+  Binding(const Value& scalar) : is_array_(false), scalar_(scalar) {}  // NOLINT
+  Binding(DeviceBytes bytes, Type type) : is_array_(true), bytes_(bytes), type_(std::move(type)) {}
+
+  bool is_array() const { return is_array_; }
+  const DeviceBytes& bytes() const { return bytes_; }
+  const Type& type() const { return is_array_ ? type_ : scalar_.type(); }
+  const Value& scalar() const { return scalar_; }
+
+ private:
+  bool is_array_;
+  DeviceBytes bytes_{};
+  Type type_;
+  Value scalar_;
+};
+
+using Bindings = std::vector<std::pair<Expr, Binding>>;
+
+// One result of a program. A reduction's value comes back to the host:
+//   float s = rt.run(ff::reduce(x, ff::plus), {{x, xs}});
+// An array stays on the device until asked for:
+//   ff::DeviceArray<float> y = rt.run(x * 2.0f, {{x, xs}});
+class Result {
+ public:
+  static Result scalar(Value v);
+  static Result array(std::shared_ptr<detail::DeviceContext> ctx, CUdeviceptr ptr, std::size_t n, Type t);
+  Result(Result&&) noexcept;
+  Result& operator=(Result&&) noexcept;
+  ~Result();
+
+  bool is_scalar() const { return !is_array_; }
+  const Type& type() const;
+  // A reduction's value (GraphError for an array result).
+  const Value& value() const;
+  // The array's element count (GraphError for a scalar result).
+  std::size_t size() const;
+
+  template <class T>
+  T as() const {
+    return value().template as<T>();
+  }
+  template <class T, class = std::enable_if_t<std::is_arithmetic_v<T> || detail::IsTuple<T>::value>>
+  operator T() const {  // NOLINT: float s = rt.run(...)
+    return as<T>();
+  }
+  operator Value() const { return value(); }  // NOLINT
+
+  // Moves the array out as a typed DeviceArray; T must be the element type.
+  template <class T>
+  DeviceArray<T> array() {
+    auto [ctx, ptr, n] = release(type_of<T>());
+    return DeviceArray<T>(std::move(ctx), ptr, n, adopt_memory);
+  }
+  template <class T>
+  operator DeviceArray<T>() && {  // NOLINT: ff::DeviceArray<float> y = rt.run(...)
+    return array<T>();
+  }
+  // Copies the array to the host; T must be the element type.
+  template <class T>
+  std::vector<T> download() const {
+    std::vector<T> out(size());
+    copy_out(type_of<T>(), out.data());
+    return out;
+  }
+
+ private:
+  Result() = default;
+  struct Released {
+    std::shared_ptr<detail::DeviceContext> ctx;
+    CUdeviceptr ptr;
+    std::size_t n;
+  };
+  Released release(const Type& want);
+  void copy_out(const Type& want, void* host) const;
+
+  Value value_;
+  std::shared_ptr<detail::DeviceContext> ctx_;
+  bool is_array_ = false;
+  CUdeviceptr ptr_ = 0;
+  bool owns_ = false;
+  std::size_t size_ = 0;
+  Type type_;
+};
+
+template <std::size_t I>
+Value get(const Result& r) {
+  return r.value()[I];
+}
+
+}  // namespace fuseflow

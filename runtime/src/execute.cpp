@@ -1,0 +1,273 @@
+// The executor: Runtime::run. Binds a program's inputs and parameters, plans it once
+// (memoised per program), fetches its kernels from the kernel cache, lays out the
+// scratch it needs (scalar slots, block partials), launches the kernels in order on the
+// runtime's stream, and returns the results: scalars copied back in one transfer, arrays
+// left on the device.
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "fuseflow/codegen/plan.hpp"
+#include "fuseflow/runtime/runtime.hpp"
+
+namespace fuseflow {
+
+// ---- Result -------------------------------------------------------------------------
+
+Result Result::scalar(Value v) {
+  Result r;
+  r.value_ = std::move(v);
+  r.type_ = r.value_.type();
+  return r;
+}
+
+Result Result::array(std::shared_ptr<detail::DeviceContext> ctx, CUdeviceptr ptr, std::size_t n, Type t) {
+  Result r;
+  r.is_array_ = true;
+  r.ctx_ = std::move(ctx);
+  r.ptr_ = ptr;
+  r.owns_ = true;
+  r.size_ = n;
+  r.type_ = std::move(t);
+  return r;
+}
+
+Result::Result(Result&& o) noexcept
+    : value_(std::move(o.value_)), ctx_(std::move(o.ctx_)), is_array_(o.is_array_), ptr_(std::exchange(o.ptr_, 0)),
+      owns_(std::exchange(o.owns_, false)), size_(o.size_), type_(std::move(o.type_)) {}
+
+Result& Result::operator=(Result&& o) noexcept {
+  if (this != &o) {
+    if (owns_ && ptr_) ctx_->free(ptr_);
+    value_ = std::move(o.value_);
+    ctx_ = std::move(o.ctx_);
+    is_array_ = o.is_array_;
+    ptr_ = std::exchange(o.ptr_, 0);
+    owns_ = std::exchange(o.owns_, false);
+    size_ = o.size_;
+    type_ = std::move(o.type_);
+  }
+  return *this;
+}
+
+Result::~Result() {
+  if (owns_ && ptr_) ctx_->free(ptr_);
+}
+
+const Type& Result::type() const { return type_; }
+
+const Value& Result::value() const {
+  if (is_array_) throw GraphError("result: this result is an array of " + type_.name() + " on the device, not a scalar; use .array<T>() or .download<T>()");
+  return value_;
+}
+
+std::size_t Result::size() const {
+  if (!is_array_) throw GraphError("result: this result is a scalar " + type_.name() + ", not an array");
+  return size_;
+}
+
+Result::Released Result::release(const Type& want) {
+  size();
+  if (want != type_) throw GraphError("result: the array holds " + type_.name() + ", asked for " + want.name());
+  if (!owns_ && size_ != 0) throw GraphError("result: the array was already moved out");
+  owns_ = false;
+  return {ctx_, std::exchange(ptr_, 0), size_};
+}
+
+void Result::copy_out(const Type& want, void* host) const {
+  size();
+  if (want != type_) throw GraphError("result: the array holds " + type_.name() + ", asked for " + want.name());
+  if (size_ != 0) ctx_->copy_to_host(host, ptr_, size_ * type_.size());
+}
+
+// ---- Runtime::run -------------------------------------------------------------------
+
+namespace {
+
+const std::vector<Header>& embedded_headers() {
+  static const std::vector<Header> headers = [] {
+    std::vector<Header> out;
+    for (const auto& h : codegen::device_headers()) out.push_back({h.name, h.text});
+    return out;
+  }();
+  return headers;
+}
+
+std::string describe(const Expr& leaf) {
+  return (leaf.kind() == ExprKind::Input ? "input '" : "parameter '") + leaf.node().name + "'";
+}
+
+}  // namespace
+
+namespace detail {
+
+// A planned program and its loaded kernels, kept while the program's outputs live.
+struct PreparedProgram {
+  Program program;
+  codegen::Plan plan;
+  std::vector<KernelHandle> kernels;
+  std::size_t scratch_bytes = 0;
+  std::vector<std::size_t> partial_offsets;  // per kernel, into scratch
+};
+
+struct Executor {
+  std::mutex mutex;
+  std::map<std::vector<const ExprNode*>, std::unique_ptr<PreparedProgram>> programs;
+  std::unique_ptr<DeviceArray<unsigned>> ticket;
+};
+
+}  // namespace detail
+
+namespace {
+
+detail::PreparedProgram& prepare(Runtime& rt, detail::Executor& ex, const Program& program) {
+  std::vector<const ExprNode*> key;
+  for (const auto& o : program.outputs()) key.push_back(o.get());
+  auto it = ex.programs.find(key);
+  if (it != ex.programs.end()) return *it->second;
+  auto p = std::make_unique<detail::PreparedProgram>(detail::PreparedProgram{program, {}, {}, 0, {}});
+  const DeviceProperties& props = rt.properties();
+  codegen::Target target;
+  target.cc_major = props.cc_major;
+  target.cc_minor = props.cc_minor;
+  target.sm_count = props.sm_count;
+  target.max_threads_per_sm = props.max_threads_per_sm;
+  target.shared_per_block_optin = props.shared_memory_per_block_optin;
+  p->plan = codegen::plan(program, target);
+  CompileOptions options = rt.compile_options();
+  std::size_t at = (p->plan.scalar_bytes + 255) / 256 * 256;
+  for (const auto& k : p->plan.kernels) {
+    p->kernels.push_back(rt.load_kernel(k.source, k.name, options, embedded_headers()));
+    p->partial_offsets.push_back(at);
+    at += (k.scratch_bytes + 255) / 256 * 256;
+  }
+  p->scratch_bytes = at;
+  return *ex.programs.emplace(std::move(key), std::move(p)).first->second;
+}
+
+}  // namespace
+
+std::vector<Result> Runtime::run(const Program& program, const Bindings& bindings) {
+  ensure_usable();
+  if (!executor_) executor_ = std::make_shared<detail::Executor>();
+  detail::Executor& ex = *executor_;
+  std::lock_guard<std::mutex> lock(ex.mutex);
+
+  // Bind inputs and parameters.
+  std::map<const ExprNode*, const Binding*> bound;
+  for (const auto& [leaf, binding] : bindings) {
+    if (!leaf.valid()) throw GraphError("run: a binding names an empty ff::Expr");
+    if (leaf.kind() != ExprKind::Input && leaf.kind() != ExprKind::Param)
+      throw GraphError("run: only inputs and parameters can be bound, not " + to_string(leaf));
+    if (!bound.emplace(leaf.get(), &binding).second) throw GraphError("run: " + describe(leaf) + " is bound twice");
+  }
+  std::int64_t n = -1;
+  std::string first_input;
+  std::vector<CUdeviceptr> input_ptrs;
+  for (const auto& in : program.inputs()) {
+    auto it = bound.find(in.get());
+    if (it == bound.end()) throw GraphError("run: " + describe(in) + " is not bound");
+    const Binding& b = *it->second;
+    if (!b.is_array()) throw GraphError("run: " + describe(in) + " is an array but was bound to the scalar " + b.scalar().to_string());
+    if (b.type() != in.type())
+      throw GraphError("run: " + describe(in) + " holds " + in.type().name() + " but was bound to an array of " + b.type().name());
+    auto len = static_cast<std::int64_t>(b.bytes().count);
+    if (in.node().length >= 0 && in.node().length != len)
+      throw GraphError("run: " + describe(in) + " was declared with " + std::to_string(in.node().length) +
+                       " elements but was bound to " + std::to_string(len));
+    if (n >= 0 && len != n)
+      throw GraphError("run: arrays of different lengths: " + first_input + " has " + std::to_string(n) + " elements, " +
+                       describe(in) + " has " + std::to_string(len));
+    if (n < 0) first_input = describe(in);
+    n = len;
+    input_ptrs.push_back(b.bytes().ptr);
+  }
+  std::vector<Value> params;
+  for (const auto& pa : program.params()) {
+    auto it = bound.find(pa.get());
+    if (it == bound.end()) throw GraphError("run: " + describe(pa) + " is not bound");
+    const Binding& b = *it->second;
+    if (b.is_array()) throw GraphError("run: " + describe(pa) + " is a scalar but was bound to an array");
+    if (!b.type().is_scalar()) throw GraphError("run: " + describe(pa) + " needs a scalar, got " + b.type().name());
+    params.push_back(b.scalar().cast(pa.type().scalar()));
+  }
+  for (const auto& [node, b] : bound) {
+    bool used = false;
+    for (const auto* list : {&program.inputs(), &program.params()})
+      for (const auto& e : *list) used = used || e.get() == node;
+    if (!used) throw GraphError("run: a bound input or parameter is not used by this program");
+  }
+  if (n < 0) n = 0;
+
+  detail::PreparedProgram& prep = prepare(*this, ex, program);
+  const codegen::Plan& plan = prep.plan;
+  if (!ex.ticket) {
+    ex.ticket = std::make_unique<DeviceArray<unsigned>>(alloc<unsigned>(1));
+    zero(ex.ticket->data(), sizeof(unsigned));
+  }
+  CUdeviceptr scratch_base = prep.scratch_bytes ? scratch(prep.scratch_bytes) : 0;
+
+  // Array outputs are allocated per run and handed to the caller.
+  std::vector<Result> results;
+  std::vector<CUdeviceptr> output_ptrs(program.outputs().size(), 0);
+  for (std::size_t i = 0; i < program.outputs().size(); ++i) {
+    if (plan.output_scalar[i] >= 0) continue;
+    const Type& t = program.outputs()[i].type();
+    output_ptrs[i] = context_->allocate(static_cast<std::size_t>(n) * t.size());
+    results.push_back(Result::array(context_, output_ptrs[i], static_cast<std::size_t>(n), t));
+  }
+
+  // Arguments live in 16-byte cells; cuLaunchKernel reads each through its pointer.
+  for (const auto& launch : plan.launches(n)) {
+    const codegen::Kernel& k = plan.kernels[static_cast<std::size_t>(launch.kernel)];
+    std::vector<std::array<unsigned char, 16>> cells(k.args.size());
+    std::vector<void*> args;
+    for (std::size_t a = 0; a < k.args.size(); ++a) {
+      const codegen::Arg& arg = k.args[a];
+      auto put = [&](const void* p, std::size_t bytes) { std::memcpy(cells[a].data(), p, bytes); };
+      CUdeviceptr ptr = 0;
+      switch (arg.kind) {
+        case codegen::Arg::Kind::Input: ptr = input_ptrs[static_cast<std::size_t>(arg.index)]; break;
+        case codegen::Arg::Kind::Length: put(&launch.n, sizeof launch.n); break;
+        case codegen::Arg::Kind::Param: params[static_cast<std::size_t>(arg.index)].to_bytes(cells[a].data()); break;
+        case codegen::Arg::Kind::Scalar:
+        case codegen::Arg::Kind::ScalarOutput:
+          ptr = scratch_base + plan.scalars[static_cast<std::size_t>(arg.index)].offset;
+          break;
+        case codegen::Arg::Kind::Output: ptr = output_ptrs[static_cast<std::size_t>(arg.index)]; break;
+        case codegen::Arg::Kind::Scratch: ptr = scratch_base + prep.partial_offsets[static_cast<std::size_t>(launch.kernel)]; break;
+        case codegen::Arg::Kind::Ticket: ptr = ex.ticket->data(); break;
+      }
+      if (arg.kind != codegen::Arg::Kind::Length && arg.kind != codegen::Arg::Kind::Param) put(&ptr, sizeof ptr);
+      args.push_back(cells[a].data());
+    }
+    launch_kernel(prep.kernels[static_cast<std::size_t>(launch.kernel)], launch.grid, k.block, k.shared_bytes, args.data());
+  }
+
+  // Scalars come back in one copy.
+  std::vector<unsigned char> host(plan.scalar_bytes);
+  if (plan.scalar_bytes) context_->copy_to_host(host.data(), scratch_base, plan.scalar_bytes);
+  std::vector<Result> ordered;
+  std::size_t next_array = 0;
+  for (std::size_t i = 0; i < program.outputs().size(); ++i) {
+    int slot = plan.output_scalar[i];
+    if (slot < 0) {
+      ordered.push_back(std::move(results[next_array++]));
+    } else {
+      const codegen::ScalarSlot& s = plan.scalars[static_cast<std::size_t>(slot)];
+      ordered.push_back(Result::scalar(Value::from_bytes(s.type, host.data() + s.offset)));
+    }
+  }
+  return ordered;
+}
+
+Result Runtime::run(const Expr& result, const Bindings& bindings) {
+  auto all = run(Program(result), bindings);
+  return std::move(all[0]);
+}
+
+void Runtime::launch_kernel(const KernelHandle& kernel, int grid, int block, std::size_t smem, void** args) {
+  launch(kernel, Dim3{static_cast<unsigned>(grid), 1, 1}, Dim3{static_cast<unsigned>(block), 1, 1}, smem, args);
+}
+
+}  // namespace fuseflow
