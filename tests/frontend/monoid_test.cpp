@@ -1,0 +1,301 @@
+// Monoids (monoid.hpp): the identity each built-in has for each element type, that
+// built-ins are commutative, custom monoids traced from lambdas, and every misuse's
+// GraphError.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "fuseflow/frontend/monoid.hpp"
+#include "fuseflow/frontend/program.hpp"
+
+namespace ff = fuseflow;
+using ff::ScalarType;
+using ff::Type;
+
+namespace {
+const std::vector<ScalarType> kNumeric = {ScalarType::I8,  ScalarType::I16, ScalarType::I32, ScalarType::I64,
+                                          ScalarType::U8,  ScalarType::U16, ScalarType::U32, ScalarType::U64,
+                                          ScalarType::F32, ScalarType::F64};
+const std::vector<ScalarType> kIntegral = {ScalarType::Bool, ScalarType::I8,  ScalarType::I16,
+                                           ScalarType::I32,  ScalarType::I64, ScalarType::U8,
+                                           ScalarType::U16,  ScalarType::U32, ScalarType::U64};
+
+ff::Value identity_of(const ff::Monoid& m, const Type& t) { return m.instantiate(t, "reduce").identity(); }
+
+using Mssp = ff::Tuple<int, int, int, int>;
+ff::Monoid mssp() {
+  return ff::monoid<Mssp>(
+      [](auto a, auto b) {
+        return ff::tuple(ff::max(ff::max(a[0], b[0]), a[2] + b[1]), ff::max(a[1], a[3] + b[1]),
+                         ff::max(b[2], a[2] + b[3]), a[3] + b[3]);
+      },
+      ff::tuple(0, 0, 0, 0), ff::non_commutative, "mssp");
+}
+}  // namespace
+
+TEST_CASE("plus has identity 0 and times identity 1 in every numeric type") {
+  for (ScalarType s : kNumeric) {
+    INFO("type ", ff::scalar_name(s));
+    CHECK(identity_of(ff::plus, s) == ff::Value::from_int(s, 0));
+    CHECK(identity_of(ff::times, s) == ff::Value::from_int(s, 1));
+    CHECK(identity_of(ff::plus, s).type() == Type(s));
+  }
+  CHECK(identity_of(ff::plus, ScalarType::F32) == ff::Value(0.0f));
+  CHECK(identity_of(ff::times, ScalarType::U64) == ff::Value(std::uint64_t{1}));
+}
+
+TEST_CASE("min's identity is the largest value of its type, +inf for floats") {
+  CHECK(identity_of(ff::min, ScalarType::F32) == ff::Value(std::numeric_limits<float>::infinity()));
+  CHECK(identity_of(ff::min, ScalarType::F64) == ff::Value(std::numeric_limits<double>::infinity()));
+  CHECK(identity_of(ff::min, ScalarType::I8) == ff::Value(std::int8_t{127}));
+  CHECK(identity_of(ff::min, ScalarType::I32) == ff::Value(std::numeric_limits<std::int32_t>::max()));
+  CHECK(identity_of(ff::min, ScalarType::I64) == ff::Value(std::numeric_limits<std::int64_t>::max()));
+  CHECK(identity_of(ff::min, ScalarType::U16) == ff::Value(std::uint16_t{65535}));
+  CHECK(identity_of(ff::min, ScalarType::U64) == ff::Value(std::numeric_limits<std::uint64_t>::max()));
+  CHECK(identity_of(ff::min, ScalarType::Bool) == ff::Value(true));
+}
+
+TEST_CASE("max's identity is the lowest value of its type, -inf for floats") {
+  CHECK(identity_of(ff::max, ScalarType::F32) == ff::Value(-std::numeric_limits<float>::infinity()));
+  CHECK(identity_of(ff::max, ScalarType::F64) == ff::Value(-std::numeric_limits<double>::infinity()));
+  CHECK(identity_of(ff::max, ScalarType::I8) == ff::Value(std::int8_t{-128}));
+  CHECK(identity_of(ff::max, ScalarType::I16) == ff::Value(std::int16_t{-32768}));
+  CHECK(identity_of(ff::max, ScalarType::I32) == ff::Value(std::numeric_limits<std::int32_t>::min()));
+  CHECK(identity_of(ff::max, ScalarType::I64) == ff::Value(std::numeric_limits<std::int64_t>::min()));
+  CHECK(identity_of(ff::max, ScalarType::U32) == ff::Value(std::uint32_t{0}));
+  CHECK(identity_of(ff::max, ScalarType::Bool) == ff::Value(false));
+}
+
+TEST_CASE("bitwise and has all bits set; or and xor have none") {
+  CHECK(identity_of(ff::bit_and, ScalarType::U8) == ff::Value(std::uint8_t{0xFF}));
+  CHECK(identity_of(ff::bit_and, ScalarType::U16) == ff::Value(std::uint16_t{0xFFFF}));
+  CHECK(identity_of(ff::bit_and, ScalarType::U32) == ff::Value(std::uint32_t{0xFFFFFFFFu}));
+  CHECK(identity_of(ff::bit_and, ScalarType::U64) == ff::Value(~std::uint64_t{0}));
+  CHECK(identity_of(ff::bit_and, ScalarType::I32) == ff::Value(-1));
+  CHECK(identity_of(ff::bit_and, ScalarType::I8) == ff::Value(std::int8_t{-1}));
+  CHECK(identity_of(ff::bit_or, ScalarType::I64) == ff::Value(std::int64_t{0}));
+  CHECK(identity_of(ff::bit_xor, ScalarType::U32) == ff::Value(std::uint32_t{0}));
+}
+
+TEST_CASE("logical and starts true and logical or starts false") {
+  CHECK(identity_of(ff::logical_and, ScalarType::Bool) == ff::Value(true));
+  CHECK(identity_of(ff::logical_or, ScalarType::Bool) == ff::Value(false));
+}
+
+TEST_CASE("argmax's identity is the lowest value with the largest index; argmin's the largest value") {
+  const Type f32_i64 = Type::tuple({ScalarType::F32, ScalarType::I64});
+  CHECK(identity_of(ff::argmax, f32_i64) ==
+        ff::Value::tuple({ff::Value(-std::numeric_limits<float>::infinity()),
+                          ff::Value(std::numeric_limits<std::int64_t>::max())}));
+  CHECK(identity_of(ff::argmin, f32_i64) ==
+        ff::Value::tuple({ff::Value(std::numeric_limits<float>::infinity()),
+                          ff::Value(std::numeric_limits<std::int64_t>::max())}));
+  const Type i32_u32 = Type::tuple({ScalarType::I32, ScalarType::U32});
+  CHECK(identity_of(ff::argmax, i32_u32) ==
+        ff::Value::tuple({ff::Value(std::numeric_limits<std::int32_t>::min()), ff::Value(0xFFFFFFFFu)}));
+}
+
+TEST_CASE("built-in monoids are commutative, generic, and instantiate to a combine of their type") {
+  const std::vector<ff::Monoid> scalar_builtins = {ff::plus, ff::times, ff::min, ff::max, ff::bit_and,
+                                                   ff::bit_or, ff::bit_xor};
+  for (const ff::Monoid& m : scalar_builtins) {
+    INFO("monoid ", m.name());
+    CHECK(m.is_builtin());
+    CHECK(m.is_commutative());
+    CHECK_FALSE(m.is_typed());
+    for (ScalarType s : {ScalarType::I8, ScalarType::U16, ScalarType::I64}) {
+      const ff::Monoid typed = m.instantiate(s, "reduce");
+      CHECK(typed.is_typed());
+      CHECK(typed.is_commutative());
+      CHECK(typed.type() == Type(s));
+      CHECK(typed.combine().type() == Type(s));
+      CHECK(typed.identity().type() == Type(s));
+    }
+  }
+  for (const ff::Monoid& m : {ff::logical_and, ff::logical_or}) {
+    CHECK(m.is_commutative());
+    CHECK(m.instantiate(ScalarType::Bool, "scan").combine().type() == Type(ScalarType::Bool));
+  }
+  const Type pair = Type::tuple({ScalarType::F64, ScalarType::I32});
+  for (const ff::Monoid& m : {ff::argmin, ff::argmax}) {
+    const ff::Monoid typed = m.instantiate(pair, "reduce");
+    CHECK(typed.is_commutative());
+    CHECK(typed.combine().type() == pair);
+  }
+}
+
+TEST_CASE("built-in names are the DSL's spelling") {
+  CHECK(ff::plus.name() == "plus");
+  CHECK(ff::Monoid(ff::max).name() == "max");
+  CHECK(ff::Monoid(ff::min).kind() == ff::MonoidKind::Min);
+  CHECK(ff::logical_or.name() == "logical_or");
+  CHECK(ff::bit_xor.name() == "bit_xor");
+  CHECK(ff::argmax.name() == "argmax");
+}
+
+TEST_CASE("a built-in that does not apply to the element type throws naming the op, monoid and type") {
+  const Type pair = Type::tuple({ScalarType::F32, ScalarType::F32});
+  CHECK_THROWS_WITH_AS(ff::plus.instantiate(pair, "reduce"),
+                       "fuseflow: reduce: monoid plus needs a scalar element type (use a custom monoid for "
+                       "tuples), got (f32, f32)",
+                       ff::GraphError);
+  CHECK_THROWS_WITH_AS(ff::plus.instantiate(ScalarType::Bool, "scan"),
+                       "fuseflow: scan: monoid plus needs a numeric type (bool: use logical_or / logical_and), "
+                       "got bool",
+                       ff::GraphError);
+  CHECK_THROWS_WITH_AS(ff::times.instantiate(ScalarType::Bool, "reduce"),
+                       "fuseflow: reduce: monoid times needs a numeric type (bool: use logical_or / logical_and), "
+                       "got bool",
+                       ff::GraphError);
+  CHECK_THROWS_WITH_AS(ff::logical_and.instantiate(ScalarType::I32, "reduce"),
+                       "fuseflow: reduce: monoid logical_and needs bool elements, got i32", ff::GraphError);
+  CHECK_THROWS_WITH_AS(ff::logical_or.instantiate(ScalarType::F32, "reduce"),
+                       "fuseflow: reduce: monoid logical_or needs bool elements, got f32", ff::GraphError);
+  CHECK_THROWS_WITH_AS(ff::bit_and.instantiate(ScalarType::F32, "reduce"),
+                       "fuseflow: reduce: monoid bit_and needs an integral type, got f32", ff::GraphError);
+  CHECK_THROWS_WITH_AS(ff::bit_or.instantiate(ScalarType::F64, "reduce"),
+                       "fuseflow: reduce: monoid bit_or needs an integral type, got f64", ff::GraphError);
+  CHECK_THROWS_WITH_AS(ff::bit_xor.instantiate(ScalarType::F32, "scan"),
+                       "fuseflow: scan: monoid bit_xor needs an integral type, got f32", ff::GraphError);
+  CHECK_THROWS_WITH_AS(ff::argmax.instantiate(ScalarType::F32, "reduce"),
+                       "fuseflow: reduce: monoid argmax needs (value, index) pairs such as zip(x, index()), got f32",
+                       ff::GraphError);
+  CHECK_THROWS_WITH_AS(ff::argmin.instantiate(Type::tuple({ScalarType::F32, ScalarType::F32}), "reduce"),
+                       "fuseflow: reduce: monoid argmin needs (value, index) pairs such as zip(x, index()), got "
+                       "(f32, f32)",
+                       ff::GraphError);
+}
+
+TEST_CASE("bit ops accept every integral type, bool included") {
+  for (ScalarType s : kIntegral) {
+    INFO("type ", ff::scalar_name(s));
+    CHECK(ff::bit_or.instantiate(s, "reduce").type() == Type(s));
+  }
+}
+
+TEST_CASE("a custom monoid keeps its type, combine, identity and non-commutative flag") {
+  const ff::Monoid m = mssp();
+  CHECK_FALSE(m.is_builtin());
+  CHECK(m.kind() == ff::MonoidKind::Custom);
+  CHECK(m.is_typed());
+  CHECK(m.name() == "mssp");
+  CHECK_FALSE(m.is_commutative());
+  CHECK(m.type() == ff::type_of<Mssp>());
+  CHECK(m.combine().type() == ff::type_of<Mssp>());
+  CHECK(m.identity() == ff::Value(Mssp(0, 0, 0, 0)));
+  // Instantiating for its own type keeps the same monoid, flag included.
+  const ff::Monoid same = m.instantiate(ff::type_of<Mssp>(), "reduce");
+  CHECK(&same.node() == &m.node());
+  CHECK_FALSE(same.is_commutative());
+}
+
+TEST_CASE("a custom monoid is commutative only when told, and unnamed ones are called custom") {
+  const ff::Monoid m = ff::monoid<float>([](auto a, auto b) { return a + b; }, 0.0f, ff::commutative);
+  CHECK(m.is_commutative());
+  CHECK(m.name() == "custom");
+  CHECK(m.identity() == ff::Value(0.0f));
+  const ff::Monoid first = ff::monoid(
+      ScalarType::I32, [](auto a, auto b) { return ff::select(a == 0, b, a); }, 0, ff::non_commutative, "first");
+  CHECK_FALSE(first.is_commutative());
+  CHECK(first.type() == Type(ScalarType::I32));
+}
+
+TEST_CASE("a custom monoid's combine function is traced once over the operands a and b") {
+  int calls = 0;
+  const ff::Monoid m = ff::monoid<int>(
+      [&](auto a, auto b) {
+        ++calls;
+        return a * b;
+      },
+      1, ff::commutative);
+  CHECK(calls == 1);
+  CHECK(ff::to_string(m.combine()) == "a * b");
+  REQUIRE(m.combine().args().size() == 2);
+  CHECK(m.combine().args()[0].kind() == ff::ExprKind::Operand);
+  CHECK(m.combine().args()[0].node().index == 0);
+  CHECK(m.combine().args()[1].node().index == 1);
+}
+
+TEST_CASE("a custom monoid used on elements of another type throws naming both types") {
+  CHECK_THROWS_WITH_AS(mssp().instantiate(ScalarType::I32, "reduce"),
+                       "fuseflow: reduce: monoid mssp is over (i32, i32, i32, i32) but the elements are i32",
+                       ff::GraphError);
+}
+
+TEST_CASE("a combine function with one or three arguments throws naming its arity") {
+  auto one = [] { return ff::monoid<int>([](auto a) { return a; }, 0, ff::commutative); };
+  CHECK_THROWS_WITH_AS(one(), "fuseflow: monoid: the combine function must take 2 arguments (a, b), it takes 1",
+                       ff::GraphError);
+  auto three = [] {
+    return ff::monoid<int>([](auto a, auto b, auto c) { return a + b + c; }, 0, ff::commutative, "sum3");
+  };
+  CHECK_THROWS_WITH_AS(three(),
+                       "fuseflow: monoid sum3: the combine function must take 2 arguments (a, b), it takes 3",
+                       ff::GraphError);
+  auto none = [] { return ff::monoid<int>([] { return ff::Expr(0); }, 0, ff::commutative); };
+  CHECK_THROWS_WITH_AS(none(),
+                       "fuseflow: monoid: the combine function must be callable as combine(a, b) with two "
+                       "ff::Expr operands",
+                       ff::GraphError);
+}
+
+TEST_CASE("a combine function returning another type throws naming both types") {
+  auto wider = [] { return ff::monoid<int>([](auto a, auto b) { return a + b * 1.5; }, 0, ff::commutative); };
+  CHECK_THROWS_WITH_AS(wider(),
+                       "fuseflow: monoid: the combine function returns f64 but the monoid is over i32 (use "
+                       "ff::cast for narrowing)",
+                       ff::GraphError);
+  auto small = [] {
+    return ff::monoid<std::int8_t>([](auto a, auto b) { return a + b; }, ff::constant<std::int8_t>(0),
+                                   ff::commutative, "add8");
+  };
+  CHECK_THROWS_WITH_AS(small(),
+                       "fuseflow: monoid add8: the combine function returns i32 but the monoid is over i8 (use "
+                       "ff::cast for narrowing)",
+                       ff::GraphError);
+  auto scalar_for_tuple = [] {
+    return ff::monoid<ff::Tuple<int, int>>([](auto a, auto b) { return a[0] + b[0]; }, ff::tuple(0, 0),
+                                           ff::commutative);
+  };
+  CHECK_THROWS_WITH_AS(scalar_for_tuple(),
+                       "fuseflow: monoid: the combine function returns i32 but the monoid is over (i32, i32) (use "
+                       "ff::cast for narrowing)",
+                       ff::GraphError);
+}
+
+TEST_CASE("an identity of the wrong type throws naming both types") {
+  auto float_identity = [] { return ff::monoid<int>([](auto a, auto b) { return a + b; }, 0.0f, ff::commutative); };
+  CHECK_THROWS_WITH_AS(float_identity(),
+                       "fuseflow: monoid: the identity has type f32 but the monoid is over i32", ff::GraphError);
+  auto short_tuple = [] {
+    return ff::monoid<ff::Tuple<int, int>>([](auto a, auto b) { return ff::tuple(a[0] + b[0], a[1] + b[1]); },
+                                           ff::tuple(0), ff::commutative, "pairsum");
+  };
+  CHECK_THROWS_WITH_AS(short_tuple(),
+                       "fuseflow: monoid pairsum: the identity has type (i32) but the monoid is over (i32, i32)",
+                       ff::GraphError);
+}
+
+TEST_CASE("a combine function that uses an input, a parameter or the index throws") {
+  const auto x = ff::input<int>("x");
+  const auto p = ff::param<int>("p");
+  auto with_input = [&] { return ff::monoid<int>([&](auto a, auto b) { return a + b + x; }, 0, ff::commutative); };
+  CHECK_THROWS_WITH_AS(with_input(),
+                       "fuseflow: monoid: the combine function uses input 'x'; it may use only a, b and constants",
+                       ff::GraphError);
+  auto with_param = [&] {
+    return ff::monoid<int>([&](auto a, auto b) { return ff::max(a, b) * p; }, 0, ff::commutative, "scaled");
+  };
+  CHECK_THROWS_WITH_AS(
+      with_param(),
+      "fuseflow: monoid scaled: the combine function uses parameter 'p'; it may use only a, b and constants",
+      ff::GraphError);
+  auto with_index = [] {
+    return ff::monoid<std::int64_t>([](auto a, auto b) { return a + b + ff::index(); }, std::int64_t{0},
+                                    ff::commutative);
+  };
+  CHECK_THROWS_WITH_AS(with_index(), "fuseflow: monoid: the combine function may use only a, b and constants",
+                       ff::GraphError);
+}
