@@ -3,11 +3,13 @@
 // scratch it needs (scalar slots, block partials), launches the kernels in order on the
 // runtime's stream, and returns the results: scalars copied back in one transfer, arrays
 // left on the device.
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
 
 #include "fuseflow/codegen/plan.hpp"
+#include "fuseflow/runtime/driver_api.hpp"
 #include "fuseflow/runtime/runtime.hpp"
 
 namespace fuseflow {
@@ -111,6 +113,13 @@ struct PreparedProgram {
 };
 
 struct Executor {
+  // FUSEFLOW_POISON=1 (the GPU tests set it): scalar slots and new output arrays are
+  // filled with 0xff bytes before the kernels run, so an element a kernel failed to
+  // write shows up as a wrong answer instead of a lucky zero.
+  bool poison = [] {
+    const char* v = std::getenv("FUSEFLOW_POISON");
+    return v && std::string(v) == "1";
+  }();
   std::mutex mutex;
   std::map<std::vector<const ExprNode*>, std::unique_ptr<PreparedProgram>> programs;
   std::unique_ptr<DeviceArray<unsigned>> ticket;
@@ -215,6 +224,16 @@ std::vector<Result> Runtime::run(const Program& program, const Bindings& binding
     const Type& t = program.outputs()[i].type();
     output_ptrs[i] = context_->allocate(static_cast<std::size_t>(n) * t.size());
     results.push_back(Result::array(context_, output_ptrs[i], static_cast<std::size_t>(n), t));
+  }
+
+  if (ex.poison) {
+    detail::DeviceContext::Scope scope(*context_);
+    auto fill = [&](CUdeviceptr p, std::size_t bytes) {
+      if (bytes) check(detail::driver_api()->cuMemsetD8Async(p, 0xff, bytes, stream()), "cuMemsetD8Async");
+    };
+    fill(scratch_base, plan.scalar_bytes);
+    for (std::size_t i = 0; i < output_ptrs.size(); ++i)
+      if (output_ptrs[i]) fill(output_ptrs[i], static_cast<std::size_t>(n) * program.outputs()[i].type().size());
   }
 
   // Arguments live in 16-byte cells; cuLaunchKernel reads each through its pointer.
