@@ -1,0 +1,812 @@
+// fuseflow-bench: fuseflow against CUB on the same device buffers in the same run
+// (DESIGN.md "Performance method", issue 4 "Benchmark", ../shared/ANCHORS.md).
+//
+//   fuseflow-bench [--max-log2 N] [--quick] [--reps R]
+//
+// For n in {2^10, 2^16, 2^20, 2^24, 2^28}: sum f32, sum of squares, dot, argmax f32 and
+// MSSP (non-commutative 4 x i32), each timed for fuseflow, for CUB and for a float4
+// streaming-read ceiling kernel over the same input buffers. Timing: CUDA events on
+// fuseflow's stream (CUB and the ceiling run on that stream too), warm-up, median of the
+// repetitions, the three variants interleaved in every repetition. Every timed call is
+// what a user pays for a reduction's value on the host: launch(es), the copy of the
+// result to the host and the stream synchronisation (fuseflow's rt.run does all three;
+// CUB and the ceiling kernel do the same explicitly). Where an op's inputs fit in four
+// times the L2, the inputs are rotated over enough copies (>= 3 x L2 in all) that every
+// call reads them from HBM, not from L2.
+//
+// Writes bench.csv (and bench.png when python3 has matplotlib) to $FUSEFLOW_BENCH_OUT,
+// else to the current directory.
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <cub/cub.cuh>
+#include <cuda/std/functional>
+#include <thrust/iterator/transform_iterator.h>
+#include <thrust/iterator/zip_iterator.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <fuseflow/fuseflow.hpp>
+
+#include "catalog/catalog.hpp"
+
+#ifndef FUSEFLOW_BENCH_PLOT_SCRIPT
+#define FUSEFLOW_BENCH_PLOT_SCRIPT "bench/plot.py"
+#endif
+
+namespace ff = fuseflow;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// --- errors ----------------------------------------------------------------------------
+void cuda_check(cudaError_t e, const char* what, int line) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "fuseflow-bench: %s failed (line %d): %s\n", what, line, cudaGetErrorString(e));
+    std::exit(1);
+  }
+}
+#define CK(call) cuda_check((call), #call, __LINE__)
+
+// --- random inputs (never zero), generated on the device -------------------------------
+__host__ __device__ inline std::uint32_t hash32(std::uint64_t i, std::uint32_t seed) {
+  std::uint64_t z = i * 0x9E3779B97F4A7C15ull + seed * 0xBF58476D1CE4E5B9ull + 0x94D049BB133111EBull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return static_cast<std::uint32_t>(z);
+}
+
+// Floats in (-0.5, 1]: mixed signs, a sum far from zero (so relative checks are meaningful).
+__global__ void fill_float(float* x, std::size_t n, std::uint32_t seed) {
+  for (std::size_t i = blockIdx.x * (std::size_t)blockDim.x + threadIdx.x; i < n;
+       i += (std::size_t)gridDim.x * blockDim.x) {
+    float v = -0.5f + 1.5f * (float)((hash32(i, seed) >> 8) + 1) * (1.0f / 16777216.0f);
+    x[i] = v == 0.0f ? 0.25f : v;
+  }
+}
+
+// Integers in [-100, -1] U [1, 100]: mean zero, so segment sums stay small.
+__global__ void fill_int(int* x, std::size_t n, std::uint32_t seed) {
+  for (std::size_t i = blockIdx.x * (std::size_t)blockDim.x + threadIdx.x; i < n;
+       i += (std::size_t)gridDim.x * blockDim.x) {
+    std::uint32_t h = hash32(i, seed);
+    int v = 1 + (int)((h >> 1) % 100u);
+    x[i] = (h & 1u) ? v : -v;
+  }
+}
+
+// --- the streaming-read ceiling: float4 grid-stride sum over one or two arrays ----------
+__device__ inline float warp_sum(float v) {
+  for (int o = 16; o > 0; o /= 2) v += __shfl_down_sync(0xffffffffu, v, o);
+  return v;
+}
+
+__device__ inline float read4(const float4* p, std::size_t i) {
+  const float4 v = __ldcs(p + i);  // streaming: no reuse
+  return (v.x + v.y) + (v.z + v.w);
+}
+
+// Reads `n4` float4s of a (and of b when not null), ignores any tail (n is a multiple of
+// 4 here), and accumulates one float per block into *out so nothing is optimised away.
+__global__ void __launch_bounds__(512) read_ceiling(const float4* __restrict__ a, const float4* __restrict__ b,
+                                                    std::size_t n4, float* out) {
+  float acc0 = 0.f, acc1 = 0.f, acc2 = 0.f, acc3 = 0.f;
+  const std::size_t stride = (std::size_t)gridDim.x * blockDim.x;
+  std::size_t i = blockIdx.x * (std::size_t)blockDim.x + threadIdx.x;
+  for (; i + 3 * stride < n4; i += 4 * stride) {
+    acc0 += read4(a, i);
+    acc1 += read4(a, i + stride);
+    acc2 += read4(a, i + 2 * stride);
+    acc3 += read4(a, i + 3 * stride);
+    if (b) {
+      acc0 += read4(b, i);
+      acc1 += read4(b, i + stride);
+      acc2 += read4(b, i + 2 * stride);
+      acc3 += read4(b, i + 3 * stride);
+    }
+  }
+  for (; i < n4; i += stride) {
+    acc0 += read4(a, i);
+    if (b) acc1 += read4(b, i);
+  }
+  float v = warp_sum((acc0 + acc1) + (acc2 + acc3));
+  __shared__ float warps[32];
+  if (threadIdx.x % 32 == 0) warps[threadIdx.x / 32] = v;
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    v = threadIdx.x < blockDim.x / 32 ? warps[threadIdx.x] : 0.f;
+    v = warp_sum(v);
+    if (threadIdx.x == 0) atomicAdd(out, v);
+  }
+}
+
+// --- CUB functors ---------------------------------------------------------------------
+struct Square {
+  __host__ __device__ float operator()(float v) const { return v * v; }
+};
+struct Product {
+  template <class T>
+  __host__ __device__ float operator()(const T& t) const {
+    return thrust::get<0>(t) * thrust::get<1>(t);
+  }
+};
+struct Mssp {
+  int best, pre, suf, tot;
+};
+struct MsspParts {
+  __host__ __device__ Mssp operator()(int x) const {
+    const int p = x > 0 ? x : 0;
+    return Mssp{p, p, p, x};
+  }
+};
+__host__ __device__ inline int imax(int a, int b) { return a > b ? a : b; }
+struct MsspOp {  // the same (non-commutative) operator as ff::catalog::mssp()
+  __host__ __device__ Mssp operator()(const Mssp& a, const Mssp& b) const {
+    return Mssp{imax(imax(a.best, b.best), a.suf + b.pre), imax(a.pre, a.tot + b.pre),
+                imax(b.suf, a.suf + b.tot), a.tot + b.tot};
+  }
+};
+
+// --- options --------------------------------------------------------------------------
+struct Options {
+  int max_log2 = 28;
+  bool quick = false;
+  int reps = 0;  // 0: the default for each size
+};
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--max-log2" && i + 1 < argc) {
+      o.max_log2 = std::atoi(argv[++i]);
+    } else if (a == "--quick") {
+      o.quick = true;
+    } else if (a == "--reps" && i + 1 < argc) {
+      o.reps = std::max(1, std::atoi(argv[++i]));
+    } else if (a == "--help" || a == "-h") {
+      std::printf("usage: fuseflow-bench [--max-log2 N] [--quick] [--reps R]\n"
+                  "  sizes 2^10, 2^16, 2^20, 2^24, 2^28 up to 2^N (default 28);\n"
+                  "  --quick: sizes up to 2^20 and 10 repetitions; --reps: repetitions per size\n"
+                  "  output: a table on stdout, bench.csv (+ bench.png) in $FUSEFLOW_BENCH_OUT or cwd\n");
+      std::exit(0);
+    } else {
+      std::fprintf(stderr, "fuseflow-bench: unknown argument '%s' (try --help)\n", a.c_str());
+      std::exit(2);
+    }
+  }
+  if (o.quick) o.max_log2 = std::min(o.max_log2, 20);
+  return o;
+}
+
+// --- timing ---------------------------------------------------------------------------
+double median(std::vector<double> v) {
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  const std::size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+// Each variant is called with a buffer index; in repetition r variant v reads buffer
+// (r * variants + v) % nbuf, so two consecutive calls never read the same copy.
+std::vector<double> time_interleaved(cudaStream_t stream, int warmup, int reps, std::size_t nbuf,
+                                     const std::vector<std::function<void(std::size_t)>>& variants) {
+  const std::size_t nv = variants.size();
+  std::size_t call = 0;
+  for (int w = 0; w < warmup; ++w)
+    for (std::size_t v = 0; v < nv; ++v) variants[v](call++ % nbuf);
+  CK(cudaStreamSynchronize(stream));
+  cudaEvent_t start, stop;
+  CK(cudaEventCreate(&start));
+  CK(cudaEventCreate(&stop));
+  std::vector<std::vector<double>> us(nv);
+  for (int r = 0; r < reps; ++r) {
+    for (std::size_t v = 0; v < nv; ++v) {
+      CK(cudaEventRecord(start, stream));
+      variants[v](call++ % nbuf);
+      CK(cudaEventRecord(stop, stream));
+      CK(cudaEventSynchronize(stop));
+      float ms = 0;
+      CK(cudaEventElapsedTime(&ms, start, stop));
+      us[v].push_back(ms * 1000.0);
+    }
+  }
+  CK(cudaEventDestroy(start));
+  CK(cudaEventDestroy(stop));
+  std::vector<double> out;
+  for (auto& u : us) out.push_back(median(u));
+  return out;
+}
+
+// --- device buffers -------------------------------------------------------------------
+struct DeviceBuffer {
+  void* ptr = nullptr;
+  explicit DeviceBuffer(std::size_t bytes) { CK(cudaMalloc(&ptr, bytes == 0 ? 1 : bytes)); }
+  ~DeviceBuffer() { cudaFree(ptr); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  template <class T>
+  T* as() const {
+    return static_cast<T*>(ptr);
+  }
+};
+
+struct CubTemp {
+  void* ptr = nullptr;
+  std::size_t bytes = 0;
+  void reserve(std::size_t b) {
+    if (b <= bytes) return;
+    if (ptr) CK(cudaFree(ptr));
+    CK(cudaMalloc(&ptr, b));
+    bytes = b;
+  }
+  ~CubTemp() {
+    if (ptr) cudaFree(ptr);
+  }
+};
+
+bool close_rel(double a, double b, double rel = 1e-3) {
+  const double scale = std::max({std::fabs(a), std::fabs(b), 1e-30});
+  return std::fabs(a - b) <= rel * scale;
+}
+
+struct Row {
+  std::string op;
+  std::size_t n = 0;
+  double bytes = 0;
+  double ff_us = NAN, cub_us = NAN, ceil_us = NAN;
+  std::string cub_variant;
+  std::string check;
+  std::size_t nbuf = 1;
+  int reps = 0;
+};
+
+std::vector<Row> g_rows;
+int g_mismatches = 0;
+
+void report_mismatch(const std::string& what) {
+  ++g_mismatches;
+  std::printf("\n!!!!!!!! MISMATCH: %s !!!!!!!!\n\n", what.c_str());
+  std::fflush(stdout);
+}
+
+// --- the benchmark of one size ---------------------------------------------------------
+struct Context {
+  ff::Runtime* rt;
+  cudaStream_t stream;
+  std::size_t l2_bytes;
+  int sms;
+  int warmup;
+  int reps;
+  float* ceil_out;   // device float for the ceiling kernel
+  void* small_out;   // 64 device bytes for CUB results
+  void* host_out;    // 64 pinned host bytes
+};
+
+std::size_t copies_for(std::size_t set_bytes, std::size_t l2) {
+  if (set_bytes >= 4 * l2) return 1;
+  return std::max<std::size_t>(2, (3 * l2 + set_bytes - 1) / set_bytes);
+}
+
+void launch_ceiling(const Context& c, const float* a, const float* b, std::size_t n) {
+  const std::size_t n4 = n / 4;
+  int blocks = c.sms * 4;
+  const std::size_t needed = (n4 + 511) / 512;
+  if ((std::size_t)blocks > needed) blocks = (int)std::max<std::size_t>(1, needed);
+  CK(cudaMemsetAsync(c.ceil_out, 0, sizeof(float), c.stream));
+  read_ceiling<<<blocks, 512, 0, c.stream>>>(reinterpret_cast<const float4*>(a),
+                                             reinterpret_cast<const float4*>(b), n4, c.ceil_out);
+  CK(cudaMemcpyAsync(c.host_out, c.ceil_out, sizeof(float), cudaMemcpyDeviceToHost, c.stream));
+  CK(cudaStreamSynchronize(c.stream));
+}
+
+void cub_finish(const Context& c, std::size_t bytes) {
+  CK(cudaMemcpyAsync(c.host_out, c.small_out, bytes, cudaMemcpyDeviceToHost, c.stream));
+  CK(cudaStreamSynchronize(c.stream));
+}
+
+template <class T>
+ff::device_span<T> span_of(const DeviceBuffer& b, std::size_t k, std::size_t n) {
+  return ff::device_span<T>(b.as<T>() + k * n, n);
+}
+
+void fill(const Context& c, float* x, std::size_t count, std::uint32_t seed) {
+  fill_float<<<c.sms * 8, 256, 0, c.stream>>>(x, count, seed);
+  CK(cudaGetLastError());
+}
+void fill(const Context& c, int* x, std::size_t count, std::uint32_t seed) {
+  fill_int<<<c.sms * 8, 256, 0, c.stream>>>(x, count, seed);
+  CK(cudaGetLastError());
+}
+
+void add_row(Row r) {
+  std::printf("  %-15s 2^%-3d %10.2f %10.2f %7.2fx %9.1f %7.1f%%  %s\n", r.op.c_str(),
+              (int)std::lround(std::log2((double)r.n)), r.ff_us, r.cub_us, r.cub_us / r.ff_us,
+              r.bytes / (r.ff_us * 1e3), 100.0 * r.ceil_us / r.ff_us, r.check.c_str());
+  std::fflush(stdout);
+  g_rows.push_back(std::move(r));
+}
+
+// sum, sum of squares, argmax: one f32 input.
+void bench_unary(const Context& c, const std::string& name, std::size_t n, std::uint32_t seed) {
+  const std::size_t nbuf = copies_for(n * sizeof(float), c.l2_bytes);
+  DeviceBuffer xs(nbuf * n * sizeof(float));
+  fill(c, xs.as<float>(), nbuf * n, seed);
+  CK(cudaStreamSynchronize(c.stream));
+
+  ff::Program program = ff::catalog::find(name).build();
+  const ff::Expr x = program.inputs().at(0);
+  ff::Runtime& rt = *c.rt;
+  CubTemp temp;
+  std::size_t tb = 0;
+  std::function<void(std::size_t)> cub_call;
+  std::string cub_variant;
+
+  if (name == "sum") {
+    cub_variant = "DeviceReduce::Sum";
+    CK(cub::DeviceReduce::Sum(nullptr, tb, xs.as<float>(), (float*)c.small_out, (std::int64_t)n, c.stream));
+    temp.reserve(tb);
+    cub_call = [&](std::size_t k) {
+      std::size_t b = temp.bytes;
+      CK(cub::DeviceReduce::Sum(temp.ptr, b, xs.as<float>() + k * n, (float*)c.small_out, (std::int64_t)n, c.stream));
+      cub_finish(c, sizeof(float));
+    };
+  } else if (name == "sum_of_squares") {
+    cub_variant = "DeviceReduce::TransformReduce";
+    CK(cub::DeviceReduce::TransformReduce(nullptr, tb, xs.as<float>(), (float*)c.small_out, (std::int64_t)n,
+                                          ::cuda::std::plus<float>{}, Square{}, 0.0f, c.stream));
+    temp.reserve(tb);
+    cub_call = [&](std::size_t k) {
+      std::size_t b = temp.bytes;
+      CK(cub::DeviceReduce::TransformReduce(temp.ptr, b, xs.as<float>() + k * n, (float*)c.small_out,
+                                            (std::int64_t)n, ::cuda::std::plus<float>{}, Square{}, 0.0f,
+                                            c.stream));
+      cub_finish(c, sizeof(float));
+    };
+  } else {  // argmax
+    cub_variant = "DeviceReduce::ArgMax";
+    float* d_max = (float*)c.small_out;
+    std::int64_t* d_idx = (std::int64_t*)((char*)c.small_out + 8);
+    CK(cub::DeviceReduce::ArgMax(nullptr, tb, xs.as<float>(), d_max, d_idx, (std::int64_t)n, c.stream));
+    temp.reserve(tb);
+    cub_call = [&, d_max, d_idx](std::size_t k) {
+      std::size_t b = temp.bytes;
+      CK(cub::DeviceReduce::ArgMax(temp.ptr, b, xs.as<float>() + k * n, d_max, d_idx, (std::int64_t)n, c.stream));
+      cub_finish(c, 16);
+    };
+  }
+
+  // Correctness on copy 0.
+  std::string check = "ok";
+  {
+    std::vector<ff::Result> got = rt.run(program, {{x, span_of<float>(xs, 0, n)}});
+    cub_call(0);
+    if (name == "argmax") {
+      const float fv = got.at(0).value()[0].as_float();
+      const std::int64_t fi = got.at(0).value()[1].as_int();
+      float cv;
+      std::int64_t ci;
+      std::memcpy(&cv, c.host_out, 4);
+      std::memcpy(&ci, (char*)c.host_out + 8, 8);
+      if (fv != cv || fi != ci) {
+        check = "MISMATCH";
+        report_mismatch(name + " n=" + std::to_string(n) + ": fuseflow (" + std::to_string(fv) + ", " +
+                        std::to_string(fi) + ") vs CUB (" + std::to_string(cv) + ", " + std::to_string(ci) + ")");
+      }
+    } else {
+      const float fv = got.at(0).value().as_float();
+      float cv;
+      std::memcpy(&cv, c.host_out, 4);
+      if (!close_rel(fv, cv)) {
+        check = "MISMATCH";
+        report_mismatch(name + " n=" + std::to_string(n) + ": fuseflow " + std::to_string(fv) + " vs CUB " +
+                        std::to_string(cv));
+      }
+    }
+  }
+
+  std::vector<std::function<void(std::size_t)>> variants = {
+      [&](std::size_t k) { (void)rt.run(program, {{x, span_of<float>(xs, k, n)}}); },
+      cub_call,
+      [&](std::size_t k) { launch_ceiling(c, xs.as<float>() + k * n, nullptr, n); },
+  };
+  const std::vector<double> t = time_interleaved(c.stream, c.warmup, c.reps, nbuf, variants);
+  Row r;
+  r.op = name == "sum" ? "sum f32" : name == "sum_of_squares" ? "sum of squares" : "argmax f32";
+  r.n = n;
+  r.bytes = (double)n * sizeof(float);
+  r.ff_us = t[0];
+  r.cub_us = t[1];
+  r.ceil_us = t[2];
+  r.cub_variant = cub_variant;
+  r.check = check;
+  r.nbuf = nbuf;
+  r.reps = c.reps;
+  add_row(r);
+}
+
+void bench_dot(const Context& c, std::size_t n) {
+  const std::size_t nbuf = copies_for(2 * n * sizeof(float), c.l2_bytes);
+  DeviceBuffer xs(nbuf * n * sizeof(float)), ys(nbuf * n * sizeof(float));
+  fill(c, xs.as<float>(), nbuf * n, 11);
+  fill(c, ys.as<float>(), nbuf * n, 12);
+  CK(cudaStreamSynchronize(c.stream));
+
+  ff::Program program = ff::catalog::find("dot").build();
+  const ff::Expr x = program.inputs().at(0), y = program.inputs().at(1);
+  ff::Runtime& rt = *c.rt;
+  CubTemp temp;
+  std::size_t tb = 0;
+  auto zipped = [&](std::size_t k) {
+    return thrust::make_zip_iterator(xs.as<float>() + k * n, ys.as<float>() + k * n);
+  };
+  CK(cub::DeviceReduce::TransformReduce(nullptr, tb, zipped(0), (float*)c.small_out, (std::int64_t)n,
+                                        ::cuda::std::plus<float>{}, Product{}, 0.0f, c.stream));
+  temp.reserve(tb);
+  auto cub_call = [&](std::size_t k) {
+    std::size_t b = temp.bytes;
+    CK(cub::DeviceReduce::TransformReduce(temp.ptr, b, zipped(k), (float*)c.small_out, (std::int64_t)n,
+                                          ::cuda::std::plus<float>{}, Product{}, 0.0f, c.stream));
+    cub_finish(c, sizeof(float));
+  };
+
+  std::string check = "ok";
+  {
+    const float fv = rt.run(program, {{x, span_of<float>(xs, 0, n)}, {y, span_of<float>(ys, 0, n)}}).at(0).value().as_float();
+    cub_call(0);
+    float cv;
+    std::memcpy(&cv, c.host_out, 4);
+    if (!close_rel(fv, cv)) {
+      check = "MISMATCH";
+      report_mismatch("dot n=" + std::to_string(n) + ": fuseflow " + std::to_string(fv) + " vs CUB " + std::to_string(cv));
+    }
+  }
+  std::vector<std::function<void(std::size_t)>> variants = {
+      [&](std::size_t k) { (void)rt.run(program, {{x, span_of<float>(xs, k, n)}, {y, span_of<float>(ys, k, n)}}); },
+      cub_call,
+      [&](std::size_t k) { launch_ceiling(c, xs.as<float>() + k * n, ys.as<float>() + k * n, n); },
+  };
+  const std::vector<double> t = time_interleaved(c.stream, c.warmup, c.reps, nbuf, variants);
+  Row r;
+  r.op = "dot f32";
+  r.n = n;
+  r.bytes = 2.0 * n * sizeof(float);
+  r.ff_us = t[0];
+  r.cub_us = t[1];
+  r.ceil_us = t[2];
+  r.cub_variant = "TransformReduce(zip, x*y)";
+  r.check = check;
+  r.nbuf = nbuf;
+  r.reps = c.reps;
+  add_row(r);
+}
+
+Mssp mssp_cpu(const std::vector<int>& xs) {
+  std::int64_t best = 0, pre = 0, suf = 0, tot = 0;  // Kadane's form of the same monoid
+  for (int v : xs) {
+    const std::int64_t p = std::max<std::int64_t>(v, 0);
+    best = std::max(std::max(best, p), suf + p);
+    pre = std::max(pre, tot + p);
+    suf = std::max<std::int64_t>(p, suf + v);
+    tot += v;
+  }
+  return Mssp{(int)best, (int)pre, (int)suf, (int)tot};
+}
+
+std::string str(const Mssp& m) {
+  return "(" + std::to_string(m.best) + ", " + std::to_string(m.pre) + ", " + std::to_string(m.suf) + ", " +
+         std::to_string(m.tot) + ")";
+}
+bool same(const Mssp& a, const Mssp& b) {
+  return a.best == b.best && a.pre == b.pre && a.suf == b.suf && a.tot == b.tot;
+}
+
+void bench_mssp(const Context& c, std::size_t n) {
+  const std::size_t nbuf = copies_for(n * sizeof(int), c.l2_bytes);
+  DeviceBuffer xs(nbuf * n * sizeof(int));
+  DeviceBuffer scan_out(n * sizeof(Mssp));
+  fill(c, xs.as<int>(), nbuf * n, 21);
+  CK(cudaStreamSynchronize(c.stream));
+
+  ff::Program program = ff::catalog::find("mssp").build();
+  const ff::Expr x = program.inputs().at(0);
+  ff::Runtime& rt = *c.rt;
+  auto parts = [&](std::size_t k) { return thrust::make_transform_iterator(xs.as<int>() + k * n, MsspParts{}); };
+  CubTemp temp;
+  std::size_t tb_scan = 0, tb_reduce = 0;
+  CK(cub::DeviceScan::InclusiveScan(nullptr, tb_scan, parts(0), scan_out.as<Mssp>(), MsspOp{}, (std::int64_t)n,
+                                    c.stream));
+  CK(cub::DeviceReduce::Reduce(nullptr, tb_reduce, parts(0), (Mssp*)c.small_out, (std::int64_t)n, MsspOp{},
+                               Mssp{0, 0, 0, 0}, c.stream));
+  temp.reserve(std::max(tb_scan, tb_reduce));
+  auto cub_scan = [&](std::size_t k) {
+    std::size_t b = temp.bytes;
+    CK(cub::DeviceScan::InclusiveScan(temp.ptr, b, parts(k), scan_out.as<Mssp>(), MsspOp{}, (std::int64_t)n,
+                                      c.stream));
+    CK(cudaMemcpyAsync(c.host_out, scan_out.as<Mssp>() + (n - 1), sizeof(Mssp), cudaMemcpyDeviceToHost, c.stream));
+    CK(cudaStreamSynchronize(c.stream));
+  };
+  auto cub_reduce = [&](std::size_t k) {
+    std::size_t b = temp.bytes;
+    CK(cub::DeviceReduce::Reduce(temp.ptr, b, parts(k), (Mssp*)c.small_out, (std::int64_t)n, MsspOp{},
+                                 Mssp{0, 0, 0, 0}, c.stream));
+    cub_finish(c, sizeof(Mssp));
+  };
+
+  // Correctness on copy 0: fuseflow and CUB's scan against the CPU; CUB's Reduce reported.
+  std::vector<int> host(n);
+  CK(cudaMemcpy(host.data(), xs.ptr, n * sizeof(int), cudaMemcpyDeviceToHost));
+  const Mssp want = mssp_cpu(host);
+  const ff::Value fvv = rt.run(program, {{x, span_of<int>(xs, 0, n)}}).at(0).value();
+  const Mssp fv{(int)fvv[0].as_int(), (int)fvv[1].as_int(), (int)fvv[2].as_int(), (int)fvv[3].as_int()};
+  cub_scan(0);
+  Mssp scan_v;
+  std::memcpy(&scan_v, c.host_out, sizeof scan_v);
+  cub_reduce(0);
+  Mssp reduce_v;
+  std::memcpy(&reduce_v, c.host_out, sizeof reduce_v);
+  std::string check = "ok (= CPU)";
+  if (!same(fv, want)) {
+    check = "MISMATCH vs CPU";
+    report_mismatch("mssp n=" + std::to_string(n) + ": fuseflow " + str(fv) + " vs CPU " + str(want));
+  }
+  if (!same(scan_v, want)) {
+    check += "; CUB scan differs from CPU";
+    report_mismatch("mssp n=" + std::to_string(n) + ": CUB InclusiveScan last " + str(scan_v) + " vs CPU " + str(want));
+  }
+  const bool reduce_right = same(reduce_v, want);
+  std::printf("  %-15s 2^%-3d CUB DeviceReduce::Reduce(MSSP) = %s, right answer %s: %s\n", "mssp note",
+              (int)std::lround(std::log2((double)n)), str(reduce_v).c_str(), str(want).c_str(),
+              reduce_right ? "same (this time)" : "WRONG (non-commutative operator unsupported)");
+
+  std::vector<std::function<void(std::size_t)>> variants = {
+      [&](std::size_t k) { (void)rt.run(program, {{x, span_of<int>(xs, k, n)}}); },
+      cub_scan,
+      [&](std::size_t k) { launch_ceiling(c, reinterpret_cast<const float*>(xs.as<int>() + k * n), nullptr, n); },
+      cub_reduce,
+  };
+  const std::vector<double> t = time_interleaved(c.stream, c.warmup, c.reps, nbuf, variants);
+  Row r;
+  r.op = "mssp 4xi32";
+  r.n = n;
+  r.bytes = (double)n * sizeof(int);
+  r.ff_us = t[0];
+  r.cub_us = t[1];
+  r.ceil_us = t[2];
+  r.cub_variant = "DeviceScan::InclusiveScan + last";
+  r.check = check;
+  r.nbuf = nbuf;
+  r.reps = c.reps;
+  add_row(r);
+  Row w = r;
+  w.op = "mssp CUB Reduce";
+  w.cub_us = t[3];
+  w.cub_variant = "DeviceReduce::Reduce (non-commutative: unsupported)";
+  w.check = reduce_right ? "CUB Reduce agreed this time" : "CUB Reduce WRONG";
+  std::printf("  %-15s 2^%-3d %10s %10.2f  (CUB DeviceReduce::Reduce with MSSP, %s)\n", "mssp CUB Reduce",
+              (int)std::lround(std::log2((double)n)), "-", t[3], reduce_right ? "right this time" : "wrong answer");
+  g_rows.push_back(std::move(w));
+}
+
+// --- NVRTC compile: first run of a fresh program -----------------------------------------
+struct CompileRow {
+  std::string program;
+  double cold_ms = NAN;     // fresh Runtime, memory-only cache: NVRTC compile + load + run
+  double default_ms = NAN;  // fresh Runtime with the environment's cache (disk hit if populated)
+  std::string default_outcome;
+  double warm_us = NAN;     // a later run of the same Program (memoised plan, memory hit)
+};
+
+std::vector<CompileRow> measure_compile(const Options&) {
+  const std::vector<std::string> names = {"sum", "sum_of_squares", "dot", "argmax", "mssp"};
+  const std::size_t n = 1 << 16;
+  std::vector<CompileRow> rows(names.size());
+  for (std::size_t i = 0; i < names.size(); ++i) rows[i].program = names[i];
+
+  auto run_first = [&](ff::Runtime& rt, std::size_t i, double* first_ms, double* warm_us) {
+    ff::Program p = ff::catalog::find(names[i]).build();
+    ff::Bindings b;
+    std::vector<ff::DeviceArray<float>> fa;
+    std::vector<ff::DeviceArray<int>> ia;
+    for (const ff::Expr& in : p.inputs()) {
+      if (names[i] == "mssp") {
+        std::vector<int> h(n);
+        for (std::size_t j = 0; j < n; ++j) h[j] = (int)(hash32(j, 5) % 201u) - 100 == 0 ? 1 : (int)(hash32(j, 5) % 201u) - 100;
+        ia.push_back(rt.upload(h));
+      } else {
+        std::vector<float> h(n);
+        for (std::size_t j = 0; j < n; ++j) h[j] = 0.5f + (float)(hash32(j, 7 + (unsigned)fa.size()) >> 8) / 16777216.0f;
+        fa.push_back(rt.upload(h));
+      }
+    }
+    std::size_t fi = 0, ii = 0;
+    for (const ff::Expr& in : p.inputs()) {
+      if (names[i] == "mssp")
+        b.push_back({in, ff::Binding(ia[ii++])});
+      else
+        b.push_back({in, ff::Binding(fa[fi++])});
+    }
+    rt.synchronize();
+    auto t0 = Clock::now();
+    (void)rt.run(p, b);
+    auto t1 = Clock::now();
+    *first_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+    if (warm_us) {
+      std::vector<double> w;
+      for (int r = 0; r < 21; ++r) {
+        auto a = Clock::now();
+        (void)rt.run(p, b);
+        w.push_back(std::chrono::duration<double, std::micro>(Clock::now() - a).count());
+      }
+      *warm_us = median(w);
+    }
+  };
+
+  {
+    ff::RuntimeOptions o;
+    o.cache = ff::CacheSettings{};  // memory only: as FUSEFLOW_CACHE=0, every kernel is compiled
+    ff::Runtime cold(o);
+    for (std::size_t i = 0; i < names.size(); ++i) run_first(cold, i, &rows[i].cold_ms, &rows[i].warm_us);
+  }
+  {
+    ff::Runtime def;  // the environment's cache settings
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      const ff::CacheStats before = def.cache().stats();
+      run_first(def, i, &rows[i].default_ms, nullptr);
+      const ff::CacheStats after = def.cache().stats();
+      rows[i].default_outcome = after.compiles > before.compiles     ? "compiled"
+                                : after.disk_hits > before.disk_hits ? "disk hit"
+                                                                     : "memory hit";
+    }
+  }
+  return rows;
+}
+
+std::string out_dir() {
+  const char* d = std::getenv("FUSEFLOW_BENCH_OUT");
+  return d && *d ? std::string(d) : std::string(".");
+}
+
+void write_csv(const std::string& path, const std::vector<CompileRow>& compile) {
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) {
+    std::fprintf(stderr, "fuseflow-bench: cannot write %s\n", path.c_str());
+    return;
+  }
+  std::fprintf(f, "op,n,log2n,bytes,fuseflow_us,cub_us,speedup_cub_over_fuseflow,fuseflow_gbps,cub_gbps,"
+                  "ceiling_us,ceiling_gbps,pct_of_ceiling,cub_variant,check,buffers,reps\n");
+  for (const Row& r : g_rows) {
+    std::fprintf(f, "%s,%zu,%d,%.0f,%.3f,%.3f,%.4f,%.2f,%.2f,%.3f,%.2f,%.2f,\"%s\",\"%s\",%zu,%d\n", r.op.c_str(), r.n,
+                 (int)std::lround(std::log2((double)r.n)), r.bytes, r.ff_us, r.cub_us, r.cub_us / r.ff_us,
+                 r.bytes / (r.ff_us * 1e3), r.bytes / (r.cub_us * 1e3), r.ceil_us, r.bytes / (r.ceil_us * 1e3),
+                 100.0 * r.ceil_us / r.ff_us, r.cub_variant.c_str(), r.check.c_str(), r.nbuf, r.reps);
+  }
+  std::fclose(f);
+  const std::string cpath = path.substr(0, path.size() - 4) + "_compile.csv";
+  if (FILE* g = std::fopen(cpath.c_str(), "w")) {
+    std::fprintf(g, "program,cold_first_run_ms,default_cache_first_run_ms,default_cache_outcome,warm_run_us\n");
+    for (const CompileRow& r : compile)
+      std::fprintf(g, "%s,%.3f,%.3f,%s,%.2f\n", r.program.c_str(), r.cold_ms, r.default_ms,
+                   r.default_outcome.c_str(), r.warm_us);
+    std::fclose(g);
+  }
+}
+
+int run(const Options& opt) {
+  int devices = 0;
+  const cudaError_t e = cudaGetDeviceCount(&devices);
+  if (e != cudaSuccess || devices == 0) {
+    std::printf("fuseflow-bench: no CUDA GPU available (%s); nothing to measure.\n",
+                e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+    return 0;
+  }
+  CK(cudaSetDevice(0));
+  CK(cudaFree(nullptr));  // the runtime API binds device 0's primary context, which fuseflow shares
+  cudaDeviceProp prop{};
+  CK(cudaGetDeviceProperties(&prop, 0));
+  int driver = 0, rtv = 0;
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&rtv);
+  std::printf("fuseflow-bench on %s (sm_%d%d, %d SMs, L2 %.1f MB), driver CUDA %d.%d, runtime %d.%d, CCCL %d.%d.%d\n",
+              prop.name, prop.major, prop.minor, prop.multiProcessorCount, prop.l2CacheSize / 1048576.0,
+              driver / 1000, (driver % 1000) / 10, rtv / 1000, (rtv % 1000) / 10, CCCL_MAJOR_VERSION,
+              CCCL_MINOR_VERSION, CCCL_PATCH_VERSION);
+
+  // Compile figures first, each in a Runtime of its own.
+  std::printf("\nFirst run of a fresh program (incl. NVRTC compile), n = 2^16:\n");
+  std::printf("  %-15s %14s %22s %14s\n", "program", "cold ms", "default cache ms", "warm run us");
+  const std::vector<CompileRow> compile = measure_compile(opt);
+  for (const CompileRow& r : compile)
+    std::printf("  %-15s %14.2f %13.2f (%-8s) %12.2f\n", r.program.c_str(), r.cold_ms, r.default_ms,
+                r.default_outcome.c_str(), r.warm_us);
+  std::printf("  cold: fresh Runtime with a memory-only cache (as FUSEFLOW_CACHE=0): plan + NVRTC + load + run.\n"
+              "  default cache: fresh Runtime with the environment's cache (a disk hit once populated).\n"
+              "  warm run: median host wall time of a later rt.run of the same Program.\n");
+
+  ff::Runtime rt;
+  Context c{};
+  c.rt = &rt;
+  c.stream = reinterpret_cast<cudaStream_t>(rt.stream());
+  c.l2_bytes = prop.l2CacheSize > 0 ? (std::size_t)prop.l2CacheSize : (std::size_t)50 << 20;
+  c.sms = prop.multiProcessorCount;
+  DeviceBuffer ceil_out(sizeof(float)), small_out(64);
+  c.ceil_out = ceil_out.as<float>();
+  c.small_out = small_out.ptr;
+  CK(cudaMallocHost(&c.host_out, 64));
+
+  std::printf("\nTimes: median of the repetitions, CUDA events on fuseflow's stream; each call includes\n"
+              "launch(es) + copy of the result to the host + stream sync. speedup = CUB us / fuseflow us.\n"
+              "GB/s = input bytes / fuseflow time; %% ceil = float4 streaming-read kernel time over the\n"
+              "same buffers / fuseflow time. MSSP's CUB column is DeviceScan::InclusiveScan + last element.\n\n");
+  std::printf("  %-15s %-5s %10s %10s %8s %9s %8s  %s\n", "op", "n", "fuseflow", "CUB", "speedup", "ff GB/s",
+              "% ceil", "check");
+  std::printf("  %-15s %-5s %10s %10s\n", "", "", "us", "us");
+
+  const int logs[] = {10, 16, 20, 24, 28};
+  for (int lg : logs) {
+    if (lg > opt.max_log2) continue;
+    const std::size_t n = std::size_t{1} << lg;
+    c.reps = opt.reps > 0 ? opt.reps : opt.quick ? 10 : lg >= 28 ? 20 : 100;
+    c.warmup = opt.quick ? 2 : 5;
+    bench_unary(c, "sum", n, 1);
+    bench_unary(c, "sum_of_squares", n, 2);
+    bench_dot(c, n);
+    bench_unary(c, "argmax", n, 3);
+    bench_mssp(c, n);
+    std::printf("\n");
+  }
+  CK(cudaFreeHost(c.host_out));
+
+  const std::string dir = out_dir();
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  const std::string csv = dir + "/bench.csv";
+  write_csv(csv, compile);
+  std::printf("wrote %s and %s\n", csv.c_str(), (dir + "/bench_compile.csv").c_str());
+
+  const std::string png = dir + "/bench.png";
+  if (std::system("python3 -c 'import matplotlib' >/dev/null 2>&1") == 0) {
+    const std::string cmd = std::string("python3 '") + FUSEFLOW_BENCH_PLOT_SCRIPT + "' '" + csv + "' '" + png + "'";
+    if (std::system(cmd.c_str()) == 0)
+      std::printf("wrote %s\n", png.c_str());
+    else
+      std::printf("plot failed (not fatal): %s\n", cmd.c_str());
+  } else {
+    std::printf("no python3 with matplotlib: skipped the plot (python3 %s %s %s)\n", FUSEFLOW_BENCH_PLOT_SCRIPT,
+                csv.c_str(), png.c_str());
+  }
+
+  if (g_mismatches) {
+    std::printf("\n!!!!!!!! %d MISMATCH(ES): see above !!!!!!!!\n", g_mismatches);
+    return 1;
+  }
+  std::printf("all results checked: fuseflow agrees with CUB (and MSSP with the CPU)\n");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options opt = parse(argc, argv);
+  try {
+    return run(opt);
+  } catch (const ff::CudaError& e) {
+    std::printf("fuseflow-bench: CUDA unavailable or failed: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fuseflow-bench: error: %s\n", e.what());
+    return 1;
+  }
+}
