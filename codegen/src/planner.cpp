@@ -57,6 +57,23 @@ void collect_leaves(const Expr& e, std::set<const ExprNode*>& seen, std::set<con
   for (const auto& a : e.args()) collect_leaves(a, seen, inputs, params, scalars);
 }
 
+// A kernel run once over all n elements, its Scratch arguments sized by its type:
+// block partials (max_grid of them) for a reduction.
+std::function<void(std::int64_t, ScheduleBuilder&)> one_pass_step(int index, const Kernel& k, const std::vector<Arg>& args) {
+  std::vector<std::size_t> scratch_sizes;
+  for (const auto& a : args)
+    if (a.kind == Arg::Kind::Scratch) scratch_sizes.push_back(static_cast<std::size_t>(k.max_grid) * a.type.size());
+  const int per_block = k.items_per_block_step, max_grid = k.max_grid;
+  return [=](std::int64_t n, ScheduleBuilder& b) {
+    Launch l;
+    l.kernel = index;
+    l.n = n;
+    l.grid = grid_for(n, per_block, max_grid);
+    for (std::size_t bytes : scratch_sizes) l.scratch.push_back(b.allocate(bytes));
+    b.launch(std::move(l));
+  };
+}
+
 struct PlannedReduce {
   FusedReduce fused;
   int stage = 0;
@@ -168,6 +185,7 @@ Plan plan(const Program& program, const Target& target) {
       fill_leaves(g, program, exprs, slot_of);
       if (g.inputs.empty()) unsupported("a reduction that reads no input array");
       Kernel k = strategy == Strategy::Chunked ? emit_reduce_chunked(g, target) : emit_reduce_staged(g, target);
+      plan.steps.push_back(one_pass_step(static_cast<int>(plan.kernels.size()), k, k.args));
       if (members.size() > 1)
         plan.notes.push_back(std::to_string(members.size()) + " reductions share kernel " + k.name +
                              ": one pass over the inputs");
@@ -183,23 +201,28 @@ Plan plan(const Program& program, const Target& target) {
     leaves.slot_types = slot_types;
     leaves.slot_of = slot_of;
     fill_leaves(leaves, program, array_outputs, slot_of);
-    plan.kernels.push_back(emit_map(array_outputs, array_output_ids, leaves, target));
+    Kernel k = emit_map(array_outputs, array_output_ids, leaves, target);
+    plan.steps.push_back(one_pass_step(static_cast<int>(plan.kernels.size()), k, k.args));
+    plan.kernels.push_back(std::move(k));
   }
   return plan;
 }
 
-std::vector<Launch> Plan::launches(std::int64_t n) const {
-  std::vector<Launch> out;
-  for (std::size_t k = 0; k < kernels.size(); ++k) {
-    const Kernel& kernel = kernels[k];
-    std::int64_t blocks = (n + kernel.items_per_block_step - 1) / kernel.items_per_block_step;
-    Launch l;
-    l.kernel = static_cast<int>(k);
-    l.n = n;
-    l.grid = static_cast<int>(std::clamp<std::int64_t>(blocks, 1, kernel.max_grid));
-    out.push_back(l);
-  }
-  return out;
+std::size_t ScheduleBuilder::allocate(std::size_t bytes, bool zeroed) {
+  std::size_t at = (schedule_.scratch_bytes + 255) / 256 * 256;
+  schedule_.scratch_bytes = at + bytes;
+  if (zeroed && bytes) schedule_.zeroed.emplace_back(at, bytes);
+  return at;
+}
+
+int grid_for(std::int64_t n, std::int64_t per_block, int max_grid) {
+  return static_cast<int>(std::clamp<std::int64_t>((n + per_block - 1) / per_block, 1, max_grid));
+}
+
+Schedule Plan::schedule(std::int64_t n) const {
+  ScheduleBuilder b(scalar_bytes);
+  for (const auto& step : steps) step(n, b);
+  return b.take();
 }
 
 std::string cuda_source(const Program& program, const Target& target) {

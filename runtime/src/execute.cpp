@@ -108,8 +108,6 @@ struct PreparedProgram {
   Program program;
   codegen::Plan plan;
   std::vector<KernelHandle> kernels;
-  std::size_t scratch_bytes = 0;
-  std::vector<std::size_t> partial_offsets;  // per kernel, into scratch
 };
 
 struct Executor {
@@ -134,7 +132,7 @@ detail::PreparedProgram& prepare(Runtime& rt, detail::Executor& ex, const Progra
   for (const auto& o : program.outputs()) key.push_back(o.get());
   auto it = ex.programs.find(key);
   if (it != ex.programs.end()) return *it->second;
-  auto p = std::make_unique<detail::PreparedProgram>(detail::PreparedProgram{program, {}, {}, 0, {}});
+  auto p = std::make_unique<detail::PreparedProgram>(detail::PreparedProgram{program, {}, {}});
   const DeviceProperties& props = rt.properties();
   codegen::Target target;
   target.cc_major = props.cc_major;
@@ -144,13 +142,7 @@ detail::PreparedProgram& prepare(Runtime& rt, detail::Executor& ex, const Progra
   target.shared_per_block_optin = props.shared_memory_per_block_optin;
   p->plan = codegen::plan(program, target);
   CompileOptions options = rt.compile_options();
-  std::size_t at = (p->plan.scalar_bytes + 255) / 256 * 256;
-  for (const auto& k : p->plan.kernels) {
-    p->kernels.push_back(rt.load_kernel(k.source, k.name, options, embedded_headers()));
-    p->partial_offsets.push_back(at);
-    at += (k.scratch_bytes + 255) / 256 * 256;
-  }
-  p->scratch_bytes = at;
+  for (const auto& k : p->plan.kernels) p->kernels.push_back(rt.load_kernel(k.source, k.name, options, embedded_headers()));
   return *ex.programs.emplace(std::move(key), std::move(p)).first->second;
 }
 
@@ -214,7 +206,9 @@ std::vector<Result> Runtime::run(const Program& program, const Bindings& binding
     ex.ticket = std::make_unique<DeviceArray<unsigned>>(alloc<unsigned>(1));
     zero(ex.ticket->data(), sizeof(unsigned));
   }
-  CUdeviceptr scratch_base = prep.scratch_bytes ? scratch(prep.scratch_bytes) : 0;
+  const codegen::Schedule schedule = plan.schedule(n);
+  CUdeviceptr scratch_base = schedule.scratch_bytes ? scratch(schedule.scratch_bytes) : 0;
+  for (const auto& [offset, bytes] : schedule.zeroed) zero(scratch_base + offset, bytes);
 
   // Array outputs are allocated per run and handed to the caller.
   std::vector<Result> results;
@@ -237,7 +231,8 @@ std::vector<Result> Runtime::run(const Program& program, const Bindings& binding
   }
 
   // Arguments live in 16-byte cells; cuLaunchKernel reads each through its pointer.
-  for (const auto& launch : plan.launches(n)) {
+  for (const auto& launch : schedule.launches) {
+    std::size_t next_scratch = 0;
     const codegen::Kernel& k = plan.kernels[static_cast<std::size_t>(launch.kernel)];
     std::vector<std::array<unsigned char, 16>> cells(k.args.size());
     std::vector<void*> args;
@@ -254,7 +249,7 @@ std::vector<Result> Runtime::run(const Program& program, const Bindings& binding
           ptr = scratch_base + plan.scalars[static_cast<std::size_t>(arg.index)].offset;
           break;
         case codegen::Arg::Kind::Output: ptr = output_ptrs[static_cast<std::size_t>(arg.index)]; break;
-        case codegen::Arg::Kind::Scratch: ptr = scratch_base + prep.partial_offsets[static_cast<std::size_t>(launch.kernel)]; break;
+        case codegen::Arg::Kind::Scratch: ptr = scratch_base + launch.scratch.at(next_scratch++); break;
         case codegen::Arg::Kind::Ticket: ptr = ex.ticket->data(); break;
       }
       if (arg.kind != codegen::Arg::Kind::Length && arg.kind != codegen::Arg::Kind::Param) put(&ptr, sizeof ptr);

@@ -108,7 +108,6 @@ Kernel emit_reduce_chunked(const ReduceGroup& g, const Target& t) {
   out.max_grid = max_grid;
   out.items_per_block_step = kBlock * vec * kUnroll;
   out.args = k.args();
-  out.scratch_bytes = static_cast<std::size_t>(max_grid) * k.acc_type().size();
   out.summary = "chunked (commutative, Brent): block " + std::to_string(kBlock) + ", grid <= " +
                 std::to_string(max_grid) + " (" + std::to_string(blocks_per_sm) + " x " + std::to_string(t.sm_count) +
                 " SMs), " + std::to_string(vec) + " elements per vector load, " + std::to_string(kUnroll) +

@@ -82,7 +82,6 @@ Kernel emit_reduce_staged(const ReduceGroup& g, const Target& t) {
   out.max_grid = max_grid;
   out.items_per_block_step = tile;
   out.args = k.args();
-  out.scratch_bytes = static_cast<std::size_t>(max_grid) * k.acc_type().size();
   out.summary = "staged (order-preserving): block " + std::to_string(kBlock) + ", " + std::to_string(items) +
                 " items per thread, tile " + std::to_string(tile) + " elements (" + std::to_string(smem) +
                 " bytes of shared memory, padded), grid <= " + std::to_string(max_grid) + " (" +

@@ -6,6 +6,8 @@
 // CUDA source. The source depends only on the program and the target; the launch
 // geometry also depends on the element count n, known when the program runs.
 #include <cstdint>
+#include <functional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -40,25 +42,49 @@ struct Kernel {
   int max_grid = 1;    // the fixed grid for this device
   int items_per_block_step = 1;  // elements one block covers per pass: grid = min(max_grid, ceil(n / this))
   std::size_t shared_bytes = 0;  // dynamic shared memory
-  std::size_t scratch_bytes = 0; // scratch buffer 0 (block partials)
   std::vector<Arg> args;
   std::string summary;  // strategy and constants, in words
   std::string why;      // why this strategy
 };
 
 // A device scalar slot: a reduction's result, written by one kernel and read by later
-// kernels or copied back to the host.
+// kernels or copied back to the host. Slots live at the start of the run's scratch.
 struct ScalarSlot {
   Type type;
-  std::size_t offset = 0;  // bytes into the program's scalar buffer
+  std::size_t offset = 0;  // bytes into the scratch region
 };
 
+// One kernel launch of a run: its domain, grid, and where each Scratch argument points.
 struct Launch {
-  int kernel = 0;          // index into Plan::kernels
-  std::int64_t n = 0;      // elements in the kernel's domain
+  int kernel = 0;           // index into Plan::kernels
+  std::int64_t n = 0;       // the value of the kernel's `n` argument
   int grid = 1;
-  std::vector<std::int64_t> scratch_bytes;  // size of each scratch buffer it uses
+  std::vector<std::size_t> scratch;  // byte offset into the scratch region, per Scratch arg index
 };
+
+// Everything a run does, for one element count: launches in order, the scratch region
+// they share, and the byte ranges of it that must be zero before the first launch.
+struct Schedule {
+  std::vector<Launch> launches;
+  std::size_t scratch_bytes = 0;
+  std::vector<std::pair<std::size_t, std::size_t>> zeroed;  // (offset, bytes)
+};
+
+// Builds a Schedule: strategies allocate scratch and append launches.
+class ScheduleBuilder {
+ public:
+  explicit ScheduleBuilder(std::size_t reserved) { schedule_.scratch_bytes = reserved; }
+  // Scratch of `bytes` (256-byte aligned); `zeroed` when the kernels expect zeros.
+  std::size_t allocate(std::size_t bytes, bool zeroed = false);
+  void launch(Launch l) { schedule_.launches.push_back(std::move(l)); }
+  Schedule take() { return std::move(schedule_); }
+
+ private:
+  Schedule schedule_;
+};
+
+// Blocks for n elements, each covering `per_block`, at least 1 and at most `max_grid`.
+int grid_for(std::int64_t n, std::int64_t per_block, int max_grid);
 
 struct Plan {
   std::vector<Kernel> kernels;
@@ -67,10 +93,10 @@ struct Plan {
   // Per program output: the scalar slot it reads (reductions) or -1 for arrays.
   std::vector<int> output_scalar;
   std::vector<std::string> notes;  // fusion decisions, in words
+  // In order, each step appends the launches of one part of the program for n elements.
+  std::vector<std::function<void(std::int64_t n, ScheduleBuilder&)>> steps;
 
-  // The launches for inputs of `n` elements (all kernels run over the same domain in
-  // this version).
-  std::vector<Launch> launches(std::int64_t n) const;
+  Schedule schedule(std::int64_t n) const;
 };
 
 // Plans a program for a target. Throws GraphError for programs this version cannot run
