@@ -18,24 +18,38 @@
 //
 // Element-wise expressions are evaluated in parallel (they have no order); every
 // combine runs sequentially in element order, so results do not depend on the thread count.
-// Expressions are evaluated on Values; built-in monoids over scalars take a typed loop.
+// Expressions are compiled to instructions over 64-bit slots (see Code); built-in monoids
+// over scalars take a typed loop.
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <exception>
 #include <functional>
 #include <map>
-#include <span>
 #include <thread>
 
 #include "fuseflow/frontend/reference.hpp"
 
 namespace fuseflow {
 
+// The scalar kernels of scalar_ops.cpp, declared there word for word.
 namespace detail {
-// Defined in scalar_ops.cpp: apply_math without a vector for the arguments.
-Value apply_math_span(MathFn fn, std::span<const Value> args, const Type& result);
+using ConvertKernel = std::uint64_t (*)(std::uint64_t);
+using UnaryKernel = std::uint64_t (*)(std::uint64_t);
+using BinaryKernel = std::uint64_t (*)(std::uint64_t, std::uint64_t);
+using MathKernel = std::uint64_t (*)(const std::uint64_t*);
+struct BinarySignature {
+  ScalarType left, right, result;  // operands are converted to left and right first
+};
+ConvertKernel convert_kernel(ScalarType from, ScalarType to);
+BinarySignature binary_signature(BinaryOp op, ScalarType a, ScalarType b);
+BinaryKernel binary_kernel(BinaryOp op, ScalarType operation);
+ScalarType unary_operand_type(UnaryOp op, ScalarType a);  // also the result type
+UnaryKernel unary_kernel(UnaryOp op, ScalarType operation);
+std::size_t math_arity(MathFn fn);
+MathKernel math_kernel(MathFn fn, ScalarType operation);  // every argument converted to it
 }  // namespace detail
 
 // ---- HostArray, HostBindings ----------------------------------------------------------
@@ -106,106 +120,382 @@ const Value* HostBindings::param(const Expr& param) const {
   return it == params_.end() ? nullptr : &it->second;
 }
 
-// ---- expressions with resolved leaves -------------------------------------------------
-
 namespace {
+
+// ---- compiled expressions -------------------------------------------------------------
+//
+// An expression is compiled once per evaluation into a short list of instructions over
+// 64-bit slots, each slot holding one scalar's bytes in its low bytes (tuples take one slot
+// per scalar field, depth first). Leaves are resolved at compile time, types are static,
+// so running an element dispatches only on the instruction: no Values, no allocation.
+
+using Slot = std::uint64_t;
+
+// Where each scalar of a type lives in its C-struct layout, depth first.
+struct Leaf {
+  ScalarType type;
+  std::size_t offset;
+  std::size_t size;
+};
+
+void collect_leaves(const Type& t, std::size_t base, std::vector<Leaf>& out) {
+  if (t.is_scalar()) {
+    out.push_back({t.scalar(), base, t.size()});
+    return;
+  }
+  for (std::size_t f = 0; f < t.arity(); ++f) collect_leaves(t.fields()[f], base + t.field_offset(f), out);
+}
+
+std::vector<Leaf> leaves_of(const Type& t) {
+  std::vector<Leaf> out;
+  collect_leaves(t, 0, out);
+  return out;
+}
+
+std::uint32_t width_of(const Type& t) { return static_cast<std::uint32_t>(leaves_of(t).size()); }
+
+// Slots [base, base + width).
+struct Range {
+  std::uint32_t base = 0;
+  std::uint32_t width = 0;
+};
+
+struct Instr {
+  enum class Op : std::uint8_t { Load, Index, Copy, Convert, Unary, Binary, Math, JumpIfFalse, JumpIfTrue, Jump };
+  Op op;
+  std::uint32_t dst = 0;  // Jump*: the target instruction
+  std::uint32_t a = 0;    // source slot; Jump*: the condition; Math: the first of its arguments
+  std::uint32_t b = 0;
+  std::uint32_t count = 0;  // Copy: slots
+  const std::byte* data = nullptr;  // Load: the array's elements
+  std::size_t stride = 0;           // Load: bytes per element
+  const std::vector<Leaf>* leaves = nullptr;  // Load: the element's scalars
+  detail::ConvertKernel convert = nullptr;
+  detail::UnaryKernel unary = nullptr;
+  detail::BinaryKernel binary = nullptr;
+  detail::MathKernel math = nullptr;
+};
+
+// What a leaf reads: an array (inputs, array results) or a value (parameters, scalar results).
+struct LeafData {
+  const HostArray* array = nullptr;
+  const Value* value = nullptr;
+};
+// Resolves an Input, Param or Result leaf, or throws when the context cannot have it.
+using LeafResolver = std::function<LeafData(const Expr& leaf)>;
 
 [[noreturn]] void raw_cuda_error(const ExprNode& n) {
   throw GraphError("the CPU reference evaluator cannot run a raw CUDA expression: cuda_expr<" + n.type.name() +
                    ">(\"" + n.name + "\"); check such a program against values you work out by hand");
 }
 
-// An expression whose leaves point at the data they read, so evaluating an element
-// looks nothing up.
-struct Node {
-  const ExprNode* e = nullptr;
-  std::vector<Node> args;
-  const HostArray* array = nullptr;  // Input, array Result
-  const Value* value = nullptr;      // Param, scalar Result
+class Code {
+ public:
+  Code() = default;
+  Code(Code&&) = default;  // Loads point into layouts_, which a move keeps in place
+  Code(const Code&) = delete;
+  Code& operator=(const Code&) = delete;
+
+  // Evaluates element i; `slots` starts as a copy of initial() and may be reused.
+  void run(Slot* slots, std::size_t i) const {
+    const Instr* code = instrs_.data();
+    const std::size_t n = instrs_.size();
+    for (std::size_t pc = 0; pc < n;) {
+      const Instr& in = code[pc++];
+      switch (in.op) {
+        case Instr::Op::Load: {
+          const std::byte* p = in.data + i * in.stride;
+          Slot* out = slots + in.dst;
+          for (const Leaf& l : *in.leaves) {
+            Slot v = 0;
+            std::memcpy(&v, p + l.offset, l.size);
+            *out++ = v;
+          }
+          break;
+        }
+        case Instr::Op::Index: slots[in.dst] = static_cast<Slot>(i); break;
+        case Instr::Op::Copy:
+          for (std::uint32_t k = 0; k < in.count; ++k) slots[in.dst + k] = slots[in.a + k];
+          break;
+        case Instr::Op::Convert: slots[in.dst] = in.convert(slots[in.a]); break;
+        case Instr::Op::Unary: slots[in.dst] = in.unary(slots[in.a]); break;
+        case Instr::Op::Binary: slots[in.dst] = in.binary(slots[in.a], slots[in.b]); break;
+        case Instr::Op::Math: slots[in.dst] = in.math(slots + in.a); break;
+        case Instr::Op::JumpIfFalse:
+          if ((slots[in.a] & 0xFF) == 0) pc = in.dst;
+          break;
+        case Instr::Op::JumpIfTrue:
+          if ((slots[in.a] & 0xFF) != 0) pc = in.dst;
+          break;
+        case Instr::Op::Jump: pc = in.dst; break;
+      }
+    }
+  }
+
+  const std::vector<Slot>& initial() const { return initial_; }
+  const Type& type() const { return type_; }
+
+  // Slots of `r` (holding a value of the result's type) from / to packed bytes.
+  void load(Slot* slots, Range r, const std::byte* in) const {
+    for (std::size_t j = 0; j < result_leaves_.size(); ++j) {
+      Slot v = 0;
+      std::memcpy(&v, in + result_leaves_[j].offset, result_leaves_[j].size);
+      slots[r.base + j] = v;
+    }
+  }
+  void store(const Slot* slots, Range r, std::byte* out) const {
+    for (std::size_t j = 0; j < result_leaves_.size(); ++j)
+      std::memcpy(out + result_leaves_[j].offset, &slots[r.base + j], result_leaves_[j].size);
+  }
+  Range result() const { return result_; }
+  Range operand(int k) const { return operands_[k]; }
+
+ private:
+  friend class Compiler;
+  std::vector<Instr> instrs_;
+  std::vector<Slot> initial_;
+  std::deque<std::vector<Leaf>> layouts_;  // what Loads point at (stable addresses)
+  Type type_;
+  std::vector<Leaf> result_leaves_;
+  Range result_;
+  Range operands_[2];
 };
 
-// Resolves a leaf (Input, Param, Result, Index, Operand) or throws when the context
-// cannot have it.
-using LeafResolver = std::function<void(const Expr& leaf, Node& out)>;
+class Compiler {
+ public:
+  explicit Compiler(LeafResolver resolve) : resolve_(std::move(resolve)) {}
 
-Node resolve(const Expr& e, const LeafResolver& leaf) {
-  Node n;
-  n.e = e.get();
-  switch (e.kind()) {
-    case ExprKind::Input:
-    case ExprKind::Param:
-    case ExprKind::Result:
-    case ExprKind::Index:
-    case ExprKind::Operand:
-      leaf(e, n);
-      return n;
-    case ExprKind::RawCuda:
-      raw_cuda_error(e.node());
-    default:
-      break;
+  // An element-wise expression; `operand_type`, for a combine function, is the type of a
+  // and b, which then occupy the first slots.
+  Code compile(const Expr& e, const Type* operand_type = nullptr) {
+    if (operand_type) {
+      code_.operands_[0] = alloc(width_of(*operand_type));
+      code_.operands_[1] = alloc(width_of(*operand_type));
+      has_operands_ = true;
+    }
+    scopes_.emplace_back();
+    code_.result_ = node(e);
+    code_.type_ = e.type();
+    code_.result_leaves_ = leaves_of(e.type());
+    return std::move(code_);
   }
-  n.args.reserve(e.args().size());
-  for (const Expr& a : e.args()) n.args.push_back(resolve(a, leaf));
-  return n;
-}
 
-// The value of `n` at element i; `operands` are a and b inside a combine function.
-Value eval(const Node& n, std::size_t i, const Value* operands) {
-  const ExprNode& e = *n.e;
-  switch (e.kind) {
-    case ExprKind::Input: return n.array->at(i);
-    case ExprKind::Index: return Value::from_int(ScalarType::I64, static_cast<std::int64_t>(i));
-    case ExprKind::Constant: return e.constant;
-    case ExprKind::Param: return *n.value;
-    case ExprKind::Result: return n.array ? n.array->at(i) : *n.value;
-    case ExprKind::Operand: return operands[e.index];
-    case ExprKind::Unary: return apply_unary(e.unary, eval(n.args[0], i, operands), e.type);
-    case ExprKind::Binary:
-      if (e.binary == BinaryOp::And || e.binary == BinaryOp::Or) {
-        // Short-circuit, as C++ and CUDA do: in `x != 0 && 10 / x > 1` the right side
-        // is not evaluated where the left decides.
-        bool left = eval(n.args[0], i, operands).as_bool();
-        if (left == (e.binary == BinaryOp::Or)) return Value(left);
-        return Value(eval(n.args[1], i, operands).as_bool());
-      }
-      return apply_binary(e.binary, eval(n.args[0], i, operands), eval(n.args[1], i, operands), e.type);
-    case ExprKind::Select: {
-      // Only the chosen branch is evaluated, as with C++'s ?:.
-      bool c = eval(n.args[0], i, operands).as_bool();
-      Value v = eval(n.args[c ? 1 : 2], i, operands);
-      return v.type() == e.type ? v : v.cast(e.type.scalar());
-    }
-    case ExprKind::Call: {
-      std::array<Value, 3> args;
-      if (n.args.size() > args.size())
-        throw GraphError(std::string(math_name(e.fn)) + " with " + std::to_string(n.args.size()) + " arguments");
-      for (std::size_t k = 0; k < n.args.size(); ++k) args[k] = eval(n.args[k], i, operands);
-      return detail::apply_math_span(e.fn, std::span<const Value>(args.data(), n.args.size()), e.type);
-    }
-    case ExprKind::Cast: return eval(n.args[0], i, operands).cast(e.type.scalar());
-    case ExprKind::MakeTuple: {
-      std::vector<Value> fields;
-      fields.reserve(n.args.size());
-      for (const Node& a : n.args) fields.push_back(eval(a, i, operands));
-      return Value::tuple(std::move(fields));
-    }
-    case ExprKind::Get: {
-      // A field straight from where the tuple lives, without building the whole tuple.
-      const Node& t = n.args[0];
-      auto field = static_cast<std::size_t>(e.index);
-      if (t.e->kind == ExprKind::Operand) return operands[t.e->index][field];
-      if (t.array) {
-        const Type& tt = t.array->type();
-        return Value::from_bytes(e.type, t.array->data() + i * tt.size() + tt.field_offset(field));
-      }
-      if (t.value) return (*t.value)[field];
-      Value whole = eval(t, i, operands);
-      return whole[field];
-    }
-    case ExprKind::RawCuda: raw_cuda_error(e);
+ private:
+  Range alloc(std::uint32_t width) {
+    Range r{static_cast<std::uint32_t>(code_.initial_.size()), width};
+    code_.initial_.resize(code_.initial_.size() + width, 0);
+    return r;
   }
-  throw GraphError("unknown expression kind");
-}
+
+  void emit(Instr in) { code_.instrs_.push_back(in); }
+  std::uint32_t here() const { return static_cast<std::uint32_t>(code_.instrs_.size()); }
+
+  void copy(Range to, Range from) {
+    Instr in{Instr::Op::Copy};
+    in.dst = to.base;
+    in.a = from.base;
+    in.count = from.width;
+    emit(in);
+  }
+
+  // A value fixed for the whole evaluation, placed in the initial slots.
+  Range constant(const Value& v) {
+    std::vector<Leaf> leaves = leaves_of(v.type());
+    std::vector<std::byte> bytes(v.type().size());
+    v.to_bytes(bytes.data());
+    Range r = alloc(static_cast<std::uint32_t>(leaves.size()));
+    for (std::size_t j = 0; j < leaves.size(); ++j)
+      std::memcpy(&code_.initial_[r.base + j], bytes.data() + leaves[j].offset, leaves[j].size);
+    return r;
+  }
+
+  Range convert(Range from, ScalarType from_type, ScalarType to_type) {
+    if (from_type == to_type) return from;
+    Range r = alloc(1);
+    Instr in{Instr::Op::Convert};
+    in.dst = r.base;
+    in.a = from.base;
+    in.convert = detail::convert_kernel(from_type, to_type);
+    emit(in);
+    return r;
+  }
+
+  // A scalar expression converted to t.
+  Range scalar_in(const Expr& e, ScalarType t) { return convert(node(e), e.type().scalar(), t); }
+
+  // An expression as type t (a select's branch: the same type, or scalars converted).
+  Range value_as(const Expr& e, const Type& t) {
+    if (e.type() == t) return node(e);
+    return scalar_in(e, t.scalar());
+  }
+
+  // Each node is compiled once per scope. A select's branches and the right side of && and
+  // || run conditionally, so what they compute is visible only inside them.
+  Range node(const Expr& e) {
+    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
+      auto found = it->find(e.get());
+      if (found != it->end()) return found->second;
+    }
+    Range r = build(e);
+    scopes_.back()[e.get()] = r;
+    return r;
+  }
+
+  template <class F>
+  Range in_scope(F&& f) {
+    scopes_.emplace_back();
+    Range r = f();
+    scopes_.pop_back();
+    return r;
+  }
+
+  Range build(const Expr& e) {
+    const ExprNode& n = e.node();
+    switch (n.kind) {
+      case ExprKind::Constant: return constant(n.constant);
+      case ExprKind::Operand:
+        if (!has_operands_) resolve_(e);  // the context's own message first
+        if (!has_operands_) throw GraphError("operand " + fuseflow::to_string(e) + " outside a combine function");
+        return code_.operands_[n.index == 0 ? 0 : 1];
+      case ExprKind::Index: {
+        resolve_(e);  // may the context use the index?
+        Range r = alloc(1);
+        Instr in{Instr::Op::Index};
+        in.dst = r.base;
+        emit(in);
+        return r;
+      }
+      case ExprKind::Input:
+      case ExprKind::Param:
+      case ExprKind::Result: {
+        LeafData d = resolve_(e);
+        if (d.value) return constant(*d.value);
+        const std::vector<Leaf>& layout = code_.layouts_.emplace_back(leaves_of(n.type));
+        Range r = alloc(static_cast<std::uint32_t>(layout.size()));
+        Instr in{Instr::Op::Load};
+        in.dst = r.base;
+        in.data = d.array->data();
+        in.stride = d.array->type().size();
+        in.leaves = &layout;
+        emit(in);
+        return r;
+      }
+      case ExprKind::Get: {
+        Range t = node(n.args[0]);
+        const Type& tt = n.args[0].type();
+        std::uint32_t offset = 0;
+        for (int f = 0; f < n.index; ++f) offset += width_of(tt.fields()[static_cast<std::size_t>(f)]);
+        return {t.base + offset, width_of(n.type)};
+      }
+      case ExprKind::MakeTuple: {
+        Range r = alloc(width_of(n.type));
+        std::uint32_t offset = 0;
+        for (const Expr& field : n.args) {
+          Range f = node(field);
+          copy({r.base + offset, f.width}, f);
+          offset += f.width;
+        }
+        return r;
+      }
+      case ExprKind::Cast: return scalar_in(n.args[0], n.type.scalar());
+      case ExprKind::Unary: {
+        ScalarType t = detail::unary_operand_type(n.unary, n.args[0].type().scalar());
+        Range a = scalar_in(n.args[0], t);
+        Range r = alloc(1);
+        Instr in{Instr::Op::Unary};
+        in.dst = r.base;
+        in.a = a.base;
+        in.unary = detail::unary_kernel(n.unary, t);
+        emit(in);
+        return convert(r, t, n.type.scalar());
+      }
+      case ExprKind::Binary:
+        if (n.binary == BinaryOp::And || n.binary == BinaryOp::Or) return short_circuit(n);
+        return binary(n);
+      case ExprKind::Select: return select(n);
+      case ExprKind::Call: return call(n);
+      case ExprKind::RawCuda: raw_cuda_error(n);
+    }
+    throw GraphError("unknown expression kind");
+  }
+
+  Range binary(const ExprNode& n) {
+    detail::BinarySignature s =
+        detail::binary_signature(n.binary, n.args[0].type().scalar(), n.args[1].type().scalar());
+    Range a = scalar_in(n.args[0], s.left);
+    Range b = scalar_in(n.args[1], s.right);
+    Range r = alloc(1);
+    Instr in{Instr::Op::Binary};
+    in.dst = r.base;
+    in.a = a.base;
+    in.b = b.base;
+    in.binary = detail::binary_kernel(n.binary, s.left);
+    emit(in);
+    return convert(r, s.result, n.type.scalar());
+  }
+
+  // As C++ and CUDA do, the right side runs only where the left does not decide:
+  // `x != 0 && 10 / x > 1` never divides by zero.
+  Range short_circuit(const ExprNode& n) {
+    Range r = alloc(1);
+    copy(r, scalar_in(n.args[0], ScalarType::Bool));
+    std::uint32_t jump = here();
+    Instr j{n.binary == BinaryOp::And ? Instr::Op::JumpIfFalse : Instr::Op::JumpIfTrue};
+    j.a = r.base;
+    emit(j);
+    in_scope([&] {
+      copy(r, scalar_in(n.args[1], ScalarType::Bool));
+      return r;
+    });
+    code_.instrs_[jump].dst = here();
+    return convert(r, ScalarType::Bool, n.type.scalar());
+  }
+
+  // Only the chosen branch runs, as with C++'s ?:.
+  Range select(const ExprNode& n) {
+    Range cond = scalar_in(n.args[0], ScalarType::Bool);
+    Range r = alloc(width_of(n.type));
+    std::uint32_t to_else = here();
+    Instr j{Instr::Op::JumpIfFalse};
+    j.a = cond.base;
+    emit(j);
+    in_scope([&] {
+      copy(r, value_as(n.args[1], n.type));
+      return r;
+    });
+    std::uint32_t to_end = here();
+    emit(Instr{Instr::Op::Jump});
+    code_.instrs_[to_else].dst = here();
+    in_scope([&] {
+      copy(r, value_as(n.args[2], n.type));
+      return r;
+    });
+    code_.instrs_[to_end].dst = here();
+    return r;
+  }
+
+  // Every argument converted to the node's type (see apply_math), side by side.
+  Range call(const ExprNode& n) {
+    if (n.args.size() != detail::math_arity(n.fn))
+      throw GraphError(std::string(math_name(n.fn)) + " takes " + std::to_string(detail::math_arity(n.fn)) +
+                       " argument(s), got " + std::to_string(n.args.size()));
+    ScalarType t = n.type.scalar();
+    Range args = alloc(static_cast<std::uint32_t>(n.args.size()));
+    for (std::uint32_t k = 0; k < n.args.size(); ++k) copy({args.base + k, 1}, scalar_in(n.args[k], t));
+    Range r = alloc(1);
+    Instr in{Instr::Op::Math};
+    in.dst = r.base;
+    in.a = args.base;
+    in.math = detail::math_kernel(n.fn, t);
+    emit(in);
+    return r;
+  }
+
+  LeafResolver resolve_;
+  Code code_;
+  bool has_operands_ = false;
+  std::vector<std::map<const ExprNode*, Range>> scopes_;
+};
 
 // ---- parallel evaluation --------------------------------------------------------------
 
@@ -248,49 +538,17 @@ void parallel_for(const Split& s, const std::function<void(std::size_t chunk)>& 
     if (e) std::rethrow_exception(e);
 }
 
-// Elements [base, base + count) of `n` (of type t), packed into out.
-void evaluate_into(const Node& n, const Type& t, std::size_t base, std::size_t count, std::byte* out) {
-  std::size_t size = t.size();
+// Elements [base, base + count) of a compiled expression, packed into out.
+void evaluate_into(const Code& code, std::size_t base, std::size_t count, std::byte* out) {
+  std::size_t size = code.type().size();
   Split s = split(count);
   parallel_for(s, [&](std::size_t c) {
-    for (std::size_t i = s.begin(c); i < s.end(c); ++i) eval(n, base + i, nullptr).to_bytes(out + i * size);
+    std::vector<Slot> slots = code.initial();
+    for (std::size_t i = s.begin(c); i < s.end(c); ++i) {
+      code.run(slots.data(), base + i);
+      code.store(slots.data(), code.result(), out + i * size);
+    }
   });
-}
-
-// The packed elements of an element-wise expression: the data itself when the expression
-// is a lone array leaf, else evaluated into a new array.
-struct Elements {
-  const HostArray* leaf = nullptr;
-  HostArray owned;
-  const std::byte* data() const { return leaf ? leaf->data() : owned.data(); }
-};
-
-Elements elements(const Node& n, const Type& t, std::size_t count) {
-  Elements out;
-  if (n.array) {
-    out.leaf = n.array;
-    return out;
-  }
-  out.owned = HostArray(t, count);
-  evaluate_into(n, t, 0, count, out.owned.data());
-  return out;
-}
-
-// Hands the elements of `n` to consume(elements, count) in order, a block at a time, so a
-// reduction over billions of elements needs no array of them.
-template <class F>
-void stream(const Node& n, const Type& t, std::size_t count, F&& consume) {
-  if (n.array) {
-    consume(n.array->data(), count);
-    return;
-  }
-  constexpr std::size_t block = std::size_t{1} << 20;
-  HostArray buffer(t, std::min(count, block));
-  for (std::size_t base = 0; base < count; base += block) {
-    std::size_t k = std::min(block, count - base);
-    evaluate_into(n, t, base, k, buffer.data());
-    consume(buffer.data(), k);
-  }
 }
 
 // ---- combining ------------------------------------------------------------------------
@@ -399,19 +657,18 @@ RunFn builtin_run_for(const Monoid& m) {
                    fuseflow::to_string(leaf));
 }
 
-Node resolve_combine(const Monoid& m) {
+Code compile_combine(const Monoid& m) {
   if (!m.is_typed())
     throw GraphError("monoid " + m.name() + " is generic; an op instantiates it for an element type");
-  return resolve(m.combine(), [](const Expr& leaf, Node&) {
-    if (leaf.kind() != ExprKind::Operand) not_a_combine_leaf(leaf);
-  });
+  Compiler c([](const Expr& leaf) -> LeafData { not_a_combine_leaf(leaf); });
+  return c.compile(m.combine(), &m.type());
 }
 
 // A typed monoid applied to packed elements, left to right.
 class Combiner {
  public:
   explicit Combiner(const Monoid& m)
-      : type_(m.type()), identity_(type_.size()), combine_(resolve_combine(m)), builtin_(builtin_run_for(m)) {
+      : type_(m.type()), identity_(type_.size()), combine_(compile_combine(m)), builtin_(builtin_run_for(m)) {
     m.identity().to_bytes(identity_.data());
   }
 
@@ -432,20 +689,25 @@ class Combiner {
       builtin_(acc, xs, count, out, inclusive);
       return;
     }
+    // Reused across calls: segmented ops call this once per (often tiny) segment.
+    thread_local std::vector<Slot> slots;
+    slots = combine_.initial();
+    Range a = combine_.operand(0), b = combine_.operand(1), r = combine_.result();
     std::size_t size = type_.size();
-    std::array<Value, 2> ab{Value::from_bytes(type_, acc), Value()};
+    combine_.load(slots.data(), a, acc);
     for (std::size_t j = 0; j < count; ++j) {
-      ab[1] = Value::from_bytes(type_, xs + j * size);
-      Value next = eval(combine_, 0, ab.data());
-      if (out) (inclusive ? next : ab[0]).to_bytes(out + j * size);
-      ab[0] = std::move(next);
+      combine_.load(slots.data(), b, xs + j * size);
+      if (out && !inclusive) combine_.store(slots.data(), a, out + j * size);
+      combine_.run(slots.data(), 0);
+      if (r.base != a.base) std::copy_n(slots.begin() + r.base, r.width, slots.begin() + a.base);
+      if (out && inclusive) combine_.store(slots.data(), a, out + j * size);
     }
-    ab[0].to_bytes(acc);
+    combine_.store(slots.data(), a, acc);
   }
 
   Type type_;
   std::vector<std::byte> identity_;
-  Node combine_;
+  Code combine_;
   RunFn builtin_;
 };
 
@@ -454,10 +716,25 @@ class Combiner {
 // An integral scalar stored at p, as a signed value when it fits (unsigned values above
 // INT64_MAX read as INT64_MAX: beyond every bin and offset anyway).
 std::int64_t read_integer(ScalarType t, const std::byte* p) {
-  Value v = Value::from_bytes(t, p);
-  if (Type(t).is_signed_integer()) return v.as_int();
-  std::uint64_t u = v.as_uint();
-  return u > static_cast<std::uint64_t>(INT64_MAX) ? INT64_MAX : static_cast<std::int64_t>(u);
+  auto as = [p](auto zero) {
+    decltype(zero) v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  };
+  switch (t) {
+    case ScalarType::I8: return as(std::int8_t{});
+    case ScalarType::I16: return as(std::int16_t{});
+    case ScalarType::I32: return as(std::int32_t{});
+    case ScalarType::I64: return as(std::int64_t{});
+    case ScalarType::U8: return as(std::uint8_t{});
+    case ScalarType::U16: return as(std::uint16_t{});
+    case ScalarType::U32: return as(std::uint32_t{});
+    case ScalarType::U64: {
+      std::uint64_t u = as(std::uint64_t{});
+      return u > static_cast<std::uint64_t>(INT64_MAX) ? INT64_MAX : static_cast<std::int64_t>(u);
+    }
+    default: throw GraphError("keys, bins and offsets must be integers, got " + scalar_name(t));
+  }
 }
 
 // Key equality as the device tests it, with C++ ==: floats by value (NaN differs from
@@ -530,7 +807,7 @@ class Evaluator {
     }
     std::size_t n = length({&o}, "output " + std::to_string(k));
     r.array = HostArray(o.type(), n);
-    evaluate_into(bind(o), o.type(), 0, n, r.array.data());
+    evaluate_into(compile(o), 0, n, r.array.data());
     return r;
   }
 
@@ -540,30 +817,77 @@ class Evaluator {
     return it->second;
   }
 
-  // An element-wise expression with its leaves pointing at bound data and op results.
-  Node bind(const Expr& e) const {
-    return resolve(e, [this](const Expr& leaf, Node& out) {
-      const ExprNode& n = leaf.node();
-      switch (n.kind) {
-        case ExprKind::Input:
-          out.array = bindings_.array(leaf);
-          if (!out.array) throw GraphError("input '" + n.name + "' is not bound");
-          break;
-        case ExprKind::Param:
-          out.value = bindings_.param(leaf);
-          if (!out.value) throw GraphError("parameter '" + n.name + "' is not bound");
-          break;
-        case ExprKind::Result: {
-          const OpResults& done = results_of(*n.op);
-          if (n.op->scalar_output) out.value = &done.scalar;
-          else out.array = &done.arrays[static_cast<std::size_t>(n.index)];
-          break;
-        }
-        case ExprKind::Index: break;
-        default: throw GraphError("an element-wise expression uses operand " + fuseflow::to_string(leaf) +
-                                  " of a combine function");
+  // What a leaf of an element-wise expression reads: bound data or an op's result.
+  LeafData leaf_data(const Expr& leaf) const {
+    const ExprNode& n = leaf.node();
+    LeafData d;
+    switch (n.kind) {
+      case ExprKind::Input:
+        d.array = bindings_.array(leaf);
+        if (!d.array) throw GraphError("input '" + n.name + "' is not bound");
+        break;
+      case ExprKind::Param:
+        d.value = bindings_.param(leaf);
+        if (!d.value) throw GraphError("parameter '" + n.name + "' is not bound");
+        break;
+      case ExprKind::Result: {
+        const OpResults& done = results_of(*n.op);
+        if (n.op->scalar_output) d.value = &done.scalar;
+        else d.array = &done.arrays[static_cast<std::size_t>(n.index)];
+        break;
       }
-    });
+      case ExprKind::Index: break;
+      default:
+        throw GraphError("an element-wise expression uses operand " + fuseflow::to_string(leaf) +
+                         " of a combine function");
+    }
+    return d;
+  }
+
+  Code compile(const Expr& e) const {
+    return Compiler([this](const Expr& leaf) { return leaf_data(leaf); }).compile(e);
+  }
+
+  // The array a lone array leaf reads, or nullptr for any other expression.
+  const HostArray* lone_leaf(const Expr& e) const {
+    if (e.kind() == ExprKind::Input || (e.kind() == ExprKind::Result && !e.node().op->scalar_output))
+      return leaf_data(e).array;
+    return nullptr;
+  }
+
+  // The packed elements of an element-wise expression: the data itself when the expression
+  // is a lone array leaf, else evaluated into a new array.
+  struct Elements {
+    const HostArray* leaf = nullptr;
+    HostArray owned;
+    const std::byte* data() const { return leaf ? leaf->data() : owned.data(); }
+  };
+
+  Elements elements(const Expr& e, std::size_t count) const {
+    Elements out;
+    out.leaf = lone_leaf(e);
+    if (out.leaf) return out;
+    out.owned = HostArray(e.type(), count);
+    evaluate_into(compile(e), 0, count, out.owned.data());
+    return out;
+  }
+
+  // Hands the elements of `e` to consume(elements, count) in order, a block at a time, so
+  // a reduction over billions of elements needs no array of them.
+  template <class F>
+  void stream(const Expr& e, std::size_t count, F&& consume) const {
+    if (const HostArray* leaf = lone_leaf(e)) {
+      consume(leaf->data(), count);
+      return;
+    }
+    Code code = compile(e);
+    constexpr std::size_t block = std::size_t{1} << 20;
+    HostArray buffer(e.type(), std::min(count, block));
+    for (std::size_t base = 0; base < count; base += block) {
+      std::size_t k = std::min(block, count - base);
+      evaluate_into(code, base, k, buffer.data());
+      consume(buffer.data(), k);
+    }
   }
 
   std::string leaf_name(const Expr& leaf) const {
@@ -622,7 +946,7 @@ class Evaluator {
     std::size_t n = length({&op.values}, "reduce");
     Combiner c(op.monoid);
     std::vector<std::byte> acc = c.identity();
-    stream(bind(op.values), op.values.type(), n,
+    stream(op.values, n,
            [&](const std::byte* xs, std::size_t k) { c.fold(acc.data(), xs, k); });
     return Value::from_bytes(c.type(), acc.data());
   }
@@ -633,7 +957,7 @@ class Evaluator {
     HostArray out(c.type(), n);
     std::vector<std::byte> acc = c.identity();
     std::size_t at = 0;
-    stream(bind(op.values), op.values.type(), n, [&](const std::byte* xs, std::size_t k) {
+    stream(op.values, n, [&](const std::byte* xs, std::size_t k) {
       c.scan(acc.data(), xs, k, out.data() + at * c.size(), op.scan_kind);
       at += k;
     });
@@ -643,16 +967,19 @@ class Evaluator {
   // Each chunk keeps its survivors in order; the chunks are then joined in order.
   HostArray filter(const OpNode& op) const {
     std::size_t n = length({&op.values, &op.predicate}, "filter");
-    Node values = bind(op.values), predicate = bind(op.predicate);
+    Code values = compile(op.values), predicate = compile(op.predicate);
     const Type& t = op.values.type();
     std::size_t size = t.size();
     Split s = split(n);
     std::vector<std::vector<std::byte>> kept(s.chunks);
     parallel_for(s, [&](std::size_t c) {
+      std::vector<Slot> pslots = predicate.initial(), vslots = values.initial();
       for (std::size_t i = s.begin(c); i < s.end(c); ++i) {
-        if (!eval(predicate, i, nullptr).as_bool()) continue;
+        predicate.run(pslots.data(), i);
+        if ((pslots[predicate.result().base] & 0xFF) == 0) continue;
+        values.run(vslots.data(), i);
         kept[c].resize(kept[c].size() + size);
-        eval(values, i, nullptr).to_bytes(kept[c].data() + kept[c].size() - size);
+        values.store(vslots.data(), values.result(), kept[c].data() + kept[c].size() - size);
       }
     });
     std::size_t total = 0;
@@ -671,7 +998,7 @@ class Evaluator {
     const std::string name = op_name(op.kind);
     std::size_t m = length({&op.offsets}, name);
     if (m == 0) throw GraphError(name + ": the offsets are empty; s segments need s + 1 offsets");
-    Elements off = elements(bind(op.offsets), op.offsets.type(), m);
+    Elements off = elements(op.offsets, m);
     ScalarType t = op.offsets.type().scalar();
     std::vector<std::size_t> bounds(m);
     for (std::size_t s = 0; s < m; ++s) {
@@ -712,7 +1039,7 @@ class Evaluator {
   HostArray segmented(const OpNode& op) const {
     std::size_t n = length({&op.values}, op_name(op.kind));
     std::vector<std::size_t> bounds = segment_bounds(op, n);
-    Elements xs = elements(bind(op.values), op.values.type(), n);
+    Elements xs = elements(op.values, n);
     Combiner c(op.monoid);
     if (op.kind == OpKind::SegmentedReduce) {
       HostArray out(c.type(), bounds.size() - 1);
@@ -731,8 +1058,8 @@ class Evaluator {
   std::vector<HostArray> by_key(const OpNode& op) const {
     const std::string name = op_name(op.kind);
     std::size_t n = length({&op.keys, &op.values}, name);
-    Elements keys = elements(bind(op.keys), op.keys.type(), n);
-    Elements xs = elements(bind(op.values), op.values.type(), n);
+    Elements keys = elements(op.keys, n);
+    Elements xs = elements(op.values, n);
     std::vector<std::size_t> runs = key_runs(op.keys.type(), keys.data(), n);
     Combiner c(op.monoid);
     if (op.kind == OpKind::ScanByKey) {
@@ -754,7 +1081,7 @@ class Evaluator {
 
   HostArray histogram(const OpNode& op) const {
     std::size_t n = length({&op.keys}, "histogram");
-    Elements bins = elements(bind(op.keys), op.keys.type(), n);
+    Elements bins = elements(op.keys, n);
     ScalarType t = op.keys.type().scalar();
     auto nbins = static_cast<std::size_t>(op.bins);
     Split s = split(n);
@@ -778,7 +1105,7 @@ class Evaluator {
   std::vector<HostArray> counting_sort(const OpNode& op) const {
     bool with_values = op.values.valid();
     std::size_t n = with_values ? length({&op.keys, &op.values}, "counting_sort") : length({&op.keys}, "counting_sort");
-    Elements keys = elements(bind(op.keys), op.keys.type(), n);
+    Elements keys = elements(op.keys, n);
     ScalarType t = op.keys.type().scalar();
     std::size_t key_size = scalar_size(t);
     std::vector<std::size_t> bin(n);
@@ -800,7 +1127,7 @@ class Evaluator {
     for (std::size_t i = 0; i < n; ++i)
       std::memcpy(out[0].data() + dest[i] * key_size, keys.data() + i * key_size, key_size);
     if (with_values) {
-      Elements xs = elements(bind(op.values), op.values.type(), n);
+      Elements xs = elements(op.values, n);
       std::size_t size = op.values.type().size();
       out.emplace_back(op.values.type(), n);
       for (std::size_t i = 0; i < n; ++i) std::memcpy(out[1].data() + dest[i] * size, xs.data() + i * size, size);
@@ -813,27 +1140,41 @@ class Evaluator {
   std::map<const OpNode*, OpResults> done_;
 };
 
+// Runs a compiled expression once, at element 0, with operands a and b when given.
+Value run_once(const Code& code, const Value* a = nullptr, const Value* b = nullptr) {
+  std::vector<Slot> slots = code.initial();
+  std::vector<std::byte> bytes(code.type().size());
+  for (int k = 0; k < 2; ++k) {
+    const Value* v = k == 0 ? a : b;
+    if (!v) continue;
+    v->to_bytes(bytes.data());
+    code.load(slots.data(), code.operand(k), bytes.data());
+  }
+  code.run(slots.data(), 0);
+  code.store(slots.data(), code.result(), bytes.data());
+  return Value::from_bytes(code.type(), bytes.data());
+}
+
 }  // namespace
 
 std::vector<HostResult> evaluate(const Program& p, const HostBindings& b) { return Evaluator(p, b).run(); }
 
 Value evaluate_constant(const Expr& e) {
   if (!e.valid()) throw GraphError("evaluate_constant: an empty ff::Expr");
-  Node n = resolve(e, [&e](const Expr& leaf, Node&) {
+  Compiler c([&e](const Expr& leaf) -> LeafData {
     throw GraphError("the expression " + fuseflow::to_string(e) + " is not a constant: it uses " +
                      fuseflow::to_string(leaf));
   });
-  return eval(n, 0, nullptr);
+  return run_once(c.compile(e));
 }
 
 Value evaluate_combine(const Monoid& m, const Value& a, const Value& b) {
-  Node combine = resolve_combine(m);
+  Code combine = compile_combine(m);
   for (const Value* v : {&a, &b})
     if (v->type() != m.type())
       throw GraphError("monoid " + m.name() + " is over " + m.type().name() + ", operand " + v->to_string() +
                        " is " + v->type().name());
-  std::array<Value, 2> ab{a, b};
-  return eval(combine, 0, ab.data());
+  return run_once(combine, &a, &b);
 }
 
 }  // namespace fuseflow

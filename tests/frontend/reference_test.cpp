@@ -158,6 +158,12 @@ TEST_CASE("reduce with a non-commutative monoid keeps element order") {
   CHECK(run_scalar(ff::reduce(ff::tuple(d, ff::constant(10L)), concat), b) == ff::Value(P(123L, 1000L)));
   CHECK(run_array<P>(ff::scan(ff::tuple(d, ff::constant(10L)), concat), b) ==
         std::vector<P>{P(1L, 10L), P(12L, 100L), P(123L, 1000L)});
+  CHECK(run_array<P>(ff::scan(ff::tuple(d, ff::constant(10L)), concat, ff::exclusive), b) ==
+        std::vector<P>{P(0L, 1L), P(1L, 10L), P(12L, 100L)});
+  auto off = ff::input<int>("off");
+  b.bind(off, array<int>({0, 2, 3}));
+  CHECK(run_array<P>(ff::segmented_reduce(ff::tuple(d, ff::constant(10L)), off, concat), b) ==
+        std::vector<P>{P(12L, 100L), P(3L, 10L)});
 }
 
 TEST_CASE("argmax ties resolve to the lowest index") {
@@ -354,6 +360,19 @@ TEST_CASE("select and && evaluate only what C++ would, so guarded divisions do n
   CHECK(run_array<int>(ff::select(x != 0, 10 / x, ff::constant(-1)), b) == std::vector<int>{-1, 2, 0});
   CHECK(bool_array(x != 0 && 10 / x > 1, b) == std::vector<int>{0, 1, 0});
   CHECK(bool_array(x == 0 || 10 / x > 1, b) == std::vector<int>{1, 1, 0});
+}
+
+TEST_CASE("a subexpression shared by two selects is computed in each branch that needs it") {
+  // d runs only where a branch using it is taken: for x = 2 the first select skips it and
+  // the second must compute it; for x = 0 neither divides.
+  auto x = ff::input<int>("x");
+  ff::HostBindings b;
+  b.bind(x, array<int>({2, 0, 10}));
+  auto d = 10 / x;
+  CHECK(run_array<int>(ff::select(x > 5, d, ff::constant(0)) + ff::select(x != 0, d, ff::constant(1)), b) ==
+        std::vector<int>{5, 1, 2});
+  auto twice = x * 2;
+  CHECK(run_array<int>(twice + ff::select(x > 5, twice, ff::constant(0)), b) == std::vector<int>{4, 0, 40});
 }
 
 TEST_CASE("large arrays evaluate in parallel and keep the sequential answer") {
