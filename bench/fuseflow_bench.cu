@@ -192,6 +192,14 @@ Options parse(int argc, char** argv) {
 }
 
 // --- timing ---------------------------------------------------------------------------
+// Two ways of timing, both printed:
+//  device: calls go back to back (kBatch per timed group), fuseflow through run_async and
+//          CUB without copying its result out: GPU time per call, host work overlapped.
+//  sync:   every call ends with the result on the host (copy + stream sync), which is what
+//          rt.run does: end-to-end latency, dominated by the fixed round trip at small n.
+bool g_device_mode = true;
+constexpr int kBatch = 10;
+
 double median(std::vector<double> v) {
   if (v.empty()) return NAN;
   std::sort(v.begin(), v.end());
@@ -214,13 +222,14 @@ std::vector<double> time_interleaved(cudaStream_t stream, int warmup, int reps, 
   std::vector<std::vector<double>> us(nv);
   for (int r = 0; r < reps; ++r) {
     for (std::size_t v = 0; v < nv; ++v) {
+      const int batch = g_device_mode ? kBatch : 1;
       CK(cudaEventRecord(start, stream));
-      variants[v](call++ % nbuf);
+      for (int b = 0; b < batch; ++b) variants[v](call++ % nbuf);
       CK(cudaEventRecord(stop, stream));
       CK(cudaEventSynchronize(stop));
       float ms = 0;
       CK(cudaEventElapsedTime(&ms, start, stop));
-      us[v].push_back(ms * 1000.0);
+      us[v].push_back(ms * 1000.0 / batch);
     }
   }
   CK(cudaEventDestroy(start));
@@ -262,7 +271,9 @@ bool close_rel(double a, double b, double rel = 1e-3) {
   return std::fabs(a - b) <= rel * scale;
 }
 
+
 struct Row {
+  std::string mode;
   std::string op;
   std::size_t n = 0;
   double bytes = 0;
@@ -308,11 +319,24 @@ void launch_ceiling(const Context& c, const float* a, const float* b, std::size_
   CK(cudaMemsetAsync(c.ceil_out, 0, sizeof(float), c.stream));
   read_ceiling<<<blocks, 512, 0, c.stream>>>(reinterpret_cast<const float4*>(a),
                                              reinterpret_cast<const float4*>(b), n4, c.ceil_out);
+  if (g_device_mode) return;
   CK(cudaMemcpyAsync(c.host_out, c.ceil_out, sizeof(float), cudaMemcpyDeviceToHost, c.stream));
   CK(cudaStreamSynchronize(c.stream));
 }
 
+// fuseflow's call: the scalar stays on the device in device mode.
+std::vector<ff::Result> ff_call(ff::Runtime& rt, const ff::Program& p, const ff::Bindings& b) {
+  return g_device_mode ? rt.run_async(p, b) : rt.run(p, b);
+}
+
+void cub_finish_from(const Context& c, const void* src, std::size_t bytes) {
+  if (g_device_mode) return;
+  CK(cudaMemcpyAsync(c.host_out, src, bytes, cudaMemcpyDeviceToHost, c.stream));
+  CK(cudaStreamSynchronize(c.stream));
+}
+
 void cub_finish(const Context& c, std::size_t bytes) {
+  if (g_device_mode) return;
   CK(cudaMemcpyAsync(c.host_out, c.small_out, bytes, cudaMemcpyDeviceToHost, c.stream));
   CK(cudaStreamSynchronize(c.stream));
 }
@@ -332,6 +356,7 @@ void fill(const Context& c, int* x, std::size_t count, std::uint32_t seed) {
 }
 
 void add_row(Row r) {
+  r.mode = g_device_mode ? "device" : "sync";
   std::printf("  %-15s 2^%-3d %10.2f %10.2f %7.2fx %9.1f %7.1f%%  %s\n", r.op.c_str(),
               (int)std::lround(std::log2((double)r.n)), r.ff_us, r.cub_us, r.cub_us / r.ff_us,
               r.bytes / (r.ff_us * 1e3), 100.0 * r.ceil_us / r.ff_us, r.check.c_str());
@@ -388,6 +413,8 @@ void bench_unary(const Context& c, const std::string& name, std::size_t n, std::
     };
   }
 
+  const bool timing_mode = g_device_mode;
+  g_device_mode = false;  // the checks read results on the host
   // Correctness on copy 0.
   std::string check = "ok";
   {
@@ -417,8 +444,9 @@ void bench_unary(const Context& c, const std::string& name, std::size_t n, std::
     }
   }
 
+  g_device_mode = timing_mode;
   std::vector<std::function<void(std::size_t)>> variants = {
-      [&](std::size_t k) { (void)rt.run(program, {{x, span_of<float>(xs, k, n)}}); },
+      [&](std::size_t k) { (void)ff_call(rt, program, {{x, span_of<float>(xs, k, n)}}); },
       cub_call,
       [&](std::size_t k) { launch_ceiling(c, xs.as<float>() + k * n, nullptr, n); },
   };
@@ -463,6 +491,8 @@ void bench_dot(const Context& c, std::size_t n) {
   };
 
   std::string check = "ok";
+  const bool timing_mode = g_device_mode;
+  g_device_mode = false;  // the checks read results on the host
   {
     const float fv = rt.run(program, {{x, span_of<float>(xs, 0, n)}, {y, span_of<float>(ys, 0, n)}}).at(0).value().as_float();
     cub_call(0);
@@ -473,8 +503,9 @@ void bench_dot(const Context& c, std::size_t n) {
       report_mismatch("dot n=" + std::to_string(n) + ": fuseflow " + std::to_string(fv) + " vs CUB " + std::to_string(cv));
     }
   }
+  g_device_mode = timing_mode;
   std::vector<std::function<void(std::size_t)>> variants = {
-      [&](std::size_t k) { (void)rt.run(program, {{x, span_of<float>(xs, k, n)}, {y, span_of<float>(ys, k, n)}}); },
+      [&](std::size_t k) { (void)ff_call(rt, program, {{x, span_of<float>(xs, k, n)}, {y, span_of<float>(ys, k, n)}}); },
       cub_call,
       [&](std::size_t k) { launch_ceiling(c, xs.as<float>() + k * n, ys.as<float>() + k * n, n); },
   };
@@ -535,8 +566,7 @@ void bench_mssp(const Context& c, std::size_t n) {
     std::size_t b = temp.bytes;
     CK(cub::DeviceScan::InclusiveScan(temp.ptr, b, parts(k), scan_out.as<Mssp>(), MsspOp{}, (std::int64_t)n,
                                       c.stream));
-    CK(cudaMemcpyAsync(c.host_out, scan_out.as<Mssp>() + (n - 1), sizeof(Mssp), cudaMemcpyDeviceToHost, c.stream));
-    CK(cudaStreamSynchronize(c.stream));
+    cub_finish_from(c, scan_out.as<Mssp>() + (n - 1), sizeof(Mssp));
   };
   auto cub_reduce = [&](std::size_t k) {
     std::size_t b = temp.bytes;
@@ -545,6 +575,8 @@ void bench_mssp(const Context& c, std::size_t n) {
     cub_finish(c, sizeof(Mssp));
   };
 
+  const bool timing_mode = g_device_mode;
+  g_device_mode = false;  // the checks read results on the host
   // Correctness on copy 0: fuseflow and CUB's scan against the CPU; CUB's Reduce reported.
   std::vector<int> host(n);
   CK(cudaMemcpy(host.data(), xs.ptr, n * sizeof(int), cudaMemcpyDeviceToHost));
@@ -571,8 +603,9 @@ void bench_mssp(const Context& c, std::size_t n) {
               (int)std::lround(std::log2((double)n)), str(reduce_v).c_str(), str(want).c_str(),
               reduce_right ? "same (this time)" : "WRONG (non-commutative operator unsupported)");
 
+  g_device_mode = timing_mode;
   std::vector<std::function<void(std::size_t)>> variants = {
-      [&](std::size_t k) { (void)rt.run(program, {{x, span_of<int>(xs, k, n)}}); },
+      [&](std::size_t k) { (void)ff_call(rt, program, {{x, span_of<int>(xs, k, n)}}); },
       cub_scan,
       [&](std::size_t k) { launch_ceiling(c, reinterpret_cast<const float*>(xs.as<int>() + k * n), nullptr, n); },
       cub_reduce,
@@ -685,10 +718,10 @@ void write_csv(const std::string& path, const std::vector<CompileRow>& compile) 
     std::fprintf(stderr, "fuseflow-bench: cannot write %s\n", path.c_str());
     return;
   }
-  std::fprintf(f, "op,n,log2n,bytes,fuseflow_us,cub_us,speedup_cub_over_fuseflow,fuseflow_gbps,cub_gbps,"
+  std::fprintf(f, "mode,op,n,log2n,bytes,fuseflow_us,cub_us,speedup_cub_over_fuseflow,fuseflow_gbps,cub_gbps,"
                   "ceiling_us,ceiling_gbps,pct_of_ceiling,cub_variant,check,buffers,reps\n");
   for (const Row& r : g_rows) {
-    std::fprintf(f, "%s,%zu,%d,%.0f,%.3f,%.3f,%.4f,%.2f,%.2f,%.3f,%.2f,%.2f,\"%s\",\"%s\",%zu,%d\n", r.op.c_str(), r.n,
+    std::fprintf(f, "%s,%s,%zu,%d,%.0f,%.3f,%.3f,%.4f,%.2f,%.2f,%.3f,%.2f,%.2f,\"%s\",\"%s\",%zu,%d\n", r.mode.c_str(), r.op.c_str(), r.n,
                  (int)std::lround(std::log2((double)r.n)), r.bytes, r.ff_us, r.cub_us, r.cub_us / r.ff_us,
                  r.bytes / (r.ff_us * 1e3), r.bytes / (r.cub_us * 1e3), r.ceil_us, r.bytes / (r.ceil_us * 1e3),
                  100.0 * r.ceil_us / r.ff_us, r.cub_variant.c_str(), r.check.c_str(), r.nbuf, r.reps);
@@ -755,6 +788,10 @@ int run(const Options& opt) {
   std::printf("  %-15s %-5s %10s %10s\n", "", "", "us", "us");
 
   const int logs[] = {10, 16, 20, 24, 28};
+  for (bool device_mode : {true, false}) {
+  g_device_mode = device_mode;
+  std::printf("\n== %s ==\n", device_mode ? "device time per call (back to back, results left on the device)"
+                                            : "end to end per call (result copied to the host, stream synchronised)");
   for (int lg : logs) {
     if (lg > opt.max_log2) continue;
     const std::size_t n = std::size_t{1} << lg;
@@ -766,6 +803,7 @@ int run(const Options& opt) {
     bench_unary(c, "argmax", n, 3);
     bench_mssp(c, n);
     std::printf("\n");
+  }
   }
   CK(cudaFreeHost(c.host_out));
 

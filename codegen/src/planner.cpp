@@ -220,7 +220,7 @@ int grid_for(std::int64_t n, std::int64_t per_block, int max_grid) {
 }
 
 Schedule Plan::schedule(std::int64_t n) const {
-  ScheduleBuilder b(scalar_bytes);
+  ScheduleBuilder b(0);
   for (const auto& step : steps) step(n, b);
   return b.take();
 }

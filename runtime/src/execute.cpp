@@ -34,14 +34,23 @@ Result Result::array(std::shared_ptr<detail::DeviceContext> ctx, CUdeviceptr ptr
   return r;
 }
 
+Result Result::pending_scalar(std::shared_ptr<detail::DeviceContext> ctx, CUdeviceptr ptr, Type t) {
+  Result r;
+  r.ctx_ = std::move(ctx);
+  r.pending_ = ptr;
+  r.type_ = std::move(t);
+  return r;
+}
+
 Result::Result(Result&& o) noexcept
-    : value_(std::move(o.value_)), ctx_(std::move(o.ctx_)), is_array_(o.is_array_), ptr_(std::exchange(o.ptr_, 0)),
+    : value_(std::move(o.value_)), pending_(std::exchange(o.pending_, 0)), ctx_(std::move(o.ctx_)), is_array_(o.is_array_), ptr_(std::exchange(o.ptr_, 0)),
       owns_(std::exchange(o.owns_, false)), size_(o.size_), type_(std::move(o.type_)) {}
 
 Result& Result::operator=(Result&& o) noexcept {
   if (this != &o) {
     if (owns_ && ptr_) ctx_->free(ptr_);
     value_ = std::move(o.value_);
+    pending_ = std::exchange(o.pending_, 0);
     ctx_ = std::move(o.ctx_);
     is_array_ = o.is_array_;
     ptr_ = std::exchange(o.ptr_, 0);
@@ -60,6 +69,12 @@ const Type& Result::type() const { return type_; }
 
 const Value& Result::value() const {
   if (is_array_) throw GraphError("result: this result is an array of " + type_.name() + " on the device, not a scalar; use .array<T>() or .download<T>()");
+  if (pending_) {
+    std::vector<unsigned char> bytes(type_.size());
+    ctx_->copy_to_host(bytes.data(), pending_, bytes.size());
+    value_ = Value::from_bytes(type_, bytes.data());
+    pending_ = 0;
+  }
   return value_;
 }
 
@@ -103,11 +118,20 @@ std::string describe(const Expr& leaf) {
 
 namespace detail {
 
-// A planned program and its loaded kernels, kept while the program's outputs live.
+// A planned program, its loaded kernels, and the device buffer its reductions write.
 struct PreparedProgram {
   Program program;
   codegen::Plan plan;
   std::vector<KernelHandle> kernels;
+  std::shared_ptr<DeviceContext> context;
+  CUdeviceptr scalars = 0;  // plan.scalar_bytes
+
+  PreparedProgram(Program p, std::shared_ptr<DeviceContext> ctx) : program(std::move(p)), context(std::move(ctx)) {}
+  PreparedProgram(const PreparedProgram&) = delete;
+  PreparedProgram& operator=(const PreparedProgram&) = delete;
+  ~PreparedProgram() {
+    if (scalars) context->free(scalars);
+  }
 };
 
 struct Executor {
@@ -127,12 +151,13 @@ struct Executor {
 
 namespace {
 
-detail::PreparedProgram& prepare(Runtime& rt, detail::Executor& ex, const Program& program) {
+detail::PreparedProgram& prepare(Runtime& rt, detail::Executor& ex, const Program& program,
+                                 const std::shared_ptr<detail::DeviceContext>& context) {
   std::vector<const ExprNode*> key;
   for (const auto& o : program.outputs()) key.push_back(o.get());
   auto it = ex.programs.find(key);
   if (it != ex.programs.end()) return *it->second;
-  auto p = std::make_unique<detail::PreparedProgram>(detail::PreparedProgram{program, {}, {}});
+  auto p = std::make_unique<detail::PreparedProgram>(program, context);
   const DeviceProperties& props = rt.properties();
   codegen::Target target;
   target.cc_major = props.cc_major;
@@ -142,6 +167,7 @@ detail::PreparedProgram& prepare(Runtime& rt, detail::Executor& ex, const Progra
   target.shared_per_block_optin = props.shared_memory_per_block_optin;
   p->plan = codegen::plan(program, target);
   CompileOptions options = rt.compile_options();
+  if (p->plan.scalar_bytes) p->scalars = context->allocate(p->plan.scalar_bytes);
   for (const auto& k : p->plan.kernels) p->kernels.push_back(rt.load_kernel(k.source, k.name, options, embedded_headers()));
   return *ex.programs.emplace(std::move(key), std::move(p)).first->second;
 }
@@ -149,6 +175,19 @@ detail::PreparedProgram& prepare(Runtime& rt, detail::Executor& ex, const Progra
 }  // namespace
 
 std::vector<Result> Runtime::run(const Program& program, const Bindings& bindings) {
+  return execute(program, bindings, true);
+}
+
+std::vector<Result> Runtime::run_async(const Program& program, const Bindings& bindings) {
+  return execute(program, bindings, false);
+}
+
+Result Runtime::run_async(const Expr& result, const Bindings& bindings) {
+  auto all = run_async(Program(result), bindings);
+  return std::move(all[0]);
+}
+
+std::vector<Result> Runtime::execute(const Program& program, const Bindings& bindings, bool wait) {
   ensure_usable();
   if (!executor_) executor_ = std::make_shared<detail::Executor>();
   detail::Executor& ex = *executor_;
@@ -200,7 +239,7 @@ std::vector<Result> Runtime::run(const Program& program, const Bindings& binding
   }
   if (n < 0) n = 0;
 
-  detail::PreparedProgram& prep = prepare(*this, ex, program);
+  detail::PreparedProgram& prep = prepare(*this, ex, program, context_);
   const codegen::Plan& plan = prep.plan;
   if (!ex.ticket) {
     ex.ticket = std::make_unique<DeviceArray<unsigned>>(alloc<unsigned>(1));
@@ -225,7 +264,7 @@ std::vector<Result> Runtime::run(const Program& program, const Bindings& binding
     auto fill = [&](CUdeviceptr p, std::size_t bytes) {
       if (bytes) check(detail::driver_api()->cuMemsetD8Async(p, 0xff, bytes, stream()), "cuMemsetD8Async");
     };
-    fill(scratch_base, plan.scalar_bytes);
+    fill(prep.scalars, plan.scalar_bytes);
     for (std::size_t i = 0; i < output_ptrs.size(); ++i)
       if (output_ptrs[i]) fill(output_ptrs[i], static_cast<std::size_t>(n) * program.outputs()[i].type().size());
   }
@@ -246,7 +285,7 @@ std::vector<Result> Runtime::run(const Program& program, const Bindings& binding
         case codegen::Arg::Kind::Param: params[static_cast<std::size_t>(arg.index)].to_bytes(cells[a].data()); break;
         case codegen::Arg::Kind::Scalar:
         case codegen::Arg::Kind::ScalarOutput:
-          ptr = scratch_base + plan.scalars[static_cast<std::size_t>(arg.index)].offset;
+          ptr = prep.scalars + plan.scalars[static_cast<std::size_t>(arg.index)].offset;
           break;
         case codegen::Arg::Kind::Output: ptr = output_ptrs[static_cast<std::size_t>(arg.index)]; break;
         case codegen::Arg::Kind::Scratch: ptr = scratch_base + launch.scratch.at(next_scratch++); break;
@@ -258,9 +297,9 @@ std::vector<Result> Runtime::run(const Program& program, const Bindings& binding
     launch_kernel(prep.kernels[static_cast<std::size_t>(launch.kernel)], launch.grid, k.block, k.shared_bytes, args.data());
   }
 
-  // Scalars come back in one copy.
+  // Scalars come back in one copy (run), or stay on the device until read (run_async).
   std::vector<unsigned char> host(plan.scalar_bytes);
-  if (plan.scalar_bytes) context_->copy_to_host(host.data(), scratch_base, plan.scalar_bytes);
+  if (plan.scalar_bytes && wait) context_->copy_to_host(host.data(), prep.scalars, plan.scalar_bytes);
   std::vector<Result> ordered;
   std::size_t next_array = 0;
   for (std::size_t i = 0; i < program.outputs().size(); ++i) {
@@ -269,7 +308,8 @@ std::vector<Result> Runtime::run(const Program& program, const Bindings& binding
       ordered.push_back(std::move(results[next_array++]));
     } else {
       const codegen::ScalarSlot& s = plan.scalars[static_cast<std::size_t>(slot)];
-      ordered.push_back(Result::scalar(Value::from_bytes(s.type, host.data() + s.offset)));
+      ordered.push_back(wait ? Result::scalar(Value::from_bytes(s.type, host.data() + s.offset))
+                             : Result::pending_scalar(context_, prep.scalars + s.offset, s.type));
     }
   }
   return ordered;

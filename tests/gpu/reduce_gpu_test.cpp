@@ -322,3 +322,17 @@ TEST_CASE("a reduction over more than 2^31 elements uses 64-bit indexing") {
   CHECK(i == first);
   CHECK(v == host[static_cast<std::size_t>(first)]);
 }
+
+TEST_CASE("run_async leaves scalars on the device until they are read") {
+  ff::Runtime& rt = runtime();
+  auto host = random_values<std::int32_t>((1 << 20) + 7, -1000, 1000);
+  auto dev = rt.upload(host);
+  auto x = ff::input<std::int32_t>("x");
+  ff::Program prog = ff::outputs(ff::reduce(x, ff::plus), ff::reduce(x, ff::max));
+  std::vector<ff::Result> pending = rt.run_async(prog, {{x, dev}});
+  ff::HostBindings b;
+  b.bind(x, ff::HostArray::from(host));
+  auto want = ff::evaluate(prog, b);
+  CHECK(pending[0].value() == want[0].scalar);
+  CHECK(pending[1].value() == want[1].scalar);
+}

@@ -153,7 +153,8 @@ std::string ReduceKernelWriter::element_call(const std::vector<std::string>& inp
 void ReduceKernelWriter::emit_finish(SourceWriter& w, const std::string& value, bool ordered) {
   const bool fused = g_.reduces.size() > 1;
   w.line();
-  w.comment(ordered ? "Block partial in thread order, then the last block combines the partials in block order."
+  w.comment(ordered ? "The warps' values in warp order (lane 0 of each holds it; the other lanes hold the\n"
+                      "identity), then the last block combines the block partials in block order."
                     : "Block partial, then the last block to finish combines the partials in block order:\n"
                       "a fixed order, so the result is the same bits on every run.");
   w.line("__shared__ " + acc() + " warp_partials[kBlock / 32];");

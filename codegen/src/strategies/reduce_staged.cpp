@@ -1,12 +1,15 @@
-// Reduce, any monoid, order preserved: "staged" (chunked coalesced staging). Each block
-// owns a contiguous range of tiles (quotient/remainder split, as in the persistent-blocks
-// paper). A tile of kBlock x kItems elements is loaded coalesced (consecutive threads,
-// consecutive elements) into shared memory with the fused map applied; each thread then
-// folds its kItems consecutive elements from shared memory (indices padded by one slot
-// per 32 against bank conflicts); the block combines the thread values in thread order
-// and folds the tile into its running value. Block partials are combined in block order
-// by the last block. Left operands always cover lower indices, so non-commutative
-// monoids (maximum segment sum, matrix products) are exact.
+// Reduce, any monoid, order preserved: "staged" (chunked coalesced staging). The array
+// is split into warp tiles of 32 x kItems elements; every warp of the grid owns a
+// contiguous range of tiles (quotient/remainder split, as in the persistent-blocks
+// paper), numbered so that a block's warps, and the blocks, follow each other in index
+// order. A warp loads its tile coalesced (in step k, lane l reads element k * 32 + l)
+// into its own slice of shared memory, then lane l folds its kItems consecutive elements
+// in order, applying the fused map; a warp reduce (shuffles, left operand = lower lanes)
+// gives the tile's value, folded into the warp's running value. Only __syncwarp guards a
+// tile: warps never wait for each other until the end, where the warps' values are
+// combined in warp order and the blocks' partials in block order by the last block.
+// Left operands always cover lower indices, so non-commutative monoids (maximum segment
+// sum, matrix products) are exact.
 #include <algorithm>
 
 #include "../kernel_context.hpp"
@@ -15,62 +18,78 @@ namespace fuseflow::codegen {
 
 namespace {
 constexpr int kBlock = 256;
-constexpr std::size_t kTileBytes = 16 * 1024;  // staged tile per block, before padding
+constexpr int kWarps = kBlock / 32;
+constexpr std::size_t kLaneBytes = 64;  // input bytes a lane stages per tile
 }  // namespace
 
 Kernel emit_reduce_staged(const ReduceGroup& g, const Target& t) {
   ReduceKernelWriter k(g, reduce_kernel_name(g, "staged"));
-  const std::size_t acc_size = k.acc_type().size();
-  const int items = static_cast<int>(std::clamp<std::size_t>(kTileBytes / (kBlock * acc_size), 1, 16));
-  const int tile = kBlock * items;
-  const std::size_t smem = (static_cast<std::size_t>(tile) + tile / 32) * acc_size;
+  std::size_t in_bytes = 0;
+  for (const auto& in : g.inputs) in_bytes += in.type().size();
+  const int items = static_cast<int>(std::clamp<std::size_t>(kLaneBytes / std::max<std::size_t>(in_bytes, 1), 1, 16));
+  const int warp_tile = 32 * items;
+  const std::size_t smem = static_cast<std::size_t>(kWarps) * (warp_tile + warp_tile / 32) * in_bytes;
   const int by_threads = t.max_threads_per_sm / kBlock;
-  const int by_smem = static_cast<int>(std::max<std::size_t>(1, (t.shared_per_block_optin) / (smem + 1024)));
+  const int by_smem = static_cast<int>(std::max<std::size_t>(1, t.shared_per_block_optin / (smem + 1024)));
   const int blocks_per_sm = std::max(1, std::min(by_threads, by_smem));
   const int max_grid = t.sm_count * blocks_per_sm;
 
   SourceWriter w;
   w.line("namespace {");
   w.line("constexpr int kBlock = " + std::to_string(kBlock) + ";");
-  w.line("constexpr int kItems = " + std::to_string(items) + ";  // consecutive elements per thread per tile");
-  w.line("constexpr int kTile = kBlock * kItems;");
-  w.line("// Shared-memory slot of tile element s: one slot of padding per 32 elements.");
+  w.line("constexpr int kWarps = kBlock / 32;");
+  w.line("constexpr int kItems = " + std::to_string(items) + ";  // consecutive elements per lane per tile");
+  w.line("constexpr int kWarpTile = 32 * kItems;");
+  w.line("// Shared-memory slot of tile element s: one slot of padding per 32 elements, so lane l");
+  w.line("// reading element l * kItems + k does not collide with its neighbours' banks.");
   w.line("__device__ __forceinline__ int slot(int s) { return s + s / 32; }");
   w.line("}  // namespace");
   w.line();
   k.open_kernel(w, kBlock);
   k.emit_functions(w);
   w.line();
-  w.line("__shared__ " + k.acc() + " tile[kTile + kTile / 32];");
-  w.line("const long long tiles = (n + kTile - 1) / kTile;");
-  w.comment("This block's contiguous range of tiles: the first tiles % gridDim.x blocks take one more.");
-  w.line("const long long share = tiles / gridDim.x;");
-  w.line("const long long extra = tiles % gridDim.x;");
-  w.line("const long long begin = blockIdx.x * share + min((long long)blockIdx.x, extra);");
-  w.line("const long long end = begin + share + (blockIdx.x < extra ? 1 : 0);");
-  w.line(k.acc() + " running = identity;  // meaningful in thread 0");
-  w.line("__shared__ " + k.acc() + " warp_values[kBlock / 32];");
+  for (std::size_t j = 0; j < g.inputs.size(); ++j)
+    w.line("__shared__ " + k.types().name(g.inputs[j].type()) + " stage_" + k.input_name(j) +
+           "[kWarps][kWarpTile + kWarpTile / 32];");
+  w.line("const int lane = threadIdx.x % 32;");
+  w.line("const int warp = threadIdx.x / 32;");
+  w.comment("This warp's contiguous range of tiles: the first tiles % warps warps take one more.");
+  w.line("const long long tiles = (n + kWarpTile - 1) / kWarpTile;");
+  w.line("const long long warps = (long long)gridDim.x * kWarps;");
+  w.line("const long long me = (long long)blockIdx.x * kWarps + warp;");
+  w.line("const long long share = tiles / warps;");
+  w.line("const long long extra = tiles % warps;");
+  w.line("const long long begin = me * share + min(me, extra);");
+  w.line("const long long end = begin + share + (me < extra ? 1 : 0);");
+  w.line(k.acc() + " running = identity;  // the warp's value so far, in lane 0");
   w.open("for (long long t = begin; t < end; ++t)");
-  w.line("const long long base = t * kTile;");
-  w.comment("Coalesced: in step k, thread x loads element base + k * kBlock + x.");
+  w.line("const long long base = t * kWarpTile;");
+  w.comment("Coalesced: in step k, lane l loads element base + k * 32 + l.");
   w.line("#pragma unroll");
   w.open("for (int k = 0; k < kItems; ++k)");
-  w.line("const int s = k * kBlock + threadIdx.x;");
+  w.line("const int s = k * 32 + lane;");
+  w.line("const long long i = base + s;");
+  w.open("if (i < n)");
+  for (std::size_t j = 0; j < g.inputs.size(); ++j)
+    w.line("stage_" + k.input_name(j) + "[warp][slot(s)] = in_" + k.input_name(j) + "[i];");
+  w.close();
+  w.close();
+  w.line("__syncwarp();");
+  w.comment("Lane l folds elements l * kItems ... l * kItems + kItems - 1, in order.");
+  w.line(k.acc() + " value = identity;");
+  w.line("#pragma unroll");
+  w.open("for (int k = 0; k < kItems; ++k)");
+  w.line("const int s = lane * kItems + k;");
   w.line("const long long i = base + s;");
   {
     std::vector<std::string> vals;
-    for (std::size_t j = 0; j < g.inputs.size(); ++j) vals.push_back("in_" + k.input_name(j) + "[i]");
-    w.line("tile[slot(s)] = i < n ? " + k.element_call(vals, "i") + " : identity;");
+    for (std::size_t j = 0; j < g.inputs.size(); ++j) vals.push_back("stage_" + k.input_name(j) + "[warp][slot(s)]");
+    w.line("if (i < n) value = combine(value, " + k.element_call(vals, "i") + ");");
   }
   w.close();
-  w.line("__syncthreads();");
-  w.comment("Thread x folds elements x * kItems ... x * kItems + kItems - 1, in order.");
-  w.line(k.acc() + " value = tile[slot(threadIdx.x * kItems)];");
-  w.line("#pragma unroll");
-  w.line("for (int k = 1; k < kItems; ++k) value = combine(value, tile[slot(threadIdx.x * kItems + k)]);");
-  w.comment("block_reduce ends with a barrier, so the tile may be overwritten next iteration.");
-  w.line("value = ff::block_reduce<kBlock>(value, combine, identity, warp_values);");
-  w.line("if (threadIdx.x == 0) running = combine(running, value);");
+  w.line("__syncwarp();  // the stage is overwritten by the next tile");
+  w.line("value = ff::warp_reduce(value, combine);");
+  w.line("if (lane == 0) running = combine(running, value);");
   w.close();
   k.emit_finish(w, "running", true);
   w.close();
@@ -80,12 +99,12 @@ Kernel emit_reduce_staged(const ReduceGroup& g, const Target& t) {
   out.strategy = Strategy::Staged;
   out.block = kBlock;
   out.max_grid = max_grid;
-  out.items_per_block_step = tile;
+  out.items_per_block_step = kWarps * warp_tile;
   out.args = k.args();
-  out.summary = "staged (order-preserving): block " + std::to_string(kBlock) + ", " + std::to_string(items) +
-                " items per thread, tile " + std::to_string(tile) + " elements (" + std::to_string(smem) +
-                " bytes of shared memory, padded), grid <= " + std::to_string(max_grid) + " (" +
-                std::to_string(blocks_per_sm) + " x " + std::to_string(t.sm_count) + " SMs)";
+  out.summary = "staged (order-preserving): block " + std::to_string(kBlock) + ", warp tiles of " +
+                std::to_string(warp_tile) + " elements (" + std::to_string(items) + " per lane), " +
+                std::to_string(smem) + " bytes of shared memory per block, grid <= " + std::to_string(max_grid) +
+                " (" + std::to_string(blocks_per_sm) + " x " + std::to_string(t.sm_count) + " SMs)";
   bool all_commutative = true;
   for (const auto& r : g.reduces) all_commutative = all_commutative && r.op->monoid.is_commutative();
   out.why = all_commutative ? "strategy staged was asked for"

@@ -48,10 +48,10 @@ struct Kernel {
 };
 
 // A device scalar slot: a reduction's result, written by one kernel and read by later
-// kernels or copied back to the host. Slots live at the start of the run's scratch.
+// kernels or copied back to the host. Slots live in one device buffer per program.
 struct ScalarSlot {
   Type type;
-  std::size_t offset = 0;  // bytes into the scratch region
+  std::size_t offset = 0;  // bytes into the program's scalar buffer
 };
 
 // One kernel launch of a run: its domain, grid, and where each Scratch argument points.

@@ -50,6 +50,8 @@ class Result {
  public:
   static Result scalar(Value v);
   static Result array(std::shared_ptr<detail::DeviceContext> ctx, CUdeviceptr ptr, std::size_t n, Type t);
+  // A scalar still on the device (run_async): read on first use of value().
+  static Result pending_scalar(std::shared_ptr<detail::DeviceContext> ctx, CUdeviceptr ptr, Type t);
   Result(Result&&) noexcept;
   Result& operator=(Result&&) noexcept;
   ~Result();
@@ -99,7 +101,8 @@ class Result {
   Released release(const Type& want);
   void copy_out(const Type& want, void* host) const;
 
-  Value value_;
+  mutable Value value_;
+  mutable CUdeviceptr pending_ = 0;  // device address of a scalar not read back yet
   std::shared_ptr<detail::DeviceContext> ctx_;
   bool is_array_ = false;
   CUdeviceptr ptr_ = 0;

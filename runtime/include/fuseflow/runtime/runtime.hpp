@@ -140,6 +140,13 @@ class Runtime {
     return move_to_array(all, std::make_index_sequence<N>{});
   }
 
+  // Like run, without waiting: the kernels are queued on the stream and run_async
+  // returns at once. A scalar result stays on the device until its value() is read
+  // (which waits); it is overwritten when the same program runs again, so read it
+  // before that. Arrays are ready once the stream reaches them.
+  Result run_async(const Expr& result, const Bindings& bindings = {});
+  std::vector<Result> run_async(const Program& program, const Bindings& bindings = {});
+
   // --- state --------------------------------------------------------------------
   const DeviceProperties& properties() const noexcept { return properties_; }
   KernelCache& cache() noexcept { return cache_; }
@@ -152,6 +159,7 @@ class Runtime {
 
  private:
   LoadedKernel& load_module(const CacheResult& found, std::string_view kernel_name);
+  std::vector<Result> execute(const Program& program, const Bindings& bindings, bool wait);
   void launch_kernel(const KernelHandle& kernel, int grid, int block, std::size_t smem, void** args);
   template <std::size_t... I>
   static std::array<Result, sizeof...(I)> move_to_array(std::vector<Result>& all, std::index_sequence<I...>) {
