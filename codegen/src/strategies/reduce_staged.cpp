@@ -64,28 +64,44 @@ Kernel emit_reduce_staged(const ReduceGroup& g, const Target& t) {
   w.line(k.acc() + " running = identity;  // the warp's value so far, in lane 0");
   w.open("for (long long t = begin; t < end; ++t)");
   w.line("const long long base = t * kWarpTile;");
-  w.comment("Coalesced: in step k, lane l loads element base + k * 32 + l.");
-  w.line("#pragma unroll");
-  w.open("for (int k = 0; k < kItems; ++k)");
-  w.line("const int s = k * 32 + lane;");
-  w.line("const long long i = base + s;");
-  w.open("if (i < n)");
-  for (std::size_t j = 0; j < g.inputs.size(); ++j)
-    w.line("stage_" + k.input_name(j) + "[warp][slot(s)] = in_" + k.input_name(j) + "[i];");
-  w.close();
-  w.close();
-  w.line("__syncwarp();");
-  w.comment("Lane l folds elements l * kItems ... l * kItems + kItems - 1, in order.");
-  w.line(k.acc() + " value = identity;");
-  w.line("#pragma unroll");
-  w.open("for (int k = 0; k < kItems; ++k)");
-  w.line("const int s = lane * kItems + k;");
-  w.line("const long long i = base + s;");
-  {
-    std::vector<std::string> vals;
-    for (std::size_t j = 0; j < g.inputs.size(); ++j) vals.push_back("stage_" + k.input_name(j) + "[warp][slot(s)]");
-    w.line("if (i < n) value = combine(value, " + k.element_call(vals, "i") + ");");
-  }
+  w.line(k.acc() + " value;");
+  // One tile: a full one needs no bounds checks and starts the fold from its first
+  // element; the last, partial tile checks every index and starts from the identity.
+  auto tile = [&](bool full) {
+    w.comment("Coalesced: in step k, lane l loads element base + k * 32 + l.");
+    w.line("#pragma unroll");
+    w.open("for (int k = 0; k < kItems; ++k)");
+    w.line("const int s = k * 32 + lane;");
+    std::string store;
+    for (std::size_t j = 0; j < g.inputs.size(); ++j)
+      store += (j ? " " : "") + std::string("stage_") + k.input_name(j) + "[warp][slot(s)] = in_" + k.input_name(j) + "[base + s];";
+    w.line(full ? store : "if (base + s < n) { " + store + " }");
+    w.close();
+    w.line("__syncwarp();");
+    w.comment("Lane l folds elements l * kItems ... l * kItems + kItems - 1, in order.");
+    auto at = [&](const std::string& s_expr) {
+      std::vector<std::string> vals;
+      for (std::size_t j = 0; j < g.inputs.size(); ++j) vals.push_back("stage_" + k.input_name(j) + "[warp][slot(" + s_expr + ")]");
+      return k.element_call(vals, "base + " + s_expr);
+    };
+    if (full) {
+      w.line("value = " + at("lane * kItems") + ";");
+      w.line("#pragma unroll");
+      w.line("for (int k = 1; k < kItems; ++k) value = combine(value, " + at("lane * kItems + k") + ");");
+    } else {
+      w.line("value = identity;");
+      w.line("#pragma unroll");
+      w.open("for (int k = 0; k < kItems; ++k)");
+      w.line("const int s = lane * kItems + k;");
+      w.line("if (base + s < n) value = combine(value, " + at("s") + ");");
+      w.close();
+    }
+  };
+  w.open("if (base + kWarpTile <= n)");
+  tile(true);
+  w.close("} else {");
+  w.indent();
+  tile(false);
   w.close();
   w.line("__syncwarp();  // the stage is overwritten by the next tile");
   w.line("value = ff::warp_reduce(value, combine);");
