@@ -19,6 +19,8 @@ def main():
         for r in csv.DictReader(f):
             if r.get("mode", "device") != "device":
                 continue  # plot GPU time per call; the sync rows add a fixed round trip
+            if r["op"].startswith("course"):
+                continue  # printed as a table, not plotted
             if r["op"] == "mssp CUB Reduce":
                 continue  # wrong answers: not a bandwidth to compare against
             rows[r["op"]].append(r)

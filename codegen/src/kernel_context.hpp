@@ -1,6 +1,7 @@
 #pragma once
 // What an emitter is given: the ops fused into one kernel, the program-level leaves they
 // read, and the target. Built by the planner; shared by every strategy's emitter.
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -37,7 +38,11 @@ struct ReduceGroup {
 // accumulator type, the combine and element lambdas, and the final combine.
 class ReduceKernelWriter {
  public:
-  ReduceKernelWriter(const ReduceGroup& g, std::string kernel_name);
+  // How block results leave the kernel: the last block combines block partials
+  // (partials + ticket arguments), each block writes its partial (partials only), or the
+  // kernel writes the outputs itself (atomics: neither).
+  enum class Partials : std::uint8_t { LastBlockCombines, PerBlock, None };
+  ReduceKernelWriter(const ReduceGroup& g, std::string kernel_name, Partials partials = Partials::LastBlockCombines);
 
   const Type& acc_type() const { return acc_type_; }
   std::string acc() { return types_.name(acc_type_); }
@@ -48,7 +53,16 @@ class ReduceKernelWriter {
   // "extern "C" __global__ void NAME(params) {" — opens the body.
   void open_kernel(SourceWriter& w, int block);
   // Defines `identity`, `combine` and `element(...)` inside the kernel body.
-  void emit_functions(SourceWriter& w);
+  void emit_functions(SourceWriter& w) {
+    emit_combine(w);
+    emit_element(w);
+  }
+  // `identity` and `combine` alone (kernels that read accumulators, not inputs).
+  void emit_combine(SourceWriter& w);
+  // Reads of earlier results, then `element(...)`.
+  void emit_element(SourceWriter& w);
+  // The output stores for `total` (an accumulator), one per fused reduction.
+  void emit_output_stores(SourceWriter& w, const std::string& total);
   // The call of `element` for element index `index_expr`, reading input j as
   // `load(j)`, e.g. "element(in_x[i], i)".
   std::string element_call(const std::vector<std::string>& input_values, const std::string& index_expr) const;
@@ -65,6 +79,7 @@ class ReduceKernelWriter {
  private:
   const ReduceGroup& g_;
   std::string name_;
+  Partials partials_;
   CudaTypes types_;
   Type acc_type_;
   std::vector<std::string> input_names_;
@@ -76,5 +91,10 @@ std::string reduce_kernel_name(const ReduceGroup& g, const char* strategy);
 // Strategy emitters.
 Kernel emit_reduce_chunked(const ReduceGroup& g, const Target& t);
 Kernel emit_reduce_staged(const ReduceGroup& g, const Target& t);
+// Tree: kernel 0 reduces kBlock-element blocks of the input, kernel 1 reduces blocks of
+// partials; the schedule repeats kernel 1 until one value is left.
+std::vector<Kernel> emit_reduce_tree(const ReduceGroup& g, const Target& t);
+// Atomic: kernel 0 writes the identity, kernel 1 adds every element with an atomic.
+std::vector<Kernel> emit_reduce_atomic(const ReduceGroup& g, const Target& t);
 
 }  // namespace fuseflow::codegen

@@ -74,6 +74,22 @@ std::function<void(std::int64_t, ScheduleBuilder&)> one_pass_step(int index, con
   };
 }
 
+// The tree's levels: kernel `first` over the inputs, then kernel `level` over partials
+// until one block is left.
+std::function<void(std::int64_t, ScheduleBuilder&)> tree_step(int first, int level, std::size_t acc_bytes, int block) {
+  return [=](std::int64_t n, ScheduleBuilder& b) {
+    std::int64_t blocks = std::max<std::int64_t>(1, (n + block - 1) / block);
+    std::size_t in = b.allocate(static_cast<std::size_t>(blocks) * acc_bytes);
+    b.launch({first, n, static_cast<int>(blocks), {in}});
+    for (std::int64_t m = blocks; m > 1; m = blocks) {
+      blocks = (m + block - 1) / block;
+      std::size_t next = b.allocate(static_cast<std::size_t>(blocks) * acc_bytes);
+      b.launch({level, m, static_cast<int>(blocks), {in, next}});
+      in = next;
+    }
+  };
+}
+
 struct PlannedReduce {
   FusedReduce fused;
   int stage = 0;
@@ -110,8 +126,6 @@ Plan plan(const Program& program, const Target& target) {
   for (const auto& op : program.ops()) {
     if (op->kind == OpKind::Filter) continue;  // fused into its consumers below
     if (op->kind != OpKind::Reduce) unsupported(op_name(op->kind));
-    if (op->strategy == Strategy::Tree || op->strategy == Strategy::Atomic)
-      unsupported(std::string("reduce strategy ") + strategy_name(op->strategy));
     PlannedReduce r;
     Expr mask;
     r.fused.op = op;
@@ -184,8 +198,29 @@ Plan plan(const Program& program, const Target& target) {
       }
       fill_leaves(g, program, exprs, slot_of);
       if (g.inputs.empty()) unsupported("a reduction that reads no input array");
+      const int at = static_cast<int>(plan.kernels.size());
+      if (strategy == Strategy::Tree) {
+        std::vector<Kernel> ks = emit_reduce_tree(g, target);
+        std::size_t acc_bytes = ks[1].args[0].type.size();
+        plan.steps.push_back(tree_step(at, at + 1, acc_bytes, ks[0].block));
+        for (auto& k : ks) plan.kernels.push_back(std::move(k));
+        continue;
+      }
+      if (strategy == Strategy::Atomic) {
+        // One atomic kernel per reduction: each needs its own atomic on its own result.
+        for (const auto& r : g.reduces) {
+          ReduceGroup single = g;
+          single.reduces = {r};
+          std::vector<Kernel> ks = emit_reduce_atomic(single, target);
+          for (auto& k : ks) {
+            plan.steps.push_back(one_pass_step(static_cast<int>(plan.kernels.size()), k, k.args));
+            plan.kernels.push_back(std::move(k));
+          }
+        }
+        continue;
+      }
       Kernel k = strategy == Strategy::Chunked ? emit_reduce_chunked(g, target) : emit_reduce_staged(g, target);
-      plan.steps.push_back(one_pass_step(static_cast<int>(plan.kernels.size()), k, k.args));
+      plan.steps.push_back(one_pass_step(at, k, k.args));
       if (members.size() > 1)
         plan.notes.push_back(std::to_string(members.size()) + " reductions share kernel " + k.name +
                              ": one pass over the inputs");

@@ -72,6 +72,16 @@ std::vector<Entry> make_entries() {
       {"sum_staged", "sum with the order-preserving strategy forced", [] {
          return Program(reduce(input<float>("x"), plus, strategy::staged));
        }},
+      {"sum_tree", "sum with the multi-pass tree strategy (the course's, for study)", [] {
+         return Program(reduce(input<float>("x"), plus, strategy::tree));
+       }},
+      {"sum_atomic", "sum with one atomicAdd per element (the course's, for study)", [] {
+         return Program(reduce(input<float>("x"), plus, strategy::atomic));
+       }},
+      {"mssp_tree", "maximum segment sum with the tree strategy: order kept across levels", [] {
+         auto x = input<int>("x");
+         return Program(reduce(mssp_parts(x), mssp(), strategy::tree));
+       }},
   };
 }
 }  // namespace

@@ -336,3 +336,42 @@ TEST_CASE("run_async leaves scalars on the device until they are read") {
   CHECK(pending[0].value() == want[0].scalar);
   CHECK(pending[1].value() == want[1].scalar);
 }
+
+TEST_CASE("the study strategies tree and atomic give the reference's answer") {
+  const std::vector<ScalarCase> cases = {
+      {"sum tree", [](const ff::Expr& x) { return ff::reduce(x, ff::plus, ff::strategy::tree); }, false},
+      {"sum atomic", [](const ff::Expr& x) { return ff::reduce(x, ff::plus, ff::strategy::atomic); }, false},
+      {"max tree", [](const ff::Expr& x) { return ff::reduce(x, ff::max, ff::strategy::tree); }, true},
+      {"argmax tree", [](const ff::Expr& x) { return ff::reduce(ff::zip(x, ff::index()), ff::argmax, ff::strategy::tree); }, true},
+  };
+  for (const auto& c : cases)
+    for (std::int64_t n : kSizes) {
+      run_scalar_case<std::int32_t>(c, n, -1000, 1000);
+      run_scalar_case<float>(c, n, -1, 1);
+    }
+  ScalarCase imax{"max atomic", [](const ff::Expr& x) { return ff::reduce(x, ff::max, ff::strategy::atomic); }, true};
+  for (std::int64_t n : kSizes) run_scalar_case<std::int64_t>(imax, n, -1e12, 1e12);
+  ff::Runtime& rt = runtime();
+  for (std::int64_t n : {0LL, 1LL, 257LL, 65537LL, (1LL << 20) + 7}) {
+    std::vector<int> host(static_cast<std::size_t>(n));
+    std::uniform_int_distribution<int> d(-100, 100);
+    for (auto& v : host) v = d(rng());
+    auto x = ff::input<int>("x");
+    ff::Expr prog = ff::reduce(ff::catalog::mssp_parts(x), ff::catalog::mssp(), ff::strategy::tree);
+    auto dev = rt.upload(host);
+    ff::Value got = rt.run(prog, {{x, dev}}).value();
+    ff::HostBindings b;
+    b.bind(x, ff::HostArray::from(host));
+    CHECK(got == ff::evaluate(prog, b)[0].scalar);
+  }
+}
+
+TEST_CASE("strategy atomic on a type without an atomic is a clear error") {
+  ff::Runtime& rt = runtime();
+  auto x = ff::input<float>("x");
+  auto dev = rt.upload(std::vector<float>{1, 2, 3});
+  CHECK_THROWS_WITH_AS(rt.run(ff::reduce(x, ff::max, ff::strategy::atomic), {{x, dev}}),
+                       "fuseflow: reduce: strategy atomic supports plus on 32- and 64-bit numbers and min/max on 32- and "
+                       "64-bit integers; got max on f32",
+                       ff::GraphError);
+}

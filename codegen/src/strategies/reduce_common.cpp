@@ -24,8 +24,8 @@ std::string reduce_kernel_name(const ReduceGroup& g, const char* strategy) {
   return s;
 }
 
-ReduceKernelWriter::ReduceKernelWriter(const ReduceGroup& g, std::string kernel_name)
-    : g_(g), name_(std::move(kernel_name)) {
+ReduceKernelWriter::ReduceKernelWriter(const ReduceGroup& g, std::string kernel_name, Partials partials)
+    : g_(g), name_(std::move(kernel_name)), partials_(partials) {
   if (g.reduces.size() == 1) {
     acc_type_ = g.reduces[0].op->monoid.type();
   } else {
@@ -52,8 +52,8 @@ std::vector<Arg> ReduceKernelWriter::args() const {
     a.push_back({Arg::Kind::Scalar, s, "s" + std::to_string(s), g_.slot_types[static_cast<std::size_t>(s)]});
   for (const auto& r : g_.reduces)
     a.push_back({Arg::Kind::ScalarOutput, r.output_slot, "out" + std::to_string(r.output_slot), r.op->monoid.type()});
-  a.push_back({Arg::Kind::Scratch, 0, "partials", acc_type_});
-  a.push_back({Arg::Kind::Ticket, 0, "ticket", ScalarType::U32});
+  if (partials_ != Partials::None) a.push_back({Arg::Kind::Scratch, 0, "partials", acc_type_});
+  if (partials_ == Partials::LastBlockCombines) a.push_back({Arg::Kind::Ticket, 0, "ticket", ScalarType::U32});
   return a;
 }
 
@@ -78,13 +78,9 @@ void ReduceKernelWriter::open_kernel(SourceWriter& w, int block) {
   w.indent();
 }
 
-void ReduceKernelWriter::emit_functions(SourceWriter& w) {
+void ReduceKernelWriter::emit_combine(SourceWriter& w) {
   const bool fused = g_.reduces.size() > 1;
   std::string acc_name = acc();
-  // Results of earlier kernels, read once per thread.
-  for (int s : g_.scalars_read)
-    w.line("const " + types_.name(g_.slot_types[static_cast<std::size_t>(s)]) + " r" + std::to_string(s) + " = *s" +
-           std::to_string(s) + ";");
   std::vector<Value> ids;
   for (const auto& r : g_.reduces) ids.push_back(r.op->monoid.identity());
   w.line("const " + acc_name + " identity = " + types_.literal(fused ? Value::tuple(ids) : ids[0]) + ";");
@@ -103,7 +99,15 @@ void ReduceKernelWriter::emit_functions(SourceWriter& w) {
   for (const auto& p : parts) joined += (joined.empty() ? "" : ", ") + p;
   w.line("return " + (fused ? acc_name + "{" + joined + "}" : parts[0]) + ";");
   w.close("};");
+}
 
+void ReduceKernelWriter::emit_element(SourceWriter& w) {
+  const bool fused = g_.reduces.size() > 1;
+  std::string acc_name = acc();
+  // Results of earlier kernels, read once per thread.
+  for (int s : g_.scalars_read)
+    w.line("const " + types_.name(g_.slot_types[static_cast<std::size_t>(s)]) + " r" + std::to_string(s) + " = *s" +
+           std::to_string(s) + ";");
   // element(inputs..., i): the fused map's contribution of element i.
   std::string sig = "const auto element = [&](";
   for (std::size_t j = 0; j < g_.inputs.size(); ++j)
@@ -125,7 +129,7 @@ void ReduceKernelWriter::emit_functions(SourceWriter& w) {
     }
     throw GraphError("codegen: unexpected leaf in a reduction's map: " + to_string(leaf));
   });
-  parts.clear();
+  std::vector<std::string> parts;
   for (std::size_t j = 0; j < g_.reduces.size(); ++j) {
     const auto& r = g_.reduces[j];
     std::string v = e.emit(r.value);
@@ -137,7 +141,7 @@ void ReduceKernelWriter::emit_functions(SourceWriter& w) {
     }
     parts.push_back(v);
   }
-  joined.clear();
+  std::string joined;
   for (const auto& p : parts) joined += (joined.empty() ? "" : ", ") + p;
   w.line("return " + (fused ? acc_name + "{" + joined + "}" : parts[0]) + ";");
   w.close("};");
@@ -151,7 +155,6 @@ std::string ReduceKernelWriter::element_call(const std::vector<std::string>& inp
 }
 
 void ReduceKernelWriter::emit_finish(SourceWriter& w, const std::string& value, bool ordered) {
-  const bool fused = g_.reduces.size() > 1;
   w.line();
   w.comment(ordered ? "The warps' values in warp order (lane 0 of each holds it; the other lanes hold the\n"
                       "identity), then the last block combines the block partials in block order."
@@ -163,10 +166,15 @@ void ReduceKernelWriter::emit_finish(SourceWriter& w, const std::string& value, 
   w.open("if (ff::take_last_block_ticket(ticket))");
   w.line("const " + acc() + " total = ff::combine_partials<kBlock>(partials, gridDim.x, combine, identity, warp_partials);");
   w.open("if (threadIdx.x == 0)");
+  emit_output_stores(w, "total");
+  w.close();
+  w.close();
+}
+
+void ReduceKernelWriter::emit_output_stores(SourceWriter& w, const std::string& total) {
+  const bool fused = g_.reduces.size() > 1;
   for (std::size_t j = 0; j < g_.reduces.size(); ++j)
-    w.line("*out" + std::to_string(g_.reduces[j].output_slot) + " = total" + (fused ? ".f" + std::to_string(j) : "") + ";");
-  w.close();
-  w.close();
+    w.line("*out" + std::to_string(g_.reduces[j].output_slot) + " = " + total + (fused ? ".f" + std::to_string(j) : "") + ";");
 }
 
 std::string ReduceKernelWriter::assemble(const std::string& strategy_comment, const std::string& body) {

@@ -1,0 +1,97 @@
+// Reduce with per-element atomics: "atomic" (kept to reproduce the course's measurements,
+// never chosen automatically). Kernel 0 writes the identity; kernel 1 has every thread
+// apply atomicAdd / atomicMin / atomicMax to the single result for each element of a
+// grid-strided loop. Every element contends for one address, so it is slow at scale; a
+// float sum's rounding depends on the order the atomics land in, so it is not
+// deterministic. Supports plus on numbers and min/max on integers.
+#include "../kernel_context.hpp"
+
+namespace fuseflow::codegen {
+
+namespace {
+constexpr int kBlock = 256;
+
+// The atomic for a built-in monoid on `t`, or "" when there is none.
+std::string atomic_function(const Monoid& m) {
+  const Type& t = m.type();
+  if (!t.is_scalar() || t.is_bool()) return "";
+  const bool small = t.size() < 4;
+  if (small) return "";
+  if (m.kind() == MonoidKind::Plus) return "atomicAdd";
+  if ((m.kind() == MonoidKind::Min || m.kind() == MonoidKind::Max) && t.is_integral())
+    return m.kind() == MonoidKind::Min ? "atomicMin" : "atomicMax";
+  return "";
+}
+
+// CUDA's atomics take unsigned long long for 64-bit adds; two's complement makes that
+// right for signed values too.
+std::string atomic_target(const Type& t, const std::string& ptr, const std::string& fn) {
+  if (fn == "atomicAdd" && t.scalar() == ScalarType::I64) return "(unsigned long long*)" + ptr;
+  return ptr;
+}
+std::string atomic_value(const Type& t, const std::string& v, const std::string& fn) {
+  if (fn == "atomicAdd" && t.scalar() == ScalarType::I64) return "(unsigned long long)" + v;
+  return v;
+}
+}  // namespace
+
+std::vector<Kernel> emit_reduce_atomic(const ReduceGroup& g, const Target& t) {
+  const FusedReduce& r = g.reduces.at(0);
+  const Monoid& m = r.op->monoid;
+  const std::string fn = atomic_function(m);
+  if (g.reduces.size() != 1 || fn.empty())
+    throw GraphError("reduce: strategy atomic supports plus on 32- and 64-bit numbers and min/max on 32- and 64-bit "
+                     "integers; got " + m.name() + " on " + m.type().name());
+  std::vector<Kernel> out;
+  const std::string slot = "out" + std::to_string(r.output_slot);
+  {
+    ReduceKernelWriter k(g, reduce_kernel_name(g, "atomic_init"), ReduceKernelWriter::Partials::None);
+    SourceWriter w;
+    std::vector<Arg> args = {{Arg::Kind::ScalarOutput, r.output_slot, slot, m.type()}};
+    w.line("extern \"C\" __global__ void " + k.name() + "(" + k.types().name(m.type()) + "* __restrict__ " + slot + ") {");
+    w.indent();
+    w.line("*" + slot + " = " + k.types().literal(m.identity()) + ";");
+    w.close();
+    Kernel init;
+    init.name = k.name();
+    init.strategy = Strategy::Atomic;
+    init.block = 1;
+    init.max_grid = 1;
+    init.items_per_block_step = 1;
+    init.args = args;
+    init.summary = "atomic: the result starts at the identity";
+    init.source = k.assemble("strategy: atomic, first kernel: write the identity", w.str());
+    out.push_back(std::move(init));
+  }
+  {
+    ReduceKernelWriter k(g, reduce_kernel_name(g, "atomic"), ReduceKernelWriter::Partials::None);
+    SourceWriter w;
+    w.line("namespace {");
+    w.line("constexpr int kBlock = " + std::to_string(kBlock) + ";");
+    w.line("}  // namespace");
+    w.line();
+    k.open_kernel(w, kBlock);
+    k.emit_element(w);
+    w.open("for (long long i = (long long)blockIdx.x * kBlock + threadIdx.x; i < n; i += (long long)gridDim.x * kBlock)");
+    std::vector<std::string> vals;
+    for (std::size_t j = 0; j < g.inputs.size(); ++j) vals.push_back("in_" + k.input_name(j) + "[i]");
+    w.line(fn + "(" + atomic_target(m.type(), slot, fn) + ", " + atomic_value(m.type(), k.element_call(vals, "i"), fn) + ");");
+    w.close();
+    w.close();
+    Kernel main;
+    main.name = k.name();
+    main.strategy = Strategy::Atomic;
+    main.block = kBlock;
+    main.max_grid = t.sm_count * (t.max_threads_per_sm / kBlock);
+    main.items_per_block_step = kBlock;
+    main.args = k.args();
+    main.summary = "atomic: one " + fn + " per element on the single result, block " + std::to_string(kBlock) +
+                   ", grid-strided, grid <= " + std::to_string(main.max_grid) + " (not deterministic for floats)";
+    main.why = "strategy atomic was asked for (kept to reproduce the course's measurements)";
+    main.source = k.assemble("strategy: " + main.summary, w.str());
+    out.push_back(std::move(main));
+  }
+  return out;
+}
+
+}  // namespace fuseflow::codegen
