@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "kernel_context.hpp"
+#include "scan_context.hpp"
 
 namespace fuseflow::codegen {
 
@@ -115,6 +116,72 @@ void fill_leaves(ReduceGroup& g, const Program& p, const std::vector<Expr>& expr
   std::sort(g.scalars_read.begin(), g.scalars_read.end());
 }
 
+// ---- scans ---------------------------------------------------------------------------
+// A program output over a scan's result (the scan itself, or a map of it) is written by
+// the scan's kernel: the scan's input map is inlined into its loads (prologue), a filter
+// feeding it becomes a masked scan, and the output's map is the epilogue applied before
+// the store. One kernel per scan writes every output that reads it. Scans run after the
+// reductions, so their maps may read reductions' results.
+
+void collect_scans(const Expr& e, std::set<const OpNode*>& scans, std::set<const ExprNode*>& seen) {
+  if (!seen.insert(e.get()).second) return;
+  if (e.kind() == ExprKind::Result && e.node().op->kind == OpKind::Scan) scans.insert(e.node().op.get());
+  for (const auto& a : e.args()) collect_scans(a, scans, seen);
+}
+
+const OpNode* scan_of(const Expr& output) {
+  std::set<const OpNode*> scans;
+  std::set<const ExprNode*> seen;
+  collect_scans(output, scans, seen);
+  if (scans.size() > 1) unsupported("an output that combines the results of several scans");
+  return scans.empty() ? nullptr : *scans.begin();
+}
+
+void plan_scans(const Program& program, const Target& target, const std::vector<int>& output_ids,
+                const ReduceGroup& context, std::map<const ExprNode*, Expr>& memo, Plan& plan) {
+  std::vector<ScanGroup> groups;
+  for (int id : output_ids) {
+    const Expr& o = program.outputs()[static_cast<std::size_t>(id)];
+    const OpNode* op = scan_of(o);
+    auto g = std::find_if(groups.begin(), groups.end(), [&](const ScanGroup& x) { return x.op.get() == op; });
+    if (g == groups.end()) {
+      ScanGroup fresh;
+      for (const auto& p : program.ops())
+        if (p.get() == op) fresh.op = p;
+      groups.push_back(std::move(fresh));
+      g = groups.end() - 1;
+    }
+    g->outputs.push_back(o);
+    g->output_ids.push_back(id);
+  }
+  for (auto& g : groups) {
+    g.value = resolve_filters(g.op->values, g.mask, memo);
+    g.leaves.program_text = context.program_text;
+    g.leaves.slot_types = context.slot_types;
+    g.leaves.slot_of = context.slot_of;
+    std::vector<Expr> exprs = {g.value};
+    if (g.mask.valid()) exprs.push_back(g.mask);
+    exprs.insert(exprs.end(), g.outputs.begin(), g.outputs.end());
+    fill_leaves(g.leaves, program, exprs, context.slot_of);
+    const int at = static_cast<int>(plan.kernels.size());
+    const Type& t = g.op->monoid.type();
+    std::vector<Kernel> ks;
+    if (g.op->strategy == Strategy::ReduceThenScan) {
+      ks = emit_scan_reduce_then_scan(g, target);
+      plan.steps.push_back(reduce_then_scan_step(at, ks[0], t));
+    } else {
+      ks.push_back(emit_scan_lookback(g, target));
+      plan.steps.push_back(lookback_step(at, ks[0], t));
+    }
+    if (g.mask.valid()) plan.notes.push_back("filter -> scan: " + ks[0].name + " is a masked scan (dropped elements are the identity)");
+    for (const auto& o : g.outputs)
+      if (o.kind() != ExprKind::Result)
+        plan.notes.push_back("scan -> map: the map is " + ks.back().name + "'s epilogue, applied before the store");
+    for (auto& k : ks) plan.kernels.push_back(std::move(k));
+  }
+}
+// ---- end of scans --------------------------------------------------------------------
+
 }  // namespace
 
 Plan plan(const Program& program, const Target& target) {
@@ -125,6 +192,7 @@ Plan plan(const Program& program, const Target& target) {
 
   for (const auto& op : program.ops()) {
     if (op->kind == OpKind::Filter) continue;  // fused into its consumers below
+    if (op->kind == OpKind::Scan) continue;    // plan_scans
     if (op->kind != OpKind::Reduce) unsupported(op_name(op->kind));
     PlannedReduce r;
     Expr mask;
@@ -153,12 +221,17 @@ Plan plan(const Program& program, const Target& target) {
   // Outputs: reductions read their slot; arrays are computed by the final map kernel.
   std::vector<Expr> array_outputs;
   std::vector<int> array_output_ids;
+  std::vector<int> scan_output_ids;
   for (std::size_t i = 0; i < program.outputs().size(); ++i) {
     const Expr& o = program.outputs()[i];
     if (o.kind() == ExprKind::Result && o.node().op->scalar_output) {
       plan.output_scalar.push_back(slot_of.at(o.node().op.get()));
     } else {
       plan.output_scalar.push_back(-1);
+      if (scan_of(o)) {
+        scan_output_ids.push_back(static_cast<int>(i));
+        continue;
+      }
       Expr mask;
       Expr resolved = resolve_filters(o, mask, memo);
       if (mask.valid()) unsupported("a filter's compacted array as a program output");
@@ -229,6 +302,13 @@ Plan plan(const Program& program, const Target& target) {
     if (stage + 1 < stages)
       plan.notes.push_back("a reduction's result is used by a later map: the program splits after stage " +
                            std::to_string(stage) + ", the scalar stays on the device");
+  }
+  {
+    ReduceGroup context;
+    context.program_text = text;
+    context.slot_types = slot_types;
+    context.slot_of = slot_of;
+    plan_scans(program, target, scan_output_ids, context, memo, plan);
   }
   if (!array_outputs.empty()) {
     ReduceGroup leaves;

@@ -3,6 +3,7 @@
 // scratch it needs (scalar slots, block partials), launches the kernels in order on the
 // runtime's stream, and returns the results: scalars copied back in one transfer, arrays
 // left on the device.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -123,6 +124,7 @@ struct PreparedProgram {
   Program program;
   codegen::Plan plan;
   std::vector<KernelHandle> kernels;
+  std::vector<int> resident_grid;  // per kernel: blocks resident at once on the whole device
   std::shared_ptr<DeviceContext> context;
   CUdeviceptr scalars = 0;  // plan.scalar_bytes
 
@@ -168,7 +170,15 @@ detail::PreparedProgram& prepare(Runtime& rt, detail::Executor& ex, const Progra
   p->plan = codegen::plan(program, target);
   CompileOptions options = rt.compile_options();
   if (p->plan.scalar_bytes) p->scalars = context->allocate(p->plan.scalar_bytes);
-  for (const auto& k : p->plan.kernels) p->kernels.push_back(rt.load_kernel(k.source, k.name, options, embedded_headers()));
+  detail::DeviceContext::Scope scope(*context);
+  for (const auto& k : p->plan.kernels) {
+    p->kernels.push_back(rt.load_kernel(k.source, k.name, options, embedded_headers()));
+    int per_sm = 0;
+    rt.check(detail::driver_api()->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, p->kernels.back().function(),
+                                                                                k.block, k.shared_bytes),
+             "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+    p->resident_grid.push_back(std::max(1, per_sm) * props.sm_count);
+  }
   return *ex.programs.emplace(std::move(key), std::move(p)).first->second;
 }
 
@@ -294,7 +304,9 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
       if (arg.kind != codegen::Arg::Kind::Length && arg.kind != codegen::Arg::Kind::Param) put(&ptr, sizeof ptr);
       args.push_back(cells[a].data());
     }
-    launch_kernel(prep.kernels[static_cast<std::size_t>(launch.kernel)], launch.grid, k.block, k.shared_bytes, args.data());
+    int grid = launch.grid;
+    if (k.any_grid) grid = std::min(grid, prep.resident_grid[static_cast<std::size_t>(launch.kernel)]);
+    launch_kernel(prep.kernels[static_cast<std::size_t>(launch.kernel)], grid, k.block, k.shared_bytes, args.data());
   }
 
   // Scalars come back in one copy (run), or stay on the device until read (run_async).

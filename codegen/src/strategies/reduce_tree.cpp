@@ -47,6 +47,7 @@ std::vector<Kernel> emit_reduce_tree(const ReduceGroup& g, const Target& t) {
     first.block = kBlock;
     first.max_grid = 0x7fffffff;
     first.items_per_block_step = kBlock;
+  first.any_grid = false;  // one block per kBlock elements
     first.args = k.args();
     first.summary = "tree (multi-pass, order-preserving): block " + std::to_string(kBlock) +
                     ", one element per thread per level, a launch per level";
@@ -90,6 +91,7 @@ std::vector<Kernel> emit_reduce_tree(const ReduceGroup& g, const Target& t) {
     level.block = kBlock;
     level.max_grid = 0x7fffffff;
     level.items_per_block_step = kBlock;
+  level.any_grid = false;
     level.args = args;
     level.summary = "tree level: blocks of " + std::to_string(kBlock) + " partials";
     level.source = k.assemble(header("later levels: blocks of partials"), w.str());

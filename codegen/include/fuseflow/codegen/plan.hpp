@@ -42,6 +42,10 @@ struct Kernel {
   int max_grid = 1;    // the fixed grid for this device
   int items_per_block_step = 1;  // elements one block covers per pass: grid = min(max_grid, ceil(n / this))
   std::size_t shared_bytes = 0;  // dynamic shared memory
+  // The kernel strides over its domain, so any grid is correct: the runtime may lower
+  // the grid to the blocks that are resident at once (registers permitting), so a
+  // persistent kernel never runs a second, nearly empty wave.
+  bool any_grid = true;
   std::vector<Arg> args;
   std::string summary;  // strategy and constants, in words
   std::string why;      // why this strategy

@@ -19,7 +19,8 @@ namespace fuseflow::detail {
   X(cuMemAlloc) X(cuMemFree) X(cuMemGetInfo)                                              \
   X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemsetD8Async)                            \
   X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction)                            \
-  X(cuFuncSetAttribute) X(cuLaunchKernel)
+  X(cuFuncSetAttribute) X(cuLaunchKernel)                                                  \
+  X(cuOccupancyMaxActiveBlocksPerMultiprocessor)
 
 struct DriverApi {
 #define FUSEFLOW_DRIVER_MEMBER(name) decltype(&::name) name = nullptr;

@@ -1,0 +1,181 @@
+// fuseflow device helper library: scans.
+//
+// Embedded into the fuseflow binary like collectives.cuh. Layered as in CUB: the warp
+// inclusive scan (shuffles) is the building block of the block scan; tile status and the
+// look-back of Merrill & Garland ("Single-pass Parallel Prefix Scan with Decoupled
+// Look-back", 2016) turn block scans into one device-wide pass.
+//
+// As in collectives.cuh, every combine keeps element order: the left operand always
+// covers lower indices, so non-commutative monoids (linear recurrences, MSSP) are exact.
+#pragma once
+
+#include <fuseflow/collectives.cuh>
+
+namespace ff {
+
+// Shuffles any trivially copyable value up the warp (from lane - delta), or from `lane`.
+template <typename T>
+__device__ __forceinline__ T shfl_up(const T& value, unsigned delta) {
+  constexpr int kWords = (sizeof(T) + 3) / 4;
+  unsigned words[kWords];
+  memcpy(words, &value, sizeof(T));
+#pragma unroll
+  for (int k = 0; k < kWords; ++k) words[k] = __shfl_up_sync(kFullMask, words[k], delta);
+  T out;
+  memcpy(&out, words, sizeof(T));
+  return out;
+}
+
+template <typename T>
+__device__ __forceinline__ T shfl_idx(const T& value, int lane) {
+  constexpr int kWords = (sizeof(T) + 3) / 4;
+  unsigned words[kWords];
+  memcpy(words, &value, sizeof(T));
+#pragma unroll
+  for (int k = 0; k < kWords; ++k) words[k] = __shfl_sync(kFullMask, words[k], lane);
+  T out;
+  memcpy(&out, words, sizeof(T));
+  return out;
+}
+
+// Inclusive scan across a full warp in lane order: lane l ends with x0 . x1 . ... . xl.
+// After the step with offset d, lane l holds the combination of lanes (l - 2d, l], so
+// the value shuffled up always covers the lanes just below: combine(lower, mine).
+template <typename T, typename Combine>
+__device__ __forceinline__ T warp_inclusive_scan(T value, Combine combine) {
+  const int lane = threadIdx.x % kWarpSize;
+#pragma unroll
+  for (int d = 1; d < kWarpSize; d *= 2) {
+    const T lower = shfl_up(value, d);
+    if (lane >= d) value = combine(lower, value);
+  }
+  return value;
+}
+
+// Exclusive scan across a block of kThreads threads in thread order: returns the
+// combination of the values of the lower threads (identity in thread 0) and sets
+// `aggregate`, in every thread, to the combination of all of them. `scratch` holds
+// kThreads / 32 values. Ends with a barrier so scratch can be reused.
+template <int kThreads, typename T, typename Combine>
+__device__ __forceinline__ T block_exclusive_scan(T value, Combine combine, T identity, T* scratch, T& aggregate) {
+  constexpr int kWarps = kThreads / kWarpSize;
+  const int lane = threadIdx.x % kWarpSize;
+  const int warp = threadIdx.x / kWarpSize;
+  const T inclusive = warp_inclusive_scan(value, combine);
+  T exclusive = shfl_up(inclusive, 1);
+  if (lane == 0) exclusive = identity;
+  if (lane == kWarpSize - 1) scratch[warp] = inclusive;
+  __syncthreads();
+  // Each thread folds the few warp totals itself: no second barrier round.
+  T warp_prefix = identity;
+  aggregate = identity;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) {
+    if (w == warp) warp_prefix = aggregate;
+    aggregate = combine(aggregate, scratch[w]);
+  }
+  __syncthreads();
+  return combine(warp_prefix, exclusive);
+}
+
+// ---- decoupled look-back -------------------------------------------------------------
+
+// A tile's status: nothing yet, its own aggregate, or its inclusive prefix (the
+// combination of every element up to the end of the tile).
+enum TileFlag : unsigned { kTileInvalid = 0, kTileAggregate = 1, kTilePrefix = 2 };
+
+// Bytes of the flags array of unpacked tile status, before the values (the host sizes it alike).
+__host__ __device__ constexpr unsigned long long lookback_flags_bytes(unsigned long long tiles) {
+  return (tiles * 4 + 15) / 16 * 16;
+}
+
+// Tile status in zeroed device memory (zero is kTileInvalid). Values of 4 bytes or less
+// share one 64-bit word with their flag, written and read with single 64-bit accesses,
+// so a reader sees the flag and its value together without fences.
+template <typename T, bool kPacked = (sizeof(T) <= 4)>
+struct LookbackState;
+
+template <typename T>
+struct LookbackState<T, true> {
+  unsigned long long* words;  // (value bits << 32) | flag, one per tile
+
+  __device__ LookbackState(void* storage, long long /*tiles*/) : words(static_cast<unsigned long long*>(storage)) {}
+
+  __device__ __forceinline__ void publish(long long tile, unsigned flag, const T& value) const {
+    unsigned bits = 0;
+    memcpy(&bits, &value, sizeof(T));
+    volatile unsigned long long* word = words + tile;
+    *word = (static_cast<unsigned long long>(bits) << 32) | flag;
+  }
+
+  __device__ __forceinline__ unsigned read(long long tile, T& value) const {
+    const volatile unsigned long long* word = words + tile;
+    const unsigned long long w = *word;
+    const unsigned bits = static_cast<unsigned>(w >> 32);
+    memcpy(&value, &bits, sizeof(T));
+    return static_cast<unsigned>(w);
+  }
+};
+
+// Larger values: flags, aggregates and inclusive prefixes in three arrays (as CUB does).
+// Aggregate and prefix have separate arrays, so a reader that saw kTileAggregate never
+// reads a half-written prefix. The writer fences between the value and the flag; the
+// reader fences between the flag and the value.
+template <typename T>
+struct LookbackState<T, false> {
+  unsigned* flags;
+  T* aggregates;
+  T* prefixes;
+
+  __device__ LookbackState(void* storage, long long tiles)
+      : flags(static_cast<unsigned*>(storage)),
+        aggregates(reinterpret_cast<T*>(static_cast<char*>(storage) + lookback_flags_bytes(tiles))),
+        prefixes(aggregates + tiles) {}
+
+  __device__ __forceinline__ void publish(long long tile, unsigned flag, const T& value) const {
+    (flag == kTilePrefix ? prefixes : aggregates)[tile] = value;
+    __threadfence();  // the value is visible device-wide before the flag that announces it
+    volatile unsigned* f = flags + tile;
+    *f = flag;
+  }
+
+  __device__ __forceinline__ unsigned read(long long tile, T& value) const {
+    const volatile unsigned* f = flags + tile;
+    const unsigned flag = *f;
+    if (flag != kTileInvalid) {
+      __threadfence();  // the value is read after the flag
+      value = load_global_coherent((flag == kTilePrefix ? prefixes : aggregates) + tile);
+    }
+    return flag;
+  }
+};
+
+// The exclusive prefix of `tile` (> 0), computed by one full warp: it reads the status
+// of 32 predecessors at a time, waits while any of them has published nothing, and
+// combines, in tile order, the values from the most recent inclusive prefix on; without
+// a prefix in the window it folds the window's aggregates in and moves 32 tiles back.
+// Every predecessor took its tile id earlier, so it is running and will publish: no
+// deadlock whatever order the blocks are scheduled in. The result is in every lane.
+template <typename State, typename T, typename Combine>
+__device__ T look_back(const State& state, long long tile, Combine combine, T identity) {
+  const int lane = threadIdx.x % kWarpSize;
+  T exclusive = identity;  // covers the tiles from `end` to tile - 1
+  for (long long end = tile;; end -= kWarpSize) {
+    const long long predecessor = end - kWarpSize + lane;
+    unsigned flag;
+    T value;
+    do {
+      flag = kTilePrefix;  // before tile 0: nothing, which acts as an empty prefix
+      value = identity;
+      if (predecessor >= 0) flag = state.read(predecessor, value);
+    } while (__any_sync(kFullMask, flag == kTileInvalid));
+    const unsigned prefixes = __ballot_sync(kFullMask, flag == kTilePrefix);
+    const int first = prefixes ? 31 - __clz(static_cast<int>(prefixes)) : 0;
+    if (lane < first) value = identity;
+    const T window = shfl_idx(warp_reduce(value, combine), 0);
+    exclusive = combine(window, exclusive);
+    if (prefixes) return exclusive;
+  }
+}
+
+}  // namespace ff

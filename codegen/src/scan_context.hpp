@@ -1,0 +1,94 @@
+#pragma once
+// What a scan emitter is given, and the text every scan strategy shares. A scan kernel
+// evaluates one scan: its input map inlined into the loads (prologue), a filter's
+// predicate as a mask (a dropped element contributes the identity), and every program
+// output computed from the scan's elements as an epilogue applied before the store.
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernel_context.hpp"
+
+namespace fuseflow::codegen {
+
+struct ScanGroup {
+  std::shared_ptr<const OpNode> op;
+  Expr value;                   // element value, filter results substituted
+  Expr mask;                    // bool per element (filter -> scan), or empty
+  std::vector<Expr> outputs;    // program outputs over the scan's result (epilogues)
+  std::vector<int> output_ids;  // their program output numbers
+  ReduceGroup leaves;           // inputs, parameters and scalar slots the kernel reads
+};
+
+// Tuning constants of a tiled scan, chosen from the element sizes.
+struct ScanTiling {
+  int block = 256;
+  int items = 1;  // consecutive elements per thread per tile
+  int tile() const { return block * items; }
+};
+ScanTiling scan_tiling(const ScanGroup& g);
+
+// Writes the pieces of a scan kernel: signature, functions, tile load, thread and block
+// scan, the store through shared memory with the epilogue.
+class ScanKernelWriter {
+ public:
+  ScanKernelWriter(const ScanGroup& g, std::string kernel_name, ScanTiling tiling);
+
+  std::string acc() { return types_.name(g_.op->monoid.type()); }
+  CudaTypes& types() { return types_; }
+  const std::string& name() const { return name_; }
+  const ScanGroup& group() const { return g_; }
+  const ScanTiling& tiling() const { return tiling_; }
+  bool inclusive() const { return g_.op->scan_kind == ScanKind::Inclusive; }
+
+  // Inputs, n, parameters, scalars read, then (with_outputs) the outputs, then `extra`.
+  std::vector<Arg> args(bool with_inputs, bool with_outputs, const std::vector<Arg>& extra) const;
+  // "extern "C" __global__ void NAME(params) {" for `args`; `scratch_types` spells the
+  // Scratch arguments in order.
+  void open_kernel(SourceWriter& w, const std::vector<Arg>& args, const std::vector<std::string>& scratch_types);
+  // namespace { kBlock, and for tiled kernels kItems, kTile, slot() }.
+  void emit_constants(SourceWriter& w, bool tiled = true);
+  // identity and combine; with `elements`, also element(inputs..., i), and with
+  // `epilogues` epilogue_j(scanned, inputs..., i) for each output that is not the scan itself.
+  void emit_functions(SourceWriter& w, bool elements, bool epilogues);
+  // __shared__ stages of the inputs (and, when it stores, of the scanned values), warp totals.
+  void emit_shared(SourceWriter& w, bool stores = true);
+  // Coalesced load of the tile at `base` into the input stages, then a barrier.
+  void emit_tile_load(SourceWriter& w);
+  // items[k] = element k of this thread (identity past n); thread_total = their combination.
+  void emit_thread_items(SourceWriter& w);
+  // Scans items[] seeded with `seed` into the scanned stage, then a barrier, then stores
+  // every output element coalesced, the epilogue applied on the way.
+  void emit_tile_store(SourceWriter& w, const std::string& seed);
+
+  // Header comment + includes + structs + body.
+  std::string assemble(const std::string& strategy_comment, const std::string& body);
+
+ private:
+  std::string element_call(const std::string& slot, const std::string& index) const;
+
+  const ScanGroup& g_;
+  std::string name_;
+  ScanTiling tiling_;
+  CudaTypes types_;
+  std::vector<std::string> input_names_;
+};
+
+std::string scan_kernel_name(const ScanGroup& g, const char* strategy);
+
+Kernel emit_scan_lookback(const ScanGroup& g, const Target& t);
+// Three kernels: per-block reduce, scan of the block sums, scan of each block's chunk.
+std::vector<Kernel> emit_scan_reduce_then_scan(const ScanGroup& g, const Target& t);
+
+// The steps that append a scan's launches for n elements: one block per tile with zeroed
+// tile counter and status (lookback); three launches sharing the block sums
+// (reduce_then_scan, kernels first .. first + 2). No launch when n is 0.
+std::function<void(std::int64_t, ScheduleBuilder&)> lookback_step(int kernel, const Kernel& k, const Type& t);
+std::function<void(std::int64_t, ScheduleBuilder&)> reduce_then_scan_step(int first, const Kernel& k, const Type& t);
+
+// Bytes of look-back tile status for `tiles` tiles of values of type t (scan.cuh's
+// LookbackState layout).
+std::size_t lookback_status_bytes(const Type& t, std::int64_t tiles);
+
+}  // namespace fuseflow::codegen

@@ -1,0 +1,260 @@
+// Pieces every scan strategy shares: the signature, the combine / element / epilogue
+// lambdas, and one tile's journey: a coalesced load into shared memory (in step k,
+// thread t loads element k * kBlock + t), a blocked arrangement in registers (thread t
+// owns the kItems consecutive elements t * kItems ...), the thread's sequential scan,
+// and the store back through shared memory, coalesced, with the epilogue applied.
+#include <algorithm>
+#include <set>
+
+#include "../scan_context.hpp"
+
+namespace fuseflow::codegen {
+
+namespace {
+constexpr std::size_t kThreadBytes = 64;        // bytes of values a thread scans per tile
+constexpr std::size_t kMaxStageBytes = 40 * 1024;  // static shared memory stays under 48 KB
+}  // namespace
+
+ScanTiling scan_tiling(const ScanGroup& g) {
+  std::size_t in_bytes = 0;
+  for (const auto& in : g.leaves.inputs) in_bytes += in.type().size();
+  const std::size_t value_bytes = g.op->monoid.type().size();
+  ScanTiling t;
+  t.items = static_cast<int>(std::clamp<std::size_t>(kThreadBytes / std::max(in_bytes, value_bytes), 1, 16));
+  auto stage = [&] { return static_cast<std::size_t>(t.tile()) * 33 / 32 * (in_bytes + value_bytes); };
+  while (t.items > 1 && stage() > kMaxStageBytes) --t.items;
+  return t;
+}
+
+std::string scan_kernel_name(const ScanGroup& g, const char* strategy) {
+  const Monoid& m = g.op->monoid;
+  return std::string("ff_scan_") + strategy + "_" + short_type_name(m.type()) + "_" + sanitize(m.name()) +
+         (g.op->scan_kind == ScanKind::Exclusive ? "_exclusive" : "");
+}
+
+std::size_t lookback_status_bytes(const Type& t, std::int64_t tiles) {
+  const auto n = static_cast<std::size_t>(tiles);
+  if (t.size() <= 4) return 8 * n;
+  return (4 * n + 15) / 16 * 16 + 2 * n * t.size();
+}
+
+ScanKernelWriter::ScanKernelWriter(const ScanGroup& g, std::string kernel_name, ScanTiling tiling)
+    : g_(g), name_(std::move(kernel_name)), tiling_(tiling) {
+  std::set<std::string> used;
+  for (const auto& in : g.leaves.inputs) {
+    std::string n = sanitize(in.node().name);
+    while (!used.insert(n).second) n += "_";
+    input_names_.push_back(n);
+  }
+}
+
+std::vector<Arg> ScanKernelWriter::args(bool with_inputs, bool with_outputs, const std::vector<Arg>& extra) const {
+  const ReduceGroup& l = g_.leaves;
+  std::vector<Arg> a;
+  if (with_inputs)
+    for (std::size_t j = 0; j < l.inputs.size(); ++j)
+      a.push_back({Arg::Kind::Input, l.input_ids[j], "in_" + input_names_[j], l.inputs[j].type()});
+  a.push_back({Arg::Kind::Length, 0, "n", ScalarType::I64});
+  if (with_inputs) {
+    for (std::size_t j = 0; j < l.params.size(); ++j)
+      a.push_back({Arg::Kind::Param, l.param_ids[j], "p_" + sanitize(l.params[j].node().name), l.params[j].type()});
+    for (int s : l.scalars_read)
+      a.push_back({Arg::Kind::Scalar, s, "s" + std::to_string(s), l.slot_types[static_cast<std::size_t>(s)]});
+  }
+  if (with_outputs)
+    for (std::size_t j = 0; j < g_.outputs.size(); ++j)
+      a.push_back({Arg::Kind::Output, g_.output_ids[j], "out" + std::to_string(g_.output_ids[j]), g_.outputs[j].type()});
+  a.insert(a.end(), extra.begin(), extra.end());
+  return a;
+}
+
+void ScanKernelWriter::open_kernel(SourceWriter& w, const std::vector<Arg>& a,
+                                   const std::vector<std::string>& scratch_types) {
+  w.line("extern \"C\" __global__ void __launch_bounds__(kBlock) " + name_ + "(");
+  std::size_t scratch = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    std::string decl;
+    switch (a[i].kind) {
+      case Arg::Kind::Input:
+      case Arg::Kind::Scalar: decl = "const " + types_.name(a[i].type) + "* __restrict__ " + a[i].name; break;
+      case Arg::Kind::Length: decl = "const long long n"; break;
+      case Arg::Kind::Param: decl = "const " + types_.name(a[i].type) + " " + a[i].name; break;
+      case Arg::Kind::Output:
+      case Arg::Kind::ScalarOutput: decl = types_.name(a[i].type) + "* __restrict__ " + a[i].name; break;
+      case Arg::Kind::Scratch: decl = scratch_types.at(scratch++) + "* __restrict__ " + a[i].name; break;
+      case Arg::Kind::Ticket: decl = "unsigned int* __restrict__ " + a[i].name; break;
+    }
+    w.line("    " + decl + (i + 1 < a.size() ? "," : ") {"));
+  }
+  w.indent();
+}
+
+void ScanKernelWriter::emit_constants(SourceWriter& w, bool tiled) {
+  w.line("namespace {");
+  w.line("constexpr int kBlock = " + std::to_string(tiling_.block) + ";");
+  if (!tiled) {
+    w.line("}  // namespace");
+    w.line();
+    return;
+  }
+  w.line("constexpr int kItems = " + std::to_string(tiling_.items) + ";  // consecutive elements per thread");
+  w.line("constexpr int kTile = kBlock * kItems;");
+  w.line("// Shared-memory slot of tile element s: one slot of padding per 32 elements, so thread t");
+  w.line("// reading element t * kItems + k does not collide with its neighbours' banks.");
+  w.line("__device__ __forceinline__ int slot(int s) { return s + s / 32; }");
+  w.line("}  // namespace");
+  w.line();
+}
+
+void ScanKernelWriter::emit_functions(SourceWriter& w, bool elements, bool epilogues) {
+  const ReduceGroup& l = g_.leaves;
+  const Monoid& m = g_.op->monoid;
+  const std::string t = acc();
+  if (elements)
+    for (int s : l.scalars_read)
+      w.line("const " + types_.name(l.slot_types[static_cast<std::size_t>(s)]) + " r" + std::to_string(s) + " = *s" +
+             std::to_string(s) + ";");
+  w.line("const " + t + " identity = " + types_.literal(m.identity()) + ";");
+  // combine(a, b): a covers lower indices than b.
+  w.open("const auto combine = [](const " + t + "& a, const " + t + "& b) -> " + t);
+  {
+    ExprEmitter e(w, types_, [](const Expr& leaf) { return leaf.node().index == 0 ? "a" : "b"; });
+    w.line("return " + e.emit(m.combine()) + ";");
+  }
+  w.close("};");
+  if (!elements) return;
+
+  std::string params;
+  for (std::size_t j = 0; j < l.inputs.size(); ++j)
+    params += "const " + types_.name(l.inputs[j].type()) + " " + input_names_[j] + ", ";
+  params += "const long long i";
+  auto leaf_of = [&](const Expr& leaf) -> std::string {
+    switch (leaf.kind()) {
+      case ExprKind::Input:
+        for (std::size_t j = 0; j < l.inputs.size(); ++j)
+          if (same_node(l.inputs[j], leaf)) return input_names_[j];
+        break;
+      case ExprKind::Index: return "i";
+      case ExprKind::Param: return "p_" + sanitize(leaf.node().name);
+      case ExprKind::Result:
+        if (leaf.node().op->scalar_output) return "r" + std::to_string(l.slot_of.at(leaf.node().op.get()));
+        if (leaf.node().op == g_.op) return "scanned";
+        break;
+      default: break;
+    }
+    throw GraphError("codegen: unexpected leaf in a scan's map: " + to_string(leaf));
+  };
+
+  // element(inputs..., i): the prologue map's value of element i.
+  w.open("const auto element = [&](" + params + ") -> " + t);
+  {
+    ExprEmitter e(w, types_, leaf_of);
+    std::string v = e.emit(g_.value);
+    // filter -> scan: a dropped element contributes the identity.
+    if (g_.mask.valid()) v = "(" + e.emit(g_.mask) + " ? " + v + " : identity)";
+    w.line("return " + v + ";");
+  }
+  w.close("};");
+  // epilogue_j(scanned, inputs..., i): output j from the scan's element i.
+  for (std::size_t j = 0; epilogues && j < g_.outputs.size(); ++j) {
+    const Expr& o = g_.outputs[j];
+    if (o.kind() == ExprKind::Result) continue;  // the scan itself: stored as it is
+    w.open("const auto epilogue" + std::to_string(j) + " = [&](const " + t + " scanned, " + params + ") -> " +
+           types_.name(o.type()));
+    ExprEmitter e(w, types_, leaf_of);
+    w.line("return " + e.emit(o) + ";");
+    w.close("};");
+  }
+}
+
+void ScanKernelWriter::emit_shared(SourceWriter& w, bool stores) {
+  for (std::size_t j = 0; j < g_.leaves.inputs.size(); ++j)
+    w.line("__shared__ " + types_.name(g_.leaves.inputs[j].type()) + " stage_" + input_names_[j] +
+           "[kTile + kTile / 32];");
+  if (stores) w.line("__shared__ " + acc() + " scanned_stage[kTile + kTile / 32];");
+  w.line("__shared__ " + acc() + " warp_totals[kBlock / 32];");
+}
+
+void ScanKernelWriter::emit_tile_load(SourceWriter& w) {
+  w.comment("Coalesced: in step k, thread t loads element base + k * kBlock + t.");
+  w.line("#pragma unroll");
+  w.open("for (int k = 0; k < kItems; ++k)");
+  w.line("const int s = k * kBlock + threadIdx.x;");
+  w.line("const long long i = base + s;");
+  w.open("if (i < n)");
+  for (std::size_t j = 0; j < g_.leaves.inputs.size(); ++j)
+    w.line("stage_" + input_names_[j] + "[slot(s)] = in_" + input_names_[j] + "[i];");
+  w.close();
+  w.close();
+  w.line("__syncthreads();");
+}
+
+std::string ScanKernelWriter::element_call(const std::string& slot, const std::string& index) const {
+  std::string s;
+  for (const auto& n : input_names_) s += "stage_" + n + "[" + slot + "], ";
+  return s + index;
+}
+
+void ScanKernelWriter::emit_thread_items(SourceWriter& w) {
+  w.comment("Blocked: thread t owns tile elements t * kItems ... t * kItems + kItems - 1; past n\n"
+            "they are the identity, so the tile's total is right in the last tile too.");
+  w.line(acc() + " items[kItems];");
+  w.line("#pragma unroll");
+  w.open("for (int k = 0; k < kItems; ++k)");
+  w.line("const int s = threadIdx.x * kItems + k;");
+  w.line("const long long i = base + s;");
+  w.line("items[k] = i < n ? element(" + element_call("slot(s)", "i") + ") : identity;");
+  w.close();
+  w.line(acc() + " thread_total = items[0];");
+  w.line("#pragma unroll");
+  w.line("for (int k = 1; k < kItems; ++k) thread_total = combine(thread_total, items[k]);");
+}
+
+void ScanKernelWriter::emit_tile_store(SourceWriter& w, const std::string& seed) {
+  w.comment(inclusive() ? "The thread's inclusive scan, seeded with everything before its first element."
+                        : "The thread's exclusive scan, seeded with everything before its first element:\n"
+                          "element i gets the combination of the elements before it (the identity at 0).");
+  w.line(acc() + " running = " + seed + ";");
+  w.line("#pragma unroll");
+  w.open("for (int k = 0; k < kItems; ++k)");
+  w.line("const int s = threadIdx.x * kItems + k;");
+  if (inclusive()) {
+    w.line("running = combine(running, items[k]);");
+    w.line("scanned_stage[slot(s)] = running;");
+  } else {
+    w.line("scanned_stage[slot(s)] = running;");
+    w.line("running = combine(running, items[k]);");
+  }
+  w.close();
+  w.line("__syncthreads();");
+  w.comment("Coalesced stores, the epilogue applied to each element before it is written.");
+  w.line("#pragma unroll");
+  w.open("for (int k = 0; k < kItems; ++k)");
+  w.line("const int s = k * kBlock + threadIdx.x;");
+  w.line("const long long i = base + s;");
+  w.open("if (i < n)");
+  for (std::size_t j = 0; j < g_.outputs.size(); ++j) {
+    std::string out = "out" + std::to_string(g_.output_ids[j]) + "[i] = ";
+    if (g_.outputs[j].kind() == ExprKind::Result)
+      w.line(out + "scanned_stage[slot(s)];");
+    else
+      w.line(out + "epilogue" + std::to_string(j) + "(scanned_stage[slot(s)], " + element_call("slot(s)", "i") + ");");
+  }
+  w.close();
+  w.close();
+}
+
+std::string ScanKernelWriter::assemble(const std::string& strategy_comment, const std::string& body) {
+  SourceWriter w;
+  w.line("// fuseflow kernel " + name_);
+  w.line("//");
+  w.comment(g_.leaves.program_text);
+  w.line("//");
+  w.comment(strategy_comment);
+  w.line("#include <fuseflow/scan.cuh>");
+  w.line();
+  std::string defs = types_.definitions();
+  return w.str() + (defs.empty() ? "" : defs + "\n") + body;
+}
+
+}  // namespace fuseflow::codegen

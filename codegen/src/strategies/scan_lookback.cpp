@@ -1,0 +1,94 @@
+// Scan, any monoid: single pass with decoupled look-back (Merrill & Garland, "Single-pass
+// Parallel Prefix Scan with Decoupled Look-back", 2016). One block per tile; a block
+// takes its tile id from an atomic counter, so tile ids follow the order in which blocks
+// start and every predecessor of a tile is already running (no deadlock, whatever order
+// the hardware schedules blocks in). The tile is loaded coalesced through shared memory
+// into registers, scanned per thread, per warp (shuffles) and per block; the block
+// publishes its aggregate, warp 0 looks back over the predecessors' status for the
+// tile's exclusive prefix, publishes the inclusive prefix, and the block stores the
+// scanned tile through shared memory, coalesced. Reads n elements, writes n.
+#include "../scan_context.hpp"
+
+namespace fuseflow::codegen {
+
+Kernel emit_scan_lookback(const ScanGroup& g, const Target& /*target: one block per tile, sized by n*/) {
+  const ScanTiling tiling = scan_tiling(g);
+  ScanKernelWriter k(g, scan_kernel_name(g, "lookback"), tiling);
+  const Type& type = g.op->monoid.type();
+  const bool packed = type.size() <= 4;
+
+  SourceWriter w;
+  k.emit_constants(w);
+  std::vector<Arg> extra = {{Arg::Kind::Scratch, 0, "tile_counter", ScalarType::U32},
+                            {Arg::Kind::Scratch, 1, "tile_status", type}};
+  std::vector<Arg> args = k.args(true, true, extra);
+  k.open_kernel(w, args, {"unsigned int", "void"});
+  k.emit_functions(w, true, true);
+  w.line();
+  k.emit_shared(w);
+  w.line("__shared__ unsigned int tile_id;");
+  w.line("__shared__ " + k.acc() + " tile_prefix;");
+  w.comment("Dynamic tile id: tiles are numbered in the order their blocks start.");
+  w.line("if (threadIdx.x == 0) tile_id = atomicAdd(tile_counter, 1u);");
+  w.line("__syncthreads();");
+  w.line("const long long tile = tile_id;");
+  w.line("const long long base = tile * kTile;");
+  k.emit_tile_load(w);
+  k.emit_thread_items(w);
+  w.line(k.acc() + " tile_total;");
+  w.line("const " + k.acc() +
+         " thread_prefix = ff::block_exclusive_scan<kBlock>(thread_total, combine, identity, warp_totals, tile_total);");
+  w.line();
+  w.comment(std::string("Tile status: ") +
+            (packed ? "flag and value packed in one 64-bit word, written with one store."
+                    : "flags, aggregates and inclusive prefixes in separate arrays, fenced.") +
+            "\nTile 0 publishes its inclusive prefix at once; every other tile publishes its\n"
+            "aggregate, looks back for its exclusive prefix, then publishes its inclusive prefix.");
+  w.line("const ff::LookbackState<" + k.acc() + "> status(tile_status, (n + kTile - 1) / kTile);");
+  w.open("if (threadIdx.x < 32)");
+  w.line(k.acc() + " exclusive = identity;");
+  w.open("if (tile == 0)");
+  w.line("if (threadIdx.x == 0) status.publish(0, ff::kTilePrefix, tile_total);");
+  w.close("} else {");
+  w.indent();
+  w.line("if (threadIdx.x == 0) status.publish(tile, ff::kTileAggregate, tile_total);");
+  w.line("exclusive = ff::look_back(status, tile, combine, identity);");
+  w.line("if (threadIdx.x == 0) status.publish(tile, ff::kTilePrefix, combine(exclusive, tile_total));");
+  w.close();
+  w.line("if (threadIdx.x == 0) tile_prefix = exclusive;");
+  w.close();
+  w.line("__syncthreads();");
+  k.emit_tile_store(w, "combine(tile_prefix, thread_prefix)");
+  w.close();
+
+  Kernel out;
+  out.name = k.name();
+  out.strategy = Strategy::Lookback;
+  out.block = tiling.block;
+  out.max_grid = 0;  // one block per tile: the grid grows with n
+  out.items_per_block_step = tiling.tile();
+  out.args = args;
+  out.summary = std::string("lookback (single pass, decoupled look-back): block ") + std::to_string(tiling.block) +
+                ", " + std::to_string(tiling.items) + " items per thread, tiles of " + std::to_string(tiling.tile()) +
+                " elements, one block per tile, " + (packed ? "packed 64-bit tile status" : "separate tile status arrays");
+  out.why = g.op->strategy == Strategy::Lookback ? "strategy lookback was asked for"
+                                                  : "the default scan: one pass, reads n and writes n";
+  out.source = k.assemble("strategy: " + out.summary, w.str());
+  return out;
+}
+
+std::function<void(std::int64_t, ScheduleBuilder&)> lookback_step(int kernel, const Kernel& k, const Type& t) {
+  const std::int64_t tile = k.items_per_block_step;
+  return [=](std::int64_t n, ScheduleBuilder& b) {
+    if (n == 0) return;
+    const std::int64_t tiles = (n + tile - 1) / tile;
+    Launch l;
+    l.kernel = kernel;
+    l.n = n;
+    l.grid = static_cast<int>(tiles);
+    l.scratch = {b.allocate(sizeof(unsigned), true), b.allocate(lookback_status_bytes(t, tiles), true)};
+    b.launch(std::move(l));
+  };
+}
+
+}  // namespace fuseflow::codegen

@@ -1,0 +1,143 @@
+// Scan, any monoid: "reduce_then_scan", the three-phase scheme of the course (2n reads),
+// kept for study and as a fallback. A fixed grid of blocks splits the tiles into
+// contiguous chunks (quotient/remainder, as in the persistent-blocks paper):
+//   1. each block reduces its chunk, tile by tile, in order -> one sum per block;
+//   2. one block scans the block sums (exclusive) in place;
+//   3. each block scans its chunk again, tile by tile, seeded with its block's prefix,
+//      staging loads and stores through shared memory (coalesced), epilogue applied.
+// Three launches in one step; no flags, no spinning.
+#include <algorithm>
+
+#include "../scan_context.hpp"
+
+namespace fuseflow::codegen {
+
+namespace {
+
+// This block's contiguous range of tiles [first_tile, end_tile).
+void emit_chunk(SourceWriter& w) {
+  w.comment("This block's contiguous range of tiles: the first tiles % gridDim.x blocks take one more.");
+  w.line("const long long tiles = (n + kTile - 1) / kTile;");
+  w.line("const long long share = tiles / gridDim.x;");
+  w.line("const long long extra = tiles % gridDim.x;");
+  w.line("const long long first_tile = blockIdx.x * share + min((long long)blockIdx.x, extra);");
+  w.line("const long long end_tile = first_tile + share + (blockIdx.x < extra ? 1 : 0);");
+}
+
+Kernel finish(ScanKernelWriter& k, SourceWriter& w, std::vector<Arg> args, int max_grid, const std::string& phase) {
+  Kernel out;
+  out.name = k.name();
+  out.strategy = Strategy::ReduceThenScan;
+  out.block = k.tiling().block;
+  out.max_grid = max_grid;
+  out.items_per_block_step = k.tiling().tile();
+  out.args = std::move(args);
+  out.summary = "reduce_then_scan, " + phase + ": block " + std::to_string(k.tiling().block) + ", " +
+                std::to_string(k.tiling().items) + " items per thread, tiles of " + std::to_string(k.tiling().tile()) +
+                " elements, grid <= " + std::to_string(max_grid);
+  out.why = "strategy reduce_then_scan was asked for";
+  out.source = k.assemble("strategy: " + out.summary, w.str());
+  return out;
+}
+
+Kernel emit_reduce_phase(const ScanGroup& g, const ScanTiling& tiling, int max_grid) {
+  ScanKernelWriter k(g, scan_kernel_name(g, "rts_reduce"), tiling);
+  SourceWriter w;
+  k.emit_constants(w);
+  auto args = k.args(true, false, {{Arg::Kind::Scratch, 0, "block_sums", g.op->monoid.type()}});
+  k.open_kernel(w, args, {k.acc()});
+  k.emit_functions(w, true, false);
+  w.line();
+  k.emit_shared(w, false);
+  emit_chunk(w);
+  w.line(k.acc() + " chunk_total = identity;  // in thread 0");
+  w.open("for (long long tile = first_tile; tile < end_tile; ++tile)");
+  w.line("const long long base = tile * kTile;");
+  k.emit_tile_load(w);
+  k.emit_thread_items(w);
+  w.comment("Block reduce in thread order; its closing barrier frees the stages for the next tile.");
+  w.line("const " + k.acc() + " tile_total = ff::block_reduce<kBlock>(thread_total, combine, identity, warp_totals);");
+  w.line("if (threadIdx.x == 0) chunk_total = combine(chunk_total, tile_total);");
+  w.close();
+  w.line("if (threadIdx.x == 0) block_sums[blockIdx.x] = chunk_total;");
+  w.close();
+  return finish(k, w, args, max_grid, "phase 1 of 3 (reduce each block's chunk)");
+}
+
+Kernel emit_block_sums_phase(const ScanGroup& g, const ScanTiling& tiling) {
+  ScanKernelWriter k(g, scan_kernel_name(g, "rts_block_sums"), tiling);
+  SourceWriter w;
+  k.emit_constants(w, false);
+  auto args = k.args(false, false, {{Arg::Kind::Scratch, 0, "block_sums", g.op->monoid.type()}});
+  k.open_kernel(w, args, {k.acc()});
+  k.emit_functions(w, false, false);
+  w.line("__shared__ " + k.acc() + " warp_totals[kBlock / 32];");
+  w.comment("n block sums, scanned exclusive in place by one block: thread t folds a contiguous run,\n"
+            "the block scans the runs' totals, then each thread rewrites its run.");
+  w.line("const long long per_thread = (n + kBlock - 1) / kBlock;");
+  w.line("const long long begin = min(n, threadIdx.x * per_thread);");
+  w.line("const long long end = min(n, begin + per_thread);");
+  w.line(k.acc() + " run_total = identity;");
+  w.line("for (long long b = begin; b < end; ++b) run_total = combine(run_total, block_sums[b]);");
+  w.line(k.acc() + " all;");
+  w.line(k.acc() + " running = ff::block_exclusive_scan<kBlock>(run_total, combine, identity, warp_totals, all);");
+  w.open("for (long long b = begin; b < end; ++b)");
+  w.line("const " + k.acc() + " sum = block_sums[b];");
+  w.line("block_sums[b] = running;");
+  w.line("running = combine(running, sum);");
+  w.close();
+  w.close();
+  return finish(k, w, args, 1, "phase 2 of 3 (exclusive scan of the block sums by one block)");
+}
+
+Kernel emit_scan_phase(const ScanGroup& g, const ScanTiling& tiling, int max_grid) {
+  ScanKernelWriter k(g, scan_kernel_name(g, "rts_scan"), tiling);
+  SourceWriter w;
+  k.emit_constants(w);
+  auto args = k.args(true, true, {{Arg::Kind::Scratch, 0, "block_prefixes", g.op->monoid.type()}});
+  k.open_kernel(w, args, {k.acc()});
+  k.emit_functions(w, true, true);
+  w.line();
+  k.emit_shared(w);
+  emit_chunk(w);
+  w.line(k.acc() + " carry = block_prefixes[blockIdx.x];  // everything before this block's chunk");
+  w.open("for (long long tile = first_tile; tile < end_tile; ++tile)");
+  w.line("const long long base = tile * kTile;");
+  k.emit_tile_load(w);
+  k.emit_thread_items(w);
+  w.line(k.acc() + " tile_total;");
+  w.line("const " + k.acc() +
+         " thread_prefix = ff::block_exclusive_scan<kBlock>(thread_total, combine, identity, warp_totals, tile_total);");
+  k.emit_tile_store(w, "combine(carry, thread_prefix)");
+  w.line("carry = combine(carry, tile_total);");
+  w.line("__syncthreads();  // the stages are overwritten by the next tile");
+  w.close();
+  w.close();
+  return finish(k, w, args, max_grid, "phase 3 of 3 (scan each chunk seeded with its block's prefix)");
+}
+
+}  // namespace
+
+std::vector<Kernel> emit_scan_reduce_then_scan(const ScanGroup& g, const Target& t) {
+  const ScanTiling tiling = scan_tiling(g);
+  const int max_grid = t.sm_count * std::max(1, t.max_threads_per_sm / tiling.block);
+  std::vector<Kernel> kernels = {emit_reduce_phase(g, tiling, max_grid), emit_block_sums_phase(g, tiling),
+                                 emit_scan_phase(g, tiling, max_grid)};
+  kernels[1].items_per_block_step = 1;
+  return kernels;
+}
+
+std::function<void(std::int64_t, ScheduleBuilder&)> reduce_then_scan_step(int first, const Kernel& k, const Type& t) {
+  const std::int64_t tile = k.items_per_block_step;
+  const int max_grid = k.max_grid;
+  return [=](std::int64_t n, ScheduleBuilder& b) {
+    if (n == 0) return;
+    const int grid = grid_for(n, tile, max_grid);
+    const std::size_t sums = b.allocate(static_cast<std::size_t>(grid) * t.size());
+    b.launch({first, n, grid, {sums}});
+    b.launch({first + 1, grid, 1, {sums}});  // its n is the number of block sums
+    b.launch({first + 2, n, grid, {sums}});
+  };
+}
+
+}  // namespace fuseflow::codegen
