@@ -31,26 +31,10 @@
 #include <thread>
 
 #include "fuseflow/frontend/reference.hpp"
+#include "scalar_kernels.hpp"
 
 namespace fuseflow {
 
-// The scalar kernels of scalar_ops.cpp, declared there word for word.
-namespace detail {
-using ConvertKernel = std::uint64_t (*)(std::uint64_t);
-using UnaryKernel = std::uint64_t (*)(std::uint64_t);
-using BinaryKernel = std::uint64_t (*)(std::uint64_t, std::uint64_t);
-using MathKernel = std::uint64_t (*)(const std::uint64_t*);
-struct BinarySignature {
-  ScalarType left, right, result;  // operands are converted to left and right first
-};
-ConvertKernel convert_kernel(ScalarType from, ScalarType to);
-BinarySignature binary_signature(BinaryOp op, ScalarType a, ScalarType b);
-BinaryKernel binary_kernel(BinaryOp op, ScalarType operation);
-ScalarType unary_operand_type(UnaryOp op, ScalarType a);  // also the result type
-UnaryKernel unary_kernel(UnaryOp op, ScalarType operation);
-std::size_t math_arity(MathFn fn);
-MathKernel math_kernel(MathFn fn, ScalarType operation);  // every argument converted to it
-}  // namespace detail
 
 // ---- HostArray, HostBindings ----------------------------------------------------------
 

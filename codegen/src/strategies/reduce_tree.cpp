@@ -15,6 +15,24 @@ constexpr int kBlock = 256;
 std::string header(const std::string& level) {
   return "strategy: tree (multi-pass, order-preserving), block " + std::to_string(kBlock) + ", " + level;
 }
+
+void emit_block_constant(SourceWriter& w) {
+  w.line("namespace {");
+  w.line("constexpr int kBlock = " + std::to_string(kBlock) + ";");
+  w.line("}  // namespace");
+  w.line();
+}
+
+// Every level ends alike: the block's value in thread order becomes its partial, and
+// the last level (a single block) writes the result.
+void emit_level_finish(SourceWriter& w, ReduceKernelWriter& k) {
+  w.line("__shared__ " + k.acc() + " warp_partials[kBlock / 32];");
+  w.line("value = ff::block_reduce<kBlock>(value, combine, identity, warp_partials);");
+  w.line("if (threadIdx.x == 0) partials[blockIdx.x] = value;");
+  w.open("if (gridDim.x == 1 && threadIdx.x == 0)");
+  k.emit_output_stores(w, "value");
+  w.close();
+}
 }  // namespace
 
 std::vector<Kernel> emit_reduce_tree(const ReduceGroup& g, const Target& t) {
@@ -23,23 +41,14 @@ std::vector<Kernel> emit_reduce_tree(const ReduceGroup& g, const Target& t) {
   {
     ReduceKernelWriter k(g, reduce_kernel_name(g, "tree_first"), ReduceKernelWriter::Partials::PerBlock);
     SourceWriter w;
-    w.line("namespace {");
-    w.line("constexpr int kBlock = " + std::to_string(kBlock) + ";");
-    w.line("}  // namespace");
-    w.line();
+    emit_block_constant(w);
     k.open_kernel(w, kBlock);
     k.emit_functions(w);
     w.line("const long long i = (long long)blockIdx.x * kBlock + threadIdx.x;");
     std::vector<std::string> vals;
     for (std::size_t j = 0; j < g.inputs.size(); ++j) vals.push_back("in_" + k.input_name(j) + "[i]");
     w.line(k.acc() + " value = i < n ? " + k.element_call(vals, "i") + " : identity;");
-    w.line("__shared__ " + k.acc() + " warp_partials[kBlock / 32];");
-    w.line("value = ff::block_reduce<kBlock>(value, combine, identity, warp_partials);");
-    w.line("if (threadIdx.x == 0) partials[blockIdx.x] = value;");
-    w.comment("The last level is a single block: it writes the result.");
-    w.open("if (gridDim.x == 1 && threadIdx.x == 0)");
-    k.emit_output_stores(w, "value");
-    w.close();
+    emit_level_finish(w, k);
     w.close();
     Kernel first;
     first.name = k.name();
@@ -58,10 +67,7 @@ std::vector<Kernel> emit_reduce_tree(const ReduceGroup& g, const Target& t) {
   {
     ReduceKernelWriter k(g, reduce_kernel_name(g, "tree_level"), ReduceKernelWriter::Partials::None);
     SourceWriter w;
-    w.line("namespace {");
-    w.line("constexpr int kBlock = " + std::to_string(kBlock) + ";");
-    w.line("}  // namespace");
-    w.line();
+    emit_block_constant(w);
     std::vector<Arg> args = {{Arg::Kind::Scratch, 0, "in", k.acc_type()}, {Arg::Kind::Length, 0, "n", ScalarType::I64}};
     for (const auto& r : g.reduces)
       args.push_back({Arg::Kind::ScalarOutput, r.output_slot, "out" + std::to_string(r.output_slot), r.op->monoid.type()});
@@ -78,12 +84,7 @@ std::vector<Kernel> emit_reduce_tree(const ReduceGroup& g, const Target& t) {
     k.emit_combine(w);
     w.line("const long long i = (long long)blockIdx.x * kBlock + threadIdx.x;");
     w.line(k.acc() + " value = i < n ? in[i] : identity;");
-    w.line("__shared__ " + k.acc() + " warp_partials[kBlock / 32];");
-    w.line("value = ff::block_reduce<kBlock>(value, combine, identity, warp_partials);");
-    w.line("if (threadIdx.x == 0) partials[blockIdx.x] = value;");
-    w.open("if (gridDim.x == 1 && threadIdx.x == 0)");
-    k.emit_output_stores(w, "value");
-    w.close();
+    emit_level_finish(w, k);
     w.close();
     Kernel level;
     level.name = k.name();
