@@ -31,6 +31,12 @@ Monoid matmul2x2(const Type& element) {
       tuple(cast(element, 1), cast(element, 0), cast(element, 0), cast(element, 1)), non_commutative, "matmul2x2");
 }
 
+Monoid linear_recurrence() {
+  return monoid<Tuple<float, float>>(
+      [](const Expr& l, const Expr& r) { return tuple(l[0] * r[0], r[0] * l[1] + r[1]); },
+      tuple(1.0f, 0.0f), non_commutative, "linear_recurrence");
+}
+
 namespace {
 std::vector<Entry> make_entries() {
   return {
@@ -81,6 +87,33 @@ std::vector<Entry> make_entries() {
       {"mssp_tree", "maximum segment sum with the tree strategy: order kept across levels", [] {
          auto x = input<int>("x");
          return Program(reduce(mssp_parts(x), mssp(), strategy::tree));
+       }},
+      {"inclusive_sum_f32", "inclusive prefix sums of f32 (single pass, decoupled look-back)", [] {
+         return Program(scan(input<float>("x"), plus));
+       }},
+      {"exclusive_sum_i32", "exclusive prefix sums of i32: element i is the sum of the elements before it", [] {
+         return Program(scan(input<int>("x"), plus, exclusive));
+       }},
+      {"max_scan", "running maximum of f32", [] { return Program(scan(input<float>("x"), max)); }},
+      {"linear_recurrence", "x[i] = a[i] * x[i-1] + b[i]: a non-commutative scan over (a, b) pairs, x is field 1", [] {
+         auto a = input<float>("a");
+         auto b = input<float>("b");
+         return Program(get<1>(scan(zip(a, b), linear_recurrence())));
+       }},
+      {"mssp_prefix", "maximum segment sum of every prefix: an inclusive scan with the 4 x i32 monoid", [] {
+         auto x = input<int>("x");
+         return Program(scan(mssp_parts(x), mssp()));
+       }},
+      {"scan_epilogue", "prefix sums times 2: the map after the scan is applied before the store", [] {
+         return Program(scan(input<float>("x"), plus) * 2.0f);
+       }},
+      {"filter_scan", "prefix sums of the elements above a threshold: a masked scan, n outputs", [] {
+         auto x = input<float>("x");
+         auto t = param<float>("threshold");
+         return Program(scan(filter(x, x > t), plus));
+       }},
+      {"scan_reduce_then_scan", "inclusive prefix sums of f32 with the three-phase reduce_then_scan strategy", [] {
+         return Program(scan(input<float>("x"), plus, inclusive, strategy::reduce_then_scan));
        }},
   };
 }

@@ -15,6 +15,10 @@ Monoid mssp();
 Expr mssp_parts(const Expr& x);
 // 2x2 matrix product over (a, b, c, d) = [[a, b], [c, d]] row-major: non-commutative.
 Monoid matmul2x2(const Type& element);
+// Composition of affine maps x -> a * x + b over (a, b) f32, the earlier map on the left:
+// (a1, b1) . (a2, b2) = (a1 * a2, a2 * b1 + b2). Non-commutative. An inclusive scan of
+// (a[i], b[i]) has x[i] = a[i] * x[i-1] + b[i] (x[-1] = 0) in field 1.
+Monoid linear_recurrence();
 
 struct Entry {
   std::string name;

@@ -32,9 +32,10 @@ Kernel finish(ScanKernelWriter& k, SourceWriter& w, std::vector<Arg> args, int m
   out.max_grid = max_grid;
   out.items_per_block_step = k.tiling().tile();
   out.args = std::move(args);
-  out.summary = "reduce_then_scan, " + phase + ": block " + std::to_string(k.tiling().block) + ", " +
-                std::to_string(k.tiling().items) + " items per thread, tiles of " + std::to_string(k.tiling().tile()) +
-                " elements, grid <= " + std::to_string(max_grid);
+  out.summary = "reduce_then_scan, " + phase + ": block " + std::to_string(k.tiling().block) +
+                (max_grid == 1 ? std::string(", one block")
+                               : ", " + std::to_string(k.tiling().items) + " items per thread, tiles of " +
+                                     std::to_string(k.tiling().tile()) + " elements, grid <= " + std::to_string(max_grid));
   out.why = "strategy reduce_then_scan was asked for";
   out.source = k.assemble("strategy: " + out.summary, w.str());
   return out;
