@@ -66,6 +66,7 @@ Kernel emit_scan_lookback(const ScanGroup& g, const Target& /*target: one block 
   out.strategy = Strategy::Lookback;
   out.block = tiling.block;
   out.max_grid = 0;  // one block per tile: the grid grows with n
+  out.any_grid = false;
   out.items_per_block_step = tiling.tile();
   out.args = args;
   out.summary = std::string("lookback (single pass, decoupled look-back): block ") + std::to_string(tiling.block) +
