@@ -1,8 +1,8 @@
 #pragma once
 // What a scan emitter is given, and the text every scan strategy shares. A scan kernel
-// evaluates one scan: its input map inlined into the loads (prologue), a filter's
-// predicate as a mask (a dropped element contributes the identity), and every program
-// output computed from the scan's elements as an epilogue applied before the store.
+// evaluates one scan: its input map inlined into the loads (prologue), optionally a mask
+// (a dropped element contributes the identity), and every program output computed from
+// the scan's elements as an epilogue applied before the store.
 #include <functional>
 #include <memory>
 #include <string>
@@ -15,7 +15,8 @@ namespace fuseflow::codegen {
 struct ScanGroup {
   std::shared_ptr<const OpNode> op;
   Expr value;                   // element value, filter results substituted
-  Expr mask;                    // bool per element (filter -> scan), or empty
+  Expr mask;                    // bool per element, a dropped one is the identity; the planner
+                                // leaves it empty (it rejects filter -> scan for now)
   std::vector<Expr> outputs;    // program outputs over the scan's result (epilogues)
   std::vector<int> output_ids;  // their program output numbers
   ReduceGroup leaves;           // inputs, parameters and scalar slots the kernel reads
@@ -58,15 +59,22 @@ class ScanKernelWriter {
   void emit_tile_load(SourceWriter& w);
   // items[k] = element k of this thread (identity past n); thread_total = their combination.
   void emit_thread_items(SourceWriter& w);
+  // Both of the above, and with `full_fast_path` a branch on base + kTile <= n: a full
+  // tile loads and evaluates its elements with no bounds checks, only the last tile checks.
+  void emit_tile_load_and_items(SourceWriter& w, bool full_fast_path);
   // Scans items[] seeded with `seed` into the scanned stage, then a barrier, then stores
-  // every output element coalesced, the epilogue applied on the way.
-  void emit_tile_store(SourceWriter& w, const std::string& seed);
+  // every output element coalesced, the epilogue applied on the way (with
+  // `full_fast_path`, without bounds checks when the tile is full).
+  void emit_tile_store(SourceWriter& w, const std::string& seed, bool full_fast_path = false);
 
   // Header comment + includes + structs + body.
   std::string assemble(const std::string& strategy_comment, const std::string& body);
 
  private:
   std::string element_call(const std::string& slot, const std::string& index) const;
+  void emit_load_loop(SourceWriter& w, bool checked);
+  void emit_items_loop(SourceWriter& w, bool checked);
+  void emit_store_loop(SourceWriter& w, bool checked);
 
   const ScanGroup& g_;
   std::string name_;

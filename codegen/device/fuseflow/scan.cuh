@@ -3,7 +3,9 @@
 // Embedded into the fuseflow binary like collectives.cuh. Layered as in CUB: the warp
 // inclusive scan (shuffles) is the building block of the block scan; tile status and the
 // look-back of Merrill & Garland ("Single-pass Parallel Prefix Scan with Decoupled
-// Look-back", 2016) turn block scans into one device-wide pass.
+// Look-back", 2016) turn block scans into one device-wide pass. The look-back here is
+// deterministic (see look_back): every tile's prefix is the chained left fold of the tile
+// aggregates, so a float scan gives the same bits on every run (DESIGN.md, Strategies).
 //
 // As in collectives.cuh, every combine keeps element order: the left operand always
 // covers lower indices, so non-commutative monoids (linear recurrences, MSSP) are exact.
@@ -150,32 +152,54 @@ struct LookbackState<T, false> {
   }
 };
 
-// The exclusive prefix of `tile` (> 0), computed by one full warp: it reads the status
-// of 32 predecessors at a time, waits while any of them has published nothing, and
-// combines, in tile order, the values from the most recent inclusive prefix on; without
-// a prefix in the window it folds the window's aggregates in and moves 32 tiles back.
-// Every predecessor took its tile id earlier, so it is running and will publish: no
-// deadlock whatever order the blocks are scheduled in. The result is in every lane.
+// The exclusive prefix of `tile` (> 0), computed by one full warp, deterministic: the
+// same bits on every run whatever the timing of the other blocks.
+//
+// A plain decoupled look-back folds whatever it happens to find (a prefix 3 tiles back
+// on one run, 40 tiles back on the next) and combines the window as a tree, so a
+// floating-point sum associates differently from run to run. Here every tile's inclusive
+// prefix is the chained left fold P(t) = P(t-1) . A(t) (P(0) = A(0), A = a tile's
+// aggregate), whichever predecessor the look-back finds:
+//  - lane l reads the status of tile - 32 + l (the 32 nearest predecessors, at once);
+//  - j is the nearest of them with an inclusive prefix (ballot); with none in the window,
+//    or while a tile between j and `tile` has not published its aggregate yet, the warp
+//    re-reads the SAME window (spins) instead of moving further back;
+//  - the exclusive prefix is the strict left fold P(j) . A(j+1) . ... . A(tile-1),
+//    combined one tile at a time in index order, never as a tree over the window.
+// By induction (P(j) is the chained fold up to j), the result is the chained fold up to
+// tile - 1 for every j found, and the tile publishes P(tile) = exclusive . A(tile).
+// Termination: tile 0 publishes its prefix at once, every tile publishes its aggregate
+// before it looks back and its prefix right after, and tile ids come from an atomic
+// counter, so every predecessor is running or done: the window always fills in.
+// Predecessors before tile 0 read as aggregates that are never combined (they lie below
+// tile 0, which ends up as j at the latest). The result is in every lane.
 template <typename State, typename T, typename Combine>
 __device__ T look_back(const State& state, long long tile, Combine combine, T identity) {
   const int lane = threadIdx.x % kWarpSize;
-  T exclusive = identity;  // covers the tiles from `end` to tile - 1
-  for (long long end = tile;; end -= kWarpSize) {
-    const long long predecessor = end - kWarpSize + lane;
-    unsigned flag;
-    T value;
-    do {
-      flag = kTilePrefix;  // before tile 0: nothing, which acts as an empty prefix
-      value = identity;
-      if (predecessor >= 0) flag = state.read(predecessor, value);
-    } while (__any_sync(kFullMask, flag == kTileInvalid));
+  const long long predecessor = tile - kWarpSize + lane;
+  unsigned flag;
+  T value;
+  int nearest = 0;  // the lane of j
+  for (;;) {
+    flag = kTileAggregate;  // before tile 0: never combined, never waited for
+    value = identity;
+    if (predecessor >= 0) flag = state.read(predecessor, value);
     const unsigned prefixes = __ballot_sync(kFullMask, flag == kTilePrefix);
-    const int first = prefixes ? 31 - __clz(static_cast<int>(prefixes)) : 0;
-    if (lane < first) value = identity;
-    const T window = shfl_idx(warp_reduce(value, combine), 0);
-    exclusive = combine(window, exclusive);
-    if (prefixes) return exclusive;
+    if (prefixes == 0) continue;  // no prefix in the window yet: read it again
+    nearest = 31 - __clz(static_cast<int>(prefixes));
+    // Every tile after j must have published at least its aggregate.
+    if (__any_sync(kFullMask, lane > nearest && flag == kTileInvalid)) continue;
+    break;
   }
+  // Strict left fold from j, one tile at a time. The shuffles do not depend on the
+  // running value, so they all issue at once; only the combines form a chain.
+  T exclusive = shfl_idx(value, nearest);
+#pragma unroll
+  for (int l = 1; l < kWarpSize; ++l) {
+    const T next = shfl_idx(value, l);
+    if (l > nearest) exclusive = combine(exclusive, next);
+  }
+  return exclusive;
 }
 
 }  // namespace ff

@@ -175,19 +175,21 @@ void ScanKernelWriter::emit_shared(SourceWriter& w, bool stores) {
   w.line("__shared__ " + acc() + " warp_totals[kBlock / 32];");
 }
 
-void ScanKernelWriter::emit_tile_load(SourceWriter& w) {
+void ScanKernelWriter::emit_load_loop(SourceWriter& w, bool checked) {
   w.comment("Coalesced: in step k, thread t loads element base + k * kBlock + t.");
   w.line("#pragma unroll");
   w.open("for (int k = 0; k < kItems; ++k)");
   w.line("const int s = k * kBlock + threadIdx.x;");
   w.line("const long long i = base + s;");
-  w.open("if (i < n)");
+  if (checked) w.open("if (i < n)");
   for (std::size_t j = 0; j < g_.leaves.inputs.size(); ++j)
     w.line("stage_" + input_names_[j] + "[slot(s)] = in_" + input_names_[j] + "[i];");
-  w.close();
+  if (checked) w.close();
   w.close();
   w.line("__syncthreads();");
 }
+
+void ScanKernelWriter::emit_tile_load(SourceWriter& w) { emit_load_loop(w, true); }
 
 std::string ScanKernelWriter::element_call(const std::string& slot, const std::string& index) const {
   std::string s;
@@ -195,22 +197,67 @@ std::string ScanKernelWriter::element_call(const std::string& slot, const std::s
   return s + index;
 }
 
-void ScanKernelWriter::emit_thread_items(SourceWriter& w) {
-  w.comment("Blocked: thread t owns tile elements t * kItems ... t * kItems + kItems - 1; past n\n"
-            "they are the identity, so the tile's total is right in the last tile too.");
-  w.line(acc() + " items[kItems];");
+void ScanKernelWriter::emit_items_loop(SourceWriter& w, bool checked) {
   w.line("#pragma unroll");
   w.open("for (int k = 0; k < kItems; ++k)");
   w.line("const int s = threadIdx.x * kItems + k;");
   w.line("const long long i = base + s;");
-  w.line("items[k] = i < n ? element(" + element_call("slot(s)", "i") + ") : identity;");
+  w.line(checked ? "items[k] = i < n ? element(" + element_call("slot(s)", "i") + ") : identity;"
+                 : "items[k] = element(" + element_call("slot(s)", "i") + ");");
+  w.close();
+}
+
+void ScanKernelWriter::emit_thread_items(SourceWriter& w) {
+  w.comment("Blocked: thread t owns tile elements t * kItems ... t * kItems + kItems - 1; past n\n"
+            "they are the identity, so the tile's total is right in the last tile too.");
+  w.line(acc() + " items[kItems];");
+  emit_items_loop(w, true);
+  w.line(acc() + " thread_total = items[0];");
+  w.line("#pragma unroll");
+  w.line("for (int k = 1; k < kItems; ++k) thread_total = combine(thread_total, items[k]);");
+}
+
+void ScanKernelWriter::emit_tile_load_and_items(SourceWriter& w, bool full_fast_path) {
+  if (!full_fast_path) {
+    emit_tile_load(w);
+    emit_thread_items(w);
+    return;
+  }
+  w.comment("Blocked: thread t owns tile elements t * kItems ... t * kItems + kItems - 1; past n\n"
+            "they are the identity, so the tile's total is right in the last tile too.");
+  w.line(acc() + " items[kItems];");
+  w.open("if (base + kTile <= n)");
+  w.comment("A full tile (every tile but the last): no bounds checks.");
+  emit_load_loop(w, false);
+  emit_items_loop(w, false);
+  w.close("} else {");
+  w.indent();
+  emit_load_loop(w, true);
+  emit_items_loop(w, true);
   w.close();
   w.line(acc() + " thread_total = items[0];");
   w.line("#pragma unroll");
   w.line("for (int k = 1; k < kItems; ++k) thread_total = combine(thread_total, items[k]);");
 }
 
-void ScanKernelWriter::emit_tile_store(SourceWriter& w, const std::string& seed) {
+void ScanKernelWriter::emit_store_loop(SourceWriter& w, bool checked) {
+  w.line("#pragma unroll");
+  w.open("for (int k = 0; k < kItems; ++k)");
+  w.line("const int s = k * kBlock + threadIdx.x;");
+  w.line("const long long i = base + s;");
+  if (checked) w.open("if (i < n)");
+  for (std::size_t j = 0; j < g_.outputs.size(); ++j) {
+    std::string out = "out" + std::to_string(g_.output_ids[j]) + "[i] = ";
+    if (g_.outputs[j].kind() == ExprKind::Result)
+      w.line(out + "scanned_stage[slot(s)];");
+    else
+      w.line(out + "epilogue" + std::to_string(j) + "(scanned_stage[slot(s)], " + element_call("slot(s)", "i") + ");");
+  }
+  if (checked) w.close();
+  w.close();
+}
+
+void ScanKernelWriter::emit_tile_store(SourceWriter& w, const std::string& seed, bool full_fast_path) {
   w.comment(inclusive() ? "The thread's inclusive scan, seeded with everything before its first element."
                         : "The thread's exclusive scan, seeded with everything before its first element:\n"
                           "element i gets the combination of the elements before it (the identity at 0).");
@@ -228,19 +275,15 @@ void ScanKernelWriter::emit_tile_store(SourceWriter& w, const std::string& seed)
   w.close();
   w.line("__syncthreads();");
   w.comment("Coalesced stores, the epilogue applied to each element before it is written.");
-  w.line("#pragma unroll");
-  w.open("for (int k = 0; k < kItems; ++k)");
-  w.line("const int s = k * kBlock + threadIdx.x;");
-  w.line("const long long i = base + s;");
-  w.open("if (i < n)");
-  for (std::size_t j = 0; j < g_.outputs.size(); ++j) {
-    std::string out = "out" + std::to_string(g_.output_ids[j]) + "[i] = ";
-    if (g_.outputs[j].kind() == ExprKind::Result)
-      w.line(out + "scanned_stage[slot(s)];");
-    else
-      w.line(out + "epilogue" + std::to_string(j) + "(scanned_stage[slot(s)], " + element_call("slot(s)", "i") + ");");
+  if (!full_fast_path) {
+    emit_store_loop(w, true);
+    return;
   }
-  w.close();
+  w.open("if (base + kTile <= n)");
+  emit_store_loop(w, false);
+  w.close("} else {");
+  w.indent();
+  emit_store_loop(w, true);
   w.close();
 }
 

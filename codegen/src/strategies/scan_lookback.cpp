@@ -3,10 +3,18 @@
 // takes its tile id from an atomic counter, so tile ids follow the order in which blocks
 // start and every predecessor of a tile is already running (no deadlock, whatever order
 // the hardware schedules blocks in). The tile is loaded coalesced through shared memory
-// into registers, scanned per thread, per warp (shuffles) and per block; the block
-// publishes its aggregate, warp 0 looks back over the predecessors' status for the
-// tile's exclusive prefix, publishes the inclusive prefix, and the block stores the
-// scanned tile through shared memory, coalesced. Reads n elements, writes n.
+// into registers (a full tile with no bounds checks, only the last one checks), scanned
+// per thread, per warp (shuffles) and per block; the block publishes its aggregate, warp
+// 0 looks back over the predecessors' status for the tile's exclusive prefix, publishes
+// the inclusive prefix, and the block stores the scanned tile through shared memory,
+// coalesced. Reads n elements, writes n.
+//
+// Deterministic (DESIGN.md: the same bits on every run of the same program and n): the
+// look-back (ff::look_back in scan.cuh) waits for the nearest inclusive prefix P(j) among
+// the 32 nearest predecessors instead of searching further back, and folds P(j) . A(j+1)
+// . ... . A(t-1) strictly left to right, so every tile's prefix is the chained left fold
+// P(t) = P(t-1) . A(t) of the tile aggregates whichever j it found: a float scan does not
+// depend on the timing of the blocks.
 #include "../scan_context.hpp"
 
 namespace fuseflow::codegen {
@@ -33,8 +41,7 @@ Kernel emit_scan_lookback(const ScanGroup& g, const Target& /*target: one block 
   w.line("__syncthreads();");
   w.line("const long long tile = tile_id;");
   w.line("const long long base = tile * kTile;");
-  k.emit_tile_load(w);
-  k.emit_thread_items(w);
+  k.emit_tile_load_and_items(w, true);
   w.line(k.acc() + " tile_total;");
   w.line("const " + k.acc() +
          " thread_prefix = ff::block_exclusive_scan<kBlock>(thread_total, combine, identity, warp_totals, tile_total);");
@@ -43,7 +50,9 @@ Kernel emit_scan_lookback(const ScanGroup& g, const Target& /*target: one block 
             (packed ? "flag and value packed in one 64-bit word, written with one store."
                     : "flags, aggregates and inclusive prefixes in separate arrays, fenced.") +
             "\nTile 0 publishes its inclusive prefix at once; every other tile publishes its\n"
-            "aggregate, looks back for its exclusive prefix, then publishes its inclusive prefix.");
+            "aggregate, looks back for its exclusive prefix, then publishes its inclusive prefix.\n"
+            "The look-back is deterministic: the prefix is the chained left fold of the tile\n"
+            "aggregates whatever the timing, so float results are the same bits on every run.");
   w.line("const ff::LookbackState<" + k.acc() + "> status(tile_status, (n + kTile - 1) / kTile);");
   w.open("if (threadIdx.x < 32)");
   w.line(k.acc() + " exclusive = identity;");
@@ -58,7 +67,7 @@ Kernel emit_scan_lookback(const ScanGroup& g, const Target& /*target: one block 
   w.line("if (threadIdx.x == 0) tile_prefix = exclusive;");
   w.close();
   w.line("__syncthreads();");
-  k.emit_tile_store(w, "combine(tile_prefix, thread_prefix)");
+  k.emit_tile_store(w, "combine(tile_prefix, thread_prefix)", true);
   w.close();
 
   Kernel out;
@@ -71,7 +80,8 @@ Kernel emit_scan_lookback(const ScanGroup& g, const Target& /*target: one block 
   out.args = args;
   out.summary = std::string("lookback (single pass, decoupled look-back): block ") + std::to_string(tiling.block) +
                 ", " + std::to_string(tiling.items) + " items per thread, tiles of " + std::to_string(tiling.tile()) +
-                " elements, one block per tile, " + (packed ? "packed 64-bit tile status" : "separate tile status arrays");
+                " elements, one block per tile, " + (packed ? "packed 64-bit tile status" : "separate tile status arrays") +
+                ", deterministic look-back (chained prefixes)";
   out.why = g.op->strategy == Strategy::Lookback ? "strategy lookback was asked for"
                                                   : "the default scan: one pass, reads n and writes n";
   out.source = k.assemble("strategy: " + out.summary, w.str());
