@@ -118,10 +118,12 @@ void fill_leaves(ReduceGroup& g, const Program& p, const std::vector<Expr>& expr
 
 // ---- scans ---------------------------------------------------------------------------
 // A program output over a scan's result (the scan itself, or a map of it) is written by
-// the scan's kernel: the scan's input map is inlined into its loads (prologue), a filter
-// feeding it becomes a masked scan, and the output's map is the epilogue applied before
-// the store. One kernel per scan writes every output that reads it. Scans run after the
-// reductions, so their maps may read reductions' results.
+// the scan's kernel: the scan's input map is inlined into its loads (prologue), and the
+// output's map is the epilogue applied before the store. One kernel per scan writes every
+// output that reads it. Scans run after the reductions, so their maps may read
+// reductions' results. A scan of a filter's result is rejected: by definition (the CPU
+// reference) it scans the compacted survivors, which needs stream compaction; a masked
+// scan over all n elements is scan(select(p, x, identity)).
 
 void collect_scans(const Expr& e, std::set<const OpNode*>& scans, std::set<const ExprNode*>& seen) {
   if (!seen.insert(e.get()).second) return;
@@ -156,6 +158,9 @@ void plan_scans(const Program& program, const Target& target, const std::vector<
   }
   for (auto& g : groups) {
     g.value = resolve_filters(g.op->values, g.mask, memo);
+    if (g.mask.valid())
+      throw GraphError("codegen: scan of a filter result needs stream compaction, which is not supported yet; "
+                       "for a masked scan write scan(select(p, x, identity))");
     g.leaves.program_text = context.program_text;
     g.leaves.slot_types = context.slot_types;
     g.leaves.slot_of = context.slot_of;
@@ -173,7 +178,6 @@ void plan_scans(const Program& program, const Target& target, const std::vector<
       ks.push_back(emit_scan_lookback(g, target));
       plan.steps.push_back(lookback_step(at, ks[0], t));
     }
-    if (g.mask.valid()) plan.notes.push_back("filter -> scan: " + ks[0].name + " is a masked scan (dropped elements are the identity)");
     for (const auto& o : g.outputs)
       if (o.kind() != ExprKind::Result)
         plan.notes.push_back("scan -> map: the map is " + ks.back().name + "'s epilogue, applied before the store");

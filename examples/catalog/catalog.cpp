@@ -107,10 +107,10 @@ std::vector<Entry> make_entries() {
       {"scan_epilogue", "prefix sums times 2: the map after the scan is applied before the store", [] {
          return Program(scan(input<float>("x"), plus) * 2.0f);
        }},
-      {"filter_scan", "prefix sums of the elements above a threshold: a masked scan, n outputs", [] {
+      {"masked_scan", "prefix sums of the elements above a threshold, n outputs: a masked scan, scan(select(x > t, x, 0))", [] {
          auto x = input<float>("x");
          auto t = param<float>("threshold");
-         return Program(scan(filter(x, x > t), plus));
+         return Program(scan(select(x > t, x, 0.0f), plus));
        }},
       {"scan_reduce_then_scan", "inclusive prefix sums of f32 with the three-phase reduce_then_scan strategy", [] {
          return Program(scan(input<float>("x"), plus, inclusive, strategy::reduce_then_scan));
