@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "array_ops.hpp"
 #include "kernel_context.hpp"
 #include "scan_context.hpp"
 
@@ -197,6 +198,7 @@ Plan plan(const Program& program, const Target& target) {
   for (const auto& op : program.ops()) {
     if (op->kind == OpKind::Filter) continue;  // fused into its consumers below
     if (op->kind == OpKind::Scan) continue;    // plan_scans
+    if (op->kind == OpKind::Histogram || op->kind == OpKind::SegmentedReduce) continue;  // plan_array_op
     if (op->kind != OpKind::Reduce) unsupported(op_name(op->kind));
     PlannedReduce r;
     Expr mask;
@@ -226,12 +228,17 @@ Plan plan(const Program& program, const Target& target) {
   std::vector<Expr> array_outputs;
   std::vector<int> array_output_ids;
   std::vector<int> scan_output_ids;
+  std::vector<int> array_op_output_ids;
   for (std::size_t i = 0; i < program.outputs().size(); ++i) {
     const Expr& o = program.outputs()[i];
     if (o.kind() == ExprKind::Result && o.node().op->scalar_output) {
       plan.output_scalar.push_back(slot_of.at(o.node().op.get()));
     } else {
       plan.output_scalar.push_back(-1);
+      if (is_array_op(o)) {
+        array_op_output_ids.push_back(static_cast<int>(i));
+        continue;
+      }
       if (scan_of(o)) {
         scan_output_ids.push_back(static_cast<int>(i));
         continue;
@@ -313,6 +320,10 @@ Plan plan(const Program& program, const Target& target) {
     context.slot_types = slot_types;
     context.slot_of = slot_of;
     plan_scans(program, target, scan_output_ids, context, memo, plan);
+  }
+  for (int i : array_op_output_ids) {
+    const ArrayOpContext context{program, text, slot_types, slot_of};
+    plan_array_op(context, program.outputs()[static_cast<std::size_t>(i)].node().op, i, target, plan);
   }
   if (!array_outputs.empty()) {
     ReduceGroup leaves;

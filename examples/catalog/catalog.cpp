@@ -115,6 +115,30 @@ std::vector<Entry> make_entries() {
       {"scan_reduce_then_scan", "inclusive prefix sums of f32 with the three-phase reduce_then_scan strategy", [] {
          return Program(scan(input<float>("x"), plus, inclusive, strategy::reduce_then_scan));
        }},
+      {"histogram_256", "256-bin histogram of i32 values by their low byte (x & 255): privatised shared-memory counts", [] {
+         auto x = input<int>("x");
+         return Program(histogram(x & 255, 256));
+       }},
+      {"histogram_f32", "100-bin histogram of f32: bin = i32((x - lo) * scale), bins outside [0, 100) dropped", [] {
+         auto x = input<float>("x");
+         auto lo = param<float>("lo");
+         auto scale = param<float>("scale");
+         return Program(histogram(cast<int>((x - lo) * scale), 100));
+       }},
+      {"histogram_65536_u64", "65536-bin histogram with u64 counts: the bins do not fit in shared memory, global atomics", [] {
+         auto x = input<int>("x");
+         return Program(histogram(x & 65535, 65536, ScalarType::U64));
+       }},
+      {"segmented_sum", "f32 sum of each segment [offsets[s], offsets[s+1]): load-balanced merge path", [] {
+         auto x = input<float>("x");
+         auto offsets = input<int>("offsets");
+         return Program(segmented_reduce(x, offsets, plus));
+       }},
+      {"segmented_mssp", "maximum segment sum of each segment by offsets: non-commutative, exact", [] {
+         auto x = input<int>("x");
+         auto offsets = input<int>("offsets");
+         return Program(segmented_reduce(mssp_parts(x), offsets, mssp()));
+       }},
   };
 }
 }  // namespace

@@ -211,8 +211,7 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
       throw GraphError("run: only inputs and parameters can be bound, not " + to_string(leaf));
     if (!bound.emplace(leaf.get(), &binding).second) throw GraphError("run: " + describe(leaf) + " is bound twice");
   }
-  std::int64_t n = -1;
-  std::string first_input;
+  std::vector<std::int64_t> input_lengths;
   std::vector<CUdeviceptr> input_ptrs;
   for (const auto& in : program.inputs()) {
     auto it = bound.find(in.get());
@@ -225,11 +224,7 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
     if (in.node().length >= 0 && in.node().length != len)
       throw GraphError("run: " + describe(in) + " was declared with " + std::to_string(in.node().length) +
                        " elements but was bound to " + std::to_string(len));
-    if (n >= 0 && len != n)
-      throw GraphError("run: arrays of different lengths: " + first_input + " has " + std::to_string(n) + " elements, " +
-                       describe(in) + " has " + std::to_string(len));
-    if (n < 0) first_input = describe(in);
-    n = len;
+    input_lengths.push_back(len);
     input_ptrs.push_back(b.bytes().ptr);
   }
   std::vector<Value> params;
@@ -247,26 +242,43 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
       for (const auto& e : *list) used = used || e.get() == node;
     if (!used) throw GraphError("run: a bound input or parameter is not used by this program");
   }
-  if (n < 0) n = 0;
-
   detail::PreparedProgram& prep = prepare(*this, ex, program, context_);
   const codegen::Plan& plan = prep.plan;
+  // Inputs of one domain have one length: domain 0's is n, the elements' count; other
+  // domains are segmented ops' offsets.
+  std::vector<std::int64_t> lengths(static_cast<std::size_t>(plan.domains), -1);
+  std::vector<std::string> first_input(lengths.size());
+  for (std::size_t i = 0; i < input_lengths.size(); ++i) {
+    auto d = static_cast<std::size_t>(plan.input_domain.empty() ? 0 : plan.input_domain[i]);
+    const std::string who = describe(program.inputs()[i]);
+    if (lengths[d] >= 0 && input_lengths[i] != lengths[d])
+      throw GraphError("run: arrays of different lengths: " + first_input[d] + " has " + std::to_string(lengths[d]) +
+                       " elements, " + who + " has " + std::to_string(input_lengths[i]));
+    if (lengths[d] < 0) first_input[d] = who;
+    lengths[d] = input_lengths[i];
+  }
+  for (auto& l : lengths) l = std::max<std::int64_t>(l, 0);
+  const std::int64_t n = lengths[0];
   if (!ex.ticket) {
     ex.ticket = std::make_unique<DeviceArray<unsigned>>(alloc<unsigned>(1));
     zero(ex.ticket->data(), sizeof(unsigned));
   }
-  const codegen::Schedule schedule = plan.schedule(n);
+  const codegen::Schedule schedule = plan.schedule(lengths);
   CUdeviceptr scratch_base = schedule.scratch_bytes ? scratch(schedule.scratch_bytes) : 0;
   for (const auto& [offset, bytes] : schedule.zeroed) zero(scratch_base + offset, bytes);
 
   // Array outputs are allocated per run and handed to the caller.
   std::vector<Result> results;
   std::vector<CUdeviceptr> output_ptrs(program.outputs().size(), 0);
+  std::vector<std::size_t> output_bytes(program.outputs().size(), 0);
   for (std::size_t i = 0; i < program.outputs().size(); ++i) {
     if (plan.output_scalar[i] >= 0) continue;
     const Type& t = program.outputs()[i].type();
-    output_ptrs[i] = context_->allocate(static_cast<std::size_t>(n) * t.size());
-    results.push_back(Result::array(context_, output_ptrs[i], static_cast<std::size_t>(n), t));
+    // Elements of the output: n, or its own length (a histogram's bins, one per segment).
+    const auto count = static_cast<std::size_t>(plan.output_shapes.empty() ? n : plan.output_shapes[i].length(lengths));
+    output_bytes[i] = count * t.size();
+    output_ptrs[i] = context_->allocate(output_bytes[i]);
+    results.push_back(Result::array(context_, output_ptrs[i], count, t));
   }
 
   if (ex.poison) {
@@ -276,8 +288,11 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
     };
     fill(prep.scalars, plan.scalar_bytes);
     for (std::size_t i = 0; i < output_ptrs.size(); ++i)
-      if (output_ptrs[i]) fill(output_ptrs[i], static_cast<std::size_t>(n) * program.outputs()[i].type().size());
+      if (output_ptrs[i]) fill(output_ptrs[i], output_bytes[i]);
   }
+  // Outputs the kernels add into (histogram counts) start at zero.
+  for (std::size_t i = 0; i < plan.output_shapes.size(); ++i)
+    if (output_ptrs[i] && output_bytes[i] && plan.output_shapes[i].zeroed) zero(output_ptrs[i], output_bytes[i]);
 
   // Arguments live in 16-byte cells; cuLaunchKernel reads each through its pointer.
   for (const auto& launch : schedule.launches) {
@@ -291,7 +306,9 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
       CUdeviceptr ptr = 0;
       switch (arg.kind) {
         case codegen::Arg::Kind::Input: ptr = input_ptrs[static_cast<std::size_t>(arg.index)]; break;
-        case codegen::Arg::Kind::Length: put(&launch.n, sizeof launch.n); break;
+        case codegen::Arg::Kind::Length:
+          put(arg.index == 0 ? &launch.n : &lengths[static_cast<std::size_t>(arg.index)], sizeof launch.n);
+          break;
         case codegen::Arg::Kind::Param: params[static_cast<std::size_t>(arg.index)].to_bytes(cells[a].data()); break;
         case codegen::Arg::Kind::Scalar:
         case codegen::Arg::Kind::ScalarOutput:

@@ -20,7 +20,8 @@ namespace fuseflow::codegen {
 struct Arg {
   enum class Kind : std::uint8_t {
     Input,       // const T* of program input `index`
-    Length,      // long long n: the element count of the kernel's domain
+    Length,      // long long n: the element count of the kernel's domain (the launch's n) when
+                 // `index` is 0, else of input domain `index` (see Plan::input_domain)
     Param,       // scalar parameter `index`, by value
     Scalar,      // const T* to the device scalar slot `index` (a reduction's result)
     Output,      // T* to the array output `index` (program output number)
@@ -77,7 +78,12 @@ struct Schedule {
 // Builds a Schedule: strategies allocate scratch and append launches.
 class ScheduleBuilder {
  public:
-  explicit ScheduleBuilder(std::size_t reserved) { schedule_.scratch_bytes = reserved; }
+  explicit ScheduleBuilder(std::size_t reserved, std::vector<std::int64_t> lengths = {})
+      : lengths_(std::move(lengths)) {
+    schedule_.scratch_bytes = reserved;
+  }
+  // The element count of input domain `d` (domain 0 is the `n` steps are called with).
+  std::int64_t length(int d) const;
   // Scratch of `bytes` (256-byte aligned); `zeroed` when the kernels expect zeros.
   std::size_t allocate(std::size_t bytes, bool zeroed = false);
   void launch(Launch l) { schedule_.launches.push_back(std::move(l)); }
@@ -85,10 +91,21 @@ class ScheduleBuilder {
 
  private:
   Schedule schedule_;
+  std::vector<std::int64_t> lengths_;
 };
 
 // Blocks for n elements, each covering `per_block`, at least 1 and at most `max_grid`.
 int grid_for(std::int64_t n, std::int64_t per_block, int max_grid);
+
+// How many elements an array output has, given the lengths of the input domains, and
+// whether the kernels expect it zeroed (they add into it: histogram counts).
+struct OutputShape {
+  int domain = 0;           // the length of this domain ...
+  std::int64_t less = 0;    // ... less this many (a segmented op: offsets - 1 segments)
+  std::int64_t fixed = -1;  // or, when >= 0, this many (a histogram's bins)
+  bool zeroed = false;
+  std::int64_t length(const std::vector<std::int64_t>& lengths) const;
+};
 
 struct Plan {
   std::vector<Kernel> kernels;
@@ -99,8 +116,17 @@ struct Plan {
   std::vector<std::string> notes;  // fusion decisions, in words
   // In order, each step appends the launches of one part of the program for n elements.
   std::vector<std::function<void(std::int64_t n, ScheduleBuilder&)>> steps;
+  // Per program input, the domain it belongs to: inputs of one domain have one length.
+  // Domain 0 holds the elements (its length is `n`); a segmented op's offsets are another
+  // domain. Empty when every input is in domain 0.
+  std::vector<int> input_domain;
+  int domains = 1;
+  // Per program output (array outputs only are read); empty: every array has n elements.
+  std::vector<OutputShape> output_shapes;
 
   Schedule schedule(std::int64_t n) const;
+  // lengths[d]: the element count of domain d (lengths[0] is n).
+  Schedule schedule(const std::vector<std::int64_t>& lengths) const;
 };
 
 // Plans a program for a target. Throws GraphError for programs this version cannot run

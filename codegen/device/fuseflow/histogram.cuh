@@ -1,0 +1,44 @@
+// fuseflow device helper library: histograms.
+//
+// A bin outside [0, bins) is dropped: it is counted nowhere and written nowhere. Counts
+// are integers, so atomics on them give the same result in any order: deterministic.
+#pragma once
+
+namespace ff {
+
+// A block's private histogram in shared memory: kCopies copies of kBins 32-bit counts.
+// Warp w adds into copy w % kCopies, so the warps of a block rarely contend for one word;
+// the copies are summed when the block merges into the global counts. A block counts
+// fewer than 2^32 elements (a fixed grid of about a thousand blocks covers 2^42), so its
+// private counts cannot wrap before the merge.
+template <int kThreads, long long kBins, int kCopies>
+struct SharedHistogram {
+  unsigned* counts;  // kCopies * kBins words of shared memory
+
+  __device__ __forceinline__ void clear() {
+    for (int k = threadIdx.x; k < kCopies * kBins; k += kThreads) counts[k] = 0u;
+  }
+  __device__ __forceinline__ void add(long long bin) {
+    if ((unsigned long long)bin < (unsigned long long)kBins)
+      atomicAdd(&counts[(threadIdx.x / 32) % kCopies * kBins + bin], 1u);
+  }
+  // Adds this block's counts into `global` (u32 or u64), one atomic per non-zero bin.
+  template <typename Count>
+  __device__ __forceinline__ void merge_into(Count* global) const {
+    for (int b = threadIdx.x; b < kBins; b += kThreads) {
+      unsigned c = 0u;
+#pragma unroll
+      for (int k = 0; k < kCopies; ++k) c += counts[k * kBins + b];
+      if (c != 0u) atomicAdd(global + b, (Count)c);
+    }
+  }
+};
+
+// One element counted straight into the global counts (bins that do not fit in shared
+// memory).
+template <typename Count>
+__device__ __forceinline__ void count_global(Count* global, long long bin, long long bins) {
+  if ((unsigned long long)bin < (unsigned long long)bins) atomicAdd(global + bin, (Count)1);
+}
+
+}  // namespace ff

@@ -1,0 +1,162 @@
+// Planning of the ops whose result has its own length (histogram, segmented_reduce):
+// their leaves, the domains of their inputs (a segmented op's offsets have their own
+// length), the length of their output, and the schedule step that sizes their grid.
+#include "array_ops.hpp"
+
+#include <algorithm>
+#include <set>
+
+namespace fuseflow::codegen {
+
+namespace {
+
+[[noreturn]] void unsupported(const std::string& what) {
+  throw GraphError("codegen: " + what + " is not supported by this version of fuseflow's code generator yet");
+}
+
+// Inputs, parameters and scalar results an element-wise expression reads. An array
+// result of another op cannot be read element-wise by these kernels.
+void collect(const Expr& e, const std::string& op, std::set<const ExprNode*>& seen, std::set<const ExprNode*>& inputs,
+             std::set<const ExprNode*>& params, std::set<const OpNode*>& scalars) {
+  if (!e.valid() || !seen.insert(e.get()).second) return;
+  if (e.kind() == ExprKind::Input) inputs.insert(e.get());
+  if (e.kind() == ExprKind::Param) params.insert(e.get());
+  if (e.kind() == ExprKind::Result) {
+    if (!e.node().op->scalar_output)
+      unsupported(std::string("the array result of ") + op_name(e.node().op->kind) + " inside " + op);
+    scalars.insert(e.node().op.get());
+  }
+  for (const auto& a : e.args()) collect(a, op, seen, inputs, params, scalars);
+}
+
+ReduceGroup leaves_of(const ArrayOpContext& c, const std::vector<Expr>& exprs, const std::string& op) {
+  std::set<const ExprNode*> seen, inputs, params;
+  std::set<const OpNode*> scalars;
+  for (const auto& e : exprs) collect(e, op, seen, inputs, params, scalars);
+  ReduceGroup g;
+  g.program_text = c.program_text;
+  g.slot_types = c.slot_types;
+  g.slot_of = c.slot_of;
+  for (std::size_t i = 0; i < c.program.inputs().size(); ++i)
+    if (inputs.count(c.program.inputs()[i].get())) {
+      g.inputs.push_back(c.program.inputs()[i]);
+      g.input_ids.push_back(static_cast<int>(i));
+    }
+  for (std::size_t i = 0; i < c.program.params().size(); ++i)
+    if (params.count(c.program.params()[i].get())) {
+      g.params.push_back(c.program.params()[i]);
+      g.param_ids.push_back(static_cast<int>(i));
+    }
+  for (const auto* s : scalars) g.scalars_read.push_back(c.slot_of.at(s));
+  std::sort(g.scalars_read.begin(), g.scalars_read.end());
+  if (g.inputs.empty()) unsupported(op + " of an expression that reads no input array");
+  return g;
+}
+
+// The inputs the program reads as elements (everything but segmented ops' offsets).
+void element_inputs(const Expr& e, std::set<const ExprNode*>& seen, std::set<const ExprNode*>& out) {
+  if (!e.valid() || !seen.insert(e.get()).second) return;
+  if (e.kind() == ExprKind::Input) out.insert(e.get());
+  for (const auto& a : e.args()) element_inputs(a, seen, out);
+}
+
+// The offsets' inputs form a domain of their own (n_segments + 1 elements): the one of an
+// earlier segmented op over the same offsets, or a new one.
+int offsets_domain(const ArrayOpContext& c, const ReduceGroup& offsets, Plan& plan) {
+  std::set<const ExprNode*> seen, elements;
+  for (const auto& op : c.program.ops())
+    for (const Expr* e : {&op->values, &op->predicate, &op->keys}) element_inputs(*e, seen, elements);
+  for (const auto& o : c.program.outputs())
+    if (o.kind() != ExprKind::Result) element_inputs(o, seen, elements);
+  for (const auto& in : offsets.inputs)
+    if (elements.count(in.get()))
+      throw GraphError("segmented_reduce: input '" + in.node().name +
+                       "' is read both as offsets and as elements; the two have different lengths, so bind the "
+                       "offsets to an input of their own");
+  if (plan.input_domain.empty()) plan.input_domain.assign(c.program.inputs().size(), 0);
+  int d = 0;
+  for (int id : offsets.input_ids) d = std::max(d, plan.input_domain[static_cast<std::size_t>(id)]);
+  if (d == 0) d = plan.domains++;
+  for (int id : offsets.input_ids) plan.input_domain[static_cast<std::size_t>(id)] = d;
+  return d;
+}
+
+// One launch over a fixed grid with one scratch buffer of max_grid elements per Scratch
+// argument; `work(n, b)` is the count of work items (elements, or elements + segment
+// ends), `per_block` what one block covers per pass. No launch when there is no work.
+std::function<void(std::int64_t, ScheduleBuilder&)> step_for(int index, const Kernel& k,
+                                                             std::function<std::int64_t(std::int64_t, ScheduleBuilder&)> work) {
+  std::vector<std::size_t> scratch_sizes;
+  for (const auto& a : k.args)
+    if (a.kind == Arg::Kind::Scratch) scratch_sizes.push_back(static_cast<std::size_t>(k.max_grid) * a.type.size());
+  const int per_block = k.items_per_block_step, max_grid = k.max_grid;
+  return [=](std::int64_t n, ScheduleBuilder& b) {
+    const std::int64_t items = work(n, b);
+    if (items <= 0) return;
+    Launch l;
+    l.kernel = index;
+    l.n = n;
+    l.grid = grid_for(items, per_block, max_grid);
+    for (std::size_t bytes : scratch_sizes) l.scratch.push_back(b.allocate(bytes));
+    b.launch(std::move(l));
+  };
+}
+
+}  // namespace
+
+bool is_array_op(const Expr& e) {
+  if (e.kind() != ExprKind::Result) return false;
+  OpKind k = e.node().op->kind;
+  return k == OpKind::Histogram || k == OpKind::SegmentedReduce;
+}
+
+void plan_array_op(const ArrayOpContext& c, const std::shared_ptr<const OpNode>& node, int output, const Target& t, Plan& plan) {
+  const OpNode& op = *node;
+  if (plan.output_shapes.empty()) plan.output_shapes.resize(c.program.outputs().size());
+  OutputShape& shape = plan.output_shapes[static_cast<std::size_t>(output)];
+  const int index = static_cast<int>(plan.kernels.size());
+  if (op.kind == OpKind::Histogram) {
+    ReduceGroup leaves = leaves_of(c, {op.keys}, "histogram");
+    Kernel k = emit_histogram(op, leaves, output, t);
+    shape.fixed = op.bins;
+    shape.zeroed = true;  // the kernel adds its counts into it
+    plan.steps.push_back(step_for(index, k, [](std::int64_t n, ScheduleBuilder&) { return n; }));
+    plan.kernels.push_back(std::move(k));
+    return;
+  }
+  ReduceGroup leaves = leaves_of(c, {op.values}, "segmented_reduce");
+  ReduceGroup offsets = leaves_of(c, {op.offsets}, "segmented_reduce");
+  if (!offsets.params.empty() || !offsets.scalars_read.empty())
+    unsupported("segmented_reduce offsets that read a parameter or a reduction's result");
+  const int domain = offsets_domain(c, offsets, plan);
+  Kernel k = emit_segmented_reduce(node, leaves, offsets, domain, output, t);
+  shape.domain = domain;
+  shape.less = 1;
+  plan.steps.push_back(step_for(index, k, [domain](std::int64_t n, ScheduleBuilder& b) -> std::int64_t {
+    const std::int64_t count = b.length(domain);
+    if (count < 1) throw GraphError("segmented_reduce: the offsets are empty; s segments need s + 1 offsets");
+    return count - 1 == 0 ? 0 : n + count - 1;  // elements + segment ends; none without segments
+  }));
+  plan.kernels.push_back(std::move(k));
+}
+
+std::int64_t OutputShape::length(const std::vector<std::int64_t>& lengths) const {
+  if (fixed >= 0) return fixed;
+  return std::max<std::int64_t>(0, lengths.at(static_cast<std::size_t>(domain)) - less);
+}
+
+std::int64_t ScheduleBuilder::length(int d) const {
+  if (d < 0 || static_cast<std::size_t>(d) >= lengths_.size())
+    throw GraphError("schedule: the length of input domain " + std::to_string(d) +
+                     " is not known; a program whose inputs have several lengths (a segmented op's offsets) is "
+                     "scheduled with the length of each: Plan::schedule(lengths)");
+  return lengths_[static_cast<std::size_t>(d)];
+}
+
+Schedule Plan::schedule(const std::vector<std::int64_t>& lengths) const {
+  ScheduleBuilder b(0, lengths);
+  for (const auto& step : steps) step(lengths.at(0), b);
+  return b.take();
+}
+
+}  // namespace fuseflow::codegen

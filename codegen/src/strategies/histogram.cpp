@@ -1,0 +1,209 @@
+// Histogram: counts of a fused bin expression (any integral map of the inputs, e.g.
+// cast<i32>((x - lo) * scale)) over [0, bins); a bin outside is dropped, never written.
+//
+// "shared" (the default while the counts fit): every block of a fixed grid keeps private
+// copies of the histogram in shared memory (32-bit counts, warp w adding into copy
+// w % copies, so warps rarely contend for a word), strides through the inputs with
+// 16-byte vector loads adding with shared-memory atomics, then adds its non-zero bins into
+// the global counts with one global atomic each (32- or 64-bit: the count type).
+// "global" (bins * 4 bytes above 48 KB, the static shared memory a block may declare):
+// every element is one global atomic. The executor zeroes the counts before the launch.
+// Counts are integers: atomics give the same result in any order.
+#include <algorithm>
+
+#include "../array_ops.hpp"
+
+namespace fuseflow::codegen {
+
+namespace {
+constexpr int kBlock = 256;
+constexpr int kWarps = kBlock / 32;
+constexpr int kUnroll = 2;                               // vector loads in flight per input per thread
+constexpr std::size_t kSharedLimit = 48 * 1024;          // bytes of private counts a block may hold
+constexpr std::size_t kCopiesBudget = 16 * 1024;         // bytes for the copies of small histograms
+
+int vector_width(const ReduceGroup& g) {
+  std::size_t widest = 0;
+  for (const auto& in : g.inputs) {
+    if (!in.type().is_scalar()) return 1;
+    widest = std::max(widest, in.type().size());
+  }
+  return widest == 0 ? 1 : static_cast<int>(16 / widest);
+}
+}  // namespace
+
+Kernel emit_histogram(const OpNode& op, const ReduceGroup& g, int output, const Target& t) {
+  const Type& count_type = op.output_types[0];
+  const std::size_t private_bytes = static_cast<std::size_t>(op.bins) * 4;
+  const bool shared = private_bytes <= kSharedLimit;
+  const int copies = shared ? static_cast<int>(std::clamp<std::size_t>(kCopiesBudget / private_bytes, 1, kWarps)) : 0;
+  const std::size_t smem = static_cast<std::size_t>(copies) * private_bytes;
+  const int vec = vector_width(g);
+  const int by_smem = static_cast<int>(std::max<std::size_t>(1, t.shared_per_block_optin / (smem + 1024)));
+  const int blocks_per_sm = std::max(1, std::min(t.max_threads_per_sm / kBlock, by_smem));
+  const int max_grid = t.sm_count * blocks_per_sm;
+
+  CudaTypes types;
+  std::vector<std::string> names;
+  std::vector<Arg> args;
+  for (std::size_t j = 0; j < g.inputs.size(); ++j) {
+    std::string n = sanitize(g.inputs[j].node().name);
+    while (std::find(names.begin(), names.end(), n) != names.end()) n += "_";
+    names.push_back(n);
+    args.push_back({Arg::Kind::Input, g.input_ids[j], "in_" + n, g.inputs[j].type()});
+  }
+  args.push_back({Arg::Kind::Length, 0, "n", ScalarType::I64});
+  for (std::size_t j = 0; j < g.params.size(); ++j)
+    args.push_back({Arg::Kind::Param, g.param_ids[j], "p_" + sanitize(g.params[j].node().name), g.params[j].type()});
+  for (int s : g.scalars_read)
+    args.push_back({Arg::Kind::Scalar, s, "s" + std::to_string(s), g.slot_types[static_cast<std::size_t>(s)]});
+  args.push_back({Arg::Kind::Output, output, "counts", count_type});
+
+  const std::string name = std::string("ff_histogram_") + (shared ? "shared_" : "global_") + short_type_name(count_type);
+  SourceWriter w;
+  w.line("namespace {");
+  w.line("constexpr int kBlock = " + std::to_string(kBlock) + ";");
+  w.line("constexpr int kVec = " + std::to_string(vec) + ";  // elements per vector load");
+  w.line("constexpr long long kBins = " + std::to_string(op.bins) + ";");
+  if (shared) w.line("constexpr int kCopies = " + std::to_string(copies) + ";  // private copies of the counts per block");
+  w.line("}  // namespace");
+  w.line();
+  w.line("extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kBlock) + ") " + name + "(");
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const Arg& a = args[i];
+    std::string decl;
+    switch (a.kind) {
+      case Arg::Kind::Input:
+      case Arg::Kind::Scalar: decl = "const " + types.name(a.type) + "* __restrict__ " + a.name; break;
+      case Arg::Kind::Length: decl = "const long long n"; break;
+      case Arg::Kind::Param: decl = "const " + types.name(a.type) + " " + a.name; break;
+      default: decl = types.name(a.type) + "* __restrict__ " + a.name; break;
+    }
+    w.line("    " + decl + (i + 1 < args.size() ? "," : ") {"));
+  }
+  w.indent();
+  for (int s : g.scalars_read)
+    w.line("const " + types.name(g.slot_types[static_cast<std::size_t>(s)]) + " r" + std::to_string(s) + " = *s" +
+           std::to_string(s) + ";");
+  // bin_of(inputs..., i): the fused bin expression of element i.
+  std::string sig = "const auto bin_of = [&](";
+  for (std::size_t j = 0; j < g.inputs.size(); ++j) sig += "const " + types.name(g.inputs[j].type()) + " " + names[j] + ", ";
+  w.open(sig + "const long long i) -> long long");
+  ExprEmitter e(w, types, [&](const Expr& leaf) -> std::string {
+    switch (leaf.kind()) {
+      case ExprKind::Input:
+        for (std::size_t j = 0; j < g.inputs.size(); ++j)
+          if (same_node(g.inputs[j], leaf)) return names[j];
+        break;
+      case ExprKind::Index: return "i";
+      case ExprKind::Param: return "p_" + sanitize(leaf.node().name);
+      case ExprKind::Result: return "r" + std::to_string(g.slot_of.at(leaf.node().op.get()));
+      default: break;
+    }
+    throw GraphError("codegen: unexpected leaf in a histogram's bin expression: " + to_string(leaf));
+  });
+  w.line("return (long long)" + e.emit(op.keys) + ";");
+  w.close("};");
+  if (shared) {
+    w.line("__shared__ unsigned int private_counts[kCopies * kBins];");
+    w.line("ff::SharedHistogram<kBlock, kBins, kCopies> hist{private_counts};");
+    w.line("hist.clear();");
+    w.line("__syncthreads();");
+  }
+  // The statement counting element `index` whose inputs are `vals`.
+  auto count = [&](const std::vector<std::string>& vals, const std::string& index) {
+    std::string bin = "bin_of(";
+    for (const auto& v : vals) bin += v + ", ";
+    bin += index + ")";
+    return shared ? "hist.add(" + bin + ");" : "ff::count_global(counts, " + bin + ", kBins);";
+  };
+  auto indexed = [&](const std::string& index) {
+    std::vector<std::string> vals;
+    for (const auto& n : names) vals.push_back("in_" + n + "[" + index + "]");
+    return vals;
+  };
+  // Loads vector `at` of every input, then counts its kVec elements.
+  auto vector_step = [&](const std::vector<std::pair<std::string, std::string>>& steps) {
+    for (const auto& [at, tag] : steps)
+      for (std::size_t j = 0; j < names.size(); ++j)
+        w.line("const ff::Vec<" + types.name(g.inputs[j].type()) + ", kVec> " + names[j] + tag +
+               " = ff::load_vec<kVec>(in_" + names[j] + " + " + at + " * kVec);");
+    w.line("#pragma unroll");
+    w.open("for (int k = 0; k < kVec; ++k)");
+    for (const auto& [at, tag] : steps) {
+      std::vector<std::string> vals;
+      for (const auto& n : names) vals.push_back(n + tag + ".v[k]");
+      w.line(count(vals, at + " * kVec + k"));
+    }
+    w.close();
+  };
+  w.line("const long long threads = (long long)gridDim.x * kBlock;");
+  w.line("const long long first = (long long)blockIdx.x * kBlock + threadIdx.x;");
+  if (vec > 1) {
+    std::string misaligned;
+    for (std::size_t j = 0; j < names.size(); ++j)
+      misaligned += (j ? " | " : "") + std::string("ff::misalignment<kVec>(in_") + names[j] + ")";
+    w.comment("Vector loads need every input aligned to a whole vector; a misaligned one takes the\n"
+              "element-wise loop instead.");
+    w.open("if ((" + misaligned + ") == 0)");
+    w.line("const long long vectors = n / kVec;");
+    w.line("long long v = first;");
+    w.comment(std::to_string(kUnroll) + " independent vector loads per input in flight per iteration.");
+    w.open("for (; v + threads < vectors; v += 2 * threads)");
+    w.line("const long long v2 = v + threads;");
+    vector_step({{"v", "_a"}, {"v2", "_b"}});
+    w.close();
+    w.open("if (v < vectors)");
+    vector_step({{"v", "_c"}});
+    w.close();
+    w.comment("The last n % kVec elements, one per thread.");
+    w.line("const long long tail = vectors * kVec + first;");
+    w.line("if (tail < n) " + count(indexed("tail"), "tail"));
+    w.close("} else {");
+    w.indent();
+  }
+  w.line("for (long long i = first; i < n; i += threads) " + count(indexed("i"), "i"));
+  if (vec > 1) w.close();
+  if (shared) {
+    w.line("__syncthreads();");
+    w.comment("One global atomic per non-zero bin of this block.");
+    w.line("hist.merge_into(counts);");
+  }
+  w.close();
+
+  Kernel k;
+  k.name = name;
+  k.block = kBlock;
+  k.max_grid = max_grid;
+  k.items_per_block_step = kBlock * vec * kUnroll;
+  k.args = args;
+  if (shared) {
+    k.summary = "histogram, shared (privatised): " + std::to_string(op.bins) + " bins, " + std::to_string(copies) +
+                " private copies of 32-bit counts per block (" + std::to_string(smem) + " bytes), shared atomics, " +
+                "merged with one global atomic per non-zero bin into " + short_type_name(count_type) +
+                " counts; block " + std::to_string(kBlock) + ", grid <= " + std::to_string(max_grid) + ", " +
+                std::to_string(vec) + " elements per vector load";
+    k.why = "the bins fit in shared memory (" + std::to_string(private_bytes) + " <= " +
+            std::to_string(kSharedLimit) + " bytes): shared atomics are fast, global traffic is one merge per block";
+  } else {
+    k.summary = "histogram, global atomics: " + std::to_string(op.bins) + " bins of " + short_type_name(count_type) +
+                ", one global atomic per counted element; block " + std::to_string(kBlock) + ", grid <= " +
+                std::to_string(max_grid);
+    k.why = "the bins do not fit in shared memory (" + std::to_string(private_bytes) + " > " +
+            std::to_string(kSharedLimit) + " bytes)";
+  }
+  SourceWriter head;
+  head.line("// fuseflow kernel " + name);
+  head.line("//");
+  head.comment(g.program_text);
+  head.line("//");
+  head.comment("strategy: " + k.summary + "\nBins outside [0, kBins) are dropped.");
+  head.line("#include <fuseflow/collectives.cuh>");
+  head.line("#include <fuseflow/histogram.cuh>");
+  head.line();
+  std::string defs = types.definitions();
+  k.source = head.str() + (defs.empty() ? "" : defs + "\n") + w.str();
+  return k;
+}
+
+}  // namespace fuseflow::codegen
