@@ -12,6 +12,7 @@
 #include "fuseflow/codegen/plan.hpp"
 #include "fuseflow/runtime/driver_api.hpp"
 #include "fuseflow/runtime/runtime.hpp"
+#include "nvtx.hpp"
 
 namespace fuseflow {
 
@@ -125,6 +126,7 @@ struct PreparedProgram {
   codegen::Plan plan;
   std::vector<KernelHandle> kernels;
   std::vector<int> resident_grid;  // per kernel: blocks resident at once on the whole device
+  std::string range_name;          // NVTX range of a run: "fuseflow run <first kernel>"
   std::shared_ptr<DeviceContext> context;
   CUdeviceptr scalars = 0;  // plan.scalar_bytes
 
@@ -168,6 +170,7 @@ detail::PreparedProgram& prepare(Runtime& rt, detail::Executor& ex, const Progra
   target.max_threads_per_sm = props.max_threads_per_sm;
   target.shared_per_block_optin = props.shared_memory_per_block_optin;
   p->plan = codegen::plan(program, target);
+  p->range_name = p->plan.kernels.empty() ? "fuseflow run" : "fuseflow run " + p->plan.kernels.front().name;
   CompileOptions options = rt.compile_options();
   if (p->plan.scalar_bytes) p->scalars = context->allocate(p->plan.scalar_bytes);
   detail::DeviceContext::Scope scope(*context);
@@ -244,6 +247,8 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
   }
   detail::PreparedProgram& prep = prepare(*this, ex, program, context_);
   const codegen::Plan& plan = prep.plan;
+  // Nsight shows each run and each kernel by name.
+  nvtx::ScopedRange run_range(prep.range_name);
   // Inputs of one domain have one length: domain 0's is n, the elements' count; other
   // domains are segmented ops' offsets.
   std::vector<std::int64_t> lengths(static_cast<std::size_t>(plan.domains), -1);
@@ -298,6 +303,7 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
   for (const auto& launch : schedule.launches) {
     std::size_t next_scratch = 0;
     const codegen::Kernel& k = plan.kernels[static_cast<std::size_t>(launch.kernel)];
+    nvtx::ScopedRange kernel_range(k.name);
     std::vector<std::array<unsigned char, 16>> cells(k.args.size());
     std::vector<void*> args;
     for (std::size_t a = 0; a < k.args.size(); ++a) {
