@@ -19,6 +19,8 @@ namespace {
 constexpr int kBlock = 256;
 constexpr int kWarps = kBlock / 32;
 constexpr int kUnroll = 2;                               // vector loads in flight per input per thread
+constexpr int kPasses = 4;  // grid-stride passes a block makes at least, so clearing and merging its private
+                            // counts (one global atomic per bin) is spread over enough elements
 constexpr std::size_t kSharedLimit = 48 * 1024;          // bytes of private counts a block may hold
 constexpr std::size_t kCopiesBudget = 16 * 1024;         // bytes for the copies of small histograms
 
@@ -175,14 +177,15 @@ Kernel emit_histogram(const OpNode& op, const ReduceGroup& g, int output, const 
   k.name = name;
   k.block = kBlock;
   k.max_grid = max_grid;
-  k.items_per_block_step = kBlock * vec * kUnroll;
+  k.items_per_block_step = kBlock * vec * kUnroll * kPasses;
   k.args = args;
   if (shared) {
     k.summary = "histogram, shared (privatised): " + std::to_string(op.bins) + " bins, " + std::to_string(copies) +
                 " private copies of 32-bit counts per block (" + std::to_string(smem) + " bytes), shared atomics, " +
                 "merged with one global atomic per non-zero bin into " + short_type_name(count_type) +
                 " counts; block " + std::to_string(kBlock) + ", grid <= " + std::to_string(max_grid) + ", " +
-                std::to_string(vec) + " elements per vector load";
+                std::to_string(vec) + " elements per vector load, >= " + std::to_string(kBlock * vec * kUnroll * kPasses) +
+                " elements per block";
     k.why = "the bins fit in shared memory (" + std::to_string(private_bytes) + " <= " +
             std::to_string(kSharedLimit) + " bytes): shared atomics are fast, global traffic is one merge per block";
   } else {
