@@ -100,6 +100,11 @@ std::vector<Entry> make_entries() {
          auto b = input<float>("b");
          return Program(get<1>(scan(zip(a, b), linear_recurrence())));
        }},
+      {"linear_recurrence_pairs", "the linear recurrence's whole scan: every (a, b) prefix pair is written (8 bytes)", [] {
+         auto a = input<float>("a");
+         auto b = input<float>("b");
+         return Program(scan(zip(a, b), linear_recurrence()));
+       }},
       {"mssp_prefix", "maximum segment sum of every prefix: an inclusive scan with the 4 x i32 monoid", [] {
          auto x = input<int>("x");
          return Program(scan(mssp_parts(x), mssp()));
