@@ -691,6 +691,7 @@ void bench_histogram(const Context& c, std::size_t n) {
       [&](std::size_t k) {
         auto r = ff_call(rt, program, {{x, span_of<int>(xs, k, n)}});
         if (!g_device_mode) (void)r[0].download<unsigned>();
+        else g_keep_alive.push_back(std::move(r[0]));
       },
       cub_call,
       [&](std::size_t k) { launch_ceiling(c, reinterpret_cast<const float*>(xs.as<int>() + k * n), nullptr, n); },
@@ -714,7 +715,8 @@ void bench_histogram(const Context& c, std::size_t n) {
 // fuseflow: the catalog's segmented_sum (i32 offsets); CUB: DeviceSegmentedReduce::Sum
 // (begin = offsets, end = offsets + 1). CUB is very slow on one segment and on segments of
 // 3 (tens of ms at 2^24 and up), so from 2^24 on it gets 3 repetitions of one call each.
-// Every fuseflow call allocates its n_segments outputs (the executor's array results).
+// Every fuseflow call allocates its n_segments outputs (the executor's array results); in
+// device mode they are kept alive through a batch (g_keep_alive), as the scans' are.
 void bench_segmented(const Context& c, std::size_t n, int scenario) {
   static const char* names[] = {"segsum one", "segsum 10..50", "segsum len 3"};
   std::vector<int> offsets = {0};
@@ -775,8 +777,9 @@ void bench_segmented(const Context& c, std::size_t n, int scenario) {
   }
   std::vector<std::function<void(std::size_t)>> variants = {
       [&](std::size_t k) {
-        (void)ff_call(rt, program, bindings(k));
+        auto r = ff_call(rt, program, bindings(k));
         if (!g_device_mode) CK(cudaStreamSynchronize(c.stream));
+        else g_keep_alive.push_back(std::move(r[0]));
       },
       [&](std::size_t k) { launch_ceiling(c, xs.as<float>() + k * n, nullptr, n); },
   };
