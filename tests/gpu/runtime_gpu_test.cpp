@@ -1,8 +1,12 @@
 // The runtime on a real GPU: memory round trips, compiled kernels writing every element
-// of a poisoned buffer, user memory, errors, the disk cache across Runtimes, user streams.
+// of a poisoned buffer, user memory, errors, the disk cache across Runtimes and across
+// processes, user streams.
 #include <doctest/doctest.h>
+#include <spawn.h>
+#include <sys/wait.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -193,6 +197,69 @@ TEST_CASE("a fresh Runtime loads a kernel from the disk cache without compiling"
   ff::DeviceArray<int> out = second.upload(std::vector<int>(1000, poison));
   fill_and_check(second, kernel, out.data(), 1000);
   check_filled(out.download());
+}
+
+// The disk cache across processes: the parent compiles into a fresh directory, then runs
+// this same executable (posix_spawn: no fork after CUDA is initialised) with only the
+// "child: " test case selected and the directory in FUSEFLOW_TEST_CHILD_CACHE_DIR.
+constexpr const char* child_cache_dir_env = "FUSEFLOW_TEST_CHILD_CACHE_DIR";
+constexpr const char* child_ms_file = "child-load-ms";  // the child's proof that it ran
+const std::string child_source = ff::test::fill_kernel("ff_fill_child", 7);
+
+TEST_CASE("a second process loads the kernel from the disk cache") {
+  ff::test::TempDir dir;
+  ff::RuntimeOptions options;
+  options.cache = ff::CacheSettings{};
+  options.cache->disk_dir = dir.path();
+  {
+    ff::Runtime rt(options);
+    const ff::KernelHandle kernel = rt.load_kernel(child_source, "ff_fill_child");
+    REQUIRE(rt.cache().stats().compiles == 1);
+    ff::DeviceArray<int> out = rt.upload(std::vector<int>(1000, poison));
+    fill_and_check(rt, kernel, out.data(), 1000);
+    check_filled(out.download());
+  }
+  std::vector<std::string> env_strings = {std::string(child_cache_dir_env) + "=" + dir.path().string()};
+  for (char** e = environ; *e != nullptr; ++e) env_strings.emplace_back(*e);
+  std::vector<char*> envp;
+  for (std::string& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::string arg0 = "runtime_gpu_test", arg1 = "--test-case=child: *";
+  char* argv[] = {arg0.data(), arg1.data(), nullptr};
+  pid_t pid = 0;
+  REQUIRE(::posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv, envp.data()) == 0);
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  // Without this file a filter matching nothing would also exit 0.
+  const std::string child_ms = ff::test::read_bytes(dir.path() / child_ms_file);
+  REQUIRE(!child_ms.empty());
+  MESSAGE("the child process loaded the kernel from the disk cache in " << child_ms << " ms");
+}
+
+TEST_CASE("child: loads the disk-cached kernel (a no-op unless run by the test above)") {
+  const char* cache_dir = std::getenv(child_cache_dir_env);
+  if (cache_dir == nullptr) {
+    MESSAGE("no-op: runs only as the child process of \"a second process loads the kernel "
+            "from the disk cache\"");
+    return;
+  }
+  ff::RuntimeOptions options;
+  options.cache = ff::CacheSettings{};
+  options.cache->disk_dir = cache_dir;
+  ff::Runtime rt(options);
+  const ff::CacheResult found = rt.cache().get("ff_fill_child", child_source, rt.compile_options());
+  CHECK(found.outcome == ff::CacheOutcome::disk_hit);
+  const ff::KernelHandle kernel = rt.load_kernel(child_source, "ff_fill_child");  // memory hit
+  CHECK(rt.cache().stats().disk_hits == 1);
+  CHECK(rt.cache().stats().compiles == 0);
+  ff::DeviceArray<int> out = rt.upload(std::vector<int>(1000, poison));
+  fill_and_check(rt, kernel, out.data(), 1000);
+  check_filled(out.download());
+  MESSAGE("child: disk-hit load took " << found.milliseconds << " ms");
+  ff::test::write_bytes(std::filesystem::path(cache_dir) / child_ms_file,
+                        std::to_string(found.milliseconds));
 }
 
 TEST_CASE("a Runtime works on a stream the user supplies") {
