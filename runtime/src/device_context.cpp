@@ -66,6 +66,13 @@ DeviceContext::DeviceContext(int ordinal, CUstream user_stream) {
     }
     owns_stream_ = true;
   }
+  // Device memory comes from the stream-ordered allocator: an output array allocated and
+  // freed every run costs no device-wide synchronisation (cuMemFree waits for the whole
+  // GPU), and the pool keeps freed memory for reuse instead of returning it at each sync.
+  CUmemoryPool pool = nullptr;
+  check(api.cuDeviceGetDefaultMemPool(&pool, device_), "cuDeviceGetDefaultMemPool");
+  cuuint64_t keep_everything = ~cuuint64_t{0};
+  check(api.cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep_everything), "cuMemPoolSetAttribute");
 }
 
 DeviceContext::~DeviceContext() {
@@ -121,15 +128,15 @@ CUdeviceptr DeviceContext::allocate(std::size_t bytes) {
   if (bytes == 0) return 0;
   Scope scope(*this);
   CUdeviceptr ptr = 0;
-  const CUresult result = driver_api()->cuMemAlloc(&ptr, bytes);
+  const CUresult result = driver_api()->cuMemAllocAsync(&ptr, bytes, stream_);
   if (result == CUDA_ERROR_OUT_OF_MEMORY) {
     std::size_t free = 0, total = 0;
     driver_api()->cuMemGetInfo(&free, &total);
-    throw CudaError("cuMemAlloc", result, cuda_error_name(result),
+    throw CudaError("cuMemAllocAsync", result, cuda_error_name(result),
                     "out of device memory: asked for " + human_bytes(bytes) + ", " +
                         human_bytes(free) + " free of " + human_bytes(total));
   }
-  check(result, "cuMemAlloc");
+  check(result, "cuMemAllocAsync");
   return ptr;
 }
 
@@ -138,7 +145,7 @@ void DeviceContext::free(CUdeviceptr ptr) noexcept {
   Scope scope(*this);
   // Errors are ignored: a destructor cannot report them, and after a sticky error the
   // memory goes with the context anyway.
-  driver_api()->cuMemFree(ptr);
+  driver_api()->cuMemFreeAsync(ptr, stream_);
 }
 
 void DeviceContext::copy_to_device(CUdeviceptr dst, const void* src, std::size_t bytes) {

@@ -20,7 +20,8 @@ namespace fuseflow::detail {
   X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemsetD8Async)                            \
   X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction)                            \
   X(cuFuncSetAttribute) X(cuLaunchKernel)                                                  \
-  X(cuOccupancyMaxActiveBlocksPerMultiprocessor)
+  X(cuOccupancyMaxActiveBlocksPerMultiprocessor)                                          \
+  X(cuMemAllocAsync) X(cuMemFreeAsync) X(cuDeviceGetDefaultMemPool) X(cuMemPoolSetAttribute)
 
 struct DriverApi {
 #define FUSEFLOW_DRIVER_MEMBER(name) decltype(&::name) name = nullptr;
