@@ -69,9 +69,10 @@ std::string ExprEmitter::compute(const Expr& e) {
     case ExprKind::Result:
     case ExprKind::Operand: return leaf_(e);
     case ExprKind::Unary: {
-      std::string a = emit(n.args[0]);
-      if (n.unary == UnaryOp::Not) return fresh(n.type, "!" + a);
-      return fresh(n.type, unary_symbol(n.unary) + conv(n.args[0], n.type));
+      std::string a = n.unary == UnaryOp::Not ? emit(n.args[0]) : conv(n.args[0], n.type);
+      // A negative literal operand keeps its own sign apart: -(-3.875), not --3.875.
+      if (!a.empty() && a[0] == '-') a = "(" + a + ")";
+      return fresh(n.type, unary_symbol(n.unary) + a);
     }
     case ExprKind::Binary: {
       // Operands are converted explicitly to the operation's type, exactly as C++'s usual

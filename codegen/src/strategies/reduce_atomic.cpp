@@ -71,7 +71,7 @@ std::vector<Kernel> emit_reduce_atomic(const ReduceGroup& g, const Target& t) {
     w.line("}  // namespace");
     w.line();
     k.open_kernel(w, kBlock);
-    k.emit_element(w);
+    k.emit_functions(w);  // identity too: a masked element (filter -> reduce) contributes it
     w.open("for (long long i = (long long)blockIdx.x * kBlock + threadIdx.x; i < n; i += (long long)gridDim.x * kBlock)");
     std::vector<std::string> vals;
     for (std::size_t j = 0; j < g.inputs.size(); ++j) vals.push_back("in_" + k.input_name(j) + "[i]");
