@@ -6,6 +6,15 @@ namespace fuseflow::codegen {
 
 namespace {
 
+// Signed overflow is undefined in CUDA C++ (the compiler may widen or fold through it),
+// while fuseflow defines it to wrap, as the CPU reference does: + - * and negation on
+// signed integers go through the unsigned type, e.g. (int)((unsigned int)a * (unsigned int)b).
+std::string wrapping(const Type& t, const std::string& a, const char* op, const std::string& b) {
+  std::string u = t.scalar() == ScalarType::I64 ? "unsigned long long" : "unsigned int";
+  std::string s = t.scalar() == ScalarType::I64 ? "long long" : "int";
+  return "(" + s + ")((" + u + ")" + a + " " + op + " (" + u + ")" + b + ")";
+}
+
 // CUDA's spelling of a math function for a result type: sqrtf for f32, sqrt for f64.
 std::string math_call(MathFn fn, const Type& t, const std::vector<std::string>& a) {
   const bool f32 = t.is_scalar() && t.scalar() == ScalarType::F32;
@@ -14,10 +23,16 @@ std::string math_call(MathFn fn, const Type& t, const std::vector<std::string>& 
     for (std::size_t i = 0; i < a.size(); ++i) s += (i ? ", " : "") + a[i];
     return s + ")";
   };
+  // Integer branches name their operands twice: parenthesise negative literals.
+  std::vector<std::string> p;
+  for (const auto& x : a) p.push_back(!x.empty() && x[0] == '-' ? "(" + x + ")" : x);
   switch (fn) {
-    case MathFn::Min: return t.is_floating() ? fcall("fmin") : "(" + a[0] + " < " + a[1] + " ? " + a[0] + " : " + a[1] + ")";
-    case MathFn::Max: return t.is_floating() ? fcall("fmax") : "(" + a[0] + " > " + a[1] + " ? " + a[0] + " : " + a[1] + ")";
-    case MathFn::Abs: return t.is_floating() ? fcall("fabs") : "(" + a[0] + " < 0 ? -" + a[0] + " : " + a[0] + ")";
+    case MathFn::Min: return t.is_floating() ? fcall("fmin") : "(" + p[0] + " < " + p[1] + " ? " + p[0] + " : " + p[1] + ")";
+    case MathFn::Max: return t.is_floating() ? fcall("fmax") : "(" + p[0] + " > " + p[1] + " ? " + p[0] + " : " + p[1] + ")";
+    case MathFn::Abs:
+      if (t.is_floating()) return fcall("fabs");
+      if (t.is_signed_integer()) return "(" + p[0] + " < 0 ? " + wrapping(t, "0", "-", p[0]) + " : " + p[0] + ")";
+      return p[0];
     case MathFn::Sqrt: return fcall("sqrt");
     case MathFn::Rsqrt: return fcall("rsqrt");
     case MathFn::Exp: return fcall("exp");
@@ -70,6 +85,8 @@ std::string ExprEmitter::compute(const Expr& e) {
     case ExprKind::Operand: return leaf_(e);
     case ExprKind::Unary: {
       std::string a = n.unary == UnaryOp::Not ? emit(n.args[0]) : conv(n.args[0], n.type);
+      if (n.unary == UnaryOp::Neg && n.type.is_signed_integer())
+        return fresh(n.type, wrapping(n.type, "0", "-", a));
       // A negative literal operand keeps its own sign apart: -(-3.875), not --3.875.
       if (!a.empty() && a[0] == '-') a = "(" + a + ")";
       return fresh(n.type, unary_symbol(n.unary) + a);
@@ -94,6 +111,8 @@ std::string ExprEmitter::compute(const Expr& e) {
         lhs = conv(n.args[0], op_type);
         rhs = conv(n.args[1], op_type);
       }
+      if ((b == BinaryOp::Add || b == BinaryOp::Sub || b == BinaryOp::Mul) && op_type.is_signed_integer())
+        return fresh(n.type, wrapping(op_type, lhs, binary_symbol(b), rhs));
       return fresh(n.type, lhs + " " + binary_symbol(b) + " " + rhs);
     }
     case ExprKind::Select: {
