@@ -1,0 +1,168 @@
+#pragma once
+// Random well-typed fuseflow programs for differential testing (issue 8), over what the
+// code generator supports today: element-wise maps of depth up to 4 over 1-3 inputs
+// (i32, i64, u32, f32, f64: arithmetic, comparisons + select, min/max/abs, casts, a math
+// function on floats, the element index, a scalar parameter), feeding one of
+//   reduce (plus, min, max, times on odd integers, argmin, argmax, logical_or of a
+//           predicate, and the catalog's non-commutative mssp and matmul2x2 on i32),
+//   scan (inclusive / exclusive, the same monoids, sometimes with an epilogue map),
+//   filter -> reduce, outputs(reduce, reduce), a map over a reduction's result
+//   (x / reduce(x) style), a reduction or scan of a map that reads an earlier reduction,
+//   outputs(scan, reduce),
+// under a random strategy (automatic, chunked, staged, tree, atomic where it applies;
+// lookback / reduce_then_scan for scans) and a random size, edge sizes included.
+//
+// A Case is a description, not an ff::Program: build() instantiates it either as is
+// (Mode::Narrow) or with every f32 widened to f64 (Mode::Wide), which is the f64
+// reference float results are compared against. Each node carries a static analysis:
+// a bound on |value|, a bound on the rounding error of the narrow computation, and
+// whether the value is exact (the same bits on the GPU and in the CPU reference, and the
+// same real number in the wide program). Conditions (select, filter, comparisons feeding
+// integers) are built from exact operands only, so no element takes a different branch
+// on the GPU and in the reference; integers are always exact, so every integer and tuple
+// result compares exactly.
+//
+// Hazards avoided by construction: integer division / modulo only by constants other than
+// 0 and -1; shift amounts are constants in [0, 8); float -> int casts only of exact floats
+// clamped to +-1e6; float division only by constants or by abs(x) + 1; exp only of
+// arguments clamped to [-4, 4], log and rsqrt only of abs(x) + 1, sqrt of abs(x); float
+// magnitudes are clamped to 1e4; no float times-reductions. Signed integer overflow is
+// allowed: the reference wraps, and the device's add / mul instructions wrap.
+//
+// Every Case carries its seed; generate(seed) reproduces it (FUSEFLOW_FUZZ_SEED in the
+// fuzz tests).
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fuseflow/frontend.hpp>
+
+namespace fuseflow::fuzz {
+
+enum class Mode : std::uint8_t { Narrow, Wide };
+
+enum class NodeKind : std::uint8_t {
+  Input, Index, Constant, Param,
+  Scalar,       // the result of ops[index], a reduction (read by a later map)
+  ScanElement,  // the element of ops[index], a scan (read by an output's epilogue map)
+  Unary, Binary, Select, Call, Cast, Tuple, Get,
+};
+
+struct Node;
+using NodeRef = std::shared_ptr<const Node>;
+
+struct Node {
+  NodeKind kind = NodeKind::Constant;
+  Type type;  // in the narrow program
+  std::vector<NodeRef> args;
+  int index = 0;   // Input / Param number; Scalar / ScanElement op; Get field
+  Value constant;  // Constant (narrow)
+  UnaryOp unary = UnaryOp::Neg;
+  BinaryOp binary = BinaryOp::Add;
+  MathFn fn = MathFn::Min;
+  // Static analysis (scalars): |value| <= bound; |narrow value - exact real value| <=
+  // abs_err + rel_err * |value| <= error (= abs_err + rel_err * bound). The relative part
+  // lets a clamp cut the error of a huge value it saturates.
+  double bound = 0;
+  double abs_err = 0;
+  double rel_err = 0;
+  double error = 0;
+  bool exact = true;
+  bool reads_input = false;  // an input leaf is inside: the expression is an array
+};
+
+enum class MonoidChoice : std::uint8_t { Plus, Times, Min, Max, LogicalOr, ArgMin, ArgMax, Mssp, Matmul };
+const char* monoid_name(MonoidChoice m);
+bool is_commutative(MonoidChoice m);
+
+struct OpDesc {
+  OpKind kind = OpKind::Reduce;  // Reduce or Scan
+  NodeRef values;     // element values; argmin/argmax zip them with index(), mssp maps them to parts
+  NodeRef predicate;  // Reduce only: reduce(filter(values, predicate)) when set
+  MonoidChoice monoid = MonoidChoice::Plus;
+  ScanKind scan_kind = ScanKind::Inclusive;
+  Strategy strategy = Strategy::Automatic;
+};
+
+struct OutputDesc {
+  int op = -1;  // the op's result (a reduction's scalar, a scan's array) ...
+  NodeRef map;  // ... or an element-wise map (over Scalar / ScanElement nodes and inputs)
+};
+
+struct InputSpec {
+  std::string name;
+  ScalarType type = ScalarType::I32;
+  double lo = 0, hi = 0;         // values drawn uniformly in [lo, hi]
+  bool integral_values = false;  // floats rounded to integers (ties for argmin/argmax)
+};
+
+struct ParamSpec {
+  std::string name;
+  Value value;  // narrow
+};
+
+struct Case {
+  std::uint64_t seed = 0;
+  std::int64_t n = 0;
+  std::string shape;  // "reduce", "scan", "filter_reduce", "two_reduces", "map_of_reduce", ...
+  std::vector<InputSpec> inputs;
+  std::vector<ParamSpec> params;
+  std::vector<OpDesc> ops;  // in dependency order
+  std::vector<OutputDesc> outputs;
+};
+
+// The case for a seed: the same seed gives the same case on every platform (own PRNG, no
+// std distributions).
+Case generate(std::uint64_t seed);
+
+struct Built {
+  Program program;
+  std::vector<Expr> inputs;      // per InputSpec
+  std::vector<Expr> params;      // per ParamSpec
+  std::vector<Expr> values;      // per op: its element values (before zip / parts / filter)
+  std::vector<Expr> predicates;  // per op: its filter predicate, or an empty Expr
+};
+Built build(const Case& c, Mode mode);
+
+// The input data (deterministic from the seed), narrow types; and the wide copy of it.
+std::vector<HostArray> make_inputs(const Case& c);
+std::vector<HostArray> widen_inputs(const Case& c, const std::vector<HostArray>& narrow);
+HostBindings bind_data(const Case& c, const Built& b, const std::vector<HostArray>& data, Mode mode);
+
+// What the results of a case are compared against.
+struct Reference {
+  std::vector<HostResult> narrow;  // when some output compares exactly
+  std::vector<HostResult> wide;    // when some output compares within a tolerance
+  std::vector<HostArray> wide_values;      // per op (floats only): the element values in f64
+  std::vector<HostArray> wide_predicates;  // per op with a filter (floats only)
+};
+Reference compute_reference(const Case& c, const std::vector<HostArray>& narrow_inputs);
+
+// "" when `got` (one HostResult per output, narrow types) matches the reference; else a
+// description of the first mismatch of each output that differs.
+std::string compare(const Case& c, const Reference& ref, const std::vector<HostResult>& got);
+
+// How each output is compared, in words ("exact", "float sum within ...").
+std::string check_kind(const Case& c, std::size_t output);
+
+// Seed, size, shape, inputs, parameters, ops with strategies, how each output is checked,
+// and to_string of the program: everything to reproduce and read a failure.
+std::string describe(const Case& c);
+
+// Known code generator bugs, detected from the case's structure: the reason (the bug's
+// name and symptom) when the case hits one, else "". The fuzz tests skip these cases and
+// list their seeds; the compile test also checks that they still fail, so a fix is
+// noticed and the entry removed. None now (see program_generator.cpp for the history).
+std::string known_bug(const Case& c);
+
+// Writes a test's report (summary and failures) to $FUSEFLOW_FUZZ_REPORT_DIR/<name>.txt,
+// else to $OUT/<name>.txt when OUT is set (scripts/device.sh's output folder, which comes
+// back from the GPU machine: ctest shows no output of a passing test); else nowhere.
+void write_report(const std::string& name, const std::string& text);
+
+// FUSEFLOW_FUZZ_SEED (decimal or 0x-hex): run only that seed. Otherwise `count` seeds
+// starting at FUSEFLOW_FUZZ_BASE (default 1); FUSEFLOW_FUZZ_COUNT overrides `count`.
+std::vector<std::uint64_t> seeds_from_environment(std::size_t count);
+
+}  // namespace fuseflow::fuzz
