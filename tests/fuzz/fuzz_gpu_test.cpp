@@ -125,6 +125,7 @@ std::string run_on_gpu(ff::Runtime& rt, Prepared& p) {
   ff::Bindings bindings;
   for (std::size_t k = 0; k < p.inputs.size(); ++k) {
     const ff::Expr& x = p.built->inputs[k];
+    if (!fz::uses(p.built->program, x)) continue;  // Runtime::run rejects a binding the program does not read
     switch (p.c.inputs[k].type) {
       case ff::ScalarType::I32: upload<std::int32_t>(rt, p.inputs[k], keep, bindings, x); break;
       case ff::ScalarType::I64: upload<long long>(rt, p.inputs[k], keep, bindings, x); break;
@@ -134,7 +135,8 @@ std::string run_on_gpu(ff::Runtime& rt, Prepared& p) {
       default: throw ff::Error("fuzz: unexpected input type");
     }
   }
-  for (std::size_t k = 0; k < p.built->params.size(); ++k) bindings.push_back({p.built->params[k], ff::Binding(p.c.params[k].value)});
+  for (std::size_t k = 0; k < p.built->params.size(); ++k)
+    if (fz::uses(p.built->program, p.built->params[k])) bindings.push_back({p.built->params[k], ff::Binding(p.c.params[k].value)});
   std::vector<ff::Result> results = rt.run(p.built->program, bindings);
   std::vector<ff::HostResult> got;
   for (auto& r : results) got.push_back(fetch(r));

@@ -873,6 +873,22 @@ class Generator {
     }
   }
 
+  static bool reads_op(const NodeRef& n, int op) {
+    if (!n) return false;
+    if (n->kind == NodeKind::Scalar && n->index == op) return true;
+    for (const auto& a : n->args)
+      if (reads_op(a, op)) return true;
+    return false;
+  }
+
+  // An op whose map reads the last scalar result (a few tries; else the last one drawn).
+  OpDesc reads_scalar(const std::function<OpDesc()>& make) {
+    const int op = static_cast<int>(c_.ops.size()) - 1;
+    OpDesc d = make();
+    for (int tries = 0; tries < 20 && !reads_op(d.values, op) && !reads_op(d.predicate, op); ++tries) d = make();
+    return d;
+  }
+
   void make_shape() {
     static const std::vector<std::string> shapes = {"reduce",        "scan",         "filter_reduce",
                                                     "two_reduces",   "map_of_reduce", "reduce_of_reduce",
@@ -907,13 +923,13 @@ class Generator {
         break;
       case 5:
         scalar_reduce();
-        c_.ops.push_back(reduce_op(rng_.chance(0.2)));
+        c_.ops.push_back(reads_scalar([&] { return reduce_op(rng_.chance(0.2)); }));
         if (rng_.chance(0.5)) c_.outputs.push_back({0, nullptr});
         c_.outputs.push_back({1, nullptr});
         break;
       case 6:
         scalar_reduce();
-        c_.ops.push_back(scan_op());
+        c_.ops.push_back(reads_scalar([&] { return scan_op(); }));
         if (rng_.chance(0.5)) c_.outputs.push_back({0, nullptr});
         c_.outputs.push_back({1, nullptr});
         break;
@@ -1291,9 +1307,18 @@ std::vector<HostArray> widen_inputs(const Case& c, const std::vector<HostArray>&
 
 HostBindings bind_data(const Case& c, const Built& b, const std::vector<HostArray>& data, Mode mode) {
   HostBindings hb;
-  for (std::size_t k = 0; k < b.inputs.size(); ++k) hb.bind(b.inputs[k], data[k]);
-  for (std::size_t k = 0; k < b.params.size(); ++k) hb.bind(b.params[k], widen(c.params[k].value, mode));
+  for (std::size_t k = 0; k < b.inputs.size(); ++k)
+    if (uses(b.program, b.inputs[k])) hb.bind(b.inputs[k], data[k]);
+  for (std::size_t k = 0; k < b.params.size(); ++k)
+    if (uses(b.program, b.params[k])) hb.bind(b.params[k], widen(c.params[k].value, mode));
   return hb;
+}
+
+bool uses(const Program& p, const Expr& leaf) {
+  for (const auto* list : {&p.inputs(), &p.params()})
+    for (const auto& e : *list)
+      if (same_node(e, leaf)) return true;
+  return false;
 }
 
 Reference compute_reference(const Case& c, const std::vector<HostArray>& narrow_inputs) {
@@ -1310,8 +1335,10 @@ Reference compute_reference(const Case& c, const std::vector<HostArray>& narrow_
   if (need_wide) {
     Built b = build(c, Mode::Wide);
     std::vector<HostArray> wide = widen_inputs(c, narrow_inputs);
-    HostBindings hb = bind_data(c, b, wide, Mode::Wide);
-    ref.wide = evaluate(b.program, hb);
+    ref.wide = evaluate(b.program, bind_data(c, b, wide, Mode::Wide));
+    HostBindings hb;  // every input: an op's values may read one the program's outputs do not
+    for (std::size_t k = 0; k < b.inputs.size(); ++k) hb.bind(b.inputs[k], wide[k]);
+    for (std::size_t k = 0; k < b.params.size(); ++k) hb.bind(b.params[k], widen(c.params[k].value, Mode::Wide));
     ref.wide_values.resize(c.ops.size());
     ref.wide_predicates.resize(c.ops.size());
     for (std::size_t k = 0; k < c.ops.size(); ++k) {

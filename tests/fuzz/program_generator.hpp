@@ -128,7 +128,11 @@ Built build(const Case& c, Mode mode);
 // The input data (deterministic from the seed), narrow types; and the wide copy of it.
 std::vector<HostArray> make_inputs(const Case& c);
 std::vector<HostArray> widen_inputs(const Case& c, const std::vector<HostArray>& narrow);
+// Binds the inputs and parameters the program uses (program.inputs() / params()); a
+// generated input the maps never read stays unbound, as Runtime::run requires.
 HostBindings bind_data(const Case& c, const Built& b, const std::vector<HostArray>& data, Mode mode);
+// Whether the program reads this input or parameter leaf.
+bool uses(const Program& p, const Expr& leaf);
 
 // What the results of a case are compared against.
 struct Reference {
