@@ -206,10 +206,12 @@ Plan plan(const Program& program, const Target& target) {
     r.fused.value = resolve_filters(op->values, mask, memo);
     r.fused.mask = mask;
     r.fused.output_slot = static_cast<int>(plan.scalars.size());
-    // A reduction runs after every reduction whose result its map reads.
+    // A reduction runs after every reduction whose result its map reads, also through a
+    // filter it consumes (the filter's values and predicate are substituted in by now).
     std::set<const ExprNode*> seen, inputs, params;
     std::set<const OpNode*> scalars;
-    collect_leaves(op->values, seen, inputs, params, scalars);
+    collect_leaves(r.fused.value, seen, inputs, params, scalars);
+    collect_leaves(r.fused.mask, seen, inputs, params, scalars);
     for (const auto* dep : scalars)
       for (const auto& other : reduces)
         if (other.fused.op.get() == dep) r.stage = std::max(r.stage, other.stage + 1);

@@ -68,3 +68,14 @@ TEST_CASE("the look-back scan kernel says its look-back is deterministic and ski
   CHECK(plan.kernels[0].summary.find("deterministic look-back") != std::string::npos);
   CHECK(plan.kernels[0].source.find("if (base + kTile <= n)") != std::string::npos);
 }
+
+TEST_CASE("a reduction whose filter reads another reduction's result runs after it") {
+  auto x = ff::input<float>("x");
+  ff::Expr mean = ff::reduce(x, ff::plus);
+  ff::Expr above = ff::reduce(ff::filter(x, x > mean), ff::plus, ff::strategy::tree);
+  const ff::codegen::Plan plan = ff::codegen::plan(ff::outputs(above, mean), ff::codegen::Target::preset("sm_90"));
+  REQUIRE(plan.kernels.size() == 3);
+  CHECK(plan.kernels[0].name == "ff_reduce_chunked_f32_plus");
+  CHECK(plan.kernels[1].name == "ff_reduce_tree_first_f32_plus");
+  CHECK(plan.kernels[1].source.find("= *s0;") != std::string::npos);  // reads the mean from its slot
+}
