@@ -14,18 +14,32 @@ namespace ff {
 constexpr unsigned kFullMask = 0xffffffffu;
 constexpr int kWarpSize = 32;
 
-// Shuffles any trivially copyable value down the warp, one 32-bit word at a time, so
-// tuples (plain structs) move as easily as floats.
-template <typename T>
-__device__ __forceinline__ T shfl_down(const T& value, unsigned delta) {
+// Moves any trivially copyable value through a warp shuffle one 32-bit word at a time,
+// so tuples (plain structs) move as easily as floats; `shuffle` shuffles one word.
+template <typename T, typename Shuffle>
+__device__ __forceinline__ T shuffle_words(const T& value, Shuffle shuffle) {
   constexpr int kWords = (sizeof(T) + 3) / 4;
   unsigned words[kWords];
   memcpy(words, &value, sizeof(T));
 #pragma unroll
-  for (int k = 0; k < kWords; ++k) words[k] = __shfl_down_sync(kFullMask, words[k], delta);
+  for (int k = 0; k < kWords; ++k) words[k] = shuffle(words[k]);
   T out;
   memcpy(&out, words, sizeof(T));
   return out;
+}
+
+// The value of the lane `delta` above (down), `delta` below (up), or of lane `lane` (idx).
+template <typename T>
+__device__ __forceinline__ T shfl_down(const T& value, unsigned delta) {
+  return shuffle_words(value, [delta](unsigned w) { return __shfl_down_sync(kFullMask, w, delta); });
+}
+template <typename T>
+__device__ __forceinline__ T shfl_up(const T& value, unsigned delta) {
+  return shuffle_words(value, [delta](unsigned w) { return __shfl_up_sync(kFullMask, w, delta); });
+}
+template <typename T>
+__device__ __forceinline__ T shfl_idx(const T& value, int lane) {
+  return shuffle_words(value, [lane](unsigned w) { return __shfl_sync(kFullMask, w, lane); });
 }
 
 // Reduces a full warp in lane order; lane 0 ends with x0 . x1 . ... . x31.

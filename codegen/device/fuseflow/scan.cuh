@@ -15,31 +15,6 @@
 
 namespace ff {
 
-// Shuffles any trivially copyable value up the warp (from lane - delta), or from `lane`.
-template <typename T>
-__device__ __forceinline__ T shfl_up(const T& value, unsigned delta) {
-  constexpr int kWords = (sizeof(T) + 3) / 4;
-  unsigned words[kWords];
-  memcpy(words, &value, sizeof(T));
-#pragma unroll
-  for (int k = 0; k < kWords; ++k) words[k] = __shfl_up_sync(kFullMask, words[k], delta);
-  T out;
-  memcpy(&out, words, sizeof(T));
-  return out;
-}
-
-template <typename T>
-__device__ __forceinline__ T shfl_idx(const T& value, int lane) {
-  constexpr int kWords = (sizeof(T) + 3) / 4;
-  unsigned words[kWords];
-  memcpy(words, &value, sizeof(T));
-#pragma unroll
-  for (int k = 0; k < kWords; ++k) words[k] = __shfl_sync(kFullMask, words[k], lane);
-  T out;
-  memcpy(&out, words, sizeof(T));
-  return out;
-}
-
 // Inclusive scan across a full warp in lane order: lane l ends with x0 . x1 . ... . xl.
 // After the step with offset d, lane l holds the combination of lanes (l - 2d, l], so
 // the value shuffled up always covers the lanes just below: combine(lower, mine).

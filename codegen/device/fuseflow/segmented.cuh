@@ -39,18 +39,6 @@ __device__ __forceinline__ Carry<T> join(const Carry<T>& a, const Carry<T>& b, C
   return b;
 }
 
-template <typename T>
-__device__ __forceinline__ T shfl_up(const T& value, unsigned delta) {
-  constexpr int kWords = (sizeof(T) + 3) / 4;
-  unsigned words[kWords];
-  memcpy(words, &value, sizeof(T));
-#pragma unroll
-  for (int k = 0; k < kWords; ++k) words[k] = __shfl_up_sync(kFullMask, words[k], delta);
-  T out;
-  memcpy(&out, words, sizeof(T));
-  return out;
-}
-
 // Exclusive scan of one carry per thread, in thread order: returns the join of the carries
 // of threads 0 .. t-1 (nothing for thread 0), and every thread gets the block's join in
 // total. `scratch` holds kThreads / 32 carries. Ends with a barrier, so scratch is reusable.
