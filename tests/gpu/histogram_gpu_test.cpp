@@ -10,23 +10,16 @@
 #include "catalog/catalog.hpp"
 #include <fuseflow/fuseflow.hpp>
 
+#include "gpu_test_support.hpp"
+
 namespace ff = fuseflow;
 
 namespace {
 
 const std::vector<std::int64_t> kSizes = {0, 1, 31, 32, 33, 1000, 1023, 1025, (1 << 20) + 7, 1 << 24};
 
-ff::Runtime& runtime() {
-  static bool poisoned = (setenv("FUSEFLOW_POISON", "1", 1), true);
-  static ff::Runtime rt;
-  (void)poisoned;
-  return rt;
-}
-
-std::mt19937_64& rng() {
-  static std::mt19937_64 g(std::random_device{}());
-  return g;
-}
+using ff::test::rng;
+using ff::test::runtime;
 
 template <class T>
 std::vector<T> uniform(std::int64_t n, T lo, T hi) {

@@ -12,6 +12,8 @@
 #include "catalog/catalog.hpp"
 #include <fuseflow/fuseflow.hpp>
 
+#include "gpu_test_support.hpp"
+
 namespace ff = fuseflow;
 
 namespace {
@@ -19,25 +21,10 @@ namespace {
 const std::vector<std::int64_t> kSizes = {0, 1, 31, 32, 33, 1000, 1023, 1025, (1 << 20) + 7};
 const std::vector<std::int64_t> kLargeSizes = {1 << 24};
 
-ff::Runtime& runtime() {
-  static bool poisoned = (setenv("FUSEFLOW_POISON", "1", 1), true);
-  static ff::Runtime rt;
-  (void)poisoned;
-  return rt;
-}
+using ff::test::rng;
+using ff::test::runtime;
 
-std::mt19937_64& rng() {
-  static std::mt19937_64 g(std::random_device{}());
-  return g;
-}
-
-template <class T>
-std::vector<T> random_values(std::int64_t n, double lo, double hi) {
-  std::vector<T> v(static_cast<std::size_t>(n));
-  std::uniform_real_distribution<double> d(lo, hi);
-  for (auto& x : v) x = static_cast<T>(d(rng()));
-  return v;
-}
+using ff::test::random_values;
 
 // Relative error of a float result against an f64 reference, scaled by the magnitude the
 // sum went through (sum of |terms|), so cancellation does not make it meaningless.

@@ -16,6 +16,8 @@
 #include "catalog/catalog.hpp"
 #include <fuseflow/fuseflow.hpp>
 
+#include "gpu_test_support.hpp"
+
 namespace ff = fuseflow;
 
 namespace {
@@ -25,25 +27,10 @@ namespace {
 const std::vector<std::int64_t> kSizes = {0, 1, 31, 32, 33, 1000, 1023, 1025, (1 << 20) + 7, 1 << 24};
 const std::vector<ff::Strategy> kStrategies = {ff::strategy::automatic, ff::strategy::reduce_then_scan};
 
-ff::Runtime& runtime() {
-  static bool poisoned = (setenv("FUSEFLOW_POISON", "1", 1), true);
-  static ff::Runtime rt;
-  (void)poisoned;
-  return rt;
-}
+using ff::test::rng;
+using ff::test::runtime;
 
-std::mt19937_64& rng() {
-  static std::mt19937_64 g(std::random_device{}());
-  return g;
-}
-
-template <class T>
-std::vector<T> random_values(std::int64_t n, double lo, double hi) {
-  std::vector<T> v(static_cast<std::size_t>(n));
-  std::uniform_real_distribution<double> d(lo, hi);
-  for (auto& x : v) x = static_cast<T>(d(rng()));
-  return v;
-}
+using ff::test::random_values;
 
 std::string describe(const std::string& what, std::int64_t n, ff::Strategy s) {
   return what + ", n = " + std::to_string(n) + ", strategy " + ff::strategy_name(s);

@@ -1,0 +1,35 @@
+#pragma once
+// What every GPU test file shares: one Runtime per process, made after FUSEFLOW_POISON=1
+// is set so every output is poisoned before each run; one random generator; random
+// inputs.
+#include <cstdint>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include <fuseflow/fuseflow.hpp>
+
+namespace fuseflow::test {
+
+inline Runtime& runtime() {
+  static bool poisoned = (setenv("FUSEFLOW_POISON", "1", 1), true);
+  static Runtime rt;
+  (void)poisoned;
+  return rt;
+}
+
+inline std::mt19937_64& rng() {
+  static std::mt19937_64 g(std::random_device{}());
+  return g;
+}
+
+// n values drawn uniformly from [lo, hi) and converted to T.
+template <class T>
+std::vector<T> random_values(std::int64_t n, double lo, double hi) {
+  std::vector<T> v(static_cast<std::size_t>(n));
+  std::uniform_real_distribution<double> d(lo, hi);
+  for (auto& x : v) x = static_cast<T>(d(rng()));
+  return v;
+}
+
+}  // namespace fuseflow::test
