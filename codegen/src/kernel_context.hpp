@@ -85,6 +85,12 @@ class ReduceKernelWriter {
   std::vector<std::string> input_names_;
 };
 
+// Opens an element-wise kernel (map, histogram): the signature from `args` (inputs and
+// reduction results as const pointers, n, parameters by value, outputs as pointers), then
+// the reads of the reductions' results the maps use, as r<slot>.
+void open_elementwise_kernel(SourceWriter& w, CudaTypes& types, const std::string& name, int block,
+                             const std::vector<Arg>& args, const ReduceGroup& g);
+
 std::string sanitize(const std::string& name);  // a C identifier from a user's name
 std::string reduce_kernel_name(const ReduceGroup& g, const char* strategy);
 

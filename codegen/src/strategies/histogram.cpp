@@ -70,23 +70,7 @@ Kernel emit_histogram(const OpNode& op, const ReduceGroup& g, int output, const 
   if (shared) w.line("constexpr int kCopies = " + std::to_string(copies) + ";  // private copies of the counts per block");
   w.line("}  // namespace");
   w.line();
-  w.line("extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kBlock) + ") " + name + "(");
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const Arg& a = args[i];
-    std::string decl;
-    switch (a.kind) {
-      case Arg::Kind::Input:
-      case Arg::Kind::Scalar: decl = "const " + types.name(a.type) + "* __restrict__ " + a.name; break;
-      case Arg::Kind::Length: decl = "const long long n"; break;
-      case Arg::Kind::Param: decl = "const " + types.name(a.type) + " " + a.name; break;
-      default: decl = types.name(a.type) + "* __restrict__ " + a.name; break;
-    }
-    w.line("    " + decl + (i + 1 < args.size() ? "," : ") {"));
-  }
-  w.indent();
-  for (int s : g.scalars_read)
-    w.line("const " + types.name(g.slot_types[static_cast<std::size_t>(s)]) + " r" + std::to_string(s) + " = *s" +
-           std::to_string(s) + ";");
+  open_elementwise_kernel(w, types, name, kBlock, args, g);
   // bin_of(inputs..., i): the fused bin expression of element i.
   std::string sig = "const auto bin_of = [&](";
   for (std::size_t j = 0; j < g.inputs.size(); ++j) sig += "const " + types.name(g.inputs[j].type()) + " " + names[j] + ", ";

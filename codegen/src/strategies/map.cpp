@@ -26,23 +26,7 @@ Kernel emit_map(const std::vector<Expr>& outputs, const std::vector<int>& output
   std::string name = "ff_map";
   for (const auto& o : outputs) name += "_" + short_type_name(o.type());
   SourceWriter w;
-  w.line("extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kBlock) + ") " + name + "(");
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const Arg& a = args[i];
-    std::string decl;
-    switch (a.kind) {
-      case Arg::Kind::Input:
-      case Arg::Kind::Scalar: decl = "const " + types.name(a.type) + "* __restrict__ " + a.name; break;
-      case Arg::Kind::Length: decl = "const long long n"; break;
-      case Arg::Kind::Param: decl = "const " + types.name(a.type) + " " + a.name; break;
-      default: decl = types.name(a.type) + "* __restrict__ " + a.name; break;
-    }
-    w.line("    " + decl + (i + 1 < args.size() ? "," : ") {"));
-  }
-  w.indent();
-  for (int s : g.scalars_read)
-    w.line("const " + types.name(g.slot_types[static_cast<std::size_t>(s)]) + " r" + std::to_string(s) + " = *s" +
-           std::to_string(s) + ";");
+  open_elementwise_kernel(w, types, name, kBlock, args, g);
   w.open("for (long long i = (long long)blockIdx.x * " + std::to_string(kBlock) +
          " + threadIdx.x; i < n; i += (long long)gridDim.x * " + std::to_string(kBlock) + ")");
   ExprEmitter e(w, types, [&](const Expr& leaf) -> std::string {
