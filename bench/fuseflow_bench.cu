@@ -175,6 +175,14 @@ struct Options {
   int max_log2 = 28;
   bool quick = false;
   int reps = 0;  // 0: the default for each size
+  std::string only;        // comma-separated groups to run; empty: all
+  bool device_only = false;  // skip the end-to-end mode
+  // Whether group `name` (compile, scan, reduce, histogram, segmented, course, ...) runs.
+  bool wants(const char* name) const {
+    if (only.empty()) return true;
+    const std::string list = "," + only + ",";
+    return list.find("," + std::string(name) + ",") != std::string::npos;
+  }
 };
 
 Options parse(int argc, char** argv) {
@@ -187,10 +195,16 @@ Options parse(int argc, char** argv) {
       o.quick = true;
     } else if (a == "--reps" && i + 1 < argc) {
       o.reps = std::max(1, std::atoi(argv[++i]));
+    } else if (a == "--only" && i + 1 < argc) {
+      o.only = argv[++i];
+    } else if (a == "--device-only") {
+      o.device_only = true;
     } else if (a == "--help" || a == "-h") {
-      std::printf("usage: fuseflow-bench [--max-log2 N] [--quick] [--reps R]\n"
+      std::printf("usage: fuseflow-bench [--max-log2 N] [--quick] [--reps R] [--only GROUPS] [--device-only]\n"
                   "  sizes 2^10, 2^16, 2^20, 2^24, 2^28 up to 2^N (default 28);\n"
                   "  --quick: sizes up to 2^20 and 10 repetitions; --reps: repetitions per size\n"
+                  "  --only: comma-separated groups among compile, scan, reduce, histogram, segmented, course\n"
+                  "  --device-only: device time only, no end-to-end mode\n"
                   "  output: a table on stdout, bench.csv (+ bench.png) in $FUSEFLOW_BENCH_OUT or cwd\n");
       std::exit(0);
     } else {
@@ -1223,7 +1237,7 @@ int run(const Options& opt) {
   // Compile figures first, each in a Runtime of its own.
   std::printf("\nFirst run of a fresh program (incl. NVRTC compile), n = 2^16:\n");
   std::printf("  %-15s %14s %22s %14s\n", "program", "cold ms", "default cache ms", "warm run us");
-  const std::vector<CompileRow> compile = measure_compile(opt);
+  const std::vector<CompileRow> compile = opt.wants("compile") ? measure_compile(opt) : std::vector<CompileRow>{};
   for (const CompileRow& r : compile)
     std::printf("  %-15s %14.2f %13.2f (%-8s) %12.2f\n", r.program.c_str(), r.cold_ms, r.default_ms,
                 r.default_outcome.c_str(), r.warm_us);
@@ -1252,6 +1266,7 @@ int run(const Options& opt) {
 
   const int logs[] = {10, 16, 20, 24, 28};
   for (bool device_mode : {true, false}) {
+  if (!device_mode && opt.device_only) continue;
   g_device_mode = device_mode;
   std::printf("\n== %s ==\n", device_mode ? "device time per call (back to back, results left on the device)"
                                             : "end to end per call (result copied to the host, stream synchronised)");
@@ -1260,20 +1275,22 @@ int run(const Options& opt) {
     const std::size_t n = std::size_t{1} << lg;
     c.reps = opt.reps > 0 ? opt.reps : opt.quick ? 10 : lg >= 28 ? 20 : 100;
     c.warmup = opt.quick ? 2 : 5;
-    bench_scans(c, lg);
-    bench_unary(c, "sum", n, 1);
-    bench_unary(c, "sum_of_squares", n, 2);
-    bench_dot(c, n);
-    bench_unary(c, "argmax", n, 3);
-    bench_mssp(c, n);
-    bench_histogram(c, n);
-    if (lg >= 20)
+    if (opt.wants("scan")) bench_scans(c, lg);
+    if (opt.wants("reduce")) {
+      bench_unary(c, "sum", n, 1);
+      bench_unary(c, "sum_of_squares", n, 2);
+      bench_dot(c, n);
+      bench_unary(c, "argmax", n, 3);
+      bench_mssp(c, n);
+    }
+    if (opt.wants("histogram")) bench_histogram(c, n);
+    if (lg >= 20 && opt.wants("segmented"))
       for (int scenario = 0; scenario < 3; ++scenario) bench_segmented(c, n, scenario);
     std::printf("\n");
   }
   }
   c.reps = opt.quick ? 10 : 50;
-  bench_course(c);
+  if (opt.wants("course")) bench_course(c);
   CK(cudaFreeHost(c.host_out));
 
   const std::string dir = out_dir();

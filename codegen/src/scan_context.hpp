@@ -48,8 +48,8 @@ class ScanKernelWriter {
   // "extern "C" __global__ void NAME(params) {" for `args`; `scratch_types` spells the
   // Scratch arguments in order.
   void open_kernel(SourceWriter& w, const std::vector<Arg>& args, const std::vector<std::string>& scratch_types);
-  // namespace { kBlock, and for tiled kernels kItems, kTile, slot() }.
-  void emit_constants(SourceWriter& w, bool tiled = true);
+  // namespace { kBlock, and for tiled kernels kItems, kTile, slot(), then `more` lines }.
+  void emit_constants(SourceWriter& w, bool tiled = true, const std::vector<std::string>& more = {});
   // identity and combine; with `elements`, also element(inputs..., i), and with
   // `epilogues` epilogue_j(scanned, inputs..., i) for each output that is not the scan itself.
   void emit_functions(SourceWriter& w, bool elements, bool epilogues);

@@ -4,8 +4,9 @@
 // inclusive scan (shuffles) is the building block of the block scan; tile status and the
 // look-back of Merrill & Garland ("Single-pass Parallel Prefix Scan with Decoupled
 // Look-back", 2016) turn block scans into one device-wide pass. The look-back here is
-// deterministic (see look_back): every tile's prefix is the chained left fold of the tile
-// aggregates, so a float scan gives the same bits on every run (DESIGN.md, Strategies).
+// deterministic (see tile_exclusive_prefix): every tile's prefix has one fixed form,
+// folded in one fixed order, so a float scan gives the same bits on every run
+// (DESIGN.md, Strategies).
 //
 // As in collectives.cuh, every combine keeps element order: the left operand always
 // covers lower indices, so non-commutative monoids (linear recurrences, MSSP) are exact.
@@ -57,124 +58,174 @@ __device__ __forceinline__ T block_exclusive_scan(T value, Combine combine, T id
 
 // ---- decoupled look-back -------------------------------------------------------------
 
-// A tile's status: nothing yet, its own aggregate, or its inclusive prefix (the
-// combination of every element up to the end of the tile).
+// A tile's (or a group's) status: nothing yet, its own aggregate, or its inclusive prefix
+// (the combination of every element up to the end of the tile or group).
 enum TileFlag : unsigned { kTileInvalid = 0, kTileAggregate = 1, kTilePrefix = 2 };
 
-// Bytes of the flags array of unpacked tile status, before the values (the host sizes it alike).
-__host__ __device__ constexpr unsigned long long lookback_flags_bytes(unsigned long long tiles) {
-  return (tiles * 4 + 15) / 16 * 16;
-}
-
-// Tile status in zeroed device memory (zero is kTileInvalid). Values of 4 bytes or less
-// share one 64-bit word with their flag, written and read with single 64-bit accesses,
-// so a reader sees the flag and its value together without fences.
-template <typename T, bool kPacked = (sizeof(T) <= 4)>
-struct LookbackState;
-
+// Look-back status entries in zeroed device memory (zero is kTileInvalid). A value is
+// cut into 32-bit chunks and every chunk travels in its own 64-bit word beside the flag,
+// (chunk << 32) | flag, written and read with single 64-bit accesses. A reader accepts an
+// entry only when every word carries the same flag, so it never combines a half-written
+// value, and no fence is needed on either side: each word announces itself.
 template <typename T>
-struct LookbackState<T, true> {
-  unsigned long long* words;  // (value bits << 32) | flag, one per tile
+struct StatusEntries {
+  static constexpr int kWords = (sizeof(T) + 3) / 4;
+  unsigned long long* words;
 
-  __device__ LookbackState(void* storage, long long /*tiles*/) : words(static_cast<unsigned long long*>(storage)) {}
-
-  __device__ __forceinline__ void publish(long long tile, unsigned flag, const T& value) const {
-    unsigned bits = 0;
-    memcpy(&bits, &value, sizeof(T));
-    volatile unsigned long long* word = words + tile;
-    *word = (static_cast<unsigned long long>(bits) << 32) | flag;
+  __device__ __forceinline__ void publish(long long e, unsigned flag, const T& value) const {
+    unsigned chunks[kWords] = {};
+    memcpy(chunks, &value, sizeof(T));
+    volatile unsigned long long* w = words + e * kWords;
+#pragma unroll
+    for (int k = 0; k < kWords; ++k) w[k] = (static_cast<unsigned long long>(chunks[k]) << 32) | flag;
   }
 
-  __device__ __forceinline__ unsigned read(long long tile, T& value) const {
-    const volatile unsigned long long* word = words + tile;
-    const unsigned long long w = *word;
-    const unsigned bits = static_cast<unsigned>(w >> 32);
-    memcpy(&value, &bits, sizeof(T));
-    return static_cast<unsigned>(w);
-  }
-};
-
-// Larger values: flags, aggregates and inclusive prefixes in three arrays (as CUB does).
-// Aggregate and prefix have separate arrays, so a reader that saw kTileAggregate never
-// reads a half-written prefix. The writer fences between the value and the flag; the
-// reader fences between the flag and the value.
-template <typename T>
-struct LookbackState<T, false> {
-  unsigned* flags;
-  T* aggregates;
-  T* prefixes;
-
-  __device__ LookbackState(void* storage, long long tiles)
-      : flags(static_cast<unsigned*>(storage)),
-        aggregates(reinterpret_cast<T*>(static_cast<char*>(storage) + lookback_flags_bytes(tiles))),
-        prefixes(aggregates + tiles) {}
-
-  __device__ __forceinline__ void publish(long long tile, unsigned flag, const T& value) const {
-    (flag == kTilePrefix ? prefixes : aggregates)[tile] = value;
-    __threadfence();  // the value is visible device-wide before the flag that announces it
-    volatile unsigned* f = flags + tile;
-    *f = flag;
-  }
-
-  __device__ __forceinline__ unsigned read(long long tile, T& value) const {
-    const volatile unsigned* f = flags + tile;
-    const unsigned flag = *f;
-    if (flag != kTileInvalid) {
-      __threadfence();  // the value is read after the flag
-      value = load_global_coherent((flag == kTilePrefix ? prefixes : aggregates) + tile);
+  // The entry's flag (kTileInvalid while its words disagree) and, when valid, its value.
+  __device__ __forceinline__ unsigned read(long long e, T& value) const {
+    const volatile unsigned long long* w = words + e * kWords;
+    unsigned long long got[kWords];
+#pragma unroll
+    for (int k = 0; k < kWords; ++k) got[k] = w[k];
+    unsigned flag = static_cast<unsigned>(got[0]);
+    unsigned chunks[kWords];
+#pragma unroll
+    for (int k = 0; k < kWords; ++k) {
+      if (static_cast<unsigned>(got[k]) != flag) flag = kTileInvalid;
+      chunks[k] = static_cast<unsigned>(got[k] >> 32);
     }
+    if (flag != kTileInvalid) memcpy(&value, chunks, sizeof(T));
     return flag;
   }
 };
 
-// The exclusive prefix of `tile` (> 0), computed by one full warp, deterministic: the
-// same bits on every run whatever the timing of the other blocks.
-//
-// A plain decoupled look-back folds whatever it happens to find (a prefix 3 tiles back
-// on one run, 40 tiles back on the next) and combines the window as a tree, so a
-// floating-point sum associates differently from run to run. Here every tile's inclusive
-// prefix is the chained left fold P(t) = P(t-1) . A(t) (P(0) = A(0), A = a tile's
-// aggregate), whichever predecessor the look-back finds:
-//  - lane l reads the status of tile - 32 + l (the 32 nearest predecessors, at once);
-//  - j is the nearest of them with an inclusive prefix (ballot); with none in the window,
-//    or while a tile between j and `tile` has not published its aggregate yet, the warp
-//    re-reads the SAME window (spins) instead of moving further back;
-//  - the exclusive prefix is the strict left fold P(j) . A(j+1) . ... . A(tile-1),
-//    combined one tile at a time in index order, never as a tree over the window.
-// By induction (P(j) is the chained fold up to j), the result is the chained fold up to
-// tile - 1 for every j found, and the tile publishes P(tile) = exclusive . A(tile).
-// Termination: tile 0 publishes its prefix at once, every tile publishes its aggregate
-// before it looks back and its prefix right after, and tile ids come from an atomic
-// counter, so every predecessor is running or done: the window always fills in.
-// Predecessors before tile 0 read as aggregates that are never combined (they lie below
-// tile 0, which ends up as j at the latest). The result is in every lane.
-template <typename State, typename T, typename Combine>
-__device__ T look_back(const State& state, long long tile, Combine combine, T identity) {
+// Tiles form groups of 32 consecutive tiles (a warp's width).
+constexpr int kTilesPerGroup = kWarpSize;
+
+// Bytes of look-back status for `tiles` tiles of values of `value_bytes` bytes: one entry
+// per tile (its aggregate), then one per group (aggregate, then inclusive prefix). The
+// host sizes the zeroed scratch with the same function.
+__host__ __device__ constexpr unsigned long long scan_status_bytes(unsigned long long value_bytes,
+                                                                  unsigned long long tiles) {
+  return ((value_bytes + 3) / 4) * 8 * (tiles + (tiles + kTilesPerGroup - 1) / kTilesPerGroup);
+}
+
+template <typename T>
+struct ScanTileStatus {
+  StatusEntries<T> tiles;
+  StatusEntries<T> groups;
+
+  __device__ ScanTileStatus(void* storage, long long tile_count) {
+    tiles.words = static_cast<unsigned long long*>(storage);
+    groups.words = tiles.words + tile_count * StatusEntries<T>::kWords;
+  }
+};
+
+// The inclusive prefix of the groups before `group` (> 0), found by one full warp looking
+// back over the group entries, window by window (lane l reads group end - 32 + l). It
+// stops at the nearest group j with a published inclusive prefix GP(j) and returns the
+// strict left fold GP(j) . GA(j+1) . ... . GA(group-1), one group at a time in index order
+// (never a tree). It waits only for aggregates, which a group publishes without waiting
+// for anyone; a window of aggregates alone is kept in `stash` (kWarpSize values per
+// window, `stash_windows` windows) and the search moves on to the window before it. With
+// the stash full it re-reads the deepest window until a prefix appears there (group 0
+// publishes its prefix at once, so one always does). Entries before group 0 read as
+// aggregates that are never combined. The result is in every lane.
+template <typename T, typename Combine>
+__device__ T group_look_back(const StatusEntries<T>& groups, long long group, Combine combine, T identity,
+                             T* stash, int stash_windows) {
   const int lane = threadIdx.x % kWarpSize;
-  const long long predecessor = tile - kWarpSize + lane;
-  unsigned flag;
-  T value;
-  int nearest = 0;  // the lane of j
+  long long end = group;  // the window is [end - 32, end)
+  int depth = 0;
   for (;;) {
-    flag = kTileAggregate;  // before tile 0: never combined, never waited for
-    value = identity;
-    if (predecessor >= 0) flag = state.read(predecessor, value);
+    const long long e = end - kWarpSize + lane;
+    unsigned flag = kTileAggregate;
+    T value = identity;
+    if (e >= 0) flag = groups.read(e, value);
     const unsigned prefixes = __ballot_sync(kFullMask, flag == kTilePrefix);
-    if (prefixes == 0) continue;  // no prefix in the window yet: read it again
-    nearest = 31 - __clz(static_cast<int>(prefixes));
-    // Every tile after j must have published at least its aggregate.
-    if (__any_sync(kFullMask, lane > nearest && flag == kTileInvalid)) continue;
-    break;
-  }
-  // Strict left fold from j, one tile at a time. The shuffles do not depend on the
-  // running value, so they all issue at once; only the combines form a chain.
-  T exclusive = shfl_idx(value, nearest);
+    if (prefixes != 0) {
+      const int nearest = 31 - __clz(static_cast<int>(prefixes));
+      // Every group after j must have published at least its aggregate.
+      if (__any_sync(kFullMask, lane > nearest && flag == kTileInvalid)) continue;
+      // Strict left fold from j. The shuffles do not depend on the running value, so they
+      // issue at once; only the combines form a chain.
+      T prefix = shfl_idx(value, nearest);
 #pragma unroll
-  for (int l = 1; l < kWarpSize; ++l) {
-    const T next = shfl_idx(value, l);
-    if (l > nearest) exclusive = combine(exclusive, next);
+      for (int l = 1; l < kWarpSize; ++l) {
+        const T next = shfl_idx(value, l);
+        if (l > nearest) prefix = combine(prefix, next);
+      }
+      for (int d = depth - 1; d >= 0; --d)
+#pragma unroll 8
+        for (int l = 0; l < kWarpSize; ++l) prefix = combine(prefix, stash[d * kWarpSize + l]);
+      return prefix;
+    }
+    if (__any_sync(kFullMask, flag == kTileInvalid)) continue;  // an aggregate is on its way
+    if (depth == stash_windows) continue;                        // stash full: wait for a prefix here
+    stash[depth * kWarpSize + lane] = value;
+    __syncwarp();
+    ++depth;
+    end -= kWarpSize;
   }
-  return exclusive;
+}
+
+// The exclusive prefix of `tile`, computed by one full warp of its block once the block
+// knows the tile's aggregate; it publishes everything other tiles need. The result is in
+// every lane (the identity for tile 0).
+//
+// Deterministic: the same bits on every run, whatever the timing of the other blocks. A
+// plain decoupled look-back folds whatever it happens to find (a prefix 3 tiles back on
+// one run, 40 on the next) as a tree, so a float sum associates differently from run to
+// run. Here the prefix has one fixed form. Tiles form groups of 32; with
+// A(t) a tile's aggregate, GA(g) = A(32g) . ... . A(32g+31) a group's aggregate (folded
+// left to right) and Q(g) = GA(0) . GA(1) . ... . GA(g-1) (folded left to right), the
+// exclusive prefix of tile t = 32g + r is
+//     Q(g) . (A(32g) . A(32g+1) . ... . A(t-1)).
+// Each tile: (1) publishes A(t); (2) reads the aggregates of the r tiles before it in its
+// group (they started earlier and publish theirs without waiting) and folds them; (3) if
+// it is its group's last tile, publishes GA(g) at once, so later groups never wait for its
+// look-back; (4) finds Q(g) with group_look_back, which folds the nearest published group
+// prefix GP(j) = Q(j+1) with the group aggregates after it strictly left to right: by
+// induction that is Q(g) for every j found; (5) the group's last tile publishes
+// GP(g) = Q(g) . GA(g). Nothing waits on another tile's look-back, only on aggregates, so
+// a prefix is never more than two status reads away; every combine chain is at most 31
+// tiles long plus the groups since the nearest group prefix.
+// Termination: tile ids come from an atomic counter, so every predecessor is running or
+// done; aggregates are published unconditionally, and group 0's last tile publishes
+// GP(0) = GA(0) at once.
+template <typename T, typename Combine>
+__device__ T tile_exclusive_prefix(const ScanTileStatus<T>& status, long long tile, const T& aggregate,
+                                   Combine combine, T identity, T* stash, int stash_windows) {
+  const int lane = threadIdx.x % kWarpSize;
+  const long long group = tile / kTilesPerGroup;
+  const int r = static_cast<int>(tile % kTilesPerGroup);
+  if (lane == 0) status.tiles.publish(tile, kTileAggregate, aggregate);
+
+  // (2) The aggregates of the tiles before this one in its group, folded left to right.
+  T within = identity;
+  if (r > 0) {
+    T value = identity;
+    for (;;) {
+      unsigned flag = kTileAggregate;
+      if (lane < r) flag = status.tiles.read(group * kTilesPerGroup + lane, value);
+      if (__all_sync(kFullMask, flag != kTileInvalid)) break;
+    }
+    within = shfl_idx(value, 0);
+#pragma unroll
+    for (int l = 1; l < kWarpSize; ++l) {
+      const T next = shfl_idx(value, l);
+      if (l < r) within = combine(within, next);
+    }
+  }
+  // (3) The group's aggregate, from its last tile.
+  const bool last_of_group = r == kTilesPerGroup - 1;
+  const T group_aggregate = r > 0 ? combine(within, aggregate) : aggregate;
+  if (last_of_group && lane == 0)
+    status.groups.publish(group, group == 0 ? kTilePrefix : kTileAggregate, group_aggregate);
+  if (group == 0) return within;
+  // (4) Everything before the group, then (5) the group's inclusive prefix.
+  const T before = group_look_back(status.groups, group, combine, identity, stash, stash_windows);
+  if (last_of_group && lane == 0) status.groups.publish(group, kTilePrefix, combine(before, group_aggregate));
+  return r > 0 ? combine(before, within) : before;
 }
 
 }  // namespace ff

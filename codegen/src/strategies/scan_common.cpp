@@ -33,9 +33,10 @@ std::string scan_kernel_name(const ScanGroup& g, const char* strategy) {
 }
 
 std::size_t lookback_status_bytes(const Type& t, std::int64_t tiles) {
+  // scan.cuh's scan_status_bytes: per tile and per group of 32 tiles, one 64-bit word
+  // (flag + 32-bit chunk) per 4 bytes of value.
   const auto n = static_cast<std::size_t>(tiles);
-  if (t.size() <= 4) return 8 * n;
-  return (4 * n + 15) / 16 * 16 + 2 * n * t.size();
+  return (t.size() + 3) / 4 * 8 * (n + (n + 31) / 32);
 }
 
 ScanKernelWriter::ScanKernelWriter(const ScanGroup& g, std::string kernel_name, ScanTiling tiling)
@@ -89,7 +90,7 @@ void ScanKernelWriter::open_kernel(SourceWriter& w, const std::vector<Arg>& a,
   w.indent();
 }
 
-void ScanKernelWriter::emit_constants(SourceWriter& w, bool tiled) {
+void ScanKernelWriter::emit_constants(SourceWriter& w, bool tiled, const std::vector<std::string>& more) {
   w.line("namespace {");
   w.line("constexpr int kBlock = " + std::to_string(tiling_.block) + ";");
   if (!tiled) {
@@ -102,6 +103,7 @@ void ScanKernelWriter::emit_constants(SourceWriter& w, bool tiled) {
   w.line("// Shared-memory slot of tile element s: one slot of padding per 32 elements, so thread t");
   w.line("// reading element t * kItems + k does not collide with its neighbours' banks.");
   w.line("__device__ __forceinline__ int slot(int s) { return s + s / 32; }");
+  for (const auto& l : more) w.line(l);
   w.line("}  // namespace");
   w.line();
 }

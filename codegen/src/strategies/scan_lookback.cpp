@@ -4,17 +4,16 @@
 // start and every predecessor of a tile is already running (no deadlock, whatever order
 // the hardware schedules blocks in). The tile is loaded coalesced through shared memory
 // into registers (a full tile with no bounds checks, only the last one checks), scanned
-// per thread, per warp (shuffles) and per block; the block publishes its aggregate, warp
-// 0 looks back over the predecessors' status for the tile's exclusive prefix, publishes
-// the inclusive prefix, and the block stores the scanned tile through shared memory,
-// coalesced. Reads n elements, writes n.
+// per thread, per warp (shuffles) and per block; warp 0 publishes the tile's aggregate
+// and looks back over the predecessors' status for the tile's exclusive prefix, and the
+// block stores the scanned tile through shared memory, coalesced. Reads n elements,
+// writes n.
 //
 // Deterministic (DESIGN.md: the same bits on every run of the same program and n): the
-// look-back (ff::look_back in scan.cuh) waits for the nearest inclusive prefix P(j) among
-// the 32 nearest predecessors instead of searching further back, and folds P(j) . A(j+1)
-// . ... . A(t-1) strictly left to right, so every tile's prefix is the chained left fold
-// P(t) = P(t-1) . A(t) of the tile aggregates whichever j it found: a float scan does not
-// depend on the timing of the blocks.
+// look-back (ff::tile_exclusive_prefix in scan.cuh) gives every tile's prefix one fixed
+// form over groups of 32 tiles, folded left to right, whatever the timing of the blocks;
+// it waits only for predecessors' aggregates, never for their look-backs, so it is as
+// free of waiting as a plain decoupled look-back.
 #include "../scan_context.hpp"
 
 namespace fuseflow::codegen {
@@ -23,10 +22,11 @@ Kernel emit_scan_lookback(const ScanGroup& g, const Target& /*target: one block 
   const ScanTiling tiling = scan_tiling(g);
   ScanKernelWriter k(g, scan_kernel_name(g, "lookback"), tiling);
   const Type& type = g.op->monoid.type();
-  const bool packed = type.size() <= 4;
+  const std::size_t status_words = (type.size() + 3) / 4;
 
   SourceWriter w;
-  k.emit_constants(w);
+  k.emit_constants(w, true, {"// Windows of 32 group aggregates the look-back may keep in the scanned stage.",
+                             "constexpr int kStashWindows = kTile / 32 < 32 ? kTile / 32 : 32;"});
   std::vector<Arg> extra = {{Arg::Kind::Scratch, 0, "tile_counter", ScalarType::U32},
                             {Arg::Kind::Scratch, 1, "tile_status", type}};
   std::vector<Arg> args = k.args(true, true, extra);
@@ -46,24 +46,15 @@ Kernel emit_scan_lookback(const ScanGroup& g, const Target& /*target: one block 
   w.line("const " + k.acc() +
          " thread_prefix = ff::block_exclusive_scan<kBlock>(thread_total, combine, identity, warp_totals, tile_total);");
   w.line();
-  w.comment(std::string("Tile status: ") +
-            (packed ? "flag and value packed in one 64-bit word, written with one store."
-                    : "flags, aggregates and inclusive prefixes in separate arrays, fenced.") +
-            "\nTile 0 publishes its inclusive prefix at once; every other tile publishes its\n"
-            "aggregate, looks back for its exclusive prefix, then publishes its inclusive prefix.\n"
-            "The look-back is deterministic: the prefix is the chained left fold of the tile\n"
-            "aggregates whatever the timing, so float results are the same bits on every run.");
-  w.line("const ff::LookbackState<" + k.acc() + "> status(tile_status, (n + kTile - 1) / kTile);");
+  w.comment("Look-back (scan.cuh, tile_exclusive_prefix): warp 0 publishes the tile's aggregate and\n"
+            "finds its exclusive prefix, Q(g) . (A(32g) . ... . A(tile-1)) over groups of 32 tiles:\n"
+            "one fixed form folded left to right, so float results are the same bits on every run.\n"
+            "Status entries carry a flag in every 64-bit word: no fences. The scanned stage is\n"
+            "free until the store, so it holds the look-back's windows of group aggregates.");
+  w.line("const ff::ScanTileStatus<" + k.acc() + "> status(tile_status, (n + kTile - 1) / kTile);");
   w.open("if (threadIdx.x < 32)");
-  w.line(k.acc() + " exclusive = identity;");
-  w.open("if (tile == 0)");
-  w.line("if (threadIdx.x == 0) status.publish(0, ff::kTilePrefix, tile_total);");
-  w.close("} else {");
-  w.indent();
-  w.line("if (threadIdx.x == 0) status.publish(tile, ff::kTileAggregate, tile_total);");
-  w.line("exclusive = ff::look_back(status, tile, combine, identity);");
-  w.line("if (threadIdx.x == 0) status.publish(tile, ff::kTilePrefix, combine(exclusive, tile_total));");
-  w.close();
+  w.line("const " + k.acc() +
+         " exclusive = ff::tile_exclusive_prefix(status, tile, tile_total, combine, identity, scanned_stage, kStashWindows);");
   w.line("if (threadIdx.x == 0) tile_prefix = exclusive;");
   w.close();
   w.line("__syncthreads();");
@@ -80,8 +71,8 @@ Kernel emit_scan_lookback(const ScanGroup& g, const Target& /*target: one block 
   out.args = args;
   out.summary = std::string("lookback (single pass, decoupled look-back): block ") + std::to_string(tiling.block) +
                 ", " + std::to_string(tiling.items) + " items per thread, tiles of " + std::to_string(tiling.tile()) +
-                " elements, one block per tile, " + (packed ? "packed 64-bit tile status" : "separate tile status arrays") +
-                ", deterministic look-back (chained prefixes)";
+                " elements, one block per tile, " + std::to_string(status_words) + " flagged 64-bit word" +
+                (status_words == 1 ? "" : "s") + " of status per tile and per group of 32 tiles, deterministic look-back";
   out.why = g.op->strategy == Strategy::Lookback ? "strategy lookback was asked for"
                                                   : "the default scan: one pass, reads n and writes n";
   out.source = k.assemble("strategy: " + out.summary, w.str());
