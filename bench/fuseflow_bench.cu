@@ -1,7 +1,7 @@
 // fuseflow-bench: fuseflow against CUB on the same device buffers in the same run
 // (DESIGN.md "Performance method", issue 4 "Benchmark", ../shared/ANCHORS.md).
 //
-//   fuseflow-bench [--max-log2 N] [--quick] [--reps R]
+//   fuseflow-bench [--min-log2 N] [--max-log2 N] [--quick] [--reps R]
 //
 // For n in {2^10, 2^16, 2^20, 2^24, 2^28}: sum f32, sum of squares, dot, argmax f32 and
 // MSSP (non-commutative 4 x i32), each timed for fuseflow, for CUB and for a float4
@@ -173,6 +173,7 @@ struct MsspOp {  // the same (non-commutative) operator as ff::catalog::mssp()
 // --- options --------------------------------------------------------------------------
 struct Options {
   int max_log2 = 28;
+  int min_log2 = 0;
   bool quick = false;
   int reps = 0;  // 0: the default for each size
   std::string only;        // comma-separated groups to run; empty: all
@@ -191,6 +192,8 @@ Options parse(int argc, char** argv) {
     std::string a = argv[i];
     if (a == "--max-log2" && i + 1 < argc) {
       o.max_log2 = std::atoi(argv[++i]);
+    } else if (a == "--min-log2" && i + 1 < argc) {
+      o.min_log2 = std::atoi(argv[++i]);
     } else if (a == "--quick") {
       o.quick = true;
     } else if (a == "--reps" && i + 1 < argc) {
@@ -200,8 +203,8 @@ Options parse(int argc, char** argv) {
     } else if (a == "--device-only") {
       o.device_only = true;
     } else if (a == "--help" || a == "-h") {
-      std::printf("usage: fuseflow-bench [--max-log2 N] [--quick] [--reps R] [--only GROUPS] [--device-only]\n"
-                  "  sizes 2^10, 2^16, 2^20, 2^24, 2^28 up to 2^N (default 28);\n"
+      std::printf("usage: fuseflow-bench [--min-log2 N] [--max-log2 N] [--quick] [--reps R] [--only GROUPS] [--device-only]\n"
+                  "  sizes 2^10, 2^16, 2^20, 2^24, 2^28 from 2^min-log2 up to 2^max-log2 (default 28);\n"
                   "  --quick: sizes up to 2^20 and 10 repetitions; --reps: repetitions per size\n"
                   "  --only: comma-separated groups among compile, scan, reduce, histogram, segmented, course\n"
                   "  --device-only: device time only, no end-to-end mode\n"
@@ -1271,7 +1274,7 @@ int run(const Options& opt) {
   std::printf("\n== %s ==\n", device_mode ? "device time per call (back to back, results left on the device)"
                                             : "end to end per call (result copied to the host, stream synchronised)");
   for (int lg : logs) {
-    if (lg > opt.max_log2) continue;
+    if (lg > opt.max_log2 || lg < opt.min_log2) continue;
     const std::size_t n = std::size_t{1} << lg;
     c.reps = opt.reps > 0 ? opt.reps : opt.quick ? 10 : lg >= 28 ? 20 : 100;
     c.warmup = opt.quick ? 2 : 5;

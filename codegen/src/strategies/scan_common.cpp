@@ -4,6 +4,8 @@
 // owns the kItems consecutive elements t * kItems ...), the thread's sequential scan,
 // and the store back through shared memory, coalesced, with the epilogue applied.
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <set>
 
 #include "../scan_context.hpp"
@@ -15,11 +17,34 @@ constexpr std::size_t kThreadBytes = 64;        // bytes of values a thread scan
 constexpr std::size_t kMaxStageBytes = 40 * 1024;  // static shared memory stays under 48 KB
 }  // namespace
 
+namespace {
+// FUSEFLOW_SCAN_TILE=<block>x<items>[x<min blocks per SM>] replaces the tiling below, for
+// tuning studies (the constants are in the source, so the kernel cache keeps the variants
+// apart).
+bool tiling_override(ScanTiling& t) {
+  const char* v = std::getenv("FUSEFLOW_SCAN_TILE");
+  if (!v || !*v) return false;
+  int block = 0, items = 0, min_blocks = 0;
+  char x1 = 0, x2 = 0, extra = 0;
+  const int got = std::sscanf(v, "%d%c%d%c%d%c", &block, &x1, &items, &x2, &min_blocks, &extra);
+  if ((got != 3 && got != 5) || x1 != 'x' || (got == 5 && x2 != 'x') || block < 32 || block > 1024 ||
+      block % 32 != 0 || items < 1 || items > 32 || min_blocks < 0 || min_blocks > 32)
+    throw GraphError(std::string("FUSEFLOW_SCAN_TILE='") + v +
+                     "' is not <block>x<items>[x<min blocks>] with block a multiple of 32 in [32, 1024], items in "
+                     "[1, 32] and min blocks in [0, 32]");
+  t.block = block;
+  t.items = items;
+  t.min_blocks = min_blocks;
+  return true;
+}
+}  // namespace
+
 ScanTiling scan_tiling(const ScanGroup& g) {
+  ScanTiling t;
+  if (tiling_override(t)) return t;
   std::size_t in_bytes = 0;
   for (const auto& in : g.leaves.inputs) in_bytes += in.type().size();
   const std::size_t value_bytes = g.op->monoid.type().size();
-  ScanTiling t;
   t.items = static_cast<int>(std::clamp<std::size_t>(kThreadBytes / std::max(in_bytes, value_bytes), 1, 16));
   auto stage = [&] { return static_cast<std::size_t>(t.tile()) * 33 / 32 * (in_bytes + value_bytes); };
   while (t.items > 1 && stage() > kMaxStageBytes) --t.items;
@@ -71,7 +96,8 @@ std::vector<Arg> ScanKernelWriter::args(bool with_inputs, bool with_outputs, con
 
 void ScanKernelWriter::open_kernel(SourceWriter& w, const std::vector<Arg>& a,
                                    const std::vector<std::string>& scratch_types) {
-  w.line("extern \"C\" __global__ void __launch_bounds__(kBlock) " + name_ + "(");
+  w.line(std::string("extern \"C\" __global__ void __launch_bounds__(") +
+         (tiling_.min_blocks > 0 ? "kBlock, kMinBlocks" : "kBlock") + ") " + name_ + "(");
   std::size_t scratch = 0;
   for (std::size_t i = 0; i < a.size(); ++i) {
     std::string decl;
@@ -93,6 +119,8 @@ void ScanKernelWriter::open_kernel(SourceWriter& w, const std::vector<Arg>& a,
 void ScanKernelWriter::emit_constants(SourceWriter& w, bool tiled, const std::vector<std::string>& more) {
   w.line("namespace {");
   w.line("constexpr int kBlock = " + std::to_string(tiling_.block) + ";");
+  if (tiling_.min_blocks > 0)
+    w.line("constexpr int kMinBlocks = " + std::to_string(tiling_.min_blocks) + ";  // resident blocks per SM to fit");
   if (!tiled) {
     w.line("}  // namespace");
     w.line();
@@ -169,11 +197,43 @@ void ScanKernelWriter::emit_functions(SourceWriter& w, bool elements, bool epilo
   }
 }
 
-void ScanKernelWriter::emit_shared(SourceWriter& w, bool stores) {
-  for (std::size_t j = 0; j < g_.leaves.inputs.size(); ++j)
-    w.line("__shared__ " + types_.name(g_.leaves.inputs[j].type()) + " stage_" + input_names_[j] +
-           "[kTile + kTile / 32];");
-  if (stores) w.line("__shared__ " + acc() + " scanned_stage[kTile + kTile / 32];");
+bool ScanKernelWriter::epilogues_read_inputs() const {
+  std::set<const ExprNode*> seen;
+  std::function<bool(const Expr&)> reads = [&](const Expr& e) {
+    if (!e.valid() || !seen.insert(e.get()).second) return false;
+    if (e.kind() == ExprKind::Input) return true;
+    for (const auto& a : e.args())
+      if (reads(a)) return true;
+    return false;
+  };
+  for (const auto& o : g_.outputs)
+    if (o.kind() != ExprKind::Result && reads(o)) return true;
+  return false;
+}
+
+void ScanKernelWriter::emit_shared(SourceWriter& w, bool stores, bool shared_stage) {
+  if (stores && shared_stage) {
+    std::size_t in_bytes = 0;
+    for (const auto& in : g_.leaves.inputs) in_bytes += in.type().size();
+    const std::size_t slot_bytes = std::max(in_bytes, g_.op->monoid.type().size());
+    w.comment("The input stages and the scanned stage share one buffer: every input element is in\n"
+              "registers (items) before the block scan's barriers, and no epilogue reads the inputs.");
+    w.line("__shared__ __align__(16) unsigned char stage_bytes[(kTile + kTile / 32) * " + std::to_string(slot_bytes) +
+           "];");
+    std::string offset;
+    for (std::size_t j = 0; j < g_.leaves.inputs.size(); ++j) {
+      const std::string t = types_.name(g_.leaves.inputs[j].type());
+      w.line(t + "* const stage_" + input_names_[j] + " = reinterpret_cast<" + t + "*>(stage_bytes" +
+             (offset.empty() ? "" : " + " + offset) + ");");
+      offset += std::string(offset.empty() ? "" : " + ") + "(kTile + kTile / 32) * sizeof(" + t + ")";
+    }
+    w.line(acc() + "* const scanned_stage = reinterpret_cast<" + acc() + "*>(stage_bytes);");
+  } else {
+    for (std::size_t j = 0; j < g_.leaves.inputs.size(); ++j)
+      w.line("__shared__ " + types_.name(g_.leaves.inputs[j].type()) + " stage_" + input_names_[j] +
+             "[kTile + kTile / 32];");
+    if (stores) w.line("__shared__ " + acc() + " scanned_stage[kTile + kTile / 32];");
+  }
   w.line("__shared__ " + acc() + " warp_totals[kBlock / 32];");
 }
 
