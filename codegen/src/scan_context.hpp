@@ -55,11 +55,7 @@ class ScanKernelWriter {
   // `epilogues` epilogue_j(scanned, inputs..., i) for each output that is not the scan itself.
   void emit_functions(SourceWriter& w, bool elements, bool epilogues);
   // __shared__ stages of the inputs (and, when it stores, of the scanned values), warp totals.
-  // With `shared_stage` (a kernel that scans one tile per block, and whose epilogues do not
-  // read the inputs) the input stages and the scanned stage share one buffer.
-  void emit_shared(SourceWriter& w, bool stores = true, bool shared_stage = false);
-  // Whether an output's epilogue reads an input element (then the stages cannot be shared).
-  bool epilogues_read_inputs() const;
+  void emit_shared(SourceWriter& w, bool stores = true);
   // Coalesced load of the tile at `base` into the input stages, then a barrier.
   void emit_tile_load(SourceWriter& w);
   // items[k] = element k of this thread (identity past n); thread_total = their combination.

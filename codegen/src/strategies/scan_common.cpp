@@ -197,43 +197,11 @@ void ScanKernelWriter::emit_functions(SourceWriter& w, bool elements, bool epilo
   }
 }
 
-bool ScanKernelWriter::epilogues_read_inputs() const {
-  std::set<const ExprNode*> seen;
-  std::function<bool(const Expr&)> reads = [&](const Expr& e) {
-    if (!e.valid() || !seen.insert(e.get()).second) return false;
-    if (e.kind() == ExprKind::Input) return true;
-    for (const auto& a : e.args())
-      if (reads(a)) return true;
-    return false;
-  };
-  for (const auto& o : g_.outputs)
-    if (o.kind() != ExprKind::Result && reads(o)) return true;
-  return false;
-}
-
-void ScanKernelWriter::emit_shared(SourceWriter& w, bool stores, bool shared_stage) {
-  if (stores && shared_stage) {
-    std::size_t in_bytes = 0;
-    for (const auto& in : g_.leaves.inputs) in_bytes += in.type().size();
-    const std::size_t slot_bytes = std::max(in_bytes, g_.op->monoid.type().size());
-    w.comment("The input stages and the scanned stage share one buffer: every input element is in\n"
-              "registers (items) before the block scan's barriers, and no epilogue reads the inputs.");
-    w.line("__shared__ __align__(16) unsigned char stage_bytes[(kTile + kTile / 32) * " + std::to_string(slot_bytes) +
-           "];");
-    std::string offset;
-    for (std::size_t j = 0; j < g_.leaves.inputs.size(); ++j) {
-      const std::string t = types_.name(g_.leaves.inputs[j].type());
-      w.line(t + "* const stage_" + input_names_[j] + " = reinterpret_cast<" + t + "*>(stage_bytes" +
-             (offset.empty() ? "" : " + " + offset) + ");");
-      offset += std::string(offset.empty() ? "" : " + ") + "(kTile + kTile / 32) * sizeof(" + t + ")";
-    }
-    w.line(acc() + "* const scanned_stage = reinterpret_cast<" + acc() + "*>(stage_bytes);");
-  } else {
-    for (std::size_t j = 0; j < g_.leaves.inputs.size(); ++j)
-      w.line("__shared__ " + types_.name(g_.leaves.inputs[j].type()) + " stage_" + input_names_[j] +
-             "[kTile + kTile / 32];");
-    if (stores) w.line("__shared__ " + acc() + " scanned_stage[kTile + kTile / 32];");
-  }
+void ScanKernelWriter::emit_shared(SourceWriter& w, bool stores) {
+  for (std::size_t j = 0; j < g_.leaves.inputs.size(); ++j)
+    w.line("__shared__ " + types_.name(g_.leaves.inputs[j].type()) + " stage_" + input_names_[j] +
+           "[kTile + kTile / 32];");
+  if (stores) w.line("__shared__ " + acc() + " scanned_stage[kTile + kTile / 32];");
   w.line("__shared__ " + acc() + " warp_totals[kBlock / 32];");
 }
 

@@ -33,8 +33,7 @@ Kernel emit_scan_lookback(const ScanGroup& g, const Target& /*target: one block 
   k.open_kernel(w, args, {"unsigned int", "void"});
   k.emit_functions(w, true, true);
   w.line();
-  const bool shared_stage = !k.epilogues_read_inputs();
-  k.emit_shared(w, true, shared_stage);
+  k.emit_shared(w);
   w.line("__shared__ unsigned int tile_id;");
   w.line("__shared__ " + k.acc() + " tile_prefix;");
   w.comment("Dynamic tile id: tiles are numbered in the order their blocks start.");
@@ -72,8 +71,7 @@ Kernel emit_scan_lookback(const ScanGroup& g, const Target& /*target: one block 
   out.args = args;
   out.summary = std::string("lookback (single pass, decoupled look-back): block ") + std::to_string(tiling.block) +
                 ", " + std::to_string(tiling.items) + " items per thread, tiles of " + std::to_string(tiling.tile()) +
-                " elements, one block per tile, " + (shared_stage ? "input and scanned stages shared, " : "") +
-                std::to_string(status_words) + " flagged 64-bit word" +
+                " elements, one block per tile, " + std::to_string(status_words) + " flagged 64-bit word" +
                 (status_words == 1 ? "" : "s") + " of status per tile and per group of 32 tiles, deterministic look-back";
   out.why = g.op->strategy == Strategy::Lookback ? "strategy lookback was asked for"
                                                   : "the default scan: one pass, reads n and writes n";
