@@ -404,6 +404,7 @@ class Parser {
 
   Type type(const std::string& where) {
     const Token& t = peek();
+    Nesting nesting(*this, t);
     if (accept("(")) {
       std::vector<Type> fields{type("in a tuple type")};
       while (accept(",")) fields.push_back(type("in a tuple type"));
@@ -514,8 +515,23 @@ class Parser {
     }
   }
 
+  // Nesting (parentheses, unary operators, tuple types) is bounded so that no text can
+  // exhaust the stack: deeper text is an error, not a crash.
+  struct Nesting {
+    Nesting(Parser& p, const Token& at) : parser(p) {
+      if (++parser.depth_ > kMaxNesting)
+        fail(at, "the text nests deeper than " + std::to_string(kMaxNesting) + " levels");
+    }
+    ~Nesting() { --parser.depth_; }
+    Nesting(const Nesting&) = delete;
+    Nesting& operator=(const Nesting&) = delete;
+    Parser& parser;
+  };
+  static constexpr int kMaxNesting = 500;
+
   Expr unary() {
     const Token& t = peek();
+    Nesting nesting(*this, t);
     if (t.kind != Tok::Symbol || (t.text != "-" && t.text != "!" && t.text != "~")) return postfix();
     next();
     if (t.text == "-" && is_negatable_literal(peek())) return intern(Expr::constant(number(next(), true)));
@@ -960,6 +976,7 @@ class Parser {
   std::vector<Token> tokens_;
   std::size_t at_ = 0;
   std::map<std::string, Expr> nodes_;  // intern()
+  int depth_ = 0;                       // Nesting
   Scope scope_ = Scope::Program;
   Type operand_type_;
   std::map<std::string, std::size_t> leaves_;  // input and parameter names -> declared_

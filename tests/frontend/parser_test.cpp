@@ -364,3 +364,39 @@ TEST_CASE("custom monoid definitions are checked where they are written") {
   CHECK(parse_error(head + "monoid m: i32, commutative\n  combine(a, b) = a\n  identity = 0\n%0 = reduce(m: f32, x)\noutput %0\n") ==
         "fuseflow: parse: line 5, column 16: monoid 'm' is over i32, not f32");
 }
+
+TEST_CASE("deeply nested text is an error, not a stack overflow") {
+  const std::string deep = std::string(400, '(') + "x" + std::string(400, ')');
+  CHECK(ff::to_string(ff::parse_program("input x: i32\noutput " + deep + "\n")) == "input x: i32\noutput x\n");
+  CHECK(parse_error("input x: i32\noutput " + std::string(100000, '(') + "x\n") ==
+        "fuseflow: parse: line 2, column 508: the text nests deeper than 500 levels");
+  CHECK(parse_error("input x: " + std::string(100000, '(') + "\n") ==
+        "fuseflow: parse: line 1, column 510: the text nests deeper than 500 levels");
+}
+
+TEST_CASE("every mangled version of a program's text parses or gives a GraphError, never a crash") {
+  const auto x = ff::input<int>("x");
+  const auto k = ff::input<std::uint8_t>("k");
+  const auto t = ff::param<float>("t");
+  const std::string text = ff::to_string(ff::outputs(
+      ff::reduce(mssp_parts(x), mssp()), ff::scan(ff::zip(ff::cast<float>(x) * t, ff::index()), ff::argmax),
+      ff::histogram(x & 7, 8), ff::reduce_by_key(k, x, ff::plus).values, ff::cuda_expr<int>("__popc($0)", x)));
+  const std::string noise = "()[],:=%$\"\\-+!#0.5fLu_a\n";
+  std::size_t parsed = 0, errors = 0;
+  auto attempt = [&](const std::string& mangled) {
+    try {
+      ff::parse_program(mangled);
+      ++parsed;
+    } catch (const ff::GraphError&) {
+      ++errors;
+    }
+  };
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    attempt(text.substr(0, i));                           // cut short
+    attempt(text.substr(0, i) + text.substr(i + 1));      // one character left out
+    attempt(text.substr(0, i) + noise[i % noise.size()] + text.substr(i));  // one character more
+  }
+  CHECK(parsed + errors == 3 * text.size());
+  CHECK(errors > 0);
+  CHECK(parsed > 0);
+}
