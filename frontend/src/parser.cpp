@@ -561,8 +561,8 @@ class Parser {
     switch (t.kind) {
       case Tok::Number: return Expr::constant(number(next(), false));
       case Tok::Name: return named();
-      case Tok::String: return input(next());
-      case Tok::Param: return param(next());
+      case Tok::String: return leaf(next(), ExprKind::Input);
+      case Tok::Param: return leaf(next(), ExprKind::Param);
       case Tok::Result: return result(next());
       default: break;
     }
@@ -595,7 +595,7 @@ class Parser {
       if (auto s = lookup<ScalarType>(w, kScalarTypes, scalar_type_name); s && Type(*s).is_integral() && *s != ScalarType::Bool)
         return typed_integer(*s);
     if (scope_ == Scope::Combine && (w == "a" || w == "b")) return Expr::operand(w == "a" ? 0 : 1, operand_type_);
-    return input(t);
+    return leaf(t, ExprKind::Input);
   }
 
   // Exactly `count` arguments in parentheses after `fn`.
@@ -666,20 +666,15 @@ class Parser {
     if (scope_ == Scope::Identity) fail(t, "an identity is a constant such as 0 or (0, 1.0f), found " + found(t));
   }
 
-  Expr input(const Token& t) {
+  // The declared input (or parameter) `t` names; the same node at every use.
+  Expr leaf(const Token& t, ExprKind kind) {
     require_program_scope(t);
     auto it = leaves_.find(t.text);
-    if (it == leaves_.end() || declared_[it->second].leaf.kind() != ExprKind::Input)
-      fail(t, "unknown input " + found(t) + " (declare it first: input " + textual_form::input_name(t.text) + ": TYPE)");
-    return declared_[it->second].leaf;
-  }
-
-  Expr param(const Token& t) {
-    require_program_scope(t);
-    auto it = leaves_.find(t.text);
-    if (it == leaves_.end() || declared_[it->second].leaf.kind() != ExprKind::Param)
-      fail(t, "unknown parameter " + found(t) + " (declare it first: param " + textual_form::param_name(t.text) + ": TYPE)");
-    return declared_[it->second].leaf;
+    if (it != leaves_.end() && declared_[it->second].leaf.kind() == kind) return declared_[it->second].leaf;
+    bool is_input = kind == ExprKind::Input;
+    fail(t, std::string("unknown ") + (is_input ? "input " : "parameter ") + found(t) + " (declare it first: " +
+                (is_input ? "input " + textual_form::input_name(t.text) : "param " + textual_form::param_name(t.text)) +
+                ": TYPE)");
   }
 
   Expr result(const Token& t) {
@@ -710,9 +705,9 @@ class Parser {
       expect("]", "after the input's length");
     }
     end_of_line(std::string("after the ") + what + "'s type");
-    Expr leaf = checked(at, [&] { return kind == Leaf::Input ? Expr::input(name, t, length) : Expr::param(name, t); });
+    Expr node = checked(at, [&] { return kind == Leaf::Input ? Expr::input(name, t, length) : Expr::param(name, t); });
     leaves_[name] = declared_.size();
-    declared_.push_back({name, leaf, &at});
+    declared_.push_back({name, node, &at});
   }
 
   void monoid_lines() {

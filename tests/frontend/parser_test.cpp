@@ -13,25 +13,15 @@
 
 #include <fuseflow/frontend.hpp>
 
+#include "catalog/catalog.hpp"
+
 namespace ff = fuseflow;
 
 namespace {
 
 using Mssp = ff::Tuple<int, int, int, int>;
-ff::Monoid mssp() {
-  return ff::monoid<Mssp>(
-      [](auto a, auto b) {
-        return ff::tuple(ff::max(ff::max(a[0], b[0]), a[2] + b[1]), ff::max(a[1], a[3] + b[1]),
-                         ff::max(b[2], a[2] + b[3]), a[3] + b[3]);
-      },
-      ff::tuple(0, 0, 0, 0), ff::non_commutative, "mssp");
-}
-ff::Expr mssp_parts(const ff::Expr& x) {
-  return ff::map(x, [](auto v) {
-    auto p = ff::max(v, 0);
-    return ff::tuple(p, p, p, v);
-  });
-}
+using ff::catalog::mssp;
+using ff::catalog::mssp_parts;
 
 // Prints p, reads the text back and prints that: the two texts must be the same.
 std::string round_trip(const ff::Program& p) {
