@@ -1,11 +1,18 @@
-// fuseflow-dump: prints what fuseflow makes of an example program, without a GPU.
+// fuseflow-dump: prints what fuseflow makes of a program, without a GPU. The program is
+// one of the catalog's, by name, or read from a file in the textual form ff::to_string
+// prints (`--program -` reads standard input).
 //
 //   fuseflow-dump --list
 //   fuseflow-dump --example dot [--emit program|plan|cuda|ptx] [--arch sm_90|sm_80]
+//   fuseflow-dump --program dot.ff [--emit ...] [--arch ...]
 //
-// --emit ptx compiles every kernel with NVRTC (no GPU needed) and prints the PTX.
+// --emit ptx compiles every kernel with NVRTC (no GPU needed) and prints the PTX. A
+// program that does not parse or check prints the GraphError and exits with 1.
+#include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "catalog/catalog.hpp"
 #include <fuseflow/codegen/plan.hpp>
@@ -17,13 +24,26 @@ namespace {
 int usage(const char* why) {
   std::cerr << "fuseflow-dump: " << why << "\n"
             << "usage: fuseflow-dump --list\n"
-            << "       fuseflow-dump --example NAME [--emit program|plan|cuda|ptx] [--arch sm_90|sm_80]\n";
+            << "       fuseflow-dump --example NAME [--emit program|plan|cuda|ptx] [--arch sm_90|sm_80]\n"
+            << "       fuseflow-dump --program FILE|- [--emit program|plan|cuda|ptx] [--arch sm_90|sm_80]\n";
   return 2;
+}
+
+// The text of `path`, or of standard input for "-"; GraphError when it cannot be read.
+std::string read_text(const std::string& path) {
+  std::ifstream file;
+  if (path != "-") {
+    file.open(path, std::ios::binary);
+    if (!file) throw ff::GraphError("cannot read the program file '" + path + "': " + std::strerror(errno));
+  }
+  std::ostringstream text;
+  text << (path == "-" ? std::cin.rdbuf() : file.rdbuf());
+  return text.str();
 }
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string example, emit = "cuda", arch = "sm_90";
+  std::string example, program_file, emit = "cuda", arch = "sm_90";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -32,13 +52,14 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (a == "--example") example = value();
+    else if (a == "--program") program_file = value();
     else if (a == "--emit") emit = value();
     else if (a == "--arch") arch = value();
     else return usage(("unknown argument " + a).c_str());
   }
-  if (example.empty()) return usage("--example NAME is required");
+  if (example.empty() == program_file.empty()) return usage("one of --example NAME and --program FILE is required");
   try {
-    ff::Program p = ff::catalog::find(example).build();
+    ff::Program p = example.empty() ? ff::parse_program(read_text(program_file)) : ff::catalog::find(example).build();
     ff::codegen::Target target = ff::codegen::Target::preset(arch);
     if (emit == "program") {
       std::cout << ff::to_string(p);

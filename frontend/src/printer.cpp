@@ -5,15 +5,83 @@
 //   input y: f32
 //   %0 = reduce(plus: f32, x * y)
 //   output %0
+//
+// parser.cpp reads it back: names that would read back as something else (an input
+// called "index", a name with a space) are quoted, raw CUDA text is escaped, and a
+// one-field tuple is written (x,) so that it is not read as (x) in parentheses.
+#include <cctype>
 #include <map>
 #include <set>
 #include <sstream>
 
 #include "fuseflow/frontend/program.hpp"
+#include "textual_form.hpp"
 
 namespace fuseflow {
 
+namespace textual_form {
+
+bool is_identifier(std::string_view s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  return true;
+}
+
+bool is_expression_word(std::string_view s) {
+  for (std::string_view w : {"index", "true", "false", "inf", "inff", "nan", "nanf", "cast", "cuda"})
+    if (s == w) return true;
+  return false;
+}
+
+std::string quote(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '\\': out += "\\\\"; break;
+      case '"': out += "\\\""; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          const char* hex = "0123456789abcdef";
+          out += std::string("\\x") + hex[(c >> 4) & 0xf] + hex[c & 0xf];
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string input_name(const std::string& name) {
+  return is_identifier(name) && !is_expression_word(name) ? name : quote(name);
+}
+
+std::string param_name(const std::string& name) { return is_identifier(name) ? name : quote(name); }
+
+std::string monoid_name(const std::string& name) {
+  // A printed name may end in #k: the printer's way of telling apart two monoids of one name.
+  std::size_t hash = name.find('#');
+  bool plain = hash == std::string::npos
+                   ? is_identifier(name)
+                   : is_identifier(name.substr(0, hash)) && hash + 1 < name.size() &&
+                         name.find_first_not_of("0123456789", hash + 1) == std::string::npos;
+  return plain ? name : quote(name);
+}
+
+}  // namespace textual_form
+
 namespace {
+
+// A constant as the parser reads it back: Value::to_string, with one-field tuples as (v,).
+std::string constant_text(const Value& v) {
+  if (!v.is_tuple()) return v.to_string();
+  std::string s = "(";
+  for (std::size_t i = 0; i < v.fields().size(); ++i) s += (i ? ", " : "") + constant_text(v.fields()[i]);
+  return s + (v.fields().size() == 1 ? ",)" : ")");
+}
 
 class Printer {
  public:
@@ -23,10 +91,10 @@ class Printer {
   std::string expr(const Expr& e, int parent_precedence = 0) const {
     const ExprNode& n = e.node();
     switch (n.kind) {
-      case ExprKind::Input: return n.name;
+      case ExprKind::Input: return textual_form::input_name(n.name);
       case ExprKind::Index: return "index";
-      case ExprKind::Constant: return n.constant.to_string();
-      case ExprKind::Param: return "$" + n.name;
+      case ExprKind::Constant: return constant_text(n.constant);
+      case ExprKind::Param: return "$" + textual_form::param_name(n.name);
       case ExprKind::Operand: return n.index == 0 ? "a" : "b";
       case ExprKind::Result: return result(n);
       case ExprKind::Unary: {
@@ -43,10 +111,10 @@ class Printer {
       case ExprKind::Select: return "select(" + list(n.args) + ")";
       case ExprKind::Call: return std::string(math_name(n.fn)) + "(" + list(n.args) + ")";
       case ExprKind::Cast: return "cast<" + n.type.name() + ">(" + expr(n.args[0]) + ")";
-      case ExprKind::MakeTuple: return "(" + list(n.args) + ")";
+      case ExprKind::MakeTuple: return "(" + list(n.args) + (n.args.size() == 1 ? ",)" : ")");
       case ExprKind::Get: return expr(n.args[0], 12) + "[" + std::to_string(n.index) + "]";
       case ExprKind::RawCuda: {
-        std::string s = "cuda<" + n.type.name() + ">(\"" + n.name + "\"";
+        std::string s = "cuda<" + n.type.name() + ">(" + textual_form::quote(n.name);
         if (!n.args.empty()) s += ", " + list(n.args);
         return s + ")";
       }
@@ -116,9 +184,9 @@ std::string op_line(const OpNode& op, const Printer& p, const std::string& monoi
 
 std::string monoid_definition(const Monoid& m, const std::string& name) {
   Printer p(nullptr);
-  return "monoid " + name + ": " + m.type().name() + ", " +
+  return "monoid " + textual_form::monoid_name(name) + ": " + m.type().name() + ", " +
          (m.is_commutative() ? "commutative" : "non-commutative") + "\n  combine(a, b) = " +
-         p.expr(m.combine()) + "\n  identity = " + m.identity().to_string();
+         p.expr(m.combine()) + "\n  identity = " + constant_text(m.identity());
 }
 
 }  // namespace
@@ -126,16 +194,19 @@ std::string monoid_definition(const Monoid& m, const std::string& name) {
 std::string to_string(const Program& prog) {
   std::ostringstream os;
   for (const auto& in : prog.inputs()) {
-    os << "input " << in.node().name << ": " << in.type().name();
+    os << "input " << textual_form::input_name(in.node().name) << ": " << in.type().name();
     if (in.node().length >= 0) os << "[" << in.node().length << "]";
     os << "\n";
   }
-  for (const auto& pa : prog.params()) os << "param " << pa.node().name << ": " << pa.type().name() << "\n";
+  for (const auto& pa : prog.params())
+    os << "param " << textual_form::param_name(pa.node().name) << ": " << pa.type().name() << "\n";
   std::map<const OpNode*, int> ids;
   // Custom monoids by node; two different ones may share a name ("custom" when unnamed),
-  // so a later one is printed as "custom#2".
+  // so a later one is printed as "custom#2". A built-in's name is taken from the start.
   std::map<const MonoidNode*, std::string> monoids;
   std::set<std::string> monoid_names;
+  for (MonoidKind k = MonoidKind::Plus; k != MonoidKind::Custom; k = static_cast<MonoidKind>(static_cast<int>(k) + 1))
+    monoid_names.insert(Monoid::builtin(k).name());
   Printer p(&ids);
   for (const auto& op : prog.ops()) {
     std::string monoid_ref;
@@ -150,7 +221,7 @@ std::string to_string(const Program& prog) {
         }
         name = it->second;
       }
-      monoid_ref = name + ": " + op->monoid.type().name();
+      monoid_ref = textual_form::monoid_name(name) + ": " + op->monoid.type().name();
     }
     int id = static_cast<int>(ids.size());
     os << "%" << id << " = " << op_line(*op, p, monoid_ref) << "\n";

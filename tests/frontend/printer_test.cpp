@@ -259,3 +259,30 @@ TEST_CASE("two different custom monoids of the same name are both defined, under
         "output %1\n"
         "output %2\n");
 }
+
+TEST_CASE("names and CUDA text that would not read back are quoted; a one-field tuple is (x,)") {
+  const auto x = ff::input<float>("x");
+  CHECK(ff::to_string(ff::cuda_expr<float>("f(\"a\\b\"\n\t$0)", x)) == "cuda<f32>(\"f(\\\"a\\\\b\\\"\\n\\t$0)\", x)");
+  CHECK(ff::to_string(ff::cuda_expr<int>(std::string("g(\x01)"))) == "cuda<i32>(\"g(\\x01)\")");
+  CHECK(ff::to_string(ff::input<float>("index") + ff::input<float>("my x") * ff::param<float>("t 2")) ==
+        "\"index\" + \"my x\" * $\"t 2\"");
+  CHECK(ff::to_string(ff::input<float>("inf") + ff::input<float>("cast")) == "\"inf\" + \"cast\"");
+  CHECK(ff::to_string(ff::tuple(x)) == "(x,)");
+  CHECK(ff::to_string(ff::Expr::constant(ff::Value::tuple({ff::Value(1)}))) == "(1,)");
+  CHECK(ff::to_string(ff::Expr::constant(ff::Value::tuple({ff::Value(1), ff::Value::tuple({ff::Value(2.5f)})}))) ==
+        "(1, (2.5f,))");
+}
+
+TEST_CASE("a custom monoid named like a built-in is printed apart from it") {
+  const auto x = ff::input<int>("x");
+  const ff::Monoid mine = ff::monoid<int>([](auto a, auto b) { return a - b; }, 0, ff::non_commutative, "max");
+  CHECK(print(ff::outputs(ff::reduce(x, ff::max), ff::reduce(x, mine))) ==
+        "input x: i32\n"
+        "%0 = reduce(max: i32, x)\n"
+        "monoid max#2: i32, non-commutative\n"
+        "  combine(a, b) = a - b\n"
+        "  identity = 0\n"
+        "%1 = reduce(max#2: i32, x)\n"
+        "output %0\n"
+        "output %1\n");
+}

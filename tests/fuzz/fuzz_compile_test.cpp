@@ -3,10 +3,7 @@
 // NVRTC for sm_90 (every 10th program also for sm_80). Identical sources are compiled
 // once, on all cores. The printer and the code generator are deterministic: two builds
 // of the same seed print the same to_string text and give the same CUDA, byte for byte.
-//
-// Not checked: a true to_string round trip (print, parse, print again). fuseflow has no
-// parser of the textual form yet, so this test checks what it can: determinism of the
-// text, for the same program built twice.
+// Every program's text reads back: to_string(parse_program(to_string(p))) == to_string(p).
 //
 // A second case runs the comparison used by the GPU test on the CPU reference itself
 // (f32 evaluation against the f64 one, sizes capped at 256): it checks that the
@@ -54,7 +51,7 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 
 }  // namespace
 
-TEST_CASE("random programs plan deterministically and every kernel compiles with NVRTC") {
+TEST_CASE("random programs read back from their text, plan deterministically and every kernel compiles with NVRTC") {
   const auto start = std::chrono::steady_clock::now();
   const std::vector<std::uint64_t> seeds = fz::seeds_from_environment(500);
   std::vector<std::string> failures;
@@ -62,7 +59,7 @@ TEST_CASE("random programs plan deterministically and every kernel compiles with
   std::map<std::string, std::size_t> job_of;  // arch + name + source: compile each distinct kernel once
   std::map<std::uint64_t, std::vector<std::size_t>> jobs_of_seed;
   std::map<std::uint64_t, std::string> known;  // seeds that hit a known code generator bug
-  std::size_t kernels = 0;
+  std::size_t kernels = 0, round_trips = 0;
   std::map<std::string, int> shapes;
 
   for (std::size_t i = 0; i < seeds.size(); ++i) {
@@ -80,6 +77,12 @@ TEST_CASE("random programs plan deterministically and every kernel compiles with
                            "\nsecond build:\n" + ff::to_string(b.program));
         continue;
       }
+      if (const std::string again = ff::to_string(ff::parse_program(text)); again != text) {
+        failures.push_back("to_string(parse_program(text)) differs from the text:\n" + fz::describe(c) +
+                           "\nread back:\n" + again);
+        continue;
+      }
+      ++round_trips;
       std::vector<std::string> archs = {"sm_90"};
       if (i % 10 == 0) archs.push_back("sm_80");
       for (const auto& arch : archs) {
@@ -154,10 +157,11 @@ TEST_CASE("random programs plan deterministically and every kernel compiles with
   for (const auto& [seed, bug] : known) known_seeds += " " + std::to_string(seed) + " (" + bug.substr(0, bug.find(':')) + ")";
   char summary[512];
   std::snprintf(summary, sizeof summary,
-                "fuzz_compile_test: %zu programs (seeds %llu..%llu), %zu kernels planned, %zu distinct compiled "
-                "with NVRTC on %u threads; planning %.1f s, compiling %.1f s\n",
+                "fuzz_compile_test: %zu programs (seeds %llu..%llu), %zu read back from their text, %zu kernels "
+                "planned, %zu distinct compiled with NVRTC on %u threads; planning %.1f s, compiling %.1f s\n",
                 seeds.size(), seeds.empty() ? 0ULL : static_cast<unsigned long long>(seeds.front()),
-                seeds.empty() ? 0ULL : static_cast<unsigned long long>(seeds.back()), kernels, jobs.size(), workers,
+                seeds.empty() ? 0ULL : static_cast<unsigned long long>(seeds.back()), round_trips, kernels, jobs.size(),
+                workers,
                 plan_seconds, seconds_since(compile_start));
   std::string report = summary;
   report += "  shapes:" + shape_counts + "\n";
