@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 
+#include <cstdlib>
 #include <mutex>
 
 #include "fuseflow/runtime/error.hpp"
@@ -20,13 +21,20 @@ struct LoadedDriver {
   std::string error;
 };
 
+// libcuda.so.1, or the library FUSEFLOW_CUDA_LIBRARY names (the tests' CPU emulator).
+std::string driver_library() {
+  const char* name = std::getenv("FUSEFLOW_CUDA_LIBRARY");
+  return name && *name ? name : "libcuda.so.1";
+}
+
 LoadedDriver load_driver() {
   LoadedDriver loaded;
+  const std::string name = driver_library();
   // Never dlclose: the driver stays for the life of the process, as with static linking.
-  void* library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  void* library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!library) {
     const char* why = dlerror();
-    loaded.error = "no CUDA driver found (could not load libcuda.so.1: " +
+    loaded.error = "no CUDA driver found (could not load " + name + ": " +
                    std::string(why ? why : "unknown reason") +
                    "); fuseflow needs an NVIDIA GPU with its driver installed to run kernels";
     return loaded;
@@ -35,8 +43,8 @@ LoadedDriver load_driver() {
   loaded.api.name = reinterpret_cast<decltype(loaded.api.name)>(                            \
       dlsym(library, FUSEFLOW_STRINGIFY_EXPANDED(name)));                                    \
   if (!loaded.api.name) {                                                                    \
-    loaded.error = "the CUDA driver (libcuda.so.1) lacks " FUSEFLOW_STRINGIFY_EXPANDED(name) \
-                   "; update the NVIDIA driver";                                             \
+    loaded.error = "the CUDA driver (" + driver_library() + ") lacks "                        \
+                   FUSEFLOW_STRINGIFY_EXPANDED(name) "; update the NVIDIA driver";               \
     return loaded;                                                                           \
   }
   FUSEFLOW_DRIVER_FUNCTIONS(FUSEFLOW_DRIVER_LOAD)

@@ -14,7 +14,9 @@ namespace {
 
 // The soname of the NVRTC that matches the headers we were built with comes first; an
 // unversioned name and the toolkit's own directories cover installs off the loader path.
+// FUSEFLOW_NVRTC_LIBRARY, when set, is the only candidate (the tests' CPU emulator).
 std::vector<std::string> candidates() {
+  if (const char* only = std::getenv("FUSEFLOW_NVRTC_LIBRARY"); only && *only) return {only};
   const std::string versioned = "libnvrtc.so." + std::to_string(CUDA_VERSION / 1000);
   std::vector<std::string> names = {versioned, "libnvrtc.so"};
   std::vector<std::string> dirs;

@@ -4,8 +4,11 @@
 // inputs.
 #include <cstdint>
 #include <cstdlib>
+#include <initializer_list>
 #include <random>
 #include <vector>
+
+#include <doctest/doctest.h>
 
 #include <fuseflow/fuseflow.hpp>
 
@@ -32,4 +35,32 @@ std::vector<T> random_values(std::int64_t n, double lo, double hi) {
   return v;
 }
 
+// The largest element count a case may use: FUSEFLOW_TEST_MAX_N, set where the kernels
+// run on the CPU emulator (tests/emulator), else no limit.
+inline std::int64_t max_elements() {
+  static const std::int64_t cap = [] {
+    const char* v = std::getenv("FUSEFLOW_TEST_MAX_N");
+    return v && *v ? std::atoll(v) : INT64_MAX;
+  }();
+  return cap;
+}
+
+// The sizes of `all` within max_elements().
+inline std::vector<std::int64_t> capped(std::initializer_list<std::int64_t> all) {
+  std::vector<std::int64_t> out;
+  for (std::int64_t n : all)
+    if (n <= max_elements()) out.push_back(n);
+  return out;
+}
+
 }  // namespace fuseflow::test
+
+// Leaves the current test case (saying so) when it needs more than max_elements().
+#define FF_TEST_NEEDS_ELEMENTS(n)                                                                 \
+  do {                                                                                            \
+    if (static_cast<std::int64_t>(n) > ::fuseflow::test::max_elements()) {                        \
+      MESSAGE("left out: needs " << static_cast<std::int64_t>(n) << " elements, FUSEFLOW_TEST_MAX_N is " \
+                                 << ::fuseflow::test::max_elements());                            \
+      return;                                                                                     \
+    }                                                                                             \
+  } while (0)

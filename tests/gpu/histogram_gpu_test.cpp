@@ -16,7 +16,7 @@ namespace ff = fuseflow;
 
 namespace {
 
-const std::vector<std::int64_t> kSizes = {0, 1, 31, 32, 33, 1000, 1023, 1025, (1 << 20) + 7, 1 << 24};
+const std::vector<std::int64_t> kSizes = ff::test::capped({0, 1, 31, 32, 33, 1000, 1023, 1025, (1 << 20) + 7, 1 << 24});
 
 using ff::test::rng;
 using ff::test::runtime;
@@ -74,7 +74,7 @@ TEST_CASE("x % 256 over non-negative values and the catalog's histogram_256 agre
   auto x = ff::input<int>("x");
   ff::Expr h = ff::histogram(x % 256, 256);
   const ff::Program catalog = ff::catalog::find("histogram_256").build();
-  for (std::int64_t n : {33LL, 1025LL, (1LL << 20) + 7}) {
+  for (std::int64_t n : ff::test::capped({33LL, 1025LL, (1LL << 20) + 7})) {
     auto host = uniform<int>(n, 0, 1 << 30);
     check_histogram<int, std::uint32_t>(h, x, host, {}, "x % 256, n = " + std::to_string(n));
     check_histogram<int, std::uint32_t>(catalog.outputs()[0], catalog.inputs()[0], host, {},
@@ -120,7 +120,7 @@ TEST_CASE("4096 and 12288 bins stay in shared memory with fewer private copies")
   auto x = ff::input<int>("x");
   for (std::int64_t bins : {4096LL, 12288LL, 12289LL}) {
     ff::Expr h = ff::histogram(x, bins);
-    for (std::int64_t n : {1025LL, (1LL << 20) + 7}) {
+    for (std::int64_t n : ff::test::capped({1025LL, (1LL << 20) + 7})) {
       auto host = uniform<int>(n, -10, static_cast<int>(bins) + 10);
       check_histogram<int, std::uint32_t>(h, x, host, {},
                                           std::to_string(bins) + " bins, n = " + std::to_string(n));

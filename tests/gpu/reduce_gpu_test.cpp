@@ -18,8 +18,8 @@ namespace ff = fuseflow;
 
 namespace {
 
-const std::vector<std::int64_t> kSizes = {0, 1, 31, 32, 33, 1000, 1023, 1025, (1 << 20) + 7};
-const std::vector<std::int64_t> kLargeSizes = {1 << 24};
+const std::vector<std::int64_t> kSizes = ff::test::capped({0, 1, 31, 32, 33, 1000, 1023, 1025, (1 << 20) + 7});
+const std::vector<std::int64_t> kLargeSizes = ff::test::capped({1 << 24});
 
 using ff::test::rng;
 using ff::test::runtime;
@@ -106,7 +106,7 @@ TEST_CASE("a product of integers wraps exactly as the CPU reference does") {
 
 TEST_CASE("argmax ties resolve to the lowest index") {
   ff::Runtime& rt = runtime();
-  for (std::int64_t n : {33LL, 1025LL, (1LL << 20) + 7}) {
+  for (std::int64_t n : ff::test::capped({33LL, 1025LL, (1LL << 20) + 7})) {
     // Few distinct values: the maximum occurs many times.
     std::vector<float> host(static_cast<std::size_t>(n));
     std::uniform_int_distribution<int> d(0, 7);
@@ -141,7 +141,7 @@ TEST_CASE("logical and / or reductions of a predicate") {
 
 TEST_CASE("dot product fuses the map and matches the f64 reference") {
   ff::Runtime& rt = runtime();
-  for (std::int64_t n : {0LL, 1LL, 33LL, 1025LL, (1LL << 20) + 7, 1LL << 24}) {
+  for (std::int64_t n : ff::test::capped({0LL, 1LL, 33LL, 1025LL, (1LL << 20) + 7, 1LL << 24})) {
     auto hx = random_values<float>(n, -1, 1), hy = random_values<float>(n, -1, 1);
     auto x = ff::input<float>("x"), y = ff::input<float>("y");
     auto dx = rt.upload(hx), dy = rt.upload(hy);
@@ -243,7 +243,7 @@ TEST_CASE("filter -> reduce with a parameter: changing the threshold does not re
 
 TEST_CASE("x / sum(x) splits into two kernels and the array matches the reference") {
   ff::Runtime& rt = runtime();
-  for (std::int64_t n : {1LL, 1000LL, (1LL << 20) + 7}) {
+  for (std::int64_t n : ff::test::capped({1LL, 1000LL, (1LL << 20) + 7})) {
     auto host = random_values<float>(n, 0.5, 1);
     auto x = ff::input<float>("x");
     ff::Expr prog = x / ff::reduce(x, ff::plus);
@@ -276,6 +276,7 @@ TEST_CASE("a misaligned device_span (offset by one element) gives the same answe
 
 TEST_CASE("a float sum is the same bits on every run") {
   ff::Runtime& rt = runtime();
+  FF_TEST_NEEDS_ELEMENTS(1 << 24);
   auto host = random_values<float>(1 << 24, -1, 1);
   auto dev = rt.upload(host);
   auto x = ff::input<float>("x");
@@ -290,6 +291,7 @@ TEST_CASE("a float sum is the same bits on every run") {
 TEST_CASE("a reduction over more than 2^31 elements uses 64-bit indexing") {
   ff::Runtime& rt = runtime();
   const std::int64_t n = (1LL << 31) + 17;
+  FF_TEST_NEEDS_ELEMENTS(n);
   std::vector<std::uint8_t> host(static_cast<std::size_t>(n));
   std::uint64_t want = 0;
   std::uint64_t state = rng()();
@@ -339,7 +341,7 @@ TEST_CASE("the study strategies tree and atomic give the reference's answer") {
   ScalarCase imax{"max atomic", [](const ff::Expr& x) { return ff::reduce(x, ff::max, ff::strategy::atomic); }, true};
   for (std::int64_t n : kSizes) run_scalar_case<std::int64_t>(imax, n, -1e12, 1e12);
   ff::Runtime& rt = runtime();
-  for (std::int64_t n : {0LL, 1LL, 257LL, 65537LL, (1LL << 20) + 7}) {
+  for (std::int64_t n : ff::test::capped({0LL, 1LL, 257LL, 65537LL, (1LL << 20) + 7})) {
     std::vector<int> host(static_cast<std::size_t>(n));
     std::uniform_int_distribution<int> d(-100, 100);
     for (auto& v : host) v = d(rng());

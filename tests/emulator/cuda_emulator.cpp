@@ -1,0 +1,560 @@
+// A CPU stand-in for the CUDA driver and NVRTC, for running fuseflow's generated kernels
+// without a GPU: the kernel-logic layer of the tests (DESIGN.md "Testing" adds it beside
+// the GPU tests; it never replaces them). fuseflow loads this library instead of
+// libcuda.so.1 and libnvrtc when FUSEFLOW_CUDA_LIBRARY and FUSEFLOW_NVRTC_LIBRARY name it.
+//
+//  - "NVRTC" compiles the kernel's CUDA source as C++ with g++ (emulator_prelude.hpp
+//    first, the device headers written next to it) into a shared library, whose bytes
+//    are the "cubin". Each kernel gets an entry ff_emu_entry_<name>(void** args) that
+//    unpacks cuLaunchKernel's arguments by the kernel's own parameter types.
+//  - The "driver" keeps device memory in host memory (a CUdeviceptr is a host address),
+//    copies and sets synchronously, loads a module with dlopen, and runs a launch block
+//    after block, in launch order, on the calling thread; the threads of a block are
+//    fibers (a small x86-64 stack switch) switched at every barrier, warp shuffle and vote, so
+//    __syncthreads and warp-synchronous code mean what they mean on a GPU. Launches from
+//    all threads of the process are serialised (the kernels' __shared__ are statics).
+//  - The device reports itself as compute capability 9.0 with 8 SMs and 2 resident
+//    blocks per SM, so grid-strided kernels run small grids.
+// A block whose fibers all wait with no barrier complete is a deadlock: the launch fails
+// with CUDA_ERROR_LAUNCH_FAILED and a message on stderr, instead of hanging.
+#include <cuda.h>
+#include <dlfcn.h>
+#include <nvrtc.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#ifndef FUSEFLOW_EMU_PRELUDE
+#error "FUSEFLOW_EMU_PRELUDE must name emulator_prelude.hpp"
+#endif
+#ifndef FUSEFLOW_EMU_CXX
+#define FUSEFLOW_EMU_CXX "c++"
+#endif
+
+// Saves the callee-saved registers, the SSE and x87 control words and the stack pointer
+// of the running context in *save, and resumes the one whose stack pointer is `next`.
+// (ucontext's swapcontext also saves the signal mask, a system call per switch.)
+extern "C" void ff_emu_switch(void** save, void* next);
+asm(R"(
+  .text
+  .globl ff_emu_switch
+  .hidden ff_emu_switch
+  .type ff_emu_switch, @function
+ff_emu_switch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  subq $8, %rsp
+  stmxcsr (%rsp)
+  fnstcw 4(%rsp)
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  ldmxcsr (%rsp)
+  fldcw 4(%rsp)
+  addq $8, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size ff_emu_switch, .-ff_emu_switch
+)");
+
+namespace {
+
+// ---- the fiber scheduler -------------------------------------------------------------
+
+struct Dim3 {
+  unsigned x, y, z;
+};
+
+struct Hooks {  // must match emulator_prelude.hpp's ff_emu::Hooks
+  Dim3 const* const* thread_idx;
+  const Dim3* block_idx;
+  const Dim3* block_dim;
+  const Dim3* grid_dim;
+  void (*sync_block)();
+  void (*sync_warp)();
+  unsigned (*shuffle)(unsigned, int);
+  unsigned (*ballot)(int);
+};
+
+enum class Wait { none, block, warp, done };
+
+struct Fiber {
+  void* sp = nullptr;  // saved stack pointer while switched out
+  Dim3 index{};
+  Wait wait = Wait::none;
+};
+
+constexpr std::size_t kStackBytes = 256 * 1024;
+constexpr int kMaxThreads = 1024;
+
+struct Scheduler {
+  std::vector<Fiber> fibers;
+  char* stacks = nullptr;  // kMaxThreads stacks, mapped once
+  void* home = nullptr;
+  int current = -1;
+  const Dim3* current_index = nullptr;
+  Dim3 block_idx{}, block_dim{}, grid_dim{};
+  std::vector<unsigned> exchange;  // one word per thread: shuffles and ballots
+  void (*entry)(void**) = nullptr;
+  void** args = nullptr;
+  Hooks hooks{};
+};
+
+Scheduler& scheduler() {
+  static Scheduler s;
+  return s;
+}
+
+void yield(Wait why) {
+  Scheduler& s = scheduler();
+  s.fibers[static_cast<std::size_t>(s.current)].wait = why;
+  ff_emu_switch(&s.fibers[static_cast<std::size_t>(s.current)].sp, s.home);
+}
+
+void sync_block() { yield(Wait::block); }
+void sync_warp() { yield(Wait::warp); }
+
+unsigned shuffle(unsigned value, int source) {
+  Scheduler& s = scheduler();
+  const int me = s.current, warp_base = me / 32 * 32;
+  s.exchange[static_cast<std::size_t>(me)] = value;
+  yield(Wait::warp);  // every lane has offered its word
+  const unsigned got = source >= 0 && source < 32 && warp_base + source < static_cast<int>(s.fibers.size())
+                           ? s.exchange[static_cast<std::size_t>(warp_base + source)]
+                           : value;
+  yield(Wait::warp);  // every lane has read before any lane offers again
+  return got;
+}
+
+unsigned ballot(int predicate) {
+  Scheduler& s = scheduler();
+  const int me = s.current, warp_base = me / 32 * 32;
+  s.exchange[static_cast<std::size_t>(me)] = predicate ? 1u : 0u;
+  yield(Wait::warp);
+  unsigned mask = 0;
+  for (int l = 0; l < 32 && warp_base + l < static_cast<int>(s.fibers.size()); ++l)
+    if (s.exchange[static_cast<std::size_t>(warp_base + l)]) mask |= 1u << l;
+  yield(Wait::warp);
+  return mask;
+}
+
+[[noreturn]] void fiber_main() {
+  Scheduler& s = scheduler();
+  s.entry(s.args);
+  s.fibers[static_cast<std::size_t>(s.current)].wait = Wait::done;
+  ff_emu_switch(&s.fibers[static_cast<std::size_t>(s.current)].sp, s.home);
+  __builtin_unreachable();  // a finished fiber is never resumed
+}
+
+// A fresh fiber's stack, laid out as ff_emu_switch leaves a switched-out one: its first
+// resumption "returns" into fiber_main with the stack aligned as after a call.
+void* fresh_stack(char* base, std::size_t bytes) {
+  auto* top = reinterpret_cast<std::uint64_t*>(reinterpret_cast<std::uintptr_t>(base + bytes) & ~std::uintptr_t{15});
+  *--top = 0;                                                   // fiber_main's return address: none
+  *--top = reinterpret_cast<std::uint64_t>(&fiber_main);        // where ff_emu_switch returns to
+  for (int r = 0; r < 6; ++r) *--top = 0;                       // rbp rbx r12 r13 r14 r15
+  *--top = 0x1F80ull | (0x037Full << 32);                       // mxcsr, x87 control word
+  return top;
+}
+
+// Runs one block to completion; false on a deadlock.
+bool run_block(std::string& error) {
+  Scheduler& s = scheduler();
+  const int threads = static_cast<int>(s.block_dim.x * s.block_dim.y * s.block_dim.z);
+  s.fibers.assign(static_cast<std::size_t>(threads), Fiber{});
+  s.exchange.assign(static_cast<std::size_t>(threads), 0u);
+  for (int t = 0; t < threads; ++t) {
+    Fiber& f = s.fibers[static_cast<std::size_t>(t)];
+    f.index = {static_cast<unsigned>(t) % s.block_dim.x, static_cast<unsigned>(t) / s.block_dim.x % s.block_dim.y,
+               static_cast<unsigned>(t) / (s.block_dim.x * s.block_dim.y)};
+    f.sp = fresh_stack(s.stacks + static_cast<std::size_t>(t) * kStackBytes, kStackBytes);
+  }
+  for (;;) {
+    for (int t = 0; t < threads; ++t) {
+      Fiber& f = s.fibers[static_cast<std::size_t>(t)];
+      if (f.wait != Wait::none) continue;
+      s.current = t;
+      s.current_index = &f.index;
+      ff_emu_switch(&s.home, f.sp);
+    }
+    // Every fiber now waits or is done. Release whole warps at a warp step, then the
+    // block at a barrier once every live thread has reached it.
+    bool released = false, all_done = true, all_at_block = true;
+    for (int w = 0; w < threads; w += 32) {
+      bool warp_ready = true, any_warp_wait = false;
+      for (int t = w; t < w + 32 && t < threads; ++t) {
+        const Wait why = s.fibers[static_cast<std::size_t>(t)].wait;
+        any_warp_wait = any_warp_wait || why == Wait::warp;
+        warp_ready = warp_ready && (why == Wait::warp || why == Wait::done);
+      }
+      if (any_warp_wait && warp_ready) {
+        for (int t = w; t < w + 32 && t < threads; ++t)
+          if (s.fibers[static_cast<std::size_t>(t)].wait == Wait::warp) s.fibers[static_cast<std::size_t>(t)].wait = Wait::none;
+        released = true;
+      }
+    }
+    for (const Fiber& f : s.fibers) {
+      all_done = all_done && f.wait == Wait::done;
+      all_at_block = all_at_block && (f.wait == Wait::block || f.wait == Wait::done);
+    }
+    if (all_done) return true;
+    if (!released && all_at_block) {
+      for (Fiber& f : s.fibers)
+        if (f.wait == Wait::block) f.wait = Wait::none;
+      released = true;
+    }
+    if (!released) {
+      error = "deadlock: the threads of block (" + std::to_string(s.block_idx.x) + ", " + std::to_string(s.block_idx.y) +
+              ") wait at barriers no group of them completes (a __syncthreads or warp step some threads skip)";
+      return false;
+    }
+  }
+}
+
+std::mutex& launch_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+// ---- modules ---------------------------------------------------------------------------
+
+struct Module {
+  void* library = nullptr;
+  std::string path;
+};
+struct Function {
+  void (*entry)(void**) = nullptr;
+  std::string name;
+};
+
+std::string temp_dir() {
+  static const std::string dir = [] {
+    const char* base = std::getenv("TMPDIR");
+    std::string templ = std::string(base && *base ? base : "/tmp") + "/fuseflow-emu-XXXXXX";
+    std::vector<char> buf(templ.begin(), templ.end());
+    buf.push_back('\0');
+    const char* made = mkdtemp(buf.data());
+    return std::string(made ? made : "/tmp");
+  }();
+  return dir;
+}
+
+int next_id() {
+  static int id = 0;
+  static std::mutex m;
+  std::lock_guard<std::mutex> lock(m);
+  return ++id;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+// ---- NVRTC -----------------------------------------------------------------------------
+
+struct Program {
+  std::string source, name;
+  std::vector<std::pair<std::string, std::string>> headers;  // include name, text
+  std::string log, image;
+};
+
+}  // namespace
+
+// ---- the NVRTC API ---------------------------------------------------------------------
+
+extern "C" {
+
+const char* nvrtcGetErrorString(nvrtcResult result) {
+  switch (result) {
+    case NVRTC_SUCCESS: return "NVRTC_SUCCESS (emulated)";
+    case NVRTC_ERROR_COMPILATION: return "NVRTC_ERROR_COMPILATION (emulated: g++ rejected the kernel)";
+    default: return "NVRTC error (emulated)";
+  }
+}
+
+// Not a real NVRTC version: cache entries of the emulator never match real ones.
+nvrtcResult nvrtcVersion(int* major, int* minor) {
+  *major = 0;
+  *minor = 1;
+  return NVRTC_SUCCESS;
+}
+
+nvrtcResult nvrtcCreateProgram(nvrtcProgram* prog, const char* src, const char* name, int num_headers,
+                               const char* const* headers, const char* const* include_names) {
+  auto* p = new Program;
+  p->source = src ? src : "";
+  p->name = name ? name : "kernel.cu";
+  for (int i = 0; i < num_headers; ++i) p->headers.emplace_back(include_names[i], headers[i]);
+  *prog = reinterpret_cast<nvrtcProgram>(p);
+  return NVRTC_SUCCESS;
+}
+
+nvrtcResult nvrtcDestroyProgram(nvrtcProgram* prog) {
+  delete reinterpret_cast<Program*>(*prog);
+  *prog = nullptr;
+  return NVRTC_SUCCESS;
+}
+
+nvrtcResult nvrtcCompileProgram(nvrtcProgram prog, int, const char* const*) {
+  Program& p = *reinterpret_cast<Program*>(prog);
+  const std::string dir = temp_dir() + "/k" + std::to_string(next_id());
+  if (std::system(("mkdir -p '" + dir + "/include/fuseflow'").c_str()) != 0) return NVRTC_ERROR_INTERNAL_ERROR;
+  for (const auto& [include, text] : p.headers) std::ofstream(dir + "/include/" + include) << text;
+  // One entry per extern "C" __global__ kernel, unpacking the argument array.
+  std::string entries;
+  static const std::regex kernel(R"(extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s+)?(\w+)\s*\()");
+  for (auto it = std::sregex_iterator(p.source.begin(), p.source.end(), kernel); it != std::sregex_iterator(); ++it) {
+    const std::string name = (*it)[1];
+    entries += "extern \"C\" void ff_emu_entry_" + name + "(void** args) { ff_emu_invoke(&" + name + ", args); }\n";
+  }
+  std::ofstream(dir + "/kernel.cpp") << p.source << "\n// ---- emulator entries\n" << entries;
+  const std::string out = dir + "/kernel.so";
+  // FUSEFLOW_EMU_CXXFLAGS (e.g. "-O0 -g" to debug a kernel in gdb) replaces the default flags.
+  const char* flags = std::getenv("FUSEFLOW_EMU_CXXFLAGS");
+  const std::string command = std::string(FUSEFLOW_EMU_CXX) + " -std=c++17 " + (flags && *flags ? flags : "-O1 -g0") +
+                              " -fPIC -shared -w -include '" FUSEFLOW_EMU_PRELUDE "' -I '" + dir +
+                              "/include' -o '" + out + "' '" + dir + "/kernel.cpp' > '" + dir + "/log.txt' 2>&1";
+  const int rc = std::system(command.c_str());
+  p.log = read_file(dir + "/log.txt");
+  if (rc != 0) return NVRTC_ERROR_COMPILATION;
+  p.image = read_file(out);
+  return p.image.empty() ? NVRTC_ERROR_INTERNAL_ERROR : NVRTC_SUCCESS;
+}
+
+nvrtcResult nvrtcGetProgramLogSize(nvrtcProgram prog, size_t* size) {
+  *size = reinterpret_cast<Program*>(prog)->log.size() + 1;
+  return NVRTC_SUCCESS;
+}
+nvrtcResult nvrtcGetProgramLog(nvrtcProgram prog, char* log) {
+  const std::string& l = reinterpret_cast<Program*>(prog)->log;
+  std::memcpy(log, l.c_str(), l.size() + 1);
+  return NVRTC_SUCCESS;
+}
+nvrtcResult nvrtcGetCUBINSize(nvrtcProgram prog, size_t* size) {
+  *size = reinterpret_cast<Program*>(prog)->image.size();
+  return NVRTC_SUCCESS;
+}
+nvrtcResult nvrtcGetCUBIN(nvrtcProgram prog, char* cubin) {
+  const std::string& i = reinterpret_cast<Program*>(prog)->image;
+  std::memcpy(cubin, i.data(), i.size());
+  return NVRTC_SUCCESS;
+}
+nvrtcResult nvrtcGetPTXSize(nvrtcProgram prog, size_t* size) { return nvrtcGetCUBINSize(prog, size); }
+nvrtcResult nvrtcGetPTX(nvrtcProgram prog, char* ptx) { return nvrtcGetCUBIN(prog, ptx); }
+
+// ---- the driver API --------------------------------------------------------------------
+
+CUresult CUDAAPI cuInit(unsigned int) { return CUDA_SUCCESS; }
+CUresult CUDAAPI cuDriverGetVersion(int* version) {
+  *version = CUDA_VERSION;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuGetErrorName(CUresult error, const char** name) {
+  switch (error) {
+    case CUDA_SUCCESS: *name = "CUDA_SUCCESS"; break;
+    case CUDA_ERROR_OUT_OF_MEMORY: *name = "CUDA_ERROR_OUT_OF_MEMORY"; break;
+    case CUDA_ERROR_LAUNCH_FAILED: *name = "CUDA_ERROR_LAUNCH_FAILED"; break;
+    case CUDA_ERROR_INVALID_VALUE: *name = "CUDA_ERROR_INVALID_VALUE"; break;
+    case CUDA_ERROR_NOT_FOUND: *name = "CUDA_ERROR_NOT_FOUND"; break;
+    case CUDA_ERROR_INVALID_IMAGE: *name = "CUDA_ERROR_INVALID_IMAGE"; break;
+    default: *name = "CUDA_ERROR (emulated)"; break;
+  }
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuGetErrorString(CUresult error, const char** text) { return cuGetErrorName(error, text); }
+CUresult CUDAAPI cuDeviceGetCount(int* count) {
+  *count = 1;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDeviceGet(CUdevice* device, int ordinal) {
+  if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
+  *device = 0;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDeviceGetName(char* name, int len, CUdevice) {
+  std::snprintf(name, static_cast<std::size_t>(len), "%s", "fuseflow CPU emulator (not a GPU)");
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, CUdevice) {
+  switch (attribute) {
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = 9; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = 0; break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *value = 8; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: *value = 2048; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *value = kMaxThreads; break;
+    case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *value = 32; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: *value = 48 * 1024; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *value = 227 * 1024; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: *value = 228 * 1024; break;
+    case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: *value = 50 * 1024 * 1024; break;
+    default: *value = 0; break;
+  }
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDeviceTotalMem(size_t* bytes, CUdevice) {
+  *bytes = std::size_t{16} << 30;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemGetInfo(size_t* free_bytes, size_t* total) {
+  *free_bytes = *total = std::size_t{16} << 30;
+  return CUDA_SUCCESS;
+}
+
+namespace {
+int g_context_object, g_stream_object, g_pool_object;
+}
+CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* context, CUdevice) {
+  *context = reinterpret_cast<CUcontext>(&g_context_object);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice) { return CUDA_SUCCESS; }
+CUresult CUDAAPI cuCtxGetCurrent(CUcontext* context) {
+  *context = reinterpret_cast<CUcontext>(&g_context_object);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuCtxPushCurrent(CUcontext) { return CUDA_SUCCESS; }
+CUresult CUDAAPI cuCtxPopCurrent(CUcontext* context) {
+  if (context) *context = reinterpret_cast<CUcontext>(&g_context_object);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuStreamCreate(CUstream* stream, unsigned int) {
+  *stream = reinterpret_cast<CUstream>(&g_stream_object);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuStreamDestroy(CUstream) { return CUDA_SUCCESS; }
+CUresult CUDAAPI cuStreamSynchronize(CUstream) { return CUDA_SUCCESS; }
+
+CUresult CUDAAPI cuMemAlloc(CUdeviceptr* pointer, size_t bytes) {
+  void* p = nullptr;
+  if (posix_memalign(&p, 256, bytes ? bytes : 1) != 0) return CUDA_ERROR_OUT_OF_MEMORY;
+  *pointer = reinterpret_cast<CUdeviceptr>(p);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemFree(CUdeviceptr pointer) {
+  std::free(reinterpret_cast<void*>(pointer));
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr* pointer, size_t bytes, CUstream) { return cuMemAlloc(pointer, bytes); }
+CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr pointer, CUstream) { return cuMemFree(pointer); }
+CUresult CUDAAPI cuDeviceGetDefaultMemPool(CUmemoryPool* pool, CUdevice) {
+  *pool = reinterpret_cast<CUmemoryPool>(&g_pool_object);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemPoolSetAttribute(CUmemoryPool, CUmemPool_attribute, void*) { return CUDA_SUCCESS; }
+CUresult CUDAAPI cuMemcpyHtoDAsync(CUdeviceptr destination, const void* source, size_t bytes, CUstream) {
+  if (bytes) std::memcpy(reinterpret_cast<void*>(destination), source, bytes);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemcpyDtoHAsync(void* destination, CUdeviceptr source, size_t bytes, CUstream) {
+  if (bytes) std::memcpy(destination, reinterpret_cast<const void*>(source), bytes);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr destination, unsigned char value, size_t count, CUstream) {
+  if (count) std::memset(reinterpret_cast<void*>(destination), value, count);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuModuleLoadData(CUmodule* module, const void* image) {
+  // The image is a shared library; its size is not passed, but it is an ELF file whose
+  // section headers end it: e_shoff + e_shnum * e_shentsize.
+  const auto* bytes = static_cast<const unsigned char*>(image);
+  if (std::memcmp(bytes, "\x7f" "ELF", 4) != 0) return CUDA_ERROR_INVALID_IMAGE;
+  unsigned long long shoff = 0;
+  unsigned short shentsize = 0, shnum = 0;
+  std::memcpy(&shoff, bytes + 0x28, 8);
+  std::memcpy(&shentsize, bytes + 0x3A, 2);
+  std::memcpy(&shnum, bytes + 0x3C, 2);
+  const std::size_t size = static_cast<std::size_t>(shoff + static_cast<unsigned long long>(shentsize) * shnum);
+  auto m = std::make_unique<Module>();
+  m->path = temp_dir() + "/module" + std::to_string(next_id()) + ".so";
+  std::ofstream(m->path, std::ios::binary).write(reinterpret_cast<const char*>(bytes), static_cast<std::streamsize>(size));
+  m->library = dlopen(m->path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!m->library) {
+    const char* why = dlerror();
+    std::fprintf(stderr, "fuseflow emulator: dlopen(%s) failed: %s\n", m->path.c_str(), why ? why : "?");
+    return CUDA_ERROR_INVALID_IMAGE;
+  }
+  using Bind = void (*)(const Hooks*);
+  auto bind = reinterpret_cast<Bind>(dlsym(m->library, "ff_emu_bind"));
+  if (!bind) return CUDA_ERROR_INVALID_IMAGE;
+  bind(&scheduler().hooks);
+  *module = reinterpret_cast<CUmodule>(m.release());
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuModuleUnload(CUmodule module) {
+  auto* m = reinterpret_cast<Module*>(module);
+  if (m->library) dlclose(m->library);
+  std::remove(m->path.c_str());
+  delete m;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuModuleGetFunction(CUfunction* function, CUmodule module, const char* name) {
+  auto* m = reinterpret_cast<Module*>(module);
+  void* entry = dlsym(m->library, ("ff_emu_entry_" + std::string(name)).c_str());
+  if (!entry) return CUDA_ERROR_NOT_FOUND;
+  auto* f = new Function{reinterpret_cast<void (*)(void**)>(entry), name};  // lives as long as the process
+  *function = reinterpret_cast<CUfunction>(f);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuFuncSetAttribute(CUfunction, CUfunction_attribute, int) { return CUDA_SUCCESS; }
+CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, CUfunction, int, size_t) {
+  *blocks = 2;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuLaunchKernel(CUfunction function, unsigned int grid_x, unsigned int grid_y, unsigned int grid_z,
+                                unsigned int block_x, unsigned int block_y, unsigned int block_z, unsigned int,
+                                CUstream, void** args, void**) {
+  if (block_x * block_y * block_z == 0 || block_x * block_y * block_z > static_cast<unsigned>(kMaxThreads) ||
+      grid_x * grid_y * grid_z == 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard<std::mutex> lock(launch_mutex());
+  Scheduler& s = scheduler();
+  if (!s.stacks) {
+    void* m = mmap(nullptr, kStackBytes * kMaxThreads, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
+    s.stacks = static_cast<char*>(m);
+    s.hooks = Hooks{&s.current_index, &s.block_idx, &s.block_dim, &s.grid_dim, sync_block, sync_warp, shuffle, ballot};
+  }
+  const auto* f = reinterpret_cast<const Function*>(function);
+  s.entry = f->entry;
+  s.args = args;
+  s.block_dim = {block_x, block_y, block_z};
+  s.grid_dim = {grid_x, grid_y, grid_z};
+  for (unsigned z = 0; z < grid_z; ++z)
+    for (unsigned y = 0; y < grid_y; ++y)
+      for (unsigned x = 0; x < grid_x; ++x) {
+        s.block_idx = {x, y, z};
+        std::string error;
+        if (!run_block(error)) {
+          std::fprintf(stderr, "fuseflow emulator: kernel %s: %s\n", f->name.c_str(), error.c_str());
+          return CUDA_ERROR_LAUNCH_FAILED;
+        }
+      }
+  return CUDA_SUCCESS;
+}
+
+}  // extern "C"

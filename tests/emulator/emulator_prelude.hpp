@@ -1,0 +1,254 @@
+// Included first (g++ -include) in every kernel the CPU emulator compiles: it makes
+// fuseflow's generated CUDA ordinary C++. Each CUDA thread runs as a fiber of the
+// emulator (cuda_emulator.cpp); the blocks of a launch run one after another, so
+// __shared__ variables are function statics (one copy, reused by the next block), and
+// every synchronising intrinsic (barriers, warp shuffles, votes) is a call into the
+// emulator through the hook table it binds after loading the kernel.
+//
+// What this models: the kernel's logic, indexing, barriers and warp-synchronous steps,
+// with blocks in launch order. What it does not: timing, concurrency between blocks, the
+// memory model (every access is immediately visible), the hardware's limits.
+#pragma once
+
+#include <math.h>
+#include <stdio.h>
+
+#include <climits>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include <utility>
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __noinline__
+#define __launch_bounds__(...)
+#define __shared__ static
+#define __align__(n) alignas(n)
+
+namespace ff_emu {
+
+struct uint3_ {
+  unsigned x, y, z;
+};
+
+// The emulator's side, bound by ff_emu_bind when the kernel's library is loaded.
+struct Hooks {
+  uint3_ const* const* thread_idx;  // the running fiber's threadIdx
+  const uint3_* block_idx;
+  const uint3_* block_dim;
+  const uint3_* grid_dim;
+  void (*sync_block)();
+  void (*sync_warp)();
+  // Every lane of the warp offers `value` and gets lane `source`'s (its own when
+  // `source` is outside the warp).
+  unsigned (*shuffle)(unsigned value, int source);
+  // Every lane offers `predicate` and gets the warp's ballot.
+  unsigned (*ballot)(int predicate);
+};
+inline const Hooks* hooks = nullptr;
+
+inline unsigned lane() { return (*hooks->thread_idx)->x % 32u; }
+
+template <class T>
+inline T shuffle_any(T value, int source) {
+  static_assert(sizeof(T) % 4 == 0, "shuffled values are whole 32-bit words");
+  unsigned words[sizeof(T) / 4];
+  std::memcpy(words, &value, sizeof(T));
+  for (unsigned& w : words) w = hooks->shuffle(w, source);
+  std::memcpy(&value, words, sizeof(T));
+  return value;
+}
+
+}  // namespace ff_emu
+
+#define threadIdx (**::ff_emu::hooks->thread_idx)
+#define blockIdx (*::ff_emu::hooks->block_idx)
+#define blockDim (*::ff_emu::hooks->block_dim)
+#define gridDim (*::ff_emu::hooks->grid_dim)
+#define warpSize 32
+
+inline void __syncthreads() { ::ff_emu::hooks->sync_block(); }
+inline void __syncwarp(unsigned = 0xffffffffu) { ::ff_emu::hooks->sync_warp(); }
+inline void __threadfence() {}
+inline void __threadfence_block() {}
+inline void __threadfence_system() {}
+inline void __nanosleep(unsigned) {}
+
+template <class T>
+inline T __shfl_sync(unsigned, T value, int source, int = 32) {
+  return ::ff_emu::shuffle_any(value, source);
+}
+template <class T>
+inline T __shfl_up_sync(unsigned, T value, unsigned delta, int = 32) {
+  return ::ff_emu::shuffle_any(value, static_cast<int>(::ff_emu::lane()) - static_cast<int>(delta));
+}
+template <class T>
+inline T __shfl_down_sync(unsigned, T value, unsigned delta, int = 32) {
+  return ::ff_emu::shuffle_any(value, static_cast<int>(::ff_emu::lane() + delta));
+}
+template <class T>
+inline T __shfl_xor_sync(unsigned, T value, int mask, int = 32) {
+  return ::ff_emu::shuffle_any(value, static_cast<int>(::ff_emu::lane()) ^ mask);
+}
+inline unsigned __ballot_sync(unsigned, int predicate) { return ::ff_emu::hooks->ballot(predicate); }
+inline int __any_sync(unsigned, int predicate) { return ::ff_emu::hooks->ballot(predicate) != 0; }
+inline int __all_sync(unsigned, int predicate) { return ::ff_emu::hooks->ballot(predicate) == 0xffffffffu; }
+inline unsigned __activemask() { return 0xffffffffu; }
+
+// Atomics: one OS thread runs every fiber, so a plain read-modify-write is atomic.
+template <class T, class U>
+inline T atomicAdd(T* p, U v) {
+  T old = *p;
+  *p = static_cast<T>(old + static_cast<T>(v));
+  return old;
+}
+template <class T, class U>
+inline T atomicSub(T* p, U v) {
+  T old = *p;
+  *p = static_cast<T>(old - static_cast<T>(v));
+  return old;
+}
+template <class T, class U>
+inline T atomicMax(T* p, U v) {
+  T old = *p;
+  if (static_cast<T>(v) > old) *p = static_cast<T>(v);
+  return old;
+}
+template <class T, class U>
+inline T atomicMin(T* p, U v) {
+  T old = *p;
+  if (static_cast<T>(v) < old) *p = static_cast<T>(v);
+  return old;
+}
+template <class T, class U>
+inline T atomicExch(T* p, U v) {
+  T old = *p;
+  *p = static_cast<T>(v);
+  return old;
+}
+template <class T, class U, class V>
+inline T atomicCAS(T* p, U compare, V v) {
+  T old = *p;
+  if (old == static_cast<T>(compare)) *p = static_cast<T>(v);
+  return old;
+}
+template <class T, class U>
+inline T atomicAnd(T* p, U v) {
+  T old = *p;
+  *p = old & static_cast<T>(v);
+  return old;
+}
+template <class T, class U>
+inline T atomicOr(T* p, U v) {
+  T old = *p;
+  *p = old | static_cast<T>(v);
+  return old;
+}
+template <class T, class U>
+inline T atomicXor(T* p, U v) {
+  T old = *p;
+  *p = old ^ static_cast<T>(v);
+  return old;
+}
+
+// Cache-hinted loads and stores are plain accesses here.
+template <class T>
+inline T __ldcg(const T* p) {
+  return *p;
+}
+template <class T>
+inline T __ldg(const T* p) {
+  return *p;
+}
+template <class T>
+inline T __ldca(const T* p) {
+  return *p;
+}
+template <class T>
+inline T __ldcs(const T* p) {
+  return *p;
+}
+template <class T>
+inline T __ldlu(const T* p) {
+  return *p;
+}
+template <class T>
+inline void __stcg(T* p, T v) {
+  *p = v;
+}
+template <class T>
+inline void __stcs(T* p, T v) {
+  *p = v;
+}
+template <class T>
+inline void __stwt(T* p, T v) {
+  *p = v;
+}
+
+// Integer and bit intrinsics.
+inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz(static_cast<unsigned>(x)); }
+inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll(static_cast<unsigned long long>(x)); }
+inline int __popc(unsigned x) { return __builtin_popcount(x); }
+inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
+inline int __ffs(int x) { return __builtin_ffs(x); }
+inline int __ffsll(long long x) { return __builtin_ffsll(x); }
+inline unsigned __brev(unsigned x) {
+  unsigned r = 0;
+  for (int i = 0; i < 32; ++i) r |= ((x >> i) & 1u) << (31 - i);
+  return r;
+}
+inline int __mul24(int a, int b) { return a * b; }
+inline long long __mul64hi(long long a, long long b) { return static_cast<long long>((__int128)a * b >> 64); }
+inline int __mulhi(int a, int b) { return static_cast<int>((static_cast<long long>(a) * b) >> 32); }
+inline unsigned __umulhi(unsigned a, unsigned b) { return static_cast<unsigned>((static_cast<unsigned long long>(a) * b) >> 32); }
+
+// Reinterpretations.
+template <class To, class From>
+inline To ff_emu_bits(From v) {
+  To out;
+  std::memcpy(&out, &v, sizeof(To));
+  return out;
+}
+inline int __float_as_int(float v) { return ff_emu_bits<int>(v); }
+inline unsigned __float_as_uint(float v) { return ff_emu_bits<unsigned>(v); }
+inline float __int_as_float(int v) { return ff_emu_bits<float>(v); }
+inline float __uint_as_float(unsigned v) { return ff_emu_bits<float>(v); }
+inline long long __double_as_longlong(double v) { return ff_emu_bits<long long>(v); }
+inline double __longlong_as_double(long long v) { return ff_emu_bits<double>(v); }
+
+// Fast-math spellings, computed exactly.
+inline float __fdividef(float a, float b) { return a / b; }
+inline float __expf(float x) { return expf(x); }
+inline float __logf(float x) { return logf(x); }
+inline float __sinf(float x) { return sinf(x); }
+inline float __cosf(float x) { return cosf(x); }
+inline float __powf(float a, float b) { return powf(a, b); }
+inline float __saturatef(float x) { return x < 0.0f ? 0.0f : x > 1.0f ? 1.0f : x; }
+inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+inline double rsqrt(double x) { return 1.0 / sqrt(x); }
+
+// CUDA's min and max for mixed arithmetic types (the device headers use them unqualified).
+template <class A, class B>
+inline std::common_type_t<A, B> min(A a, B b) {
+  return b < a ? b : a;
+}
+template <class A, class B>
+inline std::common_type_t<A, B> max(A a, B b) {
+  return a < b ? b : a;
+}
+
+// Calls kernel f with the argument values cuLaunchKernel's `args` point to.
+template <class... A, std::size_t... I>
+inline void ff_emu_call(void (*f)(A...), void** args, std::index_sequence<I...>) {
+  f(*static_cast<std::remove_reference_t<A>*>(args[I])...);
+}
+template <class... A>
+inline void ff_emu_invoke(void (*f)(A...), void** args) {
+  ff_emu_call(f, args, std::index_sequence_for<A...>{});
+}
+
+extern "C" void ff_emu_bind(const ff_emu::Hooks* h) { ff_emu::hooks = h; }
