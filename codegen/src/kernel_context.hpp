@@ -87,9 +87,10 @@ class ReduceKernelWriter {
 
 // Opens an element-wise kernel (map, histogram): the signature from `args` (inputs and
 // reduction results as const pointers, n, parameters by value, outputs as pointers), then
-// the reads of the reductions' results the maps use, as r<slot>.
+// the reads of the reductions' results the maps use, as r<slot>. `min_blocks` > 0 asks
+// for that many resident blocks per SM in __launch_bounds__ (a register budget).
 void open_elementwise_kernel(SourceWriter& w, CudaTypes& types, const std::string& name, int block,
-                             const std::vector<Arg>& args, const ReduceGroup& g);
+                             const std::vector<Arg>& args, const ReduceGroup& g, int min_blocks = 0);
 
 std::string sanitize(const std::string& name);  // a C identifier from a user's name
 std::string reduce_kernel_name(const ReduceGroup& g, const char* strategy);
