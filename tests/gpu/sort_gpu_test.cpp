@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -59,13 +60,28 @@ std::vector<int> keys_of(const KeyShape& s, std::int64_t n, std::int64_t bins) {
   return k;
 }
 
-// Runs `program` (its results of C++ types Rs...) on the GPU with `bind` and on the CPU
-// with `host`, and compares every element of every result exactly.
+// The same arrays bound on the device (uploaded, kept alive here) and on the host.
+struct Bound {
+  ff::Bindings device;
+  ff::HostBindings host;
+  std::vector<std::shared_ptr<void>> arrays;
+
+  template <class T>
+  Bound& bind(const ff::Expr& input, const std::vector<T>& values) {
+    auto array = std::make_shared<ff::DeviceArray<T>>(runtime().upload(values));
+    device.push_back({input, *array});
+    host.bind(input, ff::HostArray::from(values));
+    arrays.push_back(array);
+    return *this;
+  }
+};
+
+// Runs `program` (its results of C++ types Rs...) on the GPU and on the CPU, and compares
+// every element of every result exactly.
 template <class... Rs>
-void check_sort(const ff::Program& program, const ff::Bindings& bind, const ff::HostBindings& host,
-                const std::string& what) {
-  std::vector<ff::Result> got = runtime().run(program, bind);
-  std::vector<ff::HostResult> want = ff::evaluate(program, host);
+void check_sort(const ff::Program& program, const Bound& b, const std::string& what) {
+  std::vector<ff::Result> got = runtime().run(program, b.device);
+  std::vector<ff::HostResult> want = ff::evaluate(program, b.host);
   REQUIRE(got.size() == sizeof...(Rs));
   std::size_t r = 0;
   const auto compare = [&](auto tag) {
@@ -89,11 +105,10 @@ void check_sort(const ff::Program& program, const ff::Bindings& bind, const ff::
 void check_keys(const std::vector<int>& keys, std::int64_t bins, const std::string& what) {
   auto k = ff::input<int>("k");
   const ff::KeyedResult sorted = ff::sort_by_key(k, ff::index(), bins);
-  auto dev = runtime().upload(keys);
-  ff::HostBindings host;
-  host.bind(k, ff::HostArray::from(keys));
-  check_sort<int, long long>(ff::outputs(sorted.keys, sorted.values), {{k, dev}}, host, what + ", sort_by_key");
-  check_sort<int>(ff::counting_sort(k, bins), {{k, dev}}, host, what + ", counting_sort");
+  Bound b;
+  b.bind(k, keys);
+  check_sort<int, long long>(ff::outputs(sorted.keys, sorted.values), b, what + ", sort_by_key");
+  check_sort<int>(ff::counting_sort(k, bins), b, what + ", counting_sort");
 }
 
 }  // namespace
@@ -123,11 +138,9 @@ TEST_CASE("a fused key map cast<i32>(x * 8) sorts f32 values with their index, s
   const ff::Program program = ff::outputs(sorted.keys, sorted.values);
   for (std::int64_t n : kSizes) {
     // x in [-0.25, 1.25): keys -2 .. 9, so some fall outside [0, 8) and sort last.
-    auto host_x = ff::test::random_values<float>(n, -0.25, 1.25);
-    auto dev = runtime().upload(host_x);
-    ff::HostBindings host;
-    host.bind(x, ff::HostArray::from(host_x));
-    check_sort<int, ff::Tuple<float, long long>>(program, {{x, dev}}, host, "cast<i32>(x * 8), n = " + std::to_string(n));
+    Bound b;
+    b.bind(x, ff::test::random_values<float>(n, -0.25, 1.25));
+    check_sort<int, ff::Tuple<float, long long>>(program, b, "cast<i32>(x * 8), n = " + std::to_string(n));
   }
 }
 
@@ -141,21 +154,16 @@ TEST_CASE("x % 16 of i32 (negative remainders sort last) carries u32 values; u8,
       hx[i] = uniform_int(-1000, 1000);
       hv[i] = static_cast<unsigned>(i);
     }
-    auto dx = runtime().upload(hx);
-    auto dv = runtime().upload(hv);
-    ff::HostBindings host;
-    host.bind(x, ff::HostArray::from(hx));
-    host.bind(v, ff::HostArray::from(hv));
+    Bound both, x_only;
+    both.bind(x, hx).bind(v, hv);
+    x_only.bind(x, hx);
     const ff::KeyedResult mod = ff::sort_by_key(x % 16, v, 16);
-    check_sort<int, unsigned>(ff::outputs(mod.keys, mod.values), {{x, dx}, {v, dv}}, host,
-                              "x % 16, n = " + std::to_string(n));
+    check_sort<int, unsigned>(ff::outputs(mod.keys, mod.values), both, "x % 16, n = " + std::to_string(n));
     const ff::KeyedResult u8 = ff::sort_by_key(ff::cast<std::uint8_t>(x), v, 256);
-    check_sort<std::uint8_t, unsigned>(ff::outputs(u8.keys, u8.values), {{x, dx}, {v, dv}}, host,
-                                       "u8 keys, n = " + std::to_string(n));
+    check_sort<std::uint8_t, unsigned>(ff::outputs(u8.keys, u8.values), both, "u8 keys, n = " + std::to_string(n));
     const ff::KeyedResult u16 = ff::sort_by_key(ff::cast<std::uint16_t>(x + 1000), v, 1024);
-    check_sort<std::uint16_t, unsigned>(ff::outputs(u16.keys, u16.values), {{x, dx}, {v, dv}}, host,
-                                        "u16 keys, n = " + std::to_string(n));
-    check_sort<long long>(ff::counting_sort(ff::cast<long long>(x) * 3000000000LL, 256), {{x, dx}}, host,
+    check_sort<std::uint16_t, unsigned>(ff::outputs(u16.keys, u16.values), both, "u16 keys, n = " + std::to_string(n));
+    check_sort<long long>(ff::counting_sort(ff::cast<long long>(x) * 3000000000LL, 256), x_only,
                           "i64 keys, most outside, n = " + std::to_string(n));
   }
 }
@@ -171,19 +179,12 @@ TEST_CASE("only the values of sort_by_key, and the catalog's sort_by_key_256") {
       hk[i] = static_cast<unsigned>(uniform_int(0, 255));
       hv[i] = static_cast<unsigned>(i);
     }
-    auto dk = runtime().upload(hk);
-    auto dv = runtime().upload(hv);
-    ff::HostBindings host;
-    host.bind(k, ff::HostArray::from(hk));
-    host.bind(v, ff::HostArray::from(hv));
-    check_sort<unsigned>(values_only, {{k, dk}, {v, dv}}, host, "values only, n = " + std::to_string(n));
+    Bound mine, theirs;
+    mine.bind(k, hk).bind(v, hv);
+    check_sort<unsigned>(values_only, mine, "values only, n = " + std::to_string(n));
     // The catalog's inputs, by name (a program lists them in the order it reaches them).
-    const bool k_first = catalog.inputs()[0].node().name == "k";
-    const ff::Expr ck = catalog.inputs()[k_first ? 0 : 1], cv = catalog.inputs()[k_first ? 1 : 0];
-    ff::HostBindings chost;
-    chost.bind(ck, ff::HostArray::from(hk));
-    chost.bind(cv, ff::HostArray::from(hv));
-    check_sort<unsigned, unsigned>(catalog, {{ck, dk}, {cv, dv}}, chost, "catalog sort_by_key_256, n = " + std::to_string(n));
+    for (const ff::Expr& in : catalog.inputs()) theirs.bind(in, in.node().name == "k" ? hk : hv);
+    check_sort<unsigned, unsigned>(catalog, theirs, "catalog sort_by_key_256, n = " + std::to_string(n));
   }
 }
 

@@ -75,42 +75,15 @@ SortTuning sort_tuning(const OpNode& op) {
   return s;
 }
 
-// The kernel arguments of the inputs, parameters and scalar results `g` reads, with n
-// after the inputs; `names` gets each input's C name.
-std::vector<Arg> leaf_args(const ReduceGroup& g, std::vector<std::string>& names) {
-  std::vector<Arg> args;
-  for (std::size_t j = 0; j < g.inputs.size(); ++j) {
-    std::string n = sanitize(g.inputs[j].node().name);
-    while (std::find(names.begin(), names.end(), n) != names.end()) n += "_";
-    names.push_back(n);
-    args.push_back({Arg::Kind::Input, g.input_ids[j], "in_" + n, g.inputs[j].type()});
-  }
-  args.push_back({Arg::Kind::Length, 0, "n", ScalarType::I64});
-  for (std::size_t j = 0; j < g.params.size(); ++j)
-    args.push_back({Arg::Kind::Param, g.param_ids[j], "p_" + sanitize(g.params[j].node().name), g.params[j].type()});
-  for (int s : g.scalars_read)
-    args.push_back({Arg::Kind::Scalar, s, "s" + std::to_string(s), g.slot_types[static_cast<std::size_t>(s)]});
-  return args;
-}
-
 // Emits `const auto fn = [&](const long long i) -> T { ... };`: the fused expression e of
 // element i, reading input x as in_x[i].
 void emit_element_function(SourceWriter& w, CudaTypes& types, const ReduceGroup& g,
                            const std::vector<std::string>& names, const std::string& fn, const Expr& e) {
   w.open("const auto " + fn + " = [&](const long long i) -> " + types.name(e.type()));
-  ExprEmitter emitter(w, types, [&](const Expr& leaf) -> std::string {
-    switch (leaf.kind()) {
-      case ExprKind::Input:
-        for (std::size_t j = 0; j < g.inputs.size(); ++j)
-          if (same_node(g.inputs[j], leaf)) return "in_" + names[j] + "[i]";
-        break;
-      case ExprKind::Index: return "i";
-      case ExprKind::Param: return "p_" + sanitize(leaf.node().name);
-      case ExprKind::Result: return "r" + std::to_string(g.slot_of.at(leaf.node().op.get()));
-      default: break;
-    }
-    throw GraphError("codegen: unexpected leaf in a counting sort's keys or values: " + to_string(leaf));
-  });
+  std::vector<std::string> loads;
+  for (const auto& n : names) loads.push_back("in_" + n + "[i]");
+  ExprEmitter emitter(w, types,
+                      [&](const Expr& leaf) { return elementwise_leaf(g, loads, leaf, "a counting sort's keys or values"); });
   w.line("return " + emitter.emit(e) + ";");
   w.close("};");
 }
@@ -141,7 +114,7 @@ std::string bins_text(const OpNode& op) {
 Kernel emit_tile_counts(const OpNode& op, const ReduceGroup& g, const SortTuning& s) {
   CudaTypes types;
   std::vector<std::string> names;
-  std::vector<Arg> args = leaf_args(g, names);
+  std::vector<Arg> args = elementwise_args(g, names);
   args.push_back({Arg::Kind::Scratch, 0, "tile_counts", ScalarType::U32});
   const std::string name = "ff_counting_sort_tile_counts_" + short_type_name(op.keys.type());
 
@@ -213,7 +186,7 @@ Kernel emit_scan_counts(const ReduceGroup& g) {
 Kernel emit_scatter(const OpNode& op, const ReduceGroup& g, const std::vector<SortOutput>& outputs, const SortTuning& s) {
   CudaTypes types;
   std::vector<std::string> names;
-  std::vector<Arg> args = leaf_args(g, names);
+  std::vector<Arg> args = elementwise_args(g, names);
   const bool with_values = op.values.valid();
   for (const auto& o : outputs)
     args.push_back({Arg::Kind::Output, o.program_output, "out" + std::to_string(o.program_output),
