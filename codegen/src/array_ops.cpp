@@ -1,6 +1,7 @@
-// Planning of the ops whose result has its own length (histogram, segmented_reduce):
-// their leaves, the domains of their inputs (a segmented op's offsets have their own
-// length), the length of their output, and the schedule step that sizes their grid.
+// Planning of the ops whose result has its own length (histogram, segmented_reduce) or
+// is not element-wise (counting_sort): their leaves, the domains of their inputs (a
+// segmented op's offsets have their own length), the length of their output, and the
+// schedule step that sizes their grid.
 #include "array_ops.hpp"
 
 #include <algorithm>
@@ -107,7 +108,7 @@ std::function<void(std::int64_t, ScheduleBuilder&)> step_for(int index, const Ke
 bool is_array_op(const Expr& e) {
   if (e.kind() != ExprKind::Result) return false;
   OpKind k = e.node().op->kind;
-  return k == OpKind::Histogram || k == OpKind::SegmentedReduce;
+  return k == OpKind::Histogram || k == OpKind::SegmentedReduce || k == OpKind::CountingSort;
 }
 
 void plan_array_op(const ArrayOpContext& c, const std::shared_ptr<const OpNode>& node, int output, const Target& t, Plan& plan) {
@@ -122,6 +123,20 @@ void plan_array_op(const ArrayOpContext& c, const std::shared_ptr<const OpNode>&
     shape.zeroed = true;  // the kernel adds its counts into it
     plan.steps.push_back(step_for(index, k, [](std::int64_t n, ScheduleBuilder&) { return n; }));
     plan.kernels.push_back(std::move(k));
+    return;
+  }
+  if (op.kind == OpKind::CountingSort) {
+    // One plan for all of the op's outputs (keys and values), made at its first.
+    std::vector<SortOutput> outputs;
+    for (std::size_t i = 0; i < c.program.outputs().size(); ++i) {
+      const Expr& o = c.program.outputs()[i];
+      if (o.kind() == ExprKind::Result && o.node().op == node) outputs.push_back({static_cast<int>(i), o.node().index});
+    }
+    if (outputs.front().program_output != output) return;
+    std::vector<Kernel> ks = emit_counting_sort(op, leaves_of(c, {op.keys}, "counting_sort"),
+                                                leaves_of(c, {op.keys, op.values}, "counting_sort"), outputs);
+    plan.steps.push_back(counting_sort_step(index, op, ks));
+    for (auto& k : ks) plan.kernels.push_back(std::move(k));
     return;
   }
   ReduceGroup leaves = leaves_of(c, {op.values}, "segmented_reduce");

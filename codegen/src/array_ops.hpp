@@ -1,7 +1,8 @@
 #pragma once
 // Ops whose result is an array of its own length, not of the elements' length: a
 // histogram (one count per bin) and a segmented reduction by offsets (one value per
-// segment). Each such program output gets its own kernel, planned after the program's
+// segment); and a counting sort, whose results (sorted keys, permuted values) are not
+// element-wise. Each such op gets its own kernels, planned after the program's
 // reductions (so its maps may read their results) and before the element-wise outputs.
 #include <map>
 #include <string>
@@ -31,6 +32,20 @@ void plan_array_op(const ArrayOpContext& c, const std::shared_ptr<const OpNode>&
 Kernel emit_histogram(const OpNode& op, const ReduceGroup& leaves, int output, const Target& t);
 Kernel emit_segmented_reduce(const std::shared_ptr<const OpNode>& op, const ReduceGroup& leaves, const ReduceGroup& offsets, int offsets_domain,
                              int output, const Target& t);
+
+// Counting sort: the tile counts, the scan of the counts, the scatter (three kernels, in
+// that order), and the step that launches them. `outputs` lists the program outputs that
+// are the op's results (result 0 the sorted keys, 1 the values); `key_leaves` are what
+// the keys read, `leaves` what the keys and values read.
+struct SortOutput {
+  int program_output;
+  int result;
+};
+inline constexpr std::int64_t kMaxCountingSortBins = 8192;
+std::vector<Kernel> emit_counting_sort(const OpNode& op, const ReduceGroup& key_leaves, const ReduceGroup& leaves,
+                                       const std::vector<SortOutput>& outputs);
+std::function<void(std::int64_t, ScheduleBuilder&)> counting_sort_step(int first, const OpNode& op,
+                                                                       const std::vector<Kernel>& kernels);
 
 // Tuning of the segmented reduction, shared by its emitter and its schedule step.
 struct SegmentedTuning {

@@ -87,9 +87,20 @@ class ReduceKernelWriter {
 
 // Opens an element-wise kernel (map, histogram): the signature from `args` (inputs and
 // reduction results as const pointers, n, parameters by value, outputs as pointers), then
-// the reads of the reductions' results the maps use, as r<slot>.
+// the reads of the reductions' results the maps use, as r<slot>. `min_blocks` > 0 asks
+// for that many resident blocks per SM in __launch_bounds__ (a register budget).
 void open_elementwise_kernel(SourceWriter& w, CudaTypes& types, const std::string& name, int block,
-                             const std::vector<Arg>& args, const ReduceGroup& g);
+                             const std::vector<Arg>& args, const ReduceGroup& g, int min_blocks = 0);
+
+// The arguments of an element-wise kernel's leaves, in order: the inputs (in_<name>, each
+// input's C name, unique after sanitizing, appended to `names`), n, the parameters
+// (p_<name>) and the scalar results read (s<slot>).
+std::vector<Arg> elementwise_args(const ReduceGroup& g, std::vector<std::string>& names);
+// A leaf of an element-wise expression as an element-wise kernel spells it: input j as
+// inputs[j], the index as i, a parameter as p_<name>, a reduction's result as r<slot>.
+// `what` names the expression in the error for any other leaf.
+std::string elementwise_leaf(const ReduceGroup& g, const std::vector<std::string>& inputs, const Expr& leaf,
+                             const std::string& what);
 
 std::string sanitize(const std::string& name);  // a C identifier from a user's name
 std::string reduce_kernel_name(const ReduceGroup& g, const char* strategy);

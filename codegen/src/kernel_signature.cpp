@@ -1,10 +1,13 @@
+#include <algorithm>
+
 #include "kernel_context.hpp"
 
 namespace fuseflow::codegen {
 
 void open_elementwise_kernel(SourceWriter& w, CudaTypes& types, const std::string& name, int block,
-                             const std::vector<Arg>& args, const ReduceGroup& g) {
-  w.line("extern \"C\" __global__ void __launch_bounds__(" + std::to_string(block) + ") " + name + "(");
+                             const std::vector<Arg>& args, const ReduceGroup& g, int min_blocks) {
+  const std::string bounds = std::to_string(block) + (min_blocks > 0 ? ", " + std::to_string(min_blocks) : "");
+  w.line("extern \"C\" __global__ void __launch_bounds__(" + bounds + ") " + name + "(");
   for (std::size_t i = 0; i < args.size(); ++i) {
     const Arg& a = args[i];
     std::string decl;
@@ -21,6 +24,37 @@ void open_elementwise_kernel(SourceWriter& w, CudaTypes& types, const std::strin
   for (int s : g.scalars_read)
     w.line("const " + types.name(g.slot_types[static_cast<std::size_t>(s)]) + " r" + std::to_string(s) + " = *s" +
            std::to_string(s) + ";");
+}
+
+std::vector<Arg> elementwise_args(const ReduceGroup& g, std::vector<std::string>& names) {
+  std::vector<Arg> args;
+  for (std::size_t j = 0; j < g.inputs.size(); ++j) {
+    std::string n = sanitize(g.inputs[j].node().name);
+    while (std::find(names.begin(), names.end(), n) != names.end()) n += "_";
+    names.push_back(n);
+    args.push_back({Arg::Kind::Input, g.input_ids[j], "in_" + n, g.inputs[j].type()});
+  }
+  args.push_back({Arg::Kind::Length, 0, "n", ScalarType::I64});
+  for (std::size_t j = 0; j < g.params.size(); ++j)
+    args.push_back({Arg::Kind::Param, g.param_ids[j], "p_" + sanitize(g.params[j].node().name), g.params[j].type()});
+  for (int s : g.scalars_read)
+    args.push_back({Arg::Kind::Scalar, s, "s" + std::to_string(s), g.slot_types[static_cast<std::size_t>(s)]});
+  return args;
+}
+
+std::string elementwise_leaf(const ReduceGroup& g, const std::vector<std::string>& inputs, const Expr& leaf,
+                             const std::string& what) {
+  switch (leaf.kind()) {
+    case ExprKind::Input:
+      for (std::size_t j = 0; j < g.inputs.size(); ++j)
+        if (same_node(g.inputs[j], leaf)) return inputs[j];
+      break;
+    case ExprKind::Index: return "i";
+    case ExprKind::Param: return "p_" + sanitize(leaf.node().name);
+    case ExprKind::Result: return "r" + std::to_string(g.slot_of.at(leaf.node().op.get()));
+    default: break;
+  }
+  throw GraphError("codegen: unexpected leaf in " + what + ": " + to_string(leaf));
 }
 
 }  // namespace fuseflow::codegen

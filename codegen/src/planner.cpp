@@ -198,7 +198,8 @@ Plan plan(const Program& program, const Target& target) {
   for (const auto& op : program.ops()) {
     if (op->kind == OpKind::Filter) continue;  // fused into its consumers below
     if (op->kind == OpKind::Scan) continue;    // plan_scans
-    if (op->kind == OpKind::Histogram || op->kind == OpKind::SegmentedReduce) continue;  // plan_array_op
+    if (op->kind == OpKind::Histogram || op->kind == OpKind::SegmentedReduce || op->kind == OpKind::CountingSort)
+      continue;  // plan_array_op
     if (op->kind != OpKind::Reduce) unsupported(op_name(op->kind));
     PlannedReduce r;
     Expr mask;

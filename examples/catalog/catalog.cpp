@@ -144,6 +144,20 @@ std::vector<Entry> make_entries() {
          auto offsets = input<int>("offsets");
          return Program(segmented_reduce(mssp_parts(x), offsets, mssp()));
        }},
+      {"counting_sort", "stable counting sort of i32 keys over bins 0..8 (the course's [8,5,1,3,7,8,6,5,3,8])", [] {
+         return Program(counting_sort(input<int>("k"), 9));
+       }},
+      {"sort_by_key_256", "u32 values sorted by u32 keys in [0, 256), stable: keys and values staged through shared memory", [] {
+         const KeyedResult sorted = sort_by_key(input<unsigned>("k"), input<unsigned>("v"), 256);
+         return Program(std::vector<Expr>{sorted.keys, sorted.values});
+       }},
+      {"sort_by_key_f32_bins", "f32 values sorted by a fused key i32(x * 8) over 8 bins, with their (value, index) pairs", [] {
+         auto x = input<float>("x");
+         return Program(sort_by_key(cast<int>(x * 8.0f), zip(x, index()), 8).values);
+       }},
+      {"counting_sort_4096", "counting sort of i32 keys x & 4095 over 4096 bins: too many to stage, written from registers", [] {
+         return Program(counting_sort(input<int>("x") & 4095, 4096));
+       }},
   };
 }
 }  // namespace

@@ -13,8 +13,10 @@
 //   scan_by_key       a scan restarting at each run of equal keys
 //   histogram         counts of the bin values in [0, bins), others dropped; counts wrap
 //                     in the count type, as the device's atomics do
-//   counting_sort     stable by key in [0, bins) (a key outside is an error); output 1
-//                     carries the values along when the op has them
+//   counting_sort     stable by key in [0, bins); a key outside (negative, or >= bins)
+//                     sorts after every key inside, in input order (one more bin, as if
+//                     it were `bins`), so the output is always a permutation of the input;
+//                     output 1 carries the values along when the op has them
 //
 // Element-wise expressions are evaluated in parallel (they have no order); every
 // combine runs sequentially in element order, so results do not depend on the thread count.
@@ -1092,14 +1094,13 @@ class Evaluator {
     Elements keys = elements(op.keys, n);
     ScalarType t = op.keys.type().scalar();
     std::size_t key_size = scalar_size(t);
+    // Bins 0 .. bins - 1 for the keys in range, bin `bins` for every other key.
+    const auto nbins = static_cast<std::size_t>(op.bins);
     std::vector<std::size_t> bin(n);
-    std::vector<std::size_t> start(static_cast<std::size_t>(op.bins) + 1, 0);
+    std::vector<std::size_t> start(nbins + 2, 0);
     for (std::size_t i = 0; i < n; ++i) {
       std::int64_t k = read_integer(t, keys.data() + i * key_size);
-      if (k < 0 || k >= op.bins)
-        throw GraphError("counting_sort: key " + Value::from_bytes(t, keys.data() + i * key_size).to_string() +
-                         " at index " + std::to_string(i) + " is outside the bins [0, " + std::to_string(op.bins) + ")");
-      bin[i] = static_cast<std::size_t>(k);
+      bin[i] = k >= 0 && k < op.bins ? static_cast<std::size_t>(k) : nbins;
       ++start[bin[i] + 1];
     }
     for (std::size_t b = 1; b < start.size(); ++b) start[b] += start[b - 1];

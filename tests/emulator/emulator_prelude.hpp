@@ -65,6 +65,17 @@ inline T shuffle_any(T value, int source) {
 
 }  // namespace ff_emu
 
+// CUDA's vector types.
+struct alignas(16) uint4 { unsigned x, y, z, w; };
+struct alignas(16) int4 { int x, y, z, w; };
+struct alignas(16) float4 { float x, y, z, w; };
+struct alignas(8) uint2 { unsigned x, y; };
+struct alignas(8) int2 { int x, y; };
+struct alignas(8) float2 { float x, y; };
+struct alignas(16) double2 { double x, y; };
+struct alignas(16) longlong2 { long long x, y; };
+struct alignas(16) ulonglong2 { unsigned long long x, y; };
+
 #define threadIdx (**::ff_emu::hooks->thread_idx)
 #define blockIdx (*::ff_emu::hooks->block_idx)
 #define blockDim (*::ff_emu::hooks->block_dim)

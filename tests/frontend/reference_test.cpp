@@ -508,12 +508,26 @@ TEST_CASE("bad segment offsets are errors naming the offset") {
   CHECK(check({0, 5}) == "(no GraphError thrown)");
 }
 
-TEST_CASE("a counting sort key outside the bins is an error naming its index") {
+TEST_CASE("counting sort puts keys outside the bins last, in input order") {
+  // bins [0, 4): 1 0 3 2 3 are in range; 9 (index 3), -1 (index 5) and 4 (index 7) are
+  // not, and follow every key in range in their input order: nothing is dropped.
   auto k = ff::input<int>("k");
   ff::HostBindings b;
-  b.bind(k, array<int>({1, 0, 3, 9, 2}));
-  CHECK(error_of([&] { ff::evaluate(ff::Program(ff::counting_sort(k, 4)), b); }) ==
-        "fuseflow: counting_sort: key 9 at index 3 is outside the bins [0, 4)");
+  b.bind(k, array<int>({1, 0, 3, 9, 2, -1, 3, 4}));
+  auto sorted = ff::sort_by_key(k, ff::cast<int>(ff::index()), 4);
+  auto results = ff::evaluate(ff::outputs(sorted.keys, sorted.values, ff::counting_sort(k, 4)), b);
+  REQUIRE(results.size() == 3);
+  CHECK(results[0].array.to_vector<int>() == std::vector<int>{0, 1, 2, 3, 3, 9, -1, 4});
+  CHECK(results[1].array.to_vector<int>() == std::vector<int>{1, 0, 4, 2, 6, 3, 5, 7});
+  CHECK(results[2].array.to_vector<int>() == std::vector<int>{0, 1, 2, 3, 3, 9, -1, 4});
+}
+
+TEST_CASE("counting sort of u64 keys above 2^63 puts them last") {
+  auto k = ff::input<std::uint64_t>("k");
+  ff::HostBindings b;
+  const std::uint64_t huge = (std::uint64_t{1} << 63) + 5;
+  b.bind(k, array<std::uint64_t>({huge, 2, 0, huge - 6, 1}));
+  CHECK(run_array<std::uint64_t>(ff::counting_sort(k, 3), b) == std::vector<std::uint64_t>{0, 1, 2, huge, huge - 6});
 }
 
 TEST_CASE("a raw CUDA expression cannot run on the CPU reference") {

@@ -22,15 +22,25 @@ struct SharedHistogram {
     if ((unsigned long long)bin < (unsigned long long)kBins)
       atomicAdd(&counts[(threadIdx.x / 32) % kCopies * kBins + bin], 1u);
   }
+  // This block's count of bin b: its copies summed.
+  __device__ __forceinline__ unsigned total(int b) const {
+    unsigned c = 0u;
+#pragma unroll
+    for (int k = 0; k < kCopies; ++k) c += counts[k * kBins + b];
+    return c;
+  }
   // Adds this block's counts into `global` (u32 or u64), one atomic per non-zero bin.
   template <typename Count>
   __device__ __forceinline__ void merge_into(Count* global) const {
     for (int b = threadIdx.x; b < kBins; b += kThreads) {
-      unsigned c = 0u;
-#pragma unroll
-      for (int k = 0; k < kCopies; ++k) c += counts[k * kBins + b];
+      const unsigned c = total(b);
       if (c != 0u) atomicAdd(global + b, (Count)c);
     }
+  }
+  // Writes this block's counts, zeros included, as column `column` of the bin-major
+  // matrix [kBins x columns] (a counting sort's tile counts): no atomics, every entry once.
+  __device__ __forceinline__ void store_column(unsigned* matrix, long long column, long long columns) const {
+    for (int b = threadIdx.x; b < kBins; b += kThreads) matrix[b * columns + column] = total(b);
   }
 };
 

@@ -47,18 +47,7 @@ Kernel emit_histogram(const OpNode& op, const ReduceGroup& g, int output, const 
 
   CudaTypes types;
   std::vector<std::string> names;
-  std::vector<Arg> args;
-  for (std::size_t j = 0; j < g.inputs.size(); ++j) {
-    std::string n = sanitize(g.inputs[j].node().name);
-    while (std::find(names.begin(), names.end(), n) != names.end()) n += "_";
-    names.push_back(n);
-    args.push_back({Arg::Kind::Input, g.input_ids[j], "in_" + n, g.inputs[j].type()});
-  }
-  args.push_back({Arg::Kind::Length, 0, "n", ScalarType::I64});
-  for (std::size_t j = 0; j < g.params.size(); ++j)
-    args.push_back({Arg::Kind::Param, g.param_ids[j], "p_" + sanitize(g.params[j].node().name), g.params[j].type()});
-  for (int s : g.scalars_read)
-    args.push_back({Arg::Kind::Scalar, s, "s" + std::to_string(s), g.slot_types[static_cast<std::size_t>(s)]});
+  std::vector<Arg> args = elementwise_args(g, names);
   args.push_back({Arg::Kind::Output, output, "counts", count_type});
 
   const std::string name = std::string("ff_histogram_") + (shared ? "shared_" : "global_") + short_type_name(count_type);
@@ -75,19 +64,8 @@ Kernel emit_histogram(const OpNode& op, const ReduceGroup& g, int output, const 
   std::string sig = "const auto bin_of = [&](";
   for (std::size_t j = 0; j < g.inputs.size(); ++j) sig += "const " + types.name(g.inputs[j].type()) + " " + names[j] + ", ";
   w.open(sig + "const long long i) -> long long");
-  ExprEmitter e(w, types, [&](const Expr& leaf) -> std::string {
-    switch (leaf.kind()) {
-      case ExprKind::Input:
-        for (std::size_t j = 0; j < g.inputs.size(); ++j)
-          if (same_node(g.inputs[j], leaf)) return names[j];
-        break;
-      case ExprKind::Index: return "i";
-      case ExprKind::Param: return "p_" + sanitize(leaf.node().name);
-      case ExprKind::Result: return "r" + std::to_string(g.slot_of.at(leaf.node().op.get()));
-      default: break;
-    }
-    throw GraphError("codegen: unexpected leaf in a histogram's bin expression: " + to_string(leaf));
-  });
+  ExprEmitter e(w, types,
+                [&](const Expr& leaf) { return elementwise_leaf(g, names, leaf, "a histogram's bin expression"); });
   w.line("return (long long)" + e.emit(op.keys) + ";");
   w.close("};");
   if (shared) {

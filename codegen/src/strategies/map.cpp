@@ -10,16 +10,9 @@ Kernel emit_map(const std::vector<Expr>& outputs, const std::vector<int>& output
   const int blocks_per_sm = t.max_threads_per_sm / kBlock;
   CudaTypes types;
   std::vector<std::string> in_names;
-  std::vector<Arg> args;
-  for (std::size_t j = 0; j < g.inputs.size(); ++j) {
-    in_names.push_back(sanitize(g.inputs[j].node().name));
-    args.push_back({Arg::Kind::Input, g.input_ids[j], "in_" + in_names.back(), g.inputs[j].type()});
-  }
-  args.push_back({Arg::Kind::Length, 0, "n", ScalarType::I64});
-  for (std::size_t j = 0; j < g.params.size(); ++j)
-    args.push_back({Arg::Kind::Param, g.param_ids[j], "p_" + sanitize(g.params[j].node().name), g.params[j].type()});
-  for (int s : g.scalars_read)
-    args.push_back({Arg::Kind::Scalar, s, "s" + std::to_string(s), g.slot_types[static_cast<std::size_t>(s)]});
+  std::vector<Arg> args = elementwise_args(g, in_names);
+  std::vector<std::string> loads;  // input j of element i
+  for (const auto& n : in_names) loads.push_back("in_" + n + "[i]");
   for (std::size_t j = 0; j < outputs.size(); ++j)
     args.push_back({Arg::Kind::Output, output_ids[j], "out" + std::to_string(output_ids[j]), outputs[j].type()});
 
@@ -29,19 +22,7 @@ Kernel emit_map(const std::vector<Expr>& outputs, const std::vector<int>& output
   open_elementwise_kernel(w, types, name, kBlock, args, g);
   w.open("for (long long i = (long long)blockIdx.x * " + std::to_string(kBlock) +
          " + threadIdx.x; i < n; i += (long long)gridDim.x * " + std::to_string(kBlock) + ")");
-  ExprEmitter e(w, types, [&](const Expr& leaf) -> std::string {
-    switch (leaf.kind()) {
-      case ExprKind::Input:
-        for (std::size_t j = 0; j < g.inputs.size(); ++j)
-          if (same_node(g.inputs[j], leaf)) return "in_" + in_names[j] + "[i]";
-        break;
-      case ExprKind::Index: return "i";
-      case ExprKind::Param: return "p_" + sanitize(leaf.node().name);
-      case ExprKind::Result: return "r" + std::to_string(g.slot_of.at(leaf.node().op.get()));
-      default: break;
-    }
-    throw GraphError("codegen: unexpected leaf in a map: " + to_string(leaf));
-  });
+  ExprEmitter e(w, types, [&](const Expr& leaf) { return elementwise_leaf(g, loads, leaf, "a map"); });
   for (std::size_t j = 0; j < outputs.size(); ++j)
     w.line("out" + std::to_string(output_ids[j]) + "[i] = " + e.emit(outputs[j]) + ";");
   w.close();

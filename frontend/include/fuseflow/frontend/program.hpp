@@ -83,7 +83,10 @@ Expr histogram(const Expr& xs, F&& bin_of, std::int64_t nbins,
                const Type& count_type = ScalarType::U32) {
   return histogram(Expr(bin_of(xs)), nbins, count_type);
 }
-// Stable counting sort by a small integer key in [0, nbins).
+// Stable counting sort by a small integer key in [0, nbins): the keys (any integral map
+// of the inputs) in ascending order, equal keys in input order. A key outside [0, nbins)
+// sorts after every key inside, in input order, so the result is always a permutation of
+// the n elements. sort_by_key also returns the values, permuted alike (keys, values).
 Expr counting_sort(const Expr& keys, std::int64_t nbins);
 KeyedResult sort_by_key(const Expr& keys, const Expr& values, std::int64_t nbins);
 

@@ -1,0 +1,285 @@
+// Stable counting sort by a small integer key (counting_sort, sort_by_key): the course's
+// construction of histogram + exclusive scan + scatter, with per-tile counts for stability
+// (ff::sort in <fuseflow/counting_sort.cuh> holds the algorithm):
+//  1. ff_counting_sort_tile_counts_*: one block per tile of kTile elements; the fused key
+//     expression is evaluated on each element and counted in shared memory
+//     (ff::SharedHistogram, as the histogram strategy does); the counts become column
+//     `tile` of the bin-major [bins x tiles] count matrix.
+//  2. ff_counting_sort_scan_u64: one exclusive scan of the matrix (single pass, decoupled
+//     look-back) gives each (bin, tile) the 64-bit output position of its first element.
+//  3. ff_counting_sort_scatter_*: one block per tile re-reads the keys and values, ranks
+//     each element within its tile and bin (per-warp ballots, per-warp counts scanned in
+//     bin-major order) and writes it to its position: "staged" (the tile sorted in shared
+//     memory, copied out coalesced) while the bins fit, "direct" (from registers) above.
+// A key outside [0, bins) goes to one more bin after every key in range (the CPU
+// reference's definition), so the output is a permutation of the n elements.
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+
+#include "../array_ops.hpp"
+#include "../scan_context.hpp"
+
+namespace fuseflow::codegen {
+
+namespace {
+
+constexpr std::size_t kSharedLimit = 46 * 1024;  // static shared memory of a kernel, less room for small arrays
+constexpr std::size_t kThreadBytes = 128;         // bytes of keys and values a thread holds per tile
+constexpr int kMaxItems = 16;                     // elements per thread per tile
+constexpr std::size_t kCopiesBudget = 8 * 1024;   // bytes of private copies of a tile's counts
+constexpr int kMaxCopies = 4;
+constexpr int kScatterThreadsPerSm = 768;       // the scatter's register budget: 3 blocks of 256 per SM
+constexpr int kScanBlock = 256;
+constexpr int kScanItems = 16;  // counts per thread of the scan
+
+// The tuning of one sort: one table for all three kernels, which share the tile.
+struct SortTuning {
+  int block = 256;
+  int items = kMaxItems;
+  bool staged = true;
+  int copies = 1;
+  std::int64_t bins = 0;        // key bins + 1: the last holds the keys outside [0, key bins)
+  std::size_t shared_bytes = 0;  // of the scatter
+  int tile() const { return block * items; }
+  int warps() const { return block / 32; }
+};
+
+SortTuning sort_tuning(const OpNode& op) {
+  if (op.bins > kMaxCountingSortBins)
+    throw GraphError("counting_sort: " + std::to_string(op.bins) + " bins is more than the " +
+                     std::to_string(kMaxCountingSortBins) +
+                     " this version sorts by (a tile's per-warp counts live in shared memory); sort by a coarser key, "
+                     "or in two stable passes: by the low bits, then by the high bits");
+  const std::size_t key = op.keys.type().size();
+  const std::size_t value = op.values.valid() ? op.values.type().size() : 0;
+  SortTuning s;
+  s.bins = op.bins + 1;
+  const auto bins = static_cast<std::size_t>(s.bins);
+  s.items = static_cast<int>(std::clamp<std::size_t>(kThreadBytes / (key + value), 1, kMaxItems));
+  const std::size_t stage_element = std::max(key, value);
+  const auto staged_bytes = [&] {
+    const std::size_t counters = static_cast<std::size_t>(s.warps()) * bins * 2;
+    const std::size_t stage = static_cast<std::size_t>(s.tile()) * stage_element;
+    return bins * 8 + std::max(counters, stage);
+  };
+  while (s.items > 1 && staged_bytes() > kSharedLimit) --s.items;
+  s.shared_bytes = staged_bytes();
+  if (s.shared_bytes > kSharedLimit) {
+    s.staged = false;
+    s.items = static_cast<int>(std::clamp<std::size_t>(kThreadBytes / (key + value), 1, kMaxItems));
+    while (static_cast<std::size_t>(s.warps()) * bins * 2 > kSharedLimit) s.block /= 2;
+    s.shared_bytes = static_cast<std::size_t>(s.warps()) * bins * 2;
+  }
+  s.copies = static_cast<int>(std::clamp<std::size_t>(kCopiesBudget / (bins * 4), 1, std::min(kMaxCopies, s.warps())));
+  return s;
+}
+
+// Emits `const auto fn = [&](const long long i) -> T { ... };`: the fused expression e of
+// element i, reading input x as in_x[i].
+void emit_element_function(SourceWriter& w, CudaTypes& types, const ReduceGroup& g,
+                           const std::vector<std::string>& names, const std::string& fn, const Expr& e) {
+  w.open("const auto " + fn + " = [&](const long long i) -> " + types.name(e.type()));
+  std::vector<std::string> loads;
+  for (const auto& n : names) loads.push_back("in_" + n + "[i]");
+  ExprEmitter emitter(w, types,
+                      [&](const Expr& leaf) { return elementwise_leaf(g, loads, leaf, "a counting sort's keys or values"); });
+  w.line("return " + emitter.emit(e) + ";");
+  w.close("};");
+}
+
+std::string source(const std::string& name, const ReduceGroup& g, const std::string& summary, const std::string& note,
+                   const CudaTypes& types, const SourceWriter& body) {
+  SourceWriter head;
+  head.line("// fuseflow kernel " + name);
+  head.line("//");
+  head.comment(g.program_text);
+  head.line("//");
+  head.comment("strategy: " + summary + (note.empty() ? "" : "\n" + note));
+  head.line("#include <fuseflow/counting_sort.cuh>");
+  head.line();
+  std::string defs = types.definitions();
+  return head.str() + (defs.empty() ? "" : defs + "\n") + body.str();
+}
+
+const char* kWhy =
+    "a stable counting sort (DESIGN.md): per-tile counts, one exclusive scan of them, a scatter; the per-tile "
+    "positions keep equal keys in input order";
+
+std::string bins_text(const OpNode& op) {
+  return std::to_string(op.bins + 1) + " bins (" + std::to_string(op.bins) + " keys + 1 for keys outside [0, " +
+         std::to_string(op.bins) + "))";
+}
+
+Kernel emit_tile_counts(const OpNode& op, const ReduceGroup& g, const SortTuning& s) {
+  CudaTypes types;
+  std::vector<std::string> names;
+  std::vector<Arg> args = elementwise_args(g, names);
+  args.push_back({Arg::Kind::Scratch, 0, "tile_counts", ScalarType::U32});
+  const std::string name = "ff_counting_sort_tile_counts_" + short_type_name(op.keys.type());
+
+  SourceWriter w;
+  w.line("namespace {");
+  w.line("constexpr int kBlock = " + std::to_string(s.block) + ";");
+  w.line("constexpr int kTile = " + std::to_string(s.tile()) + ";  // elements per tile (block " +
+         std::to_string(s.block) + " x " + std::to_string(s.items) + ")");
+  w.line("constexpr long long kKeyBins = " + std::to_string(op.bins) + ";  // keys in [0, kKeyBins); any other key sorts last");
+  w.line("constexpr int kCopies = " + std::to_string(s.copies) + ";  // private copies of the tile's counts");
+  w.line("}  // namespace");
+  w.line();
+  open_elementwise_kernel(w, types, name, s.block, args, g);
+  emit_element_function(w, types, g, names, "key_at", op.keys);
+  w.line("ff::sort::count_tile<kBlock, kTile, kKeyBins, kCopies>(n, key_at, tile_counts);");
+  w.close();
+
+  Kernel k;
+  k.name = name;
+  k.block = s.block;
+  k.max_grid = 0;  // one block per tile: the grid grows with n
+  k.any_grid = false;
+  k.items_per_block_step = s.tile();
+  k.args = args;
+  k.summary = "counting sort 1/3, tile counts: tiles of " + std::to_string(s.tile()) + " elements (block " +
+              std::to_string(s.block) + " x " + std::to_string(s.items) + "), " + bins_text(op) + ", " +
+              std::to_string(s.copies) + " private copies of 32-bit counts in shared memory; each tile's counts are "
+              "one column of the bin-major [bins x tiles] count matrix";
+  k.why = kWhy;
+  k.source = source(name, g, k.summary, "", types, w);
+  return k;
+}
+
+Kernel emit_scan_counts(const ReduceGroup& g) {
+  CudaTypes types;
+  std::vector<Arg> args = {{Arg::Kind::Length, 0, "n", ScalarType::I64},
+                           {Arg::Kind::Scratch, 0, "tile_counts", ScalarType::U32},
+                           {Arg::Kind::Scratch, 1, "positions", ScalarType::U64},
+                           {Arg::Kind::Scratch, 2, "tile_counter", ScalarType::U32},
+                           {Arg::Kind::Scratch, 3, "tile_status", ScalarType::U8}};
+  const std::string name = "ff_counting_sort_scan_u64";
+  SourceWriter w;
+  w.line("namespace {");
+  w.line("constexpr int kBlock = " + std::to_string(kScanBlock) + ";");
+  w.line("constexpr int kItems = " + std::to_string(kScanItems) + ";  // counts per thread");
+  w.line("}  // namespace");
+  w.line();
+  ReduceGroup none;
+  open_elementwise_kernel(w, types, name, kScanBlock, args, none);
+  w.comment("n is the number of counts: bins x tiles.");
+  w.line("ff::sort::exclusive_scan_counts<kBlock, kItems>(tile_counts, positions, n, tile_counter, tile_status);");
+  w.close();
+
+  Kernel k;
+  k.name = name;
+  k.block = kScanBlock;
+  k.max_grid = 0;
+  k.any_grid = false;
+  k.items_per_block_step = kScanBlock * kScanItems;
+  k.args = args;
+  k.summary = "counting sort 2/3, exclusive scan of the count matrix in bin-major order into 64-bit output "
+              "positions: single pass, decoupled look-back, block " + std::to_string(kScanBlock) + ", " +
+              std::to_string(kScanItems) + " counts per thread";
+  k.why = kWhy;
+  k.source = source(name, g, k.summary, "", types, w);
+  return k;
+}
+
+Kernel emit_scatter(const OpNode& op, const ReduceGroup& g, const std::vector<SortOutput>& outputs, const SortTuning& s) {
+  CudaTypes types;
+  std::vector<std::string> names;
+  std::vector<Arg> args = elementwise_args(g, names);
+  const bool with_values = op.values.valid();
+  for (const auto& o : outputs)
+    args.push_back({Arg::Kind::Output, o.program_output, "out" + std::to_string(o.program_output),
+                    op.output_types[static_cast<std::size_t>(o.result)]});
+  args.push_back({Arg::Kind::Scratch, 0, "positions", ScalarType::U64});
+  std::string name = std::string("ff_counting_sort_scatter_") + (s.staged ? "staged_" : "direct_") +
+                     short_type_name(op.keys.type());
+  if (with_values) name += "_" + short_type_name(op.values.type());
+
+  SourceWriter w;
+  w.line("namespace {");
+  w.line("constexpr int kBlock = " + std::to_string(s.block) + ";");
+  w.line("constexpr int kItems = " + std::to_string(s.items) + ";  // elements per thread per tile");
+  w.line("constexpr long long kKeyBins = " + std::to_string(op.bins) + ";  // keys in [0, kKeyBins); any other key sorts last");
+  w.line(std::string("constexpr bool kStaged = ") + (s.staged ? "true" : "false") + ";  // " +
+         (s.staged ? "the tile is sorted in shared memory, then copied out coalesced"
+                   : "elements are written straight from registers"));
+  w.line("}  // namespace");
+  w.line();
+  open_elementwise_kernel(w, types, name, s.block, args, g, kScatterThreadsPerSm / s.block);
+  emit_element_function(w, types, g, names, "key_at", op.keys);
+  if (with_values) emit_element_function(w, types, g, names, "value_at", op.values);
+  // The stores of result r (0 keys, 1 values): into every program output that is r.
+  const auto store = [&](int r, const std::string& fn, const std::string& type) {
+    std::vector<std::string> targets;
+    for (const auto& o : outputs)
+      if (o.result == r) targets.push_back("out" + std::to_string(o.program_output));
+    if (targets.empty()) return std::string("ff::sort::Discard{}");
+    w.open("const auto " + fn + " = [&](const unsigned long long p, const " + type + "& v)");
+    for (const auto& t : targets) w.line(t + "[p] = v;");
+    w.close("};");
+    return fn;
+  };
+  const std::string store_key = store(0, "store_key", types.name(op.keys.type()));
+  const std::string store_value = with_values ? store(1, "store_value", types.name(op.values.type())) : "ff::sort::Discard{}";
+  w.line("ff::sort::scatter_tile<kBlock, kItems, kKeyBins, kStaged>(n, positions, key_at, " +
+         std::string(with_values ? "value_at" : "ff::sort::NoValues{}") + ", " + store_key + ", " + store_value + ");");
+  w.close();
+
+  Kernel k;
+  k.name = name;
+  k.block = s.block;
+  k.max_grid = 0;
+  k.any_grid = false;
+  k.items_per_block_step = s.tile();
+  k.args = args;
+  k.summary = std::string("counting sort 3/3, scatter (") + (s.staged ? "staged" : "direct") + "): tiles of " +
+              std::to_string(s.tile()) + " elements (block " + std::to_string(s.block) + " x " +
+              std::to_string(s.items) + "), " + bins_text(op) + ", stable ranks within each warp's chunk by ballots over " +
+              std::to_string(std::bit_width(static_cast<std::uint64_t>(op.bins))) +
+              " bits, per-warp 16-bit counts scanned in bin-major order, " + std::to_string(s.shared_bytes) +
+              " bytes of shared memory, registers for " + std::to_string(kScatterThreadsPerSm / s.block) +
+              " blocks per SM";
+  k.why = s.staged ? "the tile's per-warp counts, its sorted keys or values and each bin's output position fit in shared "
+                     "memory: each bin's run of a tile is written coalesced"
+                   : "the per-warp counts of " + std::to_string(s.bins) +
+                         " bins leave no room to stage a tile in shared memory; the runs of a bin in a tile are short, so "
+                         "elements are written straight from registers";
+  k.source = source(name, g, k.summary,
+                    "Keys outside [0, kKeyBins) follow every key in range, in input order: the output is a permutation.",
+                    types, w);
+  return k;
+}
+
+}  // namespace
+
+std::vector<Kernel> emit_counting_sort(const OpNode& op, const ReduceGroup& key_leaves, const ReduceGroup& leaves,
+                                       const std::vector<SortOutput>& outputs) {
+  const SortTuning s = sort_tuning(op);
+  return {emit_tile_counts(op, key_leaves, s), emit_scan_counts(leaves), emit_scatter(op, leaves, outputs, s)};
+}
+
+std::function<void(std::int64_t, ScheduleBuilder&)> counting_sort_step(int first, const OpNode& op,
+                                                                       const std::vector<Kernel>& kernels) {
+  const std::int64_t tile = kernels[0].items_per_block_step;
+  const std::int64_t scan_tile = kernels[1].items_per_block_step;
+  const std::int64_t bins = op.bins + 1;
+  return [=](std::int64_t n, ScheduleBuilder& b) {
+    if (n == 0) return;
+    const std::int64_t tiles = (n + tile - 1) / tile;
+    const std::int64_t counts = bins * tiles;
+    const std::int64_t scan_tiles = (counts + scan_tile - 1) / scan_tile;
+    if (scan_tiles > INT32_MAX)
+      throw GraphError("counting_sort: " + std::to_string(n) + " elements over " + std::to_string(bins) +
+                       " bins need more tiles than one launch has blocks");
+    const std::size_t tile_counts = b.allocate(static_cast<std::size_t>(counts) * 4);
+    const std::size_t positions = b.allocate(static_cast<std::size_t>(counts) * 8);
+    const std::size_t counter = b.allocate(sizeof(unsigned), true);
+    const std::size_t status = b.allocate(lookback_status_bytes(ScalarType::U64, scan_tiles), true);
+    b.launch({first, n, static_cast<int>(tiles), {tile_counts}});
+    b.launch({first + 1, counts, static_cast<int>(scan_tiles), {tile_counts, positions, counter, status}});
+    b.launch({first + 2, n, static_cast<int>(tiles), {positions}});
+  };
+}
+
+}  // namespace fuseflow::codegen

@@ -1,0 +1,129 @@
+// Planning a counting sort (no GPU): its three kernels, their launches for a given n, one
+// plan for both results of sort_by_key, the staged / direct choice by the bin count, and
+// the GraphErrors of what it cannot do.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include <fuseflow/fuseflow.hpp>
+
+namespace ff = fuseflow;
+
+namespace {
+
+ff::codegen::Plan plan(const ff::Program& p) { return ff::codegen::plan(p, ff::codegen::Target::preset("sm_90")); }
+
+std::string plan_error(const ff::Program& p) {
+  try {
+    (void)plan(p);
+  } catch (const ff::GraphError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+int output_args(const ff::codegen::Kernel& k) {
+  int outputs = 0;
+  for (const auto& a : k.args) outputs += a.kind == ff::codegen::Arg::Kind::Output ? 1 : 0;
+  return outputs;
+}
+
+}  // namespace
+
+TEST_CASE("a counting sort is three kernels: tile counts, their scan, the scatter") {
+  auto k = ff::input<int>("k");
+  const ff::codegen::Plan p = plan(ff::counting_sort(k, 9));
+  REQUIRE(p.kernels.size() == 3);
+  CHECK(p.kernels[0].name == "ff_counting_sort_tile_counts_i32");
+  CHECK(p.kernels[1].name == "ff_counting_sort_scan_u64");
+  CHECK(p.kernels[2].name == "ff_counting_sort_scatter_staged_i32");
+  for (const auto& kernel : p.kernels) CHECK_FALSE(kernel.any_grid);  // one block per tile
+  CHECK(p.kernels[0].items_per_block_step == p.kernels[2].items_per_block_step);  // one tile for both
+}
+
+TEST_CASE("a counting sort's launches: one block per tile, one per 4096 counts of the scan, none for n = 0") {
+  auto k = ff::input<unsigned>("k");
+  const ff::codegen::Plan p = plan(ff::counting_sort(k, 256));
+  const std::int64_t tile = p.kernels[0].items_per_block_step;
+  const std::int64_t n = 10 * tile + 1;  // 11 tiles, the last with one element
+  const ff::codegen::Schedule s = p.schedule(n);
+  REQUIRE(s.launches.size() == 3);
+  CHECK(s.launches[0].grid == 11);
+  CHECK(s.launches[0].n == n);
+  CHECK(s.launches[1].n == 257 * 11);  // the count matrix: 256 bins + 1 for keys outside, x 11 tiles
+  CHECK(s.launches[1].grid == (257 * 11 + 4095) / 4096);
+  CHECK(s.launches[2].grid == 11);
+  CHECK(s.launches[2].n == n);
+  // The scan's tile counter and look-back status start at zero; the counts and positions
+  // are written in full before they are read.
+  CHECK(s.zeroed.size() == 2);
+  CHECK(p.schedule(0).launches.empty());
+}
+
+TEST_CASE("sort_by_key plans its keys and values once, writing every output that asks for them") {
+  auto k = ff::input<int>("k");
+  auto v = ff::input<float>("v");
+  const ff::KeyedResult sorted = ff::sort_by_key(k, v, 16);
+  const ff::codegen::Plan both = plan(ff::outputs(sorted.keys, sorted.values));
+  REQUIRE(both.kernels.size() == 3);
+  CHECK(both.kernels[2].name == "ff_counting_sort_scatter_staged_i32_f32");
+  CHECK(output_args(both.kernels[2]) == 2);
+  CHECK(both.kernels[2].source.find("out0[p] = v;") != std::string::npos);
+  CHECK(both.kernels[2].source.find("out1[p] = v;") != std::string::npos);
+
+  const ff::codegen::Plan values_only = plan(ff::Program(sorted.values));
+  REQUIRE(values_only.kernels.size() == 3);
+  CHECK(output_args(values_only.kernels[2]) == 1);
+  CHECK(values_only.kernels[2].source.find("value_at, ff::sort::Discard{}, store_value);") != std::string::npos);
+
+  // The tile counts read only what the keys read.
+  for (const auto& a : both.kernels[0].args) CHECK(a.name != "in_v");
+}
+
+TEST_CASE("the bins decide: staged through shared memory up to 1024 and beyond, direct from registers for 4096") {
+  auto x = ff::input<unsigned>("x");
+  auto v = ff::input<unsigned>("v");
+  for (std::int64_t bins : {1LL, 2LL, 256LL, 1024LL}) {
+    const ff::codegen::Plan p = plan(ff::Program(ff::sort_by_key(x, v, bins).values));
+    INFO("bins = " << bins);
+    CHECK(p.kernels[2].name == "ff_counting_sort_scatter_staged_u32_u32");
+    CHECK(p.kernels[2].block == 256);
+  }
+  const ff::codegen::Plan wide = plan(ff::counting_sort(x, 4096));
+  CHECK(wide.kernels[2].name == "ff_counting_sort_scatter_direct_u32");
+  CHECK(wide.kernels[2].block == 128);  // 4 warps x 4097 16-bit counts fit in shared memory
+  CHECK(plan(ff::counting_sort(x, 8192)).kernels[2].block == 64);
+}
+
+TEST_CASE("more than 8192 bins is a GraphError that names the limit and what to do") {
+  auto x = ff::input<int>("x");
+  const std::string e = plan_error(ff::counting_sort(x, 8193));
+  CHECK(e.find("counting_sort: 8193 bins is more than the 8192 this version sorts by") != std::string::npos);
+  CHECK(e.find("two stable passes") != std::string::npos);
+  CHECK(plan_error(ff::counting_sort(x, 8192)).empty());
+}
+
+TEST_CASE("a counting sort's fused key and value maps read each input once per kernel") {
+  auto x = ff::input<float>("x");
+  auto t = ff::param<float>("scale");
+  const ff::codegen::Plan p = plan(ff::Program(ff::sort_by_key(ff::cast<int>(x * t), ff::zip(x, ff::index()), 8).values));
+  REQUIRE(p.kernels.size() == 3);
+  CHECK(p.kernels[0].source.find("const auto key_at = [&](const long long i) -> int {") != std::string::npos);
+  CHECK(p.kernels[0].source.find("in_x[i] * p_scale") != std::string::npos);
+  CHECK(p.kernels[2].source.find("const auto value_at = [&](const long long i) -> ff_tuple0 {") != std::string::npos);
+}
+
+TEST_CASE("a counting sort's array result used in a map is refused with a GraphError naming it") {
+  auto k = ff::input<int>("k");
+  const std::string e = plan_error(ff::Program(ff::counting_sort(k, 4) * 2));
+  CHECK(e.find("counting_sort") != std::string::npos);
+}
+
+TEST_CASE("a histogram and a counting sort of one input plan side by side") {
+  auto k = ff::input<int>("k");
+  const ff::codegen::Plan p = plan(ff::outputs(ff::histogram(k, 16), ff::counting_sort(k, 16)));
+  REQUIRE(p.kernels.size() == 4);
+  CHECK(p.kernels[0].name == "ff_histogram_shared_u32");
+  CHECK(p.kernels[3].name == "ff_counting_sort_scatter_staged_i32");
+  CHECK(p.schedule(1000).launches.size() == 4);
+}
