@@ -111,10 +111,19 @@ TEST_CASE("comparisons with NaN are false except !=") {
   CHECK(binary(BinaryOp::Ne, Value(fnan), Value(fnan)) == Value(true));
 }
 
-TEST_CASE("min and max on floats ignore a NaN operand") {
-  CHECK(math(MathFn::Min, {Value(fnan), Value(2.0f)}) == Value(2.0f));
-  CHECK(math(MathFn::Max, {Value(3.0f), Value(fnan)}) == Value(3.0f));
-  CHECK(std::isnan(math(MathFn::Max, {Value(fnan), Value(fnan)}).as_float()));
+TEST_CASE("min and max on floats propagate a NaN operand in either position, unlike fmin") {
+  const float inf = std::numeric_limits<float>::infinity();
+  for (MathFn fn : {MathFn::Min, MathFn::Max}) {
+    CHECK(std::isnan(math(fn, {Value(fnan), Value(2.0f)}).as_float()));
+    CHECK(std::isnan(math(fn, {Value(3.0f), Value(fnan)}).as_float()));
+    CHECK(std::isnan(math(fn, {Value(fnan), Value(fnan)}).as_float()));
+    CHECK(std::isnan(math(fn, {Value(inf), Value(fnan)}).as_float()));
+    CHECK(std::isnan(math(fn, {Value(-inf), Value(fnan)}).as_float()));
+    CHECK(std::isnan(math(fn, {Value(double(fnan)), Value(1.0)}).as_double()));
+  }
+  CHECK(math(MathFn::Min, {Value(inf), Value(2.0f)}) == Value(2.0f));
+  CHECK(math(MathFn::Max, {Value(-inf), Value(2.0f)}) == Value(2.0f));
+  CHECK(math(MathFn::Max, {Value(-inf), Value(inf)}) == Value(inf));
 }
 
 TEST_CASE("min and max on integers compare after the usual conversions") {
