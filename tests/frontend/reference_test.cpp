@@ -182,6 +182,98 @@ TEST_CASE("argmin ties resolve to the lowest index") {
   CHECK(r == ff::Value(ff::Tuple<float, long>(2.0f, 1L)));
 }
 
+// ---- NaN, infinities and overflow (README "Numerics") -------------------------------------
+
+TEST_CASE("NaN propagates through min and max reductions and scans, wherever it is") {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  auto x = ff::input<float>("x");
+  for (std::size_t at = 0; at < 4; ++at) {
+    std::vector<float> xs = {2.0f, -inf, inf, 5.0f};
+    xs[at] = nan;
+    CAPTURE(at);
+    ff::HostBindings b;
+    b.bind(x, array<float>(xs));
+    CHECK(std::isnan(run_scalar(ff::reduce(x, ff::max), b).as_float()));
+    CHECK(std::isnan(run_scalar(ff::reduce(x, ff::min), b).as_float()));
+    // An inclusive max-scan is NaN from the NaN on, and the running max before it.
+    const std::vector<float> scanned = run_array<float>(ff::scan(x, ff::max), b);
+    for (std::size_t i = 0; i < at; ++i) CHECK_FALSE(std::isnan(scanned[i]));
+    for (std::size_t i = at; i < scanned.size(); ++i) CHECK(std::isnan(scanned[i]));
+  }
+  ff::HostBindings b;
+  b.bind(x, array<float>({2.0f, -inf, 7.0f}));
+  CHECK(run_scalar(ff::reduce(x, ff::max), b) == ff::Value(7.0f));
+  CHECK(run_scalar(ff::reduce(x, ff::min), b) == ff::Value(-inf));
+}
+
+TEST_CASE("argmax and argmin of values with NaN give the first NaN and its index") {
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  auto x = ff::input<double>("x");
+  ff::HostBindings b;
+  b.bind(x, array<double>({1.0, inf, nan, -inf, nan}));
+  for (const ff::Monoid& m : {ff::argmax, ff::argmin}) {
+    const ff::Value r = run_scalar(ff::reduce(ff::zip(x, ff::index()), m), b);
+    CHECK(std::isnan(r[0].as_double()));
+    CHECK(r[1] == ff::Value(2L));
+  }
+  // Without NaN, infinities are ordinary extremes.
+  ff::HostBindings c;
+  c.bind(x, array<double>({1.0, inf, -inf, inf}));
+  CHECK(run_scalar(ff::reduce(ff::zip(x, ff::index()), ff::argmax), c) == ff::Value(ff::Tuple<double, long>(inf, 1L)));
+  CHECK(run_scalar(ff::reduce(ff::zip(x, ff::index()), ff::argmin), c) == ff::Value(ff::Tuple<double, long>(-inf, 2L)));
+}
+
+TEST_CASE("with NaN, min, max, argmin and argmax keep their laws, so any combine order agrees") {
+  // Every grouping and order of every triple from a set with NaN, infinities and ties: the
+  // GPU combines in other orders than the reference, so the answer must not depend on it.
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> values = {nan, -inf, inf, 1.0f, 1.0f, -0.5f, nan};
+  auto same = [](const ff::Value& a, const ff::Value& b) { return a == b; };  // NaN == NaN here
+  for (const ff::Monoid& generic : {ff::Monoid(ff::min), ff::Monoid(ff::max)}) {
+    const ff::Monoid m = generic.instantiate(ff::ScalarType::F32, "test");
+    for (float a : values)
+      for (float c : values) {
+        CHECK(same(ff::evaluate_combine(m, m.identity(), ff::Value(a)), ff::Value(a)));
+        CHECK(same(ff::evaluate_combine(m, ff::Value(a), ff::Value(c)), ff::evaluate_combine(m, ff::Value(c), ff::Value(a))));
+        for (float d : values) {
+          const ff::Value l = ff::evaluate_combine(m, ff::evaluate_combine(m, ff::Value(a), ff::Value(c)), ff::Value(d));
+          const ff::Value r = ff::evaluate_combine(m, ff::Value(a), ff::evaluate_combine(m, ff::Value(c), ff::Value(d)));
+          CHECK(same(l, r));
+        }
+      }
+  }
+  using P = ff::Tuple<float, long>;
+  for (const ff::Monoid& generic : {ff::argmin, ff::argmax}) {
+    const ff::Monoid m = generic.instantiate(ff::type_of<P>(), "test");
+    std::vector<ff::Value> pairs;
+    for (std::size_t i = 0; i < values.size(); ++i) pairs.push_back(ff::Value(P(values[i], static_cast<long>(i))));
+    for (const ff::Value& a : pairs)
+      for (const ff::Value& c : pairs) {
+        CHECK(same(ff::evaluate_combine(m, m.identity(), a), a));
+        CHECK(same(ff::evaluate_combine(m, a, m.identity()), a));
+        CHECK(same(ff::evaluate_combine(m, a, c), ff::evaluate_combine(m, c, a)));
+        for (const ff::Value& d : pairs)
+          CHECK(same(ff::evaluate_combine(m, ff::evaluate_combine(m, a, c), d),
+                     ff::evaluate_combine(m, a, ff::evaluate_combine(m, c, d))));
+      }
+  }
+}
+
+TEST_CASE("i32 and i64 sums wrap in two's complement; u32 sums wrap modulo 2^32") {
+  auto x = ff::input<int>("x");
+  ff::HostBindings b;
+  b.bind(x, array<int>({2147483647, 2147483647, 3}));
+  CHECK(run_scalar(ff::reduce(x, ff::plus), b) == ff::Value(1));  // 2^32 + 1 - 2^32
+  auto y = ff::input<std::int64_t>("y");
+  ff::HostBindings c;
+  c.bind(y, array<std::int64_t>({INT64_MAX, 1}));
+  CHECK(run_scalar(ff::reduce(y, ff::plus), c) == ff::Value(static_cast<std::int64_t>(INT64_MIN)));
+  auto u = ff::input<std::uint32_t>("u");
+  ff::HostBindings d;
+  d.bind(u, array<std::uint32_t>({4000000000u, 500000000u}));
+  CHECK(run_scalar(ff::reduce(u, ff::plus), d) == ff::Value(std::uint32_t{205032704u}));  // 4.5e9 - 2^32
+}
+
 TEST_CASE("empty inputs reduce to the identity and scan or filter to empty arrays") {
   auto x = ff::input<float>("x");
   ff::HostBindings b;
