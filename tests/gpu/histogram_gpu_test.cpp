@@ -16,7 +16,8 @@ namespace ff = fuseflow;
 
 namespace {
 
-const std::vector<std::int64_t> kSizes = {0, 1, 31, 32, 33, 1000, 1023, 1025, (1 << 20) + 7, 1 << 24};
+const std::vector<std::int64_t> kSizes =
+    ff::test::sizes_within_limit({0, 1, 31, 32, 33, 1000, 1023, 1025, (1 << 20) + 7, 1 << 24});
 
 using ff::test::rng;
 using ff::test::runtime;

@@ -18,8 +18,8 @@ namespace ff = fuseflow;
 
 namespace {
 
-const std::vector<std::int64_t> kSizes = {0, 1, 31, 32, 33, 1000, 1023, 1025, (1 << 20) + 7};
-const std::vector<std::int64_t> kLargeSizes = {1 << 24};
+const std::vector<std::int64_t> kSizes = ff::test::sizes_within_limit({0, 1, 31, 32, 33, 1000, 1023, 1025, (1 << 20) + 7});
+const std::vector<std::int64_t> kLargeSizes = ff::test::sizes_within_limit({1 << 24});
 
 using ff::test::rng;
 using ff::test::runtime;
@@ -276,7 +276,9 @@ TEST_CASE("a misaligned device_span (offset by one element) gives the same answe
 
 TEST_CASE("a float sum is the same bits on every run") {
   ff::Runtime& rt = runtime();
-  auto host = random_values<float>(1 << 24, -1, 1);
+  const std::int64_t n = 1 << 24;
+  if (n > ff::test::max_elements()) return;  // FUSEFLOW_TEST_MAX_N (a sanitizer run)
+  auto host = random_values<float>(n, -1, 1);
   auto dev = rt.upload(host);
   auto x = ff::input<float>("x");
   ff::Expr prog = ff::reduce(x, ff::plus);
@@ -290,6 +292,7 @@ TEST_CASE("a float sum is the same bits on every run") {
 TEST_CASE("a reduction over more than 2^31 elements uses 64-bit indexing") {
   ff::Runtime& rt = runtime();
   const std::int64_t n = (1LL << 31) + 17;
+  if (n > ff::test::max_elements()) return;  // FUSEFLOW_TEST_MAX_N (a sanitizer run)
   std::vector<std::uint8_t> host(static_cast<std::size_t>(n));
   std::uint64_t want = 0;
   std::uint64_t state = rng()();

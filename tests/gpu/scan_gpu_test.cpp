@@ -24,7 +24,8 @@ namespace {
 
 // 2^24 elements are 4096 tiles of the f32 look-back scan: several times the blocks an
 // H100 holds at once, so tiles wait on predecessors that are not yet resident.
-const std::vector<std::int64_t> kSizes = {0, 1, 31, 32, 33, 1000, 1023, 1025, (1 << 20) + 7, 1 << 24};
+const std::vector<std::int64_t> kSizes =
+    ff::test::sizes_within_limit({0, 1, 31, 32, 33, 1000, 1023, 1025, (1 << 20) + 7, 1 << 24});
 const std::vector<ff::Strategy> kStrategies = {ff::strategy::automatic, ff::strategy::reduce_then_scan};
 
 using ff::test::rng;
@@ -206,6 +207,7 @@ TEST_CASE("several outputs of one scan, beside a reduction of the same input") {
 TEST_CASE("a scan over more than 2^31 elements uses 64-bit indexing") {
   ff::Runtime& rt = runtime();
   const std::int64_t n = (1LL << 31) + 17;
+  if (n > ff::test::max_elements()) return;  // FUSEFLOW_TEST_MAX_N (a sanitizer run)
   std::vector<std::uint8_t> host(static_cast<std::size_t>(n));
   std::uint64_t state = rng()();
   for (auto& v : host) {
@@ -234,7 +236,9 @@ TEST_CASE("a scan over more than 2^31 elements uses 64-bit indexing") {
 // to run. The linear recurrence takes the separate (fenced) status arrays.
 TEST_CASE("a look-back (default) float scan is the same bits on every run") {
   ff::Runtime& rt = runtime();
-  auto host = random_values<float>(1 << 24, -1, 1);
+  const std::int64_t n = 1 << 24;
+  if (n > ff::test::max_elements()) return;  // FUSEFLOW_TEST_MAX_N (a sanitizer run)
+  auto host = random_values<float>(n, -1, 1);
   auto dev = rt.upload(host);
   auto x = ff::input<float>("x");
   ff::Expr prog = ff::scan(x, ff::plus, ff::inclusive);
@@ -246,7 +250,7 @@ TEST_CASE("a look-back (default) float scan is the same bits on every run") {
     CHECK(std::memcmp(again.data(), first.data(), first.size() * sizeof(float)) == 0);
   }
 
-  auto ha = random_values<float>(1 << 24, -1, 1), hb = random_values<float>(1 << 24, -1, 1);
+  auto ha = random_values<float>(n, -1, 1), hb = random_values<float>(n, -1, 1);
   auto a = ff::input<float>("a"), b = ff::input<float>("b");
   auto da = rt.upload(ha), db = rt.upload(hb);
   ff::Expr recurrence = ff::get<1>(ff::scan(ff::zip(a, b), ff::catalog::linear_recurrence()));
@@ -261,7 +265,9 @@ TEST_CASE("a look-back (default) float scan is the same bits on every run") {
 
 TEST_CASE("a reduce_then_scan float scan is the same bits on every run") {
   ff::Runtime& rt = runtime();
-  auto host = random_values<float>(1 << 24, -1, 1);
+  const std::int64_t n = 1 << 24;
+  if (n > ff::test::max_elements()) return;  // FUSEFLOW_TEST_MAX_N (a sanitizer run)
+  auto host = random_values<float>(n, -1, 1);
   auto dev = rt.upload(host);
   auto x = ff::input<float>("x");
   ff::Expr prog = ff::scan(x, ff::plus, ff::inclusive, ff::strategy::reduce_then_scan);
