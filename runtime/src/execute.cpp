@@ -252,8 +252,10 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
   for (std::size_t i = 0; i < plan.output_shapes.size(); ++i)
     if (output_ptrs[i] && output_bytes[i] && plan.output_shapes[i].zeroed) zero(output_ptrs[i], output_bytes[i]);
 
+  // Flags of input only the device can check (segment offsets): zeroed and read back by
+  // run; run_async neither waits nor checks, so it adds no work to the stream for them.
   const std::size_t flag_bytes = plan.checked_offsets.size() * sizeof(unsigned);
-  if (flag_bytes) zero(prep.invalid_flags, flag_bytes);
+  if (flag_bytes && wait) zero(prep.invalid_flags, flag_bytes);
 
   // Arguments live in 16-byte cells; cuLaunchKernel reads each through its pointer.
   for (const auto& launch : schedule.launches) {
@@ -289,7 +291,6 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
     launch_kernel(prep.kernels[static_cast<std::size_t>(launch.kernel)], grid, k.block, k.shared_bytes, args.data());
   }
 
-  // Input only the device sees (segment offsets) is reported by run, which waits for it.
   if (flag_bytes && wait) {
     std::vector<unsigned> flags(plan.checked_offsets.size());
     context_->copy_to_host(flags.data(), prep.invalid_flags, flag_bytes);

@@ -13,6 +13,7 @@
 
 #include "fuseflow/frontend/monoid.hpp"
 #include "fuseflow/frontend/program.hpp"
+#include "graph_error_of.hpp"
 
 namespace ff = fuseflow;
 using ff::ScalarType;
@@ -325,15 +326,7 @@ class MonoidChecks {
   std::string old_;
 };
 
-template <class F>
-std::string law_error_of(F&& f) {
-  try {
-    f();
-  } catch (const ff::GraphError& e) {
-    return e.what();
-  }
-  return "(no GraphError thrown)";
-}
+using ff::test::graph_error_of;
 
 // Plus with 1 as its "identity".
 ff::Monoid plus_from_one() {
@@ -362,10 +355,10 @@ TEST_CASE("with FUSEFLOW_CHECK_MONOIDS=1 an identity that is not one is reported
   MonoidChecks on("1");
   const auto x = ff::input<int>("x");
   // The first random element is -30: plus_from_one(1, -30) = -29.
-  CHECK(law_error_of([&] { ff::reduce(x, plus_from_one()); }) ==
+  CHECK(graph_error_of([&] { ff::reduce(x, plus_from_one()); }) ==
         "fuseflow: reduce: monoid plus_from_one fails the identity law: combine(identity, x) = -29 for x = -30 "
         "(identity 1); the identity must leave every element unchanged");
-  CHECK(law_error_of([&] { ff::scan(x, plus_from_one()); }).rfind("fuseflow: scan: monoid plus_from_one fails the identity law", 0) == 0);
+  CHECK(graph_error_of([&] { ff::scan(x, plus_from_one()); }).rfind("fuseflow: scan: monoid plus_from_one fails the identity law", 0) == 0);
 }
 
 TEST_CASE("with FUSEFLOW_CHECK_MONOIDS=1 a combine that is not associative is reported with the values") {
@@ -374,10 +367,10 @@ TEST_CASE("with FUSEFLOW_CHECK_MONOIDS=1 a combine that is not associative is re
   const auto off = ff::input<int>("off");
   // The values come from the fixed random elements and their combinations; the results
   // were checked by hand (i32 arithmetic wraps).
-  CHECK(law_error_of([&] { ff::reduce(x, skewed()); }) ==
+  CHECK(graph_error_of([&] { ff::reduce(x, skewed()); }) ==
         "fuseflow: reduce: monoid skewed is not associative: combine(combine(x, y), z) = 391843945 but "
         "combine(x, combine(y, z)) = 1708294921 for x = 4657, y = -7694, z = 931");
-  CHECK(law_error_of([&] { ff::segmented_reduce(x, off, skewed()); })
+  CHECK(graph_error_of([&] { ff::segmented_reduce(x, off, skewed()); })
             .rfind("fuseflow: segmented_reduce: monoid skewed is not associative", 0) == 0);
 }
 
@@ -385,17 +378,17 @@ TEST_CASE("with FUSEFLOW_CHECK_MONOIDS=1 a monoid declared commutative that is n
   MonoidChecks on("1");
   const auto x = ff::input<int>("x");
   const auto parts = ff::zip(x, x + 1, x - 1, x * 2);
-  CHECK(law_error_of([&] { ff::reduce(parts, matmul(ff::commutative)); }) ==
+  CHECK(graph_error_of([&] { ff::reduce(parts, matmul(ff::commutative)); }) ==
         "fuseflow: reduce: monoid matmul is declared commutative but combine(x, y) = (-1706696, -2901374, -2597573, "
         "-4425972) and combine(y, x) = (-1600706, -2745194, -2636273, -4531962) for x = (544, 866, 767, 1358), "
         "y = (-915, -1438, -1396, -2447) (declare it ff::non_commutative)");
-  CHECK(law_error_of([&] { ff::reduce(parts, matmul(ff::non_commutative)); }) == "(no GraphError thrown)");
+  CHECK(graph_error_of([&] { ff::reduce(parts, matmul(ff::non_commutative)); }) == "(no GraphError thrown)");
 }
 
 TEST_CASE("with FUSEFLOW_CHECK_MONOIDS=1 lawful monoids pass, float ones up to rounding") {
   MonoidChecks on("1");
   const auto xi = ff::input<int>("x");
-  CHECK(law_error_of([&] {
+  CHECK(graph_error_of([&] {
           ff::reduce(ff::map(xi, [](auto v) { auto p = ff::max(v, 0); return ff::tuple(p, p, p, v); }), mssp());
         }) == "(no GraphError thrown)");
   // Welford's (count, mean, M2), as in examples/custom_monoid.
@@ -408,7 +401,7 @@ TEST_CASE("with FUSEFLOW_CHECK_MONOIDS=1 lawful monoids pass, float ones up to r
       },
       ff::tuple(0.0, 0.0, 0.0), ff::commutative, "welford");
   const auto xf = ff::input<float>("x");
-  CHECK(law_error_of([&] {
+  CHECK(graph_error_of([&] {
           ff::reduce(ff::map(xf, [](auto v) { return ff::tuple(1.0, ff::cast<double>(v), 0.0); }), welford);
         }) == "(no GraphError thrown)");
   // A linear recurrence x[i] = a[i] * x[i-1] + b[i] over floats: products round.
@@ -416,19 +409,19 @@ TEST_CASE("with FUSEFLOW_CHECK_MONOIDS=1 lawful monoids pass, float ones up to r
       [](auto l, auto r) { return ff::tuple(l[0] * r[0], r[0] * l[1] + r[1]); }, ff::tuple(1.0f, 0.0f),
       ff::non_commutative, "linear_recurrence");
   const auto b = ff::input<float>("b");
-  CHECK(law_error_of([&] { ff::scan(ff::zip(xf * 0.37f, b), recurrence); }) == "(no GraphError thrown)");
+  CHECK(graph_error_of([&] { ff::scan(ff::zip(xf * 0.37f, b), recurrence); }) == "(no GraphError thrown)");
 }
 
 TEST_CASE("the monoid check is off with FUSEFLOW_CHECK_MONOIDS=0 and skips elements it cannot evaluate") {
   const auto x = ff::input<int>("x");
   {
     MonoidChecks off("0");
-    CHECK(law_error_of([&] { ff::reduce(x, plus_from_one()); }) == "(no GraphError thrown)");
+    CHECK(graph_error_of([&] { ff::reduce(x, plus_from_one()); }) == "(no GraphError thrown)");
   }
   MonoidChecks on("1");
   // Raw CUDA runs only on the device: nothing to check the laws on.
-  CHECK(law_error_of([&] { ff::reduce(ff::cuda_expr<int>("__popc($0)", x), plus_from_one()); }) ==
+  CHECK(graph_error_of([&] { ff::reduce(ff::cuda_expr<int>("__popc($0)", x), plus_from_one()); }) ==
         "(no GraphError thrown)");
   // Built-ins are not checked (float plus is associative only up to rounding).
-  CHECK(law_error_of([&] { ff::reduce(ff::cast<float>(x), ff::plus); }) == "(no GraphError thrown)");
+  CHECK(graph_error_of([&] { ff::reduce(ff::cast<float>(x), ff::plus); }) == "(no GraphError thrown)");
 }

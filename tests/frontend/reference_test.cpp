@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "fuseflow/frontend/reference.hpp"
+#include "graph_error_of.hpp"
 
 namespace ff = fuseflow;
 
@@ -48,16 +49,7 @@ ff::Value run_scalar(const ff::Expr& e, const ff::HostBindings& b) {
   return r.scalar;
 }
 
-// The message of the GraphError f throws, or a note that it threw none.
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const ff::GraphError& e) {
-    return e.what();
-  }
-  return "(no GraphError thrown)";
-}
+using ff::test::graph_error_of;
 
 using I4 = ff::Tuple<int, int, int, int>;
 
@@ -549,7 +541,7 @@ TEST_CASE("an unbound input is an error naming it") {
   auto y = ff::input<int>("y");
   ff::HostBindings b;
   b.bind(x, array<int>({1}));
-  CHECK(error_of([&] { ff::evaluate(ff::Program(x + y), b); }) == "fuseflow: input 'y' is not bound");
+  CHECK(graph_error_of([&] { ff::evaluate(ff::Program(x + y), b); }) == "fuseflow: input 'y' is not bound");
 }
 
 TEST_CASE("an unbound parameter is an error naming it") {
@@ -557,7 +549,7 @@ TEST_CASE("an unbound parameter is an error naming it") {
   auto t = ff::param<int>("threshold");
   ff::HostBindings b;
   b.bind(x, array<int>({1}));
-  CHECK(error_of([&] { ff::evaluate(ff::Program(ff::filter(x, x > t)), b); }) ==
+  CHECK(graph_error_of([&] { ff::evaluate(ff::Program(ff::filter(x, x > t)), b); }) ==
         "fuseflow: parameter 'threshold' is not bound");
 }
 
@@ -567,9 +559,9 @@ TEST_CASE("a map over arrays of different lengths is an error naming both") {
   ff::HostBindings b;
   b.bind(x, ff::HostArray(ff::ScalarType::I32, 10));
   b.bind(y, ff::HostArray(ff::ScalarType::I32, 12));
-  CHECK(error_of([&] { ff::evaluate(ff::Program(ff::reduce(x * y, ff::plus)), b); }) ==
+  CHECK(graph_error_of([&] { ff::evaluate(ff::Program(ff::reduce(x * y, ff::plus)), b); }) ==
         "fuseflow: reduce: map over arrays of different lengths: input 'x' has 10 elements, input 'y' has 12");
-  CHECK(error_of([&] { ff::evaluate(ff::Program(x * y), b); }) ==
+  CHECK(graph_error_of([&] { ff::evaluate(ff::Program(x * y), b); }) ==
         "fuseflow: output 0: map over arrays of different lengths: input 'x' has 10 elements, input 'y' has 12");
 }
 
@@ -577,7 +569,7 @@ TEST_CASE("a map mixing an input and a filter's result of another length names t
   auto x = ff::input<int>("x");
   ff::HostBindings b;
   b.bind(x, array<int>({1, -2, 3}));
-  CHECK(error_of([&] { ff::evaluate(ff::Program(x + ff::filter(x, x > 0)), b); }) ==
+  CHECK(graph_error_of([&] { ff::evaluate(ff::Program(x + ff::filter(x, x > 0)), b); }) ==
         "fuseflow: output 0: map over arrays of different lengths: input 'x' has 3 elements, the result of "
         "filter has 2");
 }
@@ -590,7 +582,7 @@ TEST_CASE("bad segment offsets are errors naming the offset") {
     ff::HostBindings b;
     b.bind(x, array<int>({1, 2, 3, 4, 5}));
     b.bind(off, ff::HostArray::from(offsets));
-    return error_of([&] { ff::evaluate(ff::Program(seg), b); });
+    return graph_error_of([&] { ff::evaluate(ff::Program(seg), b); });
   };
   CHECK(check({-1, 2}) == "fuseflow: segmented_reduce: offset 0 is -1; offsets must be >= 0");
   CHECK(check({0, 4, 3}) ==
@@ -604,7 +596,7 @@ TEST_CASE("a counting sort key outside the bins is an error naming its index") {
   auto k = ff::input<int>("k");
   ff::HostBindings b;
   b.bind(k, array<int>({1, 0, 3, 9, 2}));
-  CHECK(error_of([&] { ff::evaluate(ff::Program(ff::counting_sort(k, 4)), b); }) ==
+  CHECK(graph_error_of([&] { ff::evaluate(ff::Program(ff::counting_sort(k, 4)), b); }) ==
         "fuseflow: counting_sort: key 9 at index 3 is outside the bins [0, 4)");
 }
 
@@ -613,17 +605,17 @@ TEST_CASE("a raw CUDA expression cannot run on the CPU reference") {
   ff::HostBindings b;
   b.bind(x, array<float>({1.0f}));
   auto e = ff::cuda_expr<float>("__saturatef($0)", x);
-  CHECK(error_of([&] { ff::evaluate(ff::Program(e), b); }) ==
+  CHECK(graph_error_of([&] { ff::evaluate(ff::Program(e), b); }) ==
         "fuseflow: the CPU reference evaluator cannot run a raw CUDA expression: cuda_expr<f32>(\"__saturatef($0)\"); "
         "check such a program against values you work out by hand");
-  CHECK(error_of([&] { ff::evaluate(ff::Program(ff::reduce(e, ff::plus)), b); }).find("raw CUDA") != std::string::npos);
+  CHECK(graph_error_of([&] { ff::evaluate(ff::Program(ff::reduce(e, ff::plus)), b); }).find("raw CUDA") != std::string::npos);
 }
 
 TEST_CASE("an integer division by zero in a map is an error") {
   auto x = ff::input<int>("x");
   ff::HostBindings b;
   b.bind(x, array<int>({1, 0}));
-  CHECK(error_of([&] { ff::evaluate(ff::Program(10 / x), b); }).find("division by zero in operator / on i32") !=
+  CHECK(graph_error_of([&] { ff::evaluate(ff::Program(10 / x), b); }).find("division by zero in operator / on i32") !=
         std::string::npos);
 }
 
@@ -631,13 +623,13 @@ TEST_CASE("binding checks the element type and the declared length") {
   auto x = ff::input<float>("x", 3);
   auto p = ff::param<float>("p");
   ff::HostBindings b;
-  CHECK(error_of([&] { b.bind(x, array<int>({1, 2, 3})); }) ==
+  CHECK(graph_error_of([&] { b.bind(x, array<int>({1, 2, 3})); }) ==
         "fuseflow: bind: input 'x' holds f32 but the array holds i32");
-  CHECK(error_of([&] { b.bind(x, array<float>({1.0f})); }) ==
+  CHECK(graph_error_of([&] { b.bind(x, array<float>({1.0f})); }) ==
         "fuseflow: bind: input 'x' was declared with 3 elements, the array has 1");
-  CHECK(error_of([&] { b.bind(p, ff::Value(2.5)); }) ==
+  CHECK(graph_error_of([&] { b.bind(p, ff::Value(2.5)); }) ==
         "fuseflow: bind: parameter 'p' is f32 but the value 2.5 is f64 (convert it first)");
-  CHECK(error_of([&] { b.bind(x + 1.0f, array<float>({1, 2, 3})); }) ==
+  CHECK(graph_error_of([&] { b.bind(x + 1.0f, array<float>({1, 2, 3})); }) ==
         "fuseflow: bind: an array binds to an ff::input, not to x + 1.0f");
 }
 
@@ -647,16 +639,16 @@ TEST_CASE("HostArray checks element types and indices") {
   a.push_back(ff::Value(9));
   CHECK(a.to_vector<int>() == std::vector<int>{0, 7, 9});
   CHECK(a.at(2) == ff::Value(9));
-  CHECK(error_of([&] { a.set(0, ff::Value(1.0f)); }) ==
+  CHECK(graph_error_of([&] { a.set(0, ff::Value(1.0f)); }) ==
         "fuseflow: HostArray::set: the array holds i32, the value 1.0f is f32");
-  CHECK(error_of([&] { a.set(3, ff::Value(1)); }) ==
+  CHECK(graph_error_of([&] { a.set(3, ff::Value(1)); }) ==
         "fuseflow: HostArray::set: index 3 is out of range for an array of 3 elements");
-  CHECK(error_of([&] { ff::HostArray::from_values(ff::ScalarType::U8, {ff::Value(1)}); }) ==
+  CHECK(graph_error_of([&] { ff::HostArray::from_values(ff::ScalarType::U8, {ff::Value(1)}); }) ==
         "fuseflow: HostArray::set: the array holds u8, the value 1 is i32");
 }
 
 TEST_CASE("evaluate_constant rejects an expression over inputs") {
   auto x = ff::input<int>("x");
-  CHECK(error_of([&] { ff::evaluate_constant(x + 1); }) ==
+  CHECK(graph_error_of([&] { ff::evaluate_constant(x + 1); }) ==
         "fuseflow: the expression x + 1 is not a constant: it uses x");
 }

@@ -14,6 +14,7 @@
 #include <fuseflow/fuseflow.hpp>
 
 #include "gpu_test_support.hpp"
+#include "graph_error_of.hpp"
 
 namespace ff = fuseflow;
 
@@ -22,15 +23,7 @@ namespace {
 using ff::test::rng;
 using ff::test::runtime;
 
-template <class F>
-std::string graph_error_of(F&& f) {
-  try {
-    f();
-  } catch (const ff::GraphError& e) {
-    return e.what();
-  }
-  return "(no GraphError thrown)";
-}
+using ff::test::graph_error_of;
 
 struct Segmented {
   ff::Expr x = ff::input<int>("x");

@@ -19,6 +19,7 @@
 #include "fuseflow/codegen/plan.hpp"
 #include "fuseflow/runtime/kernel_cache.hpp"
 #include "fuseflow/runtime/runtime.hpp"
+#include "graph_error_of.hpp"
 
 namespace ff = fuseflow;
 
@@ -29,15 +30,7 @@ ff::device_span<T> fake_array(std::size_t n) {
   return ff::device_span<T>(CUdeviceptr{0x100000}, n);
 }
 
-template <class F>
-std::string graph_error_of(F&& f) {
-  try {
-    f();
-  } catch (const ff::GraphError& e) {
-    return e.what();
-  }
-  return "(no GraphError thrown)";
-}
+using ff::test::graph_error_of;
 
 // The generated kernels of a program, compiled for sm_90 as a Runtime would compile them.
 void compile_for_sm90(const ff::Program& program) {
