@@ -10,9 +10,10 @@ bash "$repo_root/scripts/setup.sh"
 
 # configure_build: the CI configuration (Ninja, RelWithDebInfo, warnings as errors).
 # An existing build directory keeps its generator; CMake re-runs only when inputs changed.
+# Extra arguments go to cmake (e.g. -DFUSEFLOW_SANITIZE=address,undefined).
 configure_build() {
   local args=(-S "$repo_root" -B "$build_dir"
-              -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFUSEFLOW_WERROR=ON)
+              -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFUSEFLOW_WERROR=ON "$@")
   [[ -f "$build_dir/CMakeCache.txt" ]] || args+=(-G Ninja)
   [[ -n "${CUDA_PATH:-}" ]] && args+=("-DCUDAToolkit_ROOT=$CUDA_PATH")
   cmake "${args[@]}"

@@ -1,11 +1,30 @@
 #!/usr/bin/env bash
-# The README's test command: set up, configure build/, build everything, run CTest.
-#   bash scripts/test.sh              # all tests
-#   bash scripts/test.sh -R golden    # extra arguments go to ctest
-# Exit status: the build's if it fails, otherwise ctest's. Safe to run again (incremental).
+# The README's test command: set up, configure build/, build everything, run CTest; then
+# the same CPU tests once more built with AddressSanitizer and UBSan in build-asan/.
+#   bash scripts/test.sh              # all tests, then the sanitized pass
+#   bash scripts/test.sh -R golden    # extra arguments go to both ctest runs
+#   FUSEFLOW_ASAN=0 bash scripts/test.sh   # without the sanitized pass
+# Exit status: the first failing build's, else the first failing ctest's. Safe to run
+# again (incremental).
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 configure_build
 cmake --build "$build_dir" -j "$jobs"
 # GPU tests exit 77 on a machine without a GPU and show up as "Skipped" in the summary.
-exec ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" "$@"
+rc=0
+ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" "$@" || rc=$?
+[[ "${FUSEFLOW_ASAN:-1}" == 0 ]] && exit "$rc"
+
+# Host code under ASan + UBSan: the CPU tests (GPU tests are compute-sanitizer's, in
+# scripts/sanitize.sh), less the one-minute fuzz_compile_test and the install test, whose
+# consumer project does not link the sanitizer runtimes.
+echo "==== the CPU tests again, under AddressSanitizer and UndefinedBehaviorSanitizer (build-asan/) ===="
+build_dir="$repo_root/build-asan"
+configure_build -DFUSEFLOW_SANITIZE=address,undefined
+cmake --build "$build_dir" -j "$jobs"
+asan_rc=0
+UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}" \
+  ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" -LE gpu -E 'fuzz_compile_test|package' "$@" \
+  || asan_rc=$?
+((rc != 0)) && exit "$rc"
+exit "$asan_rc"

@@ -144,7 +144,9 @@ void plan_array_op(const ArrayOpContext& c, const std::shared_ptr<const OpNode>&
   if (!offsets.params.empty() || !offsets.scalars_read.empty())
     unsupported("segmented_reduce offsets that read a parameter or a reduction's result");
   const int domain = offsets_domain(c, offsets, plan);
-  Kernel k = emit_segmented_reduce(node, leaves, offsets, domain, output, t);
+  const int check = static_cast<int>(plan.checked_offsets.size());
+  plan.checked_offsets.push_back(node);
+  Kernel k = emit_segmented_reduce(node, leaves, offsets, domain, output, check, t);
   shape.domain = domain;
   shape.less = 1;
   plan.steps.push_back(step_for(index, k, [domain](std::int64_t n, ScheduleBuilder& b) -> std::int64_t {

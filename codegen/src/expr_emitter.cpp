@@ -27,8 +27,14 @@ std::string math_call(MathFn fn, const Type& t, const std::vector<std::string>& 
   std::vector<std::string> p;
   for (const auto& x : a) p.push_back(!x.empty() && x[0] == '-' ? "(" + x + ")" : x);
   switch (fn) {
-    case MathFn::Min: return t.is_floating() ? fcall("fmin") : "(" + p[0] + " < " + p[1] + " ? " + p[0] + " : " + p[1] + ")";
-    case MathFn::Max: return t.is_floating() ? fcall("fmax") : "(" + p[0] + " > " + p[1] + " ? " + p[0] + " : " + p[1] + ")";
+    // Floats propagate NaN (fminf / fmaxf would drop it), as the CPU reference does: the
+    // second operand wins when it is smaller (larger) or NaN, the first stays otherwise.
+    case MathFn::Min:
+      if (t.is_floating()) return "(" + p[1] + " < " + p[0] + " || " + p[1] + " != " + p[1] + " ? " + p[1] + " : " + p[0] + ")";
+      return "(" + p[0] + " < " + p[1] + " ? " + p[0] + " : " + p[1] + ")";
+    case MathFn::Max:
+      if (t.is_floating()) return "(" + p[0] + " < " + p[1] + " || " + p[1] + " != " + p[1] + " ? " + p[1] + " : " + p[0] + ")";
+      return "(" + p[0] + " > " + p[1] + " ? " + p[0] + " : " + p[1] + ")";
     case MathFn::Abs:
       if (t.is_floating()) return fcall("fabs");
       if (t.is_signed_integer()) return "(" + p[0] + " < 0 ? " + wrapping(t, "0", "-", p[0]) + " : " + p[0] + ")";

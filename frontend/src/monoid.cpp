@@ -82,8 +82,17 @@ Monoid Monoid::instantiate(const Type& t, const std::string& op) const {
         t.fields()[1].is_bool())
       not_applicable(op, k, t, "(value, index) pairs such as zip(x, index())");
     bool is_max = k == MonoidKind::ArgMax;
-    Expr better = is_max ? b[0] > a[0] : b[0] < a[0];
-    Expr tie = b[0] == a[0] && b[1] < a[1];
+    Expr av = a[0], bv = b[0];  // one node each, so the kernel reads each field once
+    Expr better = is_max ? bv > av : bv < av;
+    Expr tie = bv == av;
+    if (t.fields()[0].is_floating()) {
+      // NaN propagates, as through min and max: it ranks above every value (below, for
+      // argmin), so the result is the first NaN when there is one, whatever the order.
+      Expr b_nan = bv != bv, a_nan = av != av;
+      better = better || (b_nan && !a_nan);
+      tie = tie || (b_nan && a_nan);
+    }
+    tie = tie && b[1] < a[1];
     n->combine = select(better || tie, b, a);
     n->identity = Value::tuple({extreme(t.fields()[0].scalar(), !is_max), extreme(t.fields()[1].scalar(), true)});
     return Monoid(std::move(n));

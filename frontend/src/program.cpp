@@ -5,6 +5,8 @@
 #include <map>
 #include <set>
 
+#include "monoid_laws.hpp"
+
 namespace fuseflow {
 
 const char* op_name(OpKind k) {
@@ -117,6 +119,7 @@ Expr reduce(const Expr& xs, const Monoid& m, Strategy s) {
   n->kind = OpKind::Reduce;
   n->values = xs;
   n->monoid = m.instantiate(xs.type(), "reduce");
+  detail::check_monoid_laws(n->monoid, xs, "reduce");
   if (s == Strategy::Lookback || s == Strategy::ReduceThenScan)
     throw GraphError(std::string("reduce: strategy ") + strategy_name(s) + " is a scan strategy");
   if (s == Strategy::Chunked && !n->monoid.is_commutative())
@@ -137,6 +140,7 @@ Expr scan(const Expr& xs, const Monoid& m, ScanKind kind, Strategy s) {
   n->kind = OpKind::Scan;
   n->values = xs;
   n->monoid = m.instantiate(xs.type(), "scan");
+  detail::check_monoid_laws(n->monoid, xs, "scan");
   n->scan_kind = kind;
   n->strategy = s;
   n->output_types = {n->monoid.type()};
@@ -165,6 +169,7 @@ std::shared_ptr<OpNode> segmented(OpKind kind, const Expr& xs, const Expr& segme
   n->kind = kind;
   n->values = xs;
   n->monoid = m.instantiate(xs.type(), op);
+  detail::check_monoid_laws(n->monoid, xs, op);
   n->output_types = {n->monoid.type()};
   if (kind == OpKind::SegmentedReduce || kind == OpKind::SegmentedScan) {
     require_integral_array(segments, op, "the offsets");

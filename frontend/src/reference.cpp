@@ -559,8 +559,8 @@ T builtin_combine(T a, T b) {
   } else if constexpr (std::is_floating_point_v<T>) {
     if constexpr (K == MonoidKind::Plus) return a + b;
     if constexpr (K == MonoidKind::Times) return a * b;
-    if constexpr (K == MonoidKind::Min) return std::fmin(a, b);
-    if constexpr (K == MonoidKind::Max) return std::fmax(a, b);
+    if constexpr (K == MonoidKind::Min) return detail::min_propagating_nan(a, b);
+    if constexpr (K == MonoidKind::Max) return detail::max_propagating_nan(a, b);
   } else {
     using W = std::conditional_t<(sizeof(T) < 8), std::uint32_t, std::uint64_t>;  // no signed overflow
     if constexpr (K == MonoidKind::Plus) return static_cast<T>(static_cast<W>(a) + static_cast<W>(b));
@@ -979,26 +979,13 @@ class Evaluator {
     return out;
   }
 
-  // Segment bounds from the offsets: at least one offset, each in [0, n), non-decreasing.
+  // Segment bounds from the offsets: at least one offset, each in [0, n], non-decreasing.
   std::vector<std::size_t> segment_bounds(const OpNode& op, std::size_t n) const {
     const std::string name = op_name(op.kind);
     std::size_t m = length({&op.offsets}, name);
     if (m == 0) throw GraphError(name + ": the offsets are empty; s segments need s + 1 offsets");
     Elements off = elements(op.offsets, m);
-    ScalarType t = op.offsets.type().scalar();
-    std::vector<std::size_t> bounds(m);
-    for (std::size_t s = 0; s < m; ++s) {
-      std::int64_t v = read_integer(t, off.data() + s * scalar_size(t));
-      std::string which = "offset " + std::to_string(s) + " is " + std::to_string(v);
-      if (v < 0) throw GraphError(name + ": " + which + "; offsets must be >= 0");
-      if (static_cast<std::uint64_t>(v) > n)
-        throw GraphError(name + ": " + which + ", beyond the end of the " + std::to_string(n) + " values");
-      if (s > 0 && static_cast<std::size_t>(v) < bounds[s - 1])
-        throw GraphError(name + ": " + which + ", less than offset " + std::to_string(s - 1) + " (" +
-                         std::to_string(bounds[s - 1]) + "); offsets must be non-decreasing");
-      bounds[s] = static_cast<std::size_t>(v);
-    }
-    return bounds;
+    return fuseflow::segment_bounds(name, op.offsets.type().scalar(), off.data(), m, n);
   }
 
   // Reduces (or scans) each of the ranges [bounds[s], bounds[s+1]) on its own, in parallel.
@@ -1151,6 +1138,24 @@ Value evaluate_constant(const Expr& e) {
                      fuseflow::to_string(leaf));
   });
   return run_once(c.compile(e));
+}
+
+std::vector<std::size_t> segment_bounds(const std::string& op, ScalarType t, const std::byte* offsets,
+                                        std::size_t m, std::size_t n) {
+  if (m == 0) throw GraphError(op + ": the offsets are empty; s segments need s + 1 offsets");
+  std::vector<std::size_t> bounds(m);
+  for (std::size_t s = 0; s < m; ++s) {
+    std::int64_t v = read_integer(t, offsets + s * scalar_size(t));
+    std::string which = "offset " + std::to_string(s) + " is " + std::to_string(v);
+    if (v < 0) throw GraphError(op + ": " + which + "; offsets must be >= 0");
+    if (static_cast<std::uint64_t>(v) > n)
+      throw GraphError(op + ": " + which + ", beyond the end of the " + std::to_string(n) + " values");
+    if (s > 0 && static_cast<std::size_t>(v) < bounds[s - 1])
+      throw GraphError(op + ": " + which + ", less than offset " + std::to_string(s - 1) + " (" +
+                       std::to_string(bounds[s - 1]) + "); offsets must be non-decreasing");
+    bounds[s] = static_cast<std::size_t>(v);
+  }
+  return bounds;
 }
 
 Value evaluate_combine(const Monoid& m, const Value& a, const Value& b) {

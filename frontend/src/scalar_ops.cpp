@@ -11,7 +11,7 @@
 // - integer division or modulo by zero throws GraphError: there is no answer to compare.
 // - a shift amount outside [0, width) is clamped to the width, as PTX's shl/shr do:
 //   x << 40 on i32 is 0, x >> 40 is 0 or -1 (by x's sign); a negative amount counts as huge.
-// - min/max on floats are fmin/fmax: a NaN operand is ignored.
+// - min/max on floats propagate NaN (unlike fmin/fmax): see min_propagating_nan.
 // - abs(INT_MIN) is INT_MIN.
 //
 // Each operation is a typed kernel on 64-bit slots holding a scalar's bytes in their low
@@ -217,8 +217,8 @@ template <class F>
 detail::MathKernel float_math_for(MathFn fn) {
   using A = const Slot*;
   switch (fn) {
-    case MathFn::Min: return [](A x) { return put<F>(std::fmin(get<F>(x[0]), get<F>(x[1]))); };
-    case MathFn::Max: return [](A x) { return put<F>(std::fmax(get<F>(x[0]), get<F>(x[1]))); };
+    case MathFn::Min: return [](A x) { return put<F>(detail::min_propagating_nan(get<F>(x[0]), get<F>(x[1]))); };
+    case MathFn::Max: return [](A x) { return put<F>(detail::max_propagating_nan(get<F>(x[0]), get<F>(x[1]))); };
     case MathFn::Abs: return [](A x) { return put<F>(std::fabs(get<F>(x[0]))); };
     case MathFn::Sqrt: return [](A x) { return put<F>(std::sqrt(get<F>(x[0]))); };
     case MathFn::Rsqrt: return [](A x) { return put<F>(F{1} / std::sqrt(get<F>(x[0]))); };

@@ -116,6 +116,10 @@ bool DiskCache::store(std::uint64_t hash, std::string_view key, std::string_view
   temporary += temporary_suffix();
   const std::string bytes = encode(key, payload);
   bool written = false;
+  // The directory may have been deleted since the cache opened it (a user clearing the
+  // cache while a program runs): make it again rather than give up on the disk.
+  std::error_code ignored;
+  std::filesystem::create_directories(dir_, ignored);
   {
     std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
     if (out) {

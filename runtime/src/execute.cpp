@@ -12,6 +12,7 @@
 #include "fuseflow/codegen/plan.hpp"
 #include "fuseflow/runtime/driver_api.hpp"
 #include "fuseflow/runtime/runtime.hpp"
+#include "bindings.hpp"
 #include "nvtx.hpp"
 
 namespace fuseflow {
@@ -112,10 +113,6 @@ const std::vector<Header>& embedded_headers() {
   return headers;
 }
 
-std::string describe(const Expr& leaf) {
-  return (leaf.kind() == ExprKind::Input ? "input '" : "parameter '") + leaf.node().name + "'";
-}
-
 }  // namespace
 
 namespace detail {
@@ -129,12 +126,14 @@ struct PreparedProgram {
   std::string range_name;          // NVTX range of a run: "fuseflow run <first kernel>"
   std::shared_ptr<DeviceContext> context;
   CUdeviceptr scalars = 0;  // plan.scalar_bytes
+  CUdeviceptr invalid_flags = 0;  // one unsigned per plan.checked_offsets
 
   PreparedProgram(Program p, std::shared_ptr<DeviceContext> ctx) : program(std::move(p)), context(std::move(ctx)) {}
   PreparedProgram(const PreparedProgram&) = delete;
   PreparedProgram& operator=(const PreparedProgram&) = delete;
   ~PreparedProgram() {
     if (scalars) context->free(scalars);
+    if (invalid_flags) context->free(invalid_flags);
   }
 };
 
@@ -173,6 +172,8 @@ detail::PreparedProgram& prepare(Runtime& rt, detail::Executor& ex, const Progra
   p->range_name = p->plan.kernels.empty() ? "fuseflow run" : "fuseflow run " + p->plan.kernels.front().name;
   CompileOptions options = rt.compile_options();
   if (p->plan.scalar_bytes) p->scalars = context->allocate(p->plan.scalar_bytes);
+  if (!p->plan.checked_offsets.empty())
+    p->invalid_flags = context->allocate(p->plan.checked_offsets.size() * sizeof(unsigned));
   detail::DeviceContext::Scope scope(*context);
   for (const auto& k : p->plan.kernels) {
     p->kernels.push_back(rt.load_kernel(k.source, k.name, options, embedded_headers()));
@@ -202,67 +203,19 @@ Result Runtime::run_async(const Expr& result, const Bindings& bindings) {
 
 std::vector<Result> Runtime::execute(const Program& program, const Bindings& bindings, bool wait) {
   ensure_usable();
-  if (!executor_) executor_ = std::make_shared<detail::Executor>();
+  std::call_once(executor_once_, [this] { executor_ = std::make_shared<detail::Executor>(); });
   detail::Executor& ex = *executor_;
   std::lock_guard<std::mutex> lock(ex.mutex);
 
-  // Bind inputs and parameters.
-  std::map<const ExprNode*, const Binding*> bound;
-  for (const auto& [leaf, binding] : bindings) {
-    if (!leaf.valid()) throw GraphError("run: a binding names an empty ff::Expr");
-    if (leaf.kind() != ExprKind::Input && leaf.kind() != ExprKind::Param)
-      throw GraphError("run: only inputs and parameters can be bound, not " + to_string(leaf));
-    if (!bound.emplace(leaf.get(), &binding).second) throw GraphError("run: " + describe(leaf) + " is bound twice");
-  }
-  std::vector<std::int64_t> input_lengths;
-  std::vector<CUdeviceptr> input_ptrs;
-  for (const auto& in : program.inputs()) {
-    auto it = bound.find(in.get());
-    if (it == bound.end()) throw GraphError("run: " + describe(in) + " is not bound");
-    const Binding& b = *it->second;
-    if (!b.is_array()) throw GraphError("run: " + describe(in) + " is an array but was bound to the scalar " + b.scalar().to_string());
-    if (b.type() != in.type())
-      throw GraphError("run: " + describe(in) + " holds " + in.type().name() + " but was bound to an array of " + b.type().name());
-    auto len = static_cast<std::int64_t>(b.bytes().count);
-    if (in.node().length >= 0 && in.node().length != len)
-      throw GraphError("run: " + describe(in) + " was declared with " + std::to_string(in.node().length) +
-                       " elements but was bound to " + std::to_string(len));
-    input_lengths.push_back(len);
-    input_ptrs.push_back(b.bytes().ptr);
-  }
-  std::vector<Value> params;
-  for (const auto& pa : program.params()) {
-    auto it = bound.find(pa.get());
-    if (it == bound.end()) throw GraphError("run: " + describe(pa) + " is not bound");
-    const Binding& b = *it->second;
-    if (b.is_array()) throw GraphError("run: " + describe(pa) + " is a scalar but was bound to an array");
-    if (!b.type().is_scalar()) throw GraphError("run: " + describe(pa) + " needs a scalar, got " + b.type().name());
-    params.push_back(b.scalar().cast(pa.type().scalar()));
-  }
-  for (const auto& [node, b] : bound) {
-    bool used = false;
-    for (const auto* list : {&program.inputs(), &program.params()})
-      for (const auto& e : *list) used = used || e.get() == node;
-    if (!used) throw GraphError("run: a bound input or parameter is not used by this program");
-  }
+  // Bindings are checked before anything is compiled or launched.
+  detail::BoundLeaves bound = detail::bind_leaves(program, bindings);
+  const std::vector<CUdeviceptr>& input_ptrs = bound.input_ptrs;
+  const std::vector<Value>& params = bound.params;
   detail::PreparedProgram& prep = prepare(*this, ex, program, context_);
   const codegen::Plan& plan = prep.plan;
   // Nsight shows each run and each kernel by name.
   nvtx::ScopedRange run_range(prep.range_name);
-  // Inputs of one domain have one length: domain 0's is n, the elements' count; other
-  // domains are segmented ops' offsets.
-  std::vector<std::int64_t> lengths(static_cast<std::size_t>(plan.domains), -1);
-  std::vector<std::string> first_input(lengths.size());
-  for (std::size_t i = 0; i < input_lengths.size(); ++i) {
-    auto d = static_cast<std::size_t>(plan.input_domain.empty() ? 0 : plan.input_domain[i]);
-    const std::string who = describe(program.inputs()[i]);
-    if (lengths[d] >= 0 && input_lengths[i] != lengths[d])
-      throw GraphError("run: arrays of different lengths: " + first_input[d] + " has " + std::to_string(lengths[d]) +
-                       " elements, " + who + " has " + std::to_string(input_lengths[i]));
-    if (lengths[d] < 0) first_input[d] = who;
-    lengths[d] = input_lengths[i];
-  }
-  for (auto& l : lengths) l = std::max<std::int64_t>(l, 0);
+  std::vector<std::int64_t> lengths = detail::domain_lengths(program, plan, bound.input_lengths);
   const std::int64_t n = lengths[0];
   if (!ex.ticket) {
     ex.ticket = std::make_unique<DeviceArray<unsigned>>(alloc<unsigned>(1));
@@ -299,6 +252,11 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
   for (std::size_t i = 0; i < plan.output_shapes.size(); ++i)
     if (output_ptrs[i] && output_bytes[i] && plan.output_shapes[i].zeroed) zero(output_ptrs[i], output_bytes[i]);
 
+  // Flags of input only the device can check (segment offsets): zeroed and read back by
+  // run; run_async neither waits nor checks, so it adds no work to the stream for them.
+  const std::size_t flag_bytes = plan.checked_offsets.size() * sizeof(unsigned);
+  if (flag_bytes && wait) zero(prep.invalid_flags, flag_bytes);
+
   // Arguments live in 16-byte cells; cuLaunchKernel reads each through its pointer.
   for (const auto& launch : schedule.launches) {
     std::size_t next_scratch = 0;
@@ -323,6 +281,7 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
         case codegen::Arg::Kind::Output: ptr = output_ptrs[static_cast<std::size_t>(arg.index)]; break;
         case codegen::Arg::Kind::Scratch: ptr = scratch_base + launch.scratch.at(next_scratch++); break;
         case codegen::Arg::Kind::Ticket: ptr = ex.ticket->data(); break;
+        case codegen::Arg::Kind::InvalidFlag: ptr = prep.invalid_flags + arg.index * sizeof(unsigned); break;
       }
       if (arg.kind != codegen::Arg::Kind::Length && arg.kind != codegen::Arg::Kind::Param) put(&ptr, sizeof ptr);
       args.push_back(cells[a].data());
@@ -332,6 +291,12 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
     launch_kernel(prep.kernels[static_cast<std::size_t>(launch.kernel)], grid, k.block, k.shared_bytes, args.data());
   }
 
+  if (flag_bytes && wait) {
+    std::vector<unsigned> flags(plan.checked_offsets.size());
+    context_->copy_to_host(flags.data(), prep.invalid_flags, flag_bytes);
+    for (std::size_t i = 0; i < flags.size(); ++i)
+      if (flags[i]) detail::throw_invalid_offsets(program, *plan.checked_offsets[i], bound, n, *context_);
+  }
   // Scalars come back in one copy (run), or stay on the device until read (run_async).
   std::vector<unsigned char> host(plan.scalar_bytes);
   if (plan.scalar_bytes && wait) context_->copy_to_host(host.data(), prep.scalars, plan.scalar_bytes);

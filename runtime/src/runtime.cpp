@@ -49,6 +49,7 @@ KernelHandle Runtime::load_kernel(std::string_view source, std::string_view kern
                                   const CompileOptions& options, std::span<const Header> headers) {
   ensure_usable();
   const CacheResult found = cache_.get(kernel_name, source, options, headers);
+  std::lock_guard lock(modules_mutex_);
   auto it = modules_.find(found.kernel.get());
   if (it != modules_.end()) return KernelHandle(it->second.get());
   return KernelHandle(&load_module(found, kernel_name));

@@ -27,7 +27,7 @@
 #define __noinline__
 #define __launch_bounds__(...)
 #define __shared__ static
-#define __align__(n) alignas(n)
+#define __align__(n) __attribute__((aligned(n)))
 
 namespace ff_emu {
 

@@ -3,12 +3,17 @@
 // GraphError.
 #include <doctest/doctest.h>
 
+#include <stdlib.h>
+
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 #include <limits>
 #include <vector>
 
 #include "fuseflow/frontend/monoid.hpp"
 #include "fuseflow/frontend/program.hpp"
+#include "graph_error_of.hpp"
 
 namespace ff = fuseflow;
 using ff::ScalarType;
@@ -298,4 +303,125 @@ TEST_CASE("a combine function that uses an input, a parameter or the index throw
   };
   CHECK_THROWS_WITH_AS(with_index(), "fuseflow: monoid: the combine function may use only a, b and constants",
                        ff::GraphError);
+}
+
+// ---- the debug check of a custom monoid's laws (FUSEFLOW_CHECK_MONOIDS) ------------------
+
+namespace {
+
+// Sets FUSEFLOW_CHECK_MONOIDS for one scope (the tests build with NDEBUG, where the check
+// is off unless asked for).
+class MonoidChecks {
+ public:
+  explicit MonoidChecks(const char* value) {
+    if (const char* old = std::getenv("FUSEFLOW_CHECK_MONOIDS")) old_ = old;
+    ::setenv("FUSEFLOW_CHECK_MONOIDS", value, 1);
+  }
+  ~MonoidChecks() {
+    if (old_.empty()) ::unsetenv("FUSEFLOW_CHECK_MONOIDS");
+    else ::setenv("FUSEFLOW_CHECK_MONOIDS", old_.c_str(), 1);
+  }
+
+ private:
+  std::string old_;
+};
+
+using ff::test::graph_error_of;
+
+// Plus with 1 as its "identity".
+ff::Monoid plus_from_one() {
+  return ff::monoid<int>([](auto a, auto b) { return a + b; }, ff::Expr(1), ff::commutative, "plus_from_one");
+}
+
+// a + b + a * b * b: 0 is a two-sided identity, but the combine is not associative.
+ff::Monoid skewed() {
+  return ff::monoid<int>([](auto a, auto b) { return a + b + a * b * b; }, ff::Expr(0), ff::non_commutative, "skewed");
+}
+
+// 2 x 2 integer matrix products, associative with the identity matrix but not commutative.
+ff::Monoid matmul(ff::Commutativity c) {
+  using M = ff::Tuple<int, int, int, int>;
+  return ff::monoid<M>(
+      [](auto a, auto b) {
+        return ff::tuple(a[0] * b[0] + a[1] * b[2], a[0] * b[1] + a[1] * b[3], a[2] * b[0] + a[3] * b[2],
+                         a[2] * b[1] + a[3] * b[3]);
+      },
+      ff::tuple(1, 0, 0, 1), c, "matmul");
+}
+
+}  // namespace
+
+TEST_CASE("with FUSEFLOW_CHECK_MONOIDS=1 an identity that is not one is reported with the values") {
+  MonoidChecks on("1");
+  const auto x = ff::input<int>("x");
+  // The first random element is -30: plus_from_one(1, -30) = -29.
+  CHECK(graph_error_of([&] { ff::reduce(x, plus_from_one()); }) ==
+        "fuseflow: reduce: monoid plus_from_one fails the identity law: combine(identity, x) = -29 for x = -30 "
+        "(identity 1); the identity must leave every element unchanged");
+  CHECK(graph_error_of([&] { ff::scan(x, plus_from_one()); }).rfind("fuseflow: scan: monoid plus_from_one fails the identity law", 0) == 0);
+}
+
+TEST_CASE("with FUSEFLOW_CHECK_MONOIDS=1 a combine that is not associative is reported with the values") {
+  MonoidChecks on("1");
+  const auto x = ff::input<int>("x");
+  const auto off = ff::input<int>("off");
+  // The values come from the fixed random elements and their combinations; the results
+  // were checked by hand (i32 arithmetic wraps).
+  CHECK(graph_error_of([&] { ff::reduce(x, skewed()); }) ==
+        "fuseflow: reduce: monoid skewed is not associative: combine(combine(x, y), z) = 391843945 but "
+        "combine(x, combine(y, z)) = 1708294921 for x = 4657, y = -7694, z = 931");
+  CHECK(graph_error_of([&] { ff::segmented_reduce(x, off, skewed()); })
+            .rfind("fuseflow: segmented_reduce: monoid skewed is not associative", 0) == 0);
+}
+
+TEST_CASE("with FUSEFLOW_CHECK_MONOIDS=1 a monoid declared commutative that is not is reported") {
+  MonoidChecks on("1");
+  const auto x = ff::input<int>("x");
+  const auto parts = ff::zip(x, x + 1, x - 1, x * 2);
+  CHECK(graph_error_of([&] { ff::reduce(parts, matmul(ff::commutative)); }) ==
+        "fuseflow: reduce: monoid matmul is declared commutative but combine(x, y) = (-1706696, -2901374, -2597573, "
+        "-4425972) and combine(y, x) = (-1600706, -2745194, -2636273, -4531962) for x = (544, 866, 767, 1358), "
+        "y = (-915, -1438, -1396, -2447) (declare it ff::non_commutative)");
+  CHECK(graph_error_of([&] { ff::reduce(parts, matmul(ff::non_commutative)); }) == "(no GraphError thrown)");
+}
+
+TEST_CASE("with FUSEFLOW_CHECK_MONOIDS=1 lawful monoids pass, float ones up to rounding") {
+  MonoidChecks on("1");
+  const auto xi = ff::input<int>("x");
+  CHECK(graph_error_of([&] {
+          ff::reduce(ff::map(xi, [](auto v) { auto p = ff::max(v, 0); return ff::tuple(p, p, p, v); }), mssp());
+        }) == "(no GraphError thrown)");
+  // Welford's (count, mean, M2), as in examples/custom_monoid.
+  auto welford = ff::monoid<ff::Tuple<double, double, double>>(
+      [](auto a, auto b) {
+        auto n = a[0] + b[0];
+        auto safe_n = ff::select(n > 0.0, n, 1.0);
+        auto delta = b[1] - a[1];
+        return ff::tuple(n, a[1] + delta * (b[0] / safe_n), a[2] + b[2] + delta * delta * (a[0] * b[0] / safe_n));
+      },
+      ff::tuple(0.0, 0.0, 0.0), ff::commutative, "welford");
+  const auto xf = ff::input<float>("x");
+  CHECK(graph_error_of([&] {
+          ff::reduce(ff::map(xf, [](auto v) { return ff::tuple(1.0, ff::cast<double>(v), 0.0); }), welford);
+        }) == "(no GraphError thrown)");
+  // A linear recurrence x[i] = a[i] * x[i-1] + b[i] over floats: products round.
+  auto recurrence = ff::monoid<ff::Tuple<float, float>>(
+      [](auto l, auto r) { return ff::tuple(l[0] * r[0], r[0] * l[1] + r[1]); }, ff::tuple(1.0f, 0.0f),
+      ff::non_commutative, "linear_recurrence");
+  const auto b = ff::input<float>("b");
+  CHECK(graph_error_of([&] { ff::scan(ff::zip(xf * 0.37f, b), recurrence); }) == "(no GraphError thrown)");
+}
+
+TEST_CASE("the monoid check is off with FUSEFLOW_CHECK_MONOIDS=0 and skips elements it cannot evaluate") {
+  const auto x = ff::input<int>("x");
+  {
+    MonoidChecks off("0");
+    CHECK(graph_error_of([&] { ff::reduce(x, plus_from_one()); }) == "(no GraphError thrown)");
+  }
+  MonoidChecks on("1");
+  // Raw CUDA runs only on the device: nothing to check the laws on.
+  CHECK(graph_error_of([&] { ff::reduce(ff::cuda_expr<int>("__popc($0)", x), plus_from_one()); }) ==
+        "(no GraphError thrown)");
+  // Built-ins are not checked (float plus is associative only up to rounding).
+  CHECK(graph_error_of([&] { ff::reduce(ff::cast<float>(x), ff::plus); }) == "(no GraphError thrown)");
 }

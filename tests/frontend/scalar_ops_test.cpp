@@ -9,6 +9,7 @@
 #include <string>
 
 #include "fuseflow/frontend/reference.hpp"
+#include "graph_error_of.hpp"
 
 namespace ff = fuseflow;
 using ff::BinaryOp;
@@ -35,15 +36,7 @@ Value math(MathFn fn, std::vector<Value> args) {
   return ff::apply_math(fn, args, ff::Expr::call(fn, exprs).type());
 }
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const ff::GraphError& e) {
-    return e.what();
-  }
-  return "(no GraphError thrown)";
-}
+using ff::test::graph_error_of;
 
 const float fnan = std::numeric_limits<float>::quiet_NaN();
 const int imin = std::numeric_limits<int>::min();
@@ -90,10 +83,10 @@ TEST_CASE("integer division and modulo truncate toward zero") {
 }
 
 TEST_CASE("integer division by zero is an error, float division by zero is infinity") {
-  CHECK(error_of([] { binary(BinaryOp::Div, Value(1), Value(0)); }) ==
+  CHECK(graph_error_of([] { binary(BinaryOp::Div, Value(1), Value(0)); }) ==
         "fuseflow: division by zero in operator / on i32 (integer division by zero has no defined result in C++ "
         "or CUDA)");
-  CHECK(error_of([] { binary(BinaryOp::Mod, Value(std::uint8_t{1}), Value(false)); }).find("operator % on i32") !=
+  CHECK(graph_error_of([] { binary(BinaryOp::Mod, Value(std::uint8_t{1}), Value(false)); }).find("operator % on i32") !=
         std::string::npos);
   CHECK(binary(BinaryOp::Div, Value(1.0f), Value(0.0f)) == Value(std::numeric_limits<float>::infinity()));
 }
@@ -111,10 +104,19 @@ TEST_CASE("comparisons with NaN are false except !=") {
   CHECK(binary(BinaryOp::Ne, Value(fnan), Value(fnan)) == Value(true));
 }
 
-TEST_CASE("min and max on floats ignore a NaN operand") {
-  CHECK(math(MathFn::Min, {Value(fnan), Value(2.0f)}) == Value(2.0f));
-  CHECK(math(MathFn::Max, {Value(3.0f), Value(fnan)}) == Value(3.0f));
-  CHECK(std::isnan(math(MathFn::Max, {Value(fnan), Value(fnan)}).as_float()));
+TEST_CASE("min and max on floats propagate a NaN operand in either position, unlike fmin") {
+  const float inf = std::numeric_limits<float>::infinity();
+  for (MathFn fn : {MathFn::Min, MathFn::Max}) {
+    CHECK(std::isnan(math(fn, {Value(fnan), Value(2.0f)}).as_float()));
+    CHECK(std::isnan(math(fn, {Value(3.0f), Value(fnan)}).as_float()));
+    CHECK(std::isnan(math(fn, {Value(fnan), Value(fnan)}).as_float()));
+    CHECK(std::isnan(math(fn, {Value(inf), Value(fnan)}).as_float()));
+    CHECK(std::isnan(math(fn, {Value(-inf), Value(fnan)}).as_float()));
+    CHECK(std::isnan(math(fn, {Value(double(fnan)), Value(1.0)}).as_double()));
+  }
+  CHECK(math(MathFn::Min, {Value(inf), Value(2.0f)}) == Value(2.0f));
+  CHECK(math(MathFn::Max, {Value(-inf), Value(2.0f)}) == Value(2.0f));
+  CHECK(math(MathFn::Max, {Value(-inf), Value(inf)}) == Value(inf));
 }
 
 TEST_CASE("min and max on integers compare after the usual conversions") {
@@ -184,10 +186,10 @@ TEST_CASE("the result is converted to the type the node asks for") {
 
 TEST_CASE("scalar operations reject tuples and the wrong number of arguments") {
   Value t(ff::Tuple<int, int>(1, 2));
-  CHECK(error_of([&] { ff::apply_binary(BinaryOp::Add, t, Value(1), ScalarType::I32); }) ==
+  CHECK(graph_error_of([&] { ff::apply_binary(BinaryOp::Add, t, Value(1), ScalarType::I32); }) ==
         "fuseflow: + needs scalar operands, got a (i32, i32) tuple");
-  CHECK(error_of([] { ff::apply_math(MathFn::Pow, {Value(1.0)}, ScalarType::F64); }) ==
+  CHECK(graph_error_of([] { ff::apply_math(MathFn::Pow, {Value(1.0)}, ScalarType::F64); }) ==
         "fuseflow: pow takes 2 argument(s), got 1");
-  CHECK(error_of([] { ff::apply_binary(BinaryOp::Mod, Value(1.0f), Value(2.0f), ScalarType::F32); }) ==
+  CHECK(graph_error_of([] { ff::apply_binary(BinaryOp::Mod, Value(1.0f), Value(2.0f), ScalarType::F32); }) ==
         "fuseflow: operator % does not apply to f32");
 }

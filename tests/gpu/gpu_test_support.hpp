@@ -1,11 +1,13 @@
 #pragma once
 // What every GPU test file shares: one Runtime per process, made after FUSEFLOW_POISON=1
 // is set so every output is poisoned before each run; one random generator; random
-// inputs.
+// inputs; the size limit a sanitizer run sets.
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <initializer_list>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <doctest/doctest.h>
@@ -19,6 +21,18 @@ inline Runtime& runtime() {
   static Runtime rt;
   (void)poisoned;
   return rt;
+}
+
+// FUSEFLOW_TEST_MAX_N=<n> (scripts/sanitize.sh sets it): cases over more than n elements
+// are skipped, the > 2^31 ones among them, so a run under compute-sanitizer stays short.
+inline std::int64_t max_elements() {
+  const char* v = std::getenv("FUSEFLOW_TEST_MAX_N");
+  return v && *v ? std::stoll(v) : std::numeric_limits<std::int64_t>::max();
+}
+inline std::vector<std::int64_t> sizes_within_limit(std::vector<std::int64_t> sizes) {
+  const std::int64_t limit = max_elements();
+  sizes.erase(std::remove_if(sizes.begin(), sizes.end(), [&](std::int64_t n) { return n > limit; }), sizes.end());
+  return sizes;
 }
 
 inline std::mt19937_64& rng() {

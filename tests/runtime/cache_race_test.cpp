@@ -15,6 +15,8 @@ using ff::test::TempDir;
 namespace {
 
 const std::string source = ff::test::fill_kernel("ff_race", 3);
+// The kernels the racing processes share: each compiles all of them, in its own order.
+const std::vector<std::string> kernel_names = {"ff_race_a", "ff_race_b", "ff_race_c"};
 
 ff::CacheSettings disk_settings(const std::filesystem::path& dir) {
   ff::CacheSettings settings;
@@ -32,9 +34,9 @@ void check_single_valid_entry(const std::filesystem::path& dir) {
 
 }  // namespace
 
-TEST_CASE("processes racing to compile one key all succeed and leave a valid entry") {
+TEST_CASE("8 processes racing to compile and cache the same kernels all succeed and leave valid entries") {
   TempDir dir;
-  constexpr int processes = 4;
+  constexpr int processes = 8;
   int gate[2];
   REQUIRE(::pipe(gate) == 0);
   std::vector<pid_t> children;
@@ -49,8 +51,12 @@ TEST_CASE("processes racing to compile one key all succeed and leave a valid ent
       int status = 1;
       try {
         ff::KernelCache cache(disk_settings(dir.path()));
-        const ff::CacheResult r = cache.get("ff_race", source, ff::CompileOptions{});
-        status = r.kernel && !r.kernel->image.empty() ? 0 : 2;
+        status = 0;
+        for (std::size_t k = 0; k < kernel_names.size(); ++k) {
+          const std::string& name = kernel_names[(k + static_cast<std::size_t>(i)) % kernel_names.size()];
+          const ff::CacheResult r = cache.get(name, ff::test::fill_kernel(name, 3), ff::CompileOptions{});
+          if (!r.kernel || r.kernel->image.empty()) status = 2;
+        }
       } catch (...) {
         status = 3;
       }
@@ -66,7 +72,18 @@ TEST_CASE("processes racing to compile one key all succeed and leave a valid ent
     CHECK(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == 0);
   }
-  check_single_valid_entry(dir.path());
+  // One valid entry per kernel, no temporary file, each loaded without a compile, and each
+  // the same binary a compile gives now.
+  CHECK(ff::test::file_count(dir.path()) == kernel_names.size());
+  ff::KernelCache reader(disk_settings(dir.path()));
+  ff::KernelCache fresh(ff::CacheSettings{});
+  for (const std::string& name : kernel_names) {
+    const ff::CacheResult r = reader.get(name, ff::test::fill_kernel(name, 3), ff::CompileOptions{});
+    CHECK(r.outcome == ff::CacheOutcome::disk_hit);
+    CHECK(r.kernel->image == fresh.get(name, ff::test::fill_kernel(name, 3), ff::CompileOptions{}).kernel->image);
+  }
+  CHECK(reader.stats().rejected_entries == 0);
+  CHECK(reader.stats().compiles == 0);
 }
 
 TEST_CASE("threads with separate cache instances racing on one key all succeed") {

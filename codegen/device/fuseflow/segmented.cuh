@@ -93,12 +93,18 @@ __device__ __forceinline__ long long merge_path_search(long long diagonal, long 
 //   segments: m; value_at(i): the (mapped) value of element i; offset_at(s): offsets[s],
 //   clamped to [0, n] so that bad offsets never read or write out of bounds.
 //   out: m results; carry_segment, carry_value, head_value: one per block (scratch);
-//   ticket: a zeroed counter, left zeroed.
+//   ticket: a zeroed counter, left zeroed; invalid: set to 1 when an offset is less than
+//   the one before it (the segments concerned get unspecified values).
+//
+// Why every decreasing pair is found: with non-decreasing offsets the tiles' ranges of
+// segment ends [i0, i1) partition [0, m) in order, so each end is staged once and compared
+// with its predecessor. Decreasing offsets either leave that so (and the staging finds
+// them) or make some tile's range run backwards, which is flagged too.
 template <int kThreads, int kItems, typename T, typename ValueAt, typename OffsetAt, typename Combine>
 __device__ __forceinline__ void reduce_by_offsets(const long long segments, ValueAt value_at, OffsetAt offset_at,
                                                   Combine combine, const T identity, T* out,
                                                   long long* carry_segment, T* carry_value, T* head_value,
-                                                  unsigned* ticket) {
+                                                  unsigned* ticket, unsigned* invalid) {
   constexpr int kTile = kThreads * kItems;
   // The tile's segment ends, relative to its first element. Only comparisons with
   // positions in [0, kTile] are made, so they are clamped to [-1, kTile + 1]: 32 bits.
@@ -143,9 +149,17 @@ __device__ __forceinline__ void reduce_by_offsets(const long long segments, Valu
       const long long i0 = tile_segment[t], i1 = tile_segment[t + 1];
       const long long j0 = d0 - i0, j1 = d1 - i1;
       const int tile_ends = (int)(i1 - i0), tile_elements = (int)(j1 - j0), tile_items = (int)(d1 - d0);
-      // Coalesced: the tile's segment ends and elements, into shared memory.
-      for (int k = threadIdx.x; k < tile_ends; k += kThreads)
-        ends[k] = (int)min((long long)kTile + 1, max(-1LL, end_at(i0 + k) - (first + j0)));
+      if (tile_ends < 0 || tile_elements < 0) {  // the same for the whole block: barriers stay matched
+        if (threadIdx.x == 0) *invalid = 1u;
+        continue;
+      }
+      // Coalesced: the tile's segment ends and elements, into shared memory. Each end is
+      // checked against the one before it (the previous thread's, so a cache hit).
+      for (int k = threadIdx.x; k < tile_ends; k += kThreads) {
+        const long long end = end_at(i0 + k);
+        if (end < (i0 + k == 0 ? first : end_at(i0 + k - 1))) *invalid = 1u;
+        ends[k] = (int)min((long long)kTile + 1, max(-1LL, end - (first + j0)));
+      }
       for (int k = threadIdx.x; k < tile_elements; k += kThreads) values[k] = value_at(first + j0 + k);
       __syncthreads();
 

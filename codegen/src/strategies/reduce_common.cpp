@@ -71,7 +71,8 @@ void ReduceKernelWriter::open_kernel(SourceWriter& w, int block) {
       case Arg::Kind::Output:
       case Arg::Kind::ScalarOutput: decl = types_.name(a[i].type) + "* __restrict__ " + a[i].name; break;
       case Arg::Kind::Scratch: decl = acc_name + "* __restrict__ " + a[i].name; break;
-      case Arg::Kind::Ticket: decl = "unsigned int* __restrict__ " + a[i].name; break;
+      case Arg::Kind::Ticket:
+      case Arg::Kind::InvalidFlag: decl = "unsigned int* __restrict__ " + a[i].name; break;
     }
     w.line("    " + decl + (i + 1 < a.size() ? "," : ") {"));
   }

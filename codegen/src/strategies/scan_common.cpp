@@ -109,7 +109,8 @@ void ScanKernelWriter::open_kernel(SourceWriter& w, const std::vector<Arg>& a,
       case Arg::Kind::Output:
       case Arg::Kind::ScalarOutput: decl = types_.name(a[i].type) + "* __restrict__ " + a[i].name; break;
       case Arg::Kind::Scratch: decl = scratch_types.at(scratch++) + "* __restrict__ " + a[i].name; break;
-      case Arg::Kind::Ticket: decl = "unsigned int* __restrict__ " + a[i].name; break;
+      case Arg::Kind::Ticket:
+      case Arg::Kind::InvalidFlag: decl = "unsigned int* __restrict__ " + a[i].name; break;
     }
     w.line("    " + decl + (i + 1 < a.size() ? "," : ") {"));
   }

@@ -26,7 +26,7 @@ SegmentedTuning segmented_tuning(const Type& acc) {
 }
 
 Kernel emit_segmented_reduce(const std::shared_ptr<const OpNode>& node, const ReduceGroup& leaves, const ReduceGroup& offsets, int offsets_domain,
-                             int output, const Target& t) {
+                             int output, int check, const Target& t) {
   const OpNode& op = *node;
   ReduceGroup g = leaves;
   g.reduces = {FusedReduce{node, op.values, Expr(), -1}};
@@ -62,6 +62,7 @@ Kernel emit_segmented_reduce(const std::shared_ptr<const OpNode>& node, const Re
   args.push_back({Arg::Kind::Scratch, 1, "carry_value", acc});
   args.push_back({Arg::Kind::Scratch, 2, "head_value", acc});
   args.push_back({Arg::Kind::Ticket, 0, "ticket", ScalarType::U32});
+  args.push_back({Arg::Kind::InvalidFlag, check, "offsets_invalid", ScalarType::U32});
 
   SourceWriter w;
   w.line("namespace {");
@@ -78,7 +79,8 @@ Kernel emit_segmented_reduce(const std::shared_ptr<const OpNode>& node, const Re
       case Arg::Kind::Scalar: decl = "const " + types.name(a.type) + "* __restrict__ " + a.name; break;
       case Arg::Kind::Length: decl = "const long long " + a.name; break;
       case Arg::Kind::Param: decl = "const " + types.name(a.type) + " " + a.name; break;
-      case Arg::Kind::Ticket: decl = "unsigned int* __restrict__ " + a.name; break;
+      case Arg::Kind::Ticket:
+      case Arg::Kind::InvalidFlag: decl = "unsigned int* __restrict__ " + a.name; break;
       default: decl = types.name(a.type) + "* __restrict__ " + a.name; break;
     }
     w.line("    " + decl + (i + 1 < args.size() ? "," : ") {"));
@@ -86,6 +88,8 @@ Kernel emit_segmented_reduce(const std::shared_ptr<const OpNode>& node, const Re
   w.indent();
   k.emit_functions(w);
   // offset_at(s): offsets[s] (any integral map of the offsets' inputs), clamped to [0, n].
+  w.line("// Offsets outside [0, n] are clamped, so nothing is read out of bounds, and flagged: the runtime");
+  w.line("// reports them after the run (reduce_by_offsets flags decreasing ones).");
   w.open("const auto offset_at = [&](const long long i) -> long long");
   ExprEmitter e(w, types, [&](const Expr& leaf) -> std::string {
     if (leaf.kind() == ExprKind::Index) return "i";
@@ -94,13 +98,14 @@ Kernel emit_segmented_reduce(const std::shared_ptr<const OpNode>& node, const Re
     throw GraphError("codegen: unexpected leaf in segmented_reduce's offsets: " + to_string(leaf));
   }, "o");
   w.line("const long long offset = (long long)" + e.emit(op.offsets) + ";");
+  w.line("if (offset < 0 || offset > n) *offsets_invalid = 1u;");
   w.line("return offset < 0 ? 0 : (offset > n ? n : offset);");
   w.close("};");
   std::vector<std::string> loads;
   for (std::size_t j = 0; j < leaves.inputs.size(); ++j) loads.push_back("in_" + k.input_name(j) + "[i]");
   w.line("const auto value_at = [&](const long long i) -> " + acc_name + " { return " + k.element_call(loads, "i") + "; };");
   w.line("ff::segmented::reduce_by_offsets<kBlock, kItems>(offsets_count - 1, value_at, offset_at, combine, identity, out,");
-  w.line("                                                 carry_segment, carry_value, head_value, ticket);");
+  w.line("                                                 carry_segment, carry_value, head_value, ticket, offsets_invalid);");
   w.close();
 
   Kernel out;
@@ -123,8 +128,9 @@ Kernel emit_segmented_reduce(const std::shared_ptr<const OpNode>& node, const Re
   head.comment(g.program_text);
   head.line("//");
   head.comment("strategy: " + out.summary +
-               "\nOffsets are clamped to [0, n]; they must be non-decreasing (not checked here: unordered offsets give "
-               "unspecified values, never an access out of bounds). An empty segment gives the identity.");
+               "\nOffsets are clamped to [0, n], so bad ones never read or write out of bounds; one outside [0, n] or "
+               "below its predecessor sets offsets_invalid, which run() reports as an error. An empty segment gives the "
+               "identity.");
   head.line("#include <fuseflow/collectives.cuh>");
   head.line("#include <fuseflow/segmented.cuh>");
   head.line();

@@ -28,6 +28,9 @@ struct Arg {
     ScalarOutput,  // T* to the device scalar slot `index`, written by a reduction
     Scratch,     // void* to scratch buffer `index`
     Ticket,      // unsigned* to a zeroed counter that kernels leave zeroed
+    InvalidFlag, // unsigned* to a word zeroed before the run, which the kernel sets when it
+                 // finds input only the device sees invalid: segment offsets out of [0, n]
+                 // or decreasing (Plan::checked_offsets[index] says whose)
   };
   Kind kind;
   int index = 0;
@@ -123,6 +126,9 @@ struct Plan {
   int domains = 1;
   // Per program output (array outputs only are read); empty: every array has n elements.
   std::vector<OutputShape> output_shapes;
+  // Per InvalidFlag argument index: the segmented op whose offsets the flag checks. The
+  // runtime reads the flags after a run and explains a set one with the CPU reference.
+  std::vector<std::shared_ptr<const OpNode>> checked_offsets;
 
   Schedule schedule(std::int64_t n) const;
   // lengths[d]: the element count of domain d (lengths[0] is n).

@@ -82,6 +82,13 @@ std::vector<HostResult> evaluate(const Program& p, const HostBindings& b);
 Value evaluate_constant(const Expr& e);
 Value evaluate_combine(const Monoid& m, const Value& a, const Value& b);
 
+// The bounds of the segments m offsets of integral type t (packed at `offsets`) make over
+// n values. Throws GraphError, as evaluate does for `op`, when they are empty, negative,
+// beyond n or decreasing: "segmented_reduce: offset 2 is 3, less than offset 1 (4);
+// offsets must be non-decreasing". The runtime explains what its kernels flagged with it.
+std::vector<std::size_t> segment_bounds(const std::string& op, ScalarType t, const std::byte* offsets,
+                                        std::size_t m, std::size_t n);
+
 // The scalar operations the evaluator applies, with C++ semantics on the host (unsigned
 // arithmetic wraps; float ops round in the operand type).
 Value apply_unary(UnaryOp op, const Value& a, const Type& result);

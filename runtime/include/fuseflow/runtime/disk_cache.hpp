@@ -42,7 +42,9 @@ class DiskCache {
   Loaded load(std::uint64_t hash, std::string_view key) const;
   // Writes a temporary file in the same directory and renames it over the entry, so
   // concurrent readers and writers (other processes included) only ever see whole
-  // entries. Returns false (after one warning per cache) when the write fails.
+  // entries; makes the directory again if it was deleted. Returns false (after one
+  // warning per cache, which then stays in memory) when the write fails: a read-only
+  // directory, a full disk. A cut-off temporary file is removed.
   bool store(std::uint64_t hash, std::string_view key, std::string_view payload);
 
   bool enabled() const noexcept { return enabled_.load(); }

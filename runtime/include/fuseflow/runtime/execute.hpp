@@ -42,6 +42,13 @@ class Binding {
 
 using Bindings = std::vector<std::pair<Expr, Binding>>;
 
+// Checks bindings against a program as Runtime::run does before it launches anything:
+// every input bound once to an array of its element type, every parameter once to a
+// scalar, nothing else bound, and inputs that must have one length (a map's operands)
+// having it. Touches no device, so it works without a GPU. Throws GraphError naming
+// what is wrong, e.g. "fuseflow: run: input 'y' is not bound".
+void check_bindings(const Program& program, const Bindings& bindings);
+
 // One result of a program. A reduction's value comes back to the host:
 //   float s = rt.run(ff::reduce(x, ff::plus), {{x, xs}});
 // An array stays on the device until asked for:

@@ -10,6 +10,7 @@
 #include <map>
 #include <utility>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -73,6 +74,14 @@ class KernelHandle {
   LoadedKernel* kernel_ = nullptr;
 };
 
+// Thread safety: run, run_async, load_kernel, alloc, upload and download may be called
+// from several host threads at once on one Runtime. Runs are serialised (one mutex per
+// Runtime, held while a run binds, compiles, launches and, for run, copies its scalars
+// back), so they execute one after another on the Runtime's stream; compiling a program
+// for the first time holds up other threads' runs meanwhile. launch, scratch and zero are
+// the executor's building blocks and are not synchronised: call them from one thread at a
+// time, and not while another thread runs programs on this Runtime. Two Runtimes are
+// independent (each has its own stream) and may be used concurrently, also on one device.
 class Runtime {
  public:
   // Throws CudaError when there is no CUDA driver or no GPU.
@@ -132,6 +141,8 @@ class Runtime {
   // parameters ({t, 0.5f}), plans and compiles it on first use (then from the caches),
   // launches its kernels on this runtime's stream. Scalars come back to the host;
   // arrays stay on the device. Thread-safe: runs on one Runtime are serialised.
+  // A run of a segmented op waits for its kernels and throws GraphError (the CPU
+  // reference's message) when the device found its offsets invalid.
   Result run(const Expr& result, const Bindings& bindings = {});
   std::vector<Result> run(const Program& program, const Bindings& bindings = {});
   template <std::size_t N>
@@ -143,7 +154,9 @@ class Runtime {
   // Like run, without waiting: the kernels are queued on the stream and run_async
   // returns at once. A scalar result stays on the device until its value() is read
   // (which waits); it is overwritten when the same program runs again, so read it
-  // before that. Arrays are ready once the stream reaches them.
+  // before that. Arrays are ready once the stream reaches them. Not waiting, it does not
+  // report invalid segment offsets: the kernels still stay in bounds, and the results of
+  // the segments concerned are unspecified.
   Result run_async(const Expr& result, const Bindings& bindings = {});
   std::vector<Result> run_async(const Program& program, const Bindings& bindings = {});
 
@@ -165,6 +178,7 @@ class Runtime {
   static std::array<Result, sizeof...(I)> move_to_array(std::vector<Result>& all, std::index_sequence<I...>) {
     return {std::move(all[I])...};
   }
+  std::once_flag executor_once_;  // the executor is made by the first run, once
   std::shared_ptr<detail::Executor> executor_;
 
   std::shared_ptr<detail::DeviceContext> context_;
@@ -174,6 +188,7 @@ class Runtime {
   ScratchPool scratch_;
   // Keyed by the cached binary object: the cache hands out one object per kernel, so
   // this map cannot confuse two kernels (no hash collision risk).
+  std::mutex modules_mutex_;
   std::map<const CompiledKernel*, std::unique_ptr<LoadedKernel>> modules_;
 };
 
