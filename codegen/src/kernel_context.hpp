@@ -91,6 +91,27 @@ class ReduceKernelWriter {
 void open_elementwise_kernel(SourceWriter& w, CudaTypes& types, const std::string& name, int block,
                              const std::vector<Arg>& args, const ReduceGroup& g);
 
+// ---- planner passes shared by the planning files --------------------------------------
+
+// A node with its filter results substituted (see resolve_filters).
+struct ResolvedFilters {
+  Expr expr;                    // the node, each filter result replaced by the filter's values
+  std::vector<Expr> conjuncts;  // the predicates of those filters (substituted), in order
+  bool filtered = false;        // a filter result was replaced below it
+};
+using FilterMemo = std::map<const ExprNode*, ResolvedFilters>;
+
+// Replaces each filter result in `e` by the filter's values, and ands the filters'
+// predicates (also substituted) onto `mask`: reduce(filter(x, p)) == masked reduce.
+// GraphError for an array result that is not a filter's, and for index() in a map of a
+// filter's result (it would mean the position among the survivors).
+Expr resolve_filters(const Expr& e, Expr& mask, FilterMemo& memo);
+
+// Fills the group's leaf lists (inputs, parameters and scalar slots, in program order)
+// from the expressions it evaluates.
+void fill_leaves(ReduceGroup& g, const Program& p, const std::vector<Expr>& exprs,
+                 const std::map<const OpNode*, int>& slot_of);
+
 std::string sanitize(const std::string& name);  // a C identifier from a user's name
 std::string reduce_kernel_name(const ReduceGroup& g, const char* strategy);
 

@@ -1,0 +1,65 @@
+// fuseflow device helper library: stream compaction (filter as a program output).
+//
+// Embedded into the fuseflow binary like collectives.cuh. A compaction tile ranks its kept
+// elements within each warp with ballots (WarpRanks), adds the warps' counts in the block,
+// and finds its global output offset with the decoupled look-back of scan.cuh over the
+// tiles' survivor counts (CountLookbackState). Counts are integers, so the look-back's
+// result does not depend on the order it combines them in.
+#pragma once
+
+#include <fuseflow/scan.cuh>
+
+namespace ff {
+
+// Ranks of a warp's kept elements in input order. The warp holds its elements in rows:
+// in a row, lane l holds the kVec consecutive elements l * kVec ... l * kVec + kVec - 1,
+// and every row follows the previous one. rank_row, called by the full warp for each row
+// in order, gives every kept element of the lane its position among the warp's kept
+// elements: those of earlier rows, of lower lanes in this row, and this lane's earlier
+// ones. One ballot per element of the row: no shared memory, no barrier.
+template <int kVec>
+struct WarpRanks {
+  unsigned kept = 0;  // kept elements in the rows ranked so far; the same in every lane
+
+  __device__ __forceinline__ void rank_row(const bool (&flags)[kVec], unsigned (&ranks)[kVec]) {
+    const unsigned lower_lanes = (1u << (threadIdx.x % kWarpSize)) - 1u;
+    unsigned before = kept;  // kept elements before this lane's first element of the row
+    unsigned row = 0;
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      const unsigned votes = __ballot_sync(kFullMask, flags[k]);
+      before += __popc(votes & lower_lanes);
+      row += __popc(votes);
+    }
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      ranks[k] = before;
+      before += flags[k] ? 1u : 0u;
+    }
+    kept += row;
+  }
+};
+
+// Look-back tile status for survivor counts: the flag (scan.cuh's TileFlag, 2 bits) and
+// the count (62 bits, enough for any element count) share one 64-bit word, written and
+// read with single 64-bit accesses, so a reader sees a flag and its count together with
+// no fences. The same interface as LookbackState, for ff::look_back.
+struct CountLookbackState {
+  unsigned long long* words;  // (count << 2) | flag, one per tile, zeroed before the launch
+
+  __device__ explicit CountLookbackState(unsigned long long* storage) : words(storage) {}
+
+  __device__ __forceinline__ void publish(long long tile, unsigned flag, unsigned long long count) const {
+    volatile unsigned long long* word = words + tile;
+    *word = (count << 2) | flag;
+  }
+
+  __device__ __forceinline__ unsigned read(long long tile, unsigned long long& count) const {
+    const volatile unsigned long long* word = words + tile;
+    const unsigned long long w = *word;
+    count = w >> 2;
+    return static_cast<unsigned>(w & 3u);
+  }
+};
+
+}  // namespace ff

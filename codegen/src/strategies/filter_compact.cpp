@@ -1,0 +1,285 @@
+// Filter as a program output (stream compaction), one pass (DESIGN.md "Strategies:
+// Filter"). One block per tile; a block takes its tile id from an atomic counter, so
+// every predecessor of a tile is already running (no deadlock whatever order blocks are
+// scheduled in). Each warp owns a contiguous part of the tile and loads it in rows, one
+// coalesced 16-byte vector load per lane and row (element-wise loads for the last tile
+// and for misaligned inputs), evaluates the predicate (with the map before the filter
+// fused in) on each element and ranks the survivors in input order with one ballot per
+// element of a row (compact.cuh, WarpRanks); each survivor's value goes to its rank in
+// the warp's part of a shared-memory tile. The warps' counts give the tile's count and
+// each warp's offset in it; the tile's first output position comes from the decoupled
+// look-back of scan.cuh over the tiles' survivor counts (integers: exact in any order),
+// with flag and count packed in one 64-bit word per tile. Each warp then writes its
+// survivors to consecutive positions (coalesced), each output's map applied on the way
+// (filter -> map), and the last tile writes the total count to the device. Stable:
+// survivors keep their input order. Reads n elements, writes the survivors.
+#include <algorithm>
+#include <set>
+
+#include "../compact_context.hpp"
+
+namespace fuseflow::codegen {
+
+namespace {
+constexpr std::size_t kThreadBytes = 128;          // bytes of inputs a thread loads per tile
+constexpr int kMaxItems = 32;                      // elements per thread per tile
+constexpr std::size_t kMaxStageBytes = 40 * 1024;  // the survivors' stage: static shared memory stays under 48 KB
+}  // namespace
+
+CompactTiling compact_tiling(const CompactGroup& g) {
+  std::size_t in_bytes = 0, widest = 0;
+  bool scalars = true;
+  for (const auto& in : g.leaves.inputs) {
+    in_bytes += in.type().size();
+    widest = std::max(widest, in.type().size());
+    scalars = scalars && in.type().is_scalar();
+  }
+  CompactTiling t;
+  t.vec = scalars && widest > 0 ? static_cast<int>(16 / widest) : 1;
+  const int items = static_cast<int>(std::clamp<std::size_t>(kThreadBytes / std::max<std::size_t>(in_bytes, 1), 1, kMaxItems));
+  t.rows = std::max(1, items / t.vec);
+  const std::size_t value_bytes = g.value.type().size();
+  while (static_cast<std::size_t>(t.tile()) * value_bytes > kMaxStageBytes) {
+    if (t.rows > 1) --t.rows;
+    else if (t.vec > 1) t.vec /= 2;
+    else if (t.block > 32) t.block /= 2;
+    else throw GraphError("filter: elements of " + g.value.type().name() + " are too large to compact in shared memory");
+  }
+  return t;
+}
+
+Kernel emit_filter_compact(const CompactGroup& g, const Target& /*target: one block per tile, sized by n*/) {
+  const CompactTiling tiling = compact_tiling(g);
+  const ReduceGroup& l = g.leaves;
+  CudaTypes types;
+  const std::string value_type = types.name(g.value.type());
+
+  std::vector<std::string> names;
+  std::vector<Arg> args;
+  for (std::size_t j = 0; j < l.inputs.size(); ++j) {
+    std::string n = sanitize(l.inputs[j].node().name);
+    while (std::find(names.begin(), names.end(), n) != names.end()) n += "_";
+    names.push_back(n);
+    args.push_back({Arg::Kind::Input, l.input_ids[j], "in_" + n, l.inputs[j].type()});
+  }
+  args.push_back({Arg::Kind::Length, 0, "n", ScalarType::I64});
+  for (std::size_t j = 0; j < l.params.size(); ++j)
+    args.push_back({Arg::Kind::Param, l.param_ids[j], "p_" + sanitize(l.params[j].node().name), l.params[j].type()});
+  for (int s : l.scalars_read)
+    args.push_back({Arg::Kind::Scalar, s, "s" + std::to_string(s), l.slot_types[static_cast<std::size_t>(s)]});
+  std::vector<std::string> outs;
+  for (std::size_t j = 0; j < g.outputs.size(); ++j) {
+    outs.push_back("out" + std::to_string(g.output_ids[j]));
+    args.push_back({Arg::Kind::Output, g.output_ids[j], outs.back(), g.outputs[j].type()});
+    args.push_back({Arg::Kind::OutputCount, g.output_ids[j], outs.back() + "_count", ScalarType::U64});
+  }
+  args.push_back({Arg::Kind::Scratch, 0, "tile_counter", ScalarType::U32});
+  args.push_back({Arg::Kind::Scratch, 1, "tile_status", ScalarType::U64});
+
+  const std::string name = "ff_filter_compact_" + short_type_name(g.value.type());
+  SourceWriter w;
+  w.line("namespace {");
+  w.line("constexpr int kBlock = " + std::to_string(tiling.block) + ";");
+  w.line("constexpr int kVec = " + std::to_string(tiling.vec) + ";  // elements per vector load");
+  w.line("constexpr int kRows = " + std::to_string(tiling.rows) + ";  // vector loads per thread and input per tile");
+  w.line("constexpr int kWarpTile = 32 * kRows * kVec;  // a warp's consecutive elements of the tile");
+  w.line("constexpr int kTile = kBlock / 32 * kWarpTile;");
+  w.line("}  // namespace");
+  w.line();
+  open_elementwise_kernel(w, types, name, tiling.block, args, l);
+
+  // keep(inputs..., i) and value(inputs..., i): the predicate and the value of element i.
+  std::string params;
+  for (std::size_t j = 0; j < l.inputs.size(); ++j) params += "const " + types.name(l.inputs[j].type()) + " " + names[j] + ", ";
+  params += "const long long i";
+  auto leaf_of = [&](const Expr& leaf) -> std::string {
+    switch (leaf.kind()) {
+      case ExprKind::Input:
+        for (std::size_t j = 0; j < l.inputs.size(); ++j)
+          if (same_node(l.inputs[j], leaf)) return names[j];
+        break;
+      case ExprKind::Index: return "i";
+      case ExprKind::Param: return "p_" + sanitize(leaf.node().name);
+      case ExprKind::Result:
+        if (leaf.node().op->scalar_output) return "r" + std::to_string(l.slot_of.at(leaf.node().op.get()));
+        break;
+      default: break;
+    }
+    throw GraphError("codegen: unexpected leaf in a filter: " + to_string(leaf));
+  };
+  w.open("const auto keep = [&](" + params + ") -> bool");
+  {
+    ExprEmitter e(w, types, leaf_of);
+    w.line("return " + e.emit(g.keep) + ";");
+  }
+  w.close("};");
+  w.open("const auto value = [&](" + params + ") -> " + value_type);
+  {
+    ExprEmitter e(w, types, leaf_of);
+    w.line("return " + e.emit(g.value) + ";");
+  }
+  w.close("};");
+  // epilogue_j(kept, at): output j of the survivor written at position `at` (filter -> map;
+  // index() is the position among the survivors).
+  for (std::size_t j = 0; j < g.outputs.size(); ++j) {
+    const Expr& o = g.outputs[j];
+    if (o.kind() == ExprKind::Result) continue;  // the filter's result itself: stored as it is
+    w.open("const auto epilogue" + std::to_string(j) + " = [&](const " + value_type + " kept, const long long at) -> " +
+           types.name(o.type()));
+    ExprEmitter e(w, types, [&](const Expr& leaf) -> std::string {
+      if (leaf.kind() == ExprKind::Result && leaf.node().op == g.op) return "kept";
+      if (leaf.kind() == ExprKind::Index) return "at";
+      return leaf_of(leaf);
+    });
+    w.line("return " + e.emit(o) + ";");
+    w.close("};");
+  }
+  w.line();
+  w.line("__shared__ " + value_type + " survivors[kTile];  // warp w's survivors in order, from w * kWarpTile");
+  w.line("__shared__ unsigned int warp_counts[kBlock / 32];");
+  w.line("__shared__ unsigned int tile_id;");
+  w.line("__shared__ unsigned long long tile_offset;");
+  w.comment("Dynamic tile id: tiles are numbered in the order their blocks start.");
+  w.line("if (threadIdx.x == 0) tile_id = atomicAdd(tile_counter, 1u);");
+  w.line("__syncthreads();");
+  w.line("const long long tile = tile_id;");
+  w.line("const long long base = tile * kTile;");
+  w.line("const int lane = threadIdx.x % 32;");
+  w.line("const int warp = threadIdx.x / 32;");
+  w.line("const long long warp_base = base + (long long)warp * kWarpTile;");
+
+  // Loads: element k of row r of this lane is warp_base + (r * 32 + lane) * kVec + k.
+  const std::string element_index = "const long long i = warp_base + (r * 32 + lane) * kVec + k;";
+  w.comment("Warp w owns the kWarpTile elements from warp_base, in rows: in row r, lane l holds the\n"
+            "kVec elements from warp_base + (r * 32 + l) * kVec.");
+  for (std::size_t j = 0; j < l.inputs.size(); ++j)
+    w.line("ff::Vec<" + types.name(l.inputs[j].type()) + ", kVec> " + names[j] + "_v[kRows];");
+  auto checked_loads = [&] {
+    w.line("#pragma unroll");
+    w.open("for (int r = 0; r < kRows; ++r)");
+    w.line("#pragma unroll");
+    w.open("for (int k = 0; k < kVec; ++k)");
+    w.line(element_index);
+    w.open("if (i < n)");
+    for (std::size_t j = 0; j < l.inputs.size(); ++j) w.line(names[j] + "_v[r].v[k] = in_" + names[j] + "[i];");
+    w.close();
+    w.close();
+    w.close();
+  };
+  if (tiling.vec > 1) {
+    std::string aligned;
+    for (std::size_t j = 0; j < names.size(); ++j)
+      aligned += (j ? " | " : "") + std::string("ff::misalignment<kVec>(in_") + names[j] + ")";
+    w.open("if (base + kTile <= n && (" + aligned + ") == 0)");
+    w.comment("A full tile of aligned inputs (every tile but the last): one coalesced vector load\n"
+              "per lane, row and input, no bounds checks.");
+    w.line("#pragma unroll");
+    w.open("for (int r = 0; r < kRows; ++r)");
+    for (std::size_t j = 0; j < l.inputs.size(); ++j)
+      w.line(names[j] + "_v[r] = ff::load_vec<kVec>(in_" + names[j] + " + warp_base + (r * 32 + lane) * kVec);");
+    w.close();
+    w.close("} else {");
+    w.indent();
+    checked_loads();
+    w.close();
+  } else {
+    checked_loads();
+  }
+
+  std::string loaded;
+  for (const auto& n : names) loaded += n + "_v[r].v[k], ";
+  loaded += "i";
+  w.comment("Each survivor's rank among the warp's survivors, in input order (a ballot per element\n"
+            "of a row), and its value stored at that rank in the warp's part of the shared tile.");
+  w.line("ff::WarpRanks<kVec> ranks;");
+  w.line("#pragma unroll");
+  w.open("for (int r = 0; r < kRows; ++r)");
+  w.line("bool flags[kVec];");
+  w.line("unsigned int rank[kVec];");
+  w.line("#pragma unroll");
+  w.open("for (int k = 0; k < kVec; ++k)");
+  w.line(element_index);
+  w.line("flags[k] = i < n && keep(" + loaded + ");");
+  w.close();
+  w.line("ranks.rank_row(flags, rank);");
+  w.line("#pragma unroll");
+  w.open("for (int k = 0; k < kVec; ++k)");
+  w.line(element_index);
+  w.line("if (flags[k]) survivors[warp * kWarpTile + rank[k]] = value(" + loaded + ");");
+  w.close();
+  w.close();
+  w.line("if (lane == 0) warp_counts[warp] = ranks.kept;");
+  w.line("__syncthreads();");
+  w.comment("This warp's survivors start at warp_offset in the tile, which has tile_count.");
+  w.line("unsigned int warp_offset = 0, tile_count = 0;");
+  w.line("#pragma unroll");
+  w.open("for (int v = 0; v < kBlock / 32; ++v)");
+  w.line("if (v == warp) warp_offset = tile_count;");
+  w.line("tile_count += warp_counts[v];");
+  w.close();
+  w.line();
+  w.comment("The tile's first output position: the survivors of all earlier tiles, by the look-back\n"
+            "of scan.cuh over the tiles' counts. Tile 0 publishes its count as its inclusive prefix\n"
+            "at once; every other tile publishes its count, looks back for its exclusive prefix,\n"
+            "then publishes its inclusive prefix. The last tile writes the total count.");
+  w.open("if (warp == 0)");
+  w.line("const ff::CountLookbackState status(tile_status);");
+  w.line("const auto plus = [](const unsigned long long a, const unsigned long long b) { return a + b; };");
+  w.line("unsigned long long exclusive = 0;");
+  w.open("if (tile == 0)");
+  w.line("if (lane == 0) status.publish(0, ff::kTilePrefix, tile_count);");
+  w.close("} else {");
+  w.indent();
+  w.line("if (lane == 0) status.publish(tile, ff::kTileAggregate, tile_count);");
+  w.line("exclusive = ff::look_back(status, tile, plus, 0ull);");
+  w.line("if (lane == 0) status.publish(tile, ff::kTilePrefix, exclusive + tile_count);");
+  w.close();
+  w.open("if (lane == 0)");
+  w.line("tile_offset = exclusive;");
+  w.open("if (base + kTile >= n)");
+  for (const auto& o : outs) w.line("*" + o + "_count = exclusive + tile_count;");
+  w.close();
+  w.close();
+  w.close();
+  w.line("__syncthreads();");
+  w.line();
+  w.comment("Coalesced stores: each warp writes its survivors to consecutive positions, the map\n"
+            "after the filter applied to each on the way.");
+  w.line("const unsigned int mine = warp_counts[warp];");
+  w.line("const long long first = (long long)(tile_offset + warp_offset);");
+  w.open("for (unsigned int s = lane; s < mine; s += 32)");
+  w.line("const long long at = first + s;");
+  w.line("const " + value_type + " kept = survivors[warp * kWarpTile + s];");
+  for (std::size_t j = 0; j < g.outputs.size(); ++j)
+    w.line(outs[j] + "[at] = " + (g.outputs[j].kind() == ExprKind::Result ? "kept" : "epilogue" + std::to_string(j) + "(kept, at)") + ";");
+  w.close();
+  w.close();
+
+  Kernel k;
+  k.name = name;
+  k.block = tiling.block;
+  k.max_grid = 0;  // one block per tile: the grid grows with n
+  k.any_grid = false;
+  k.items_per_block_step = tiling.tile();
+  k.args = args;
+  k.summary = "compact (single pass, stable): block " + std::to_string(tiling.block) + ", " +
+              std::to_string(tiling.items()) + " elements per thread (" + std::to_string(tiling.rows) + " rows of " +
+              std::to_string(tiling.vec) + "-element vector loads), tiles of " + std::to_string(tiling.tile()) +
+              " elements, one block per tile; survivors ranked by warp ballots and compacted in shared memory (" +
+              std::to_string(static_cast<std::size_t>(tiling.tile()) * g.value.type().size()) +
+              " bytes), tile offsets by decoupled look-back over survivor counts, count written by the last tile";
+  k.why = "a filter's compacted array is a program output: one pass reads n elements and writes the survivors";
+  SourceWriter head;
+  head.line("// fuseflow kernel " + name);
+  head.line("//");
+  head.comment(l.program_text);
+  head.line("//");
+  head.comment("strategy: " + k.summary);
+  head.line("#include <fuseflow/compact.cuh>");
+  head.line();
+  std::string defs = types.definitions();
+  k.source = head.str() + (defs.empty() ? "" : defs + "\n") + w.str();
+  return k;
+}
+
+}  // namespace fuseflow::codegen
