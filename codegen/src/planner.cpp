@@ -158,8 +158,8 @@ namespace {
 // output's map is the epilogue applied before the store. One kernel per scan writes every
 // output that reads it. Scans run after the reductions, so their maps may read
 // reductions' results. A scan of a filter's result is rejected: by definition (the CPU
-// reference) it scans the compacted survivors, which needs stream compaction; a masked
-// scan over all n elements is scan(select(p, x, identity)).
+// reference) it scans the compacted survivors, whose count only the compaction kernel
+// knows, on the device; a masked scan over all n elements is scan(select(p, x, identity)).
 
 void collect_scans(const Expr& e, std::set<const OpNode*>& scans, std::set<const ExprNode*>& seen) {
   if (!seen.insert(e.get()).second) return;
@@ -195,8 +195,9 @@ void plan_scans(const Program& program, const Target& target, const std::vector<
   for (auto& g : groups) {
     g.value = resolve_filters(g.op->values, g.mask, memo);
     if (g.mask.valid())
-      throw GraphError("codegen: scan of a filter result needs stream compaction, which is not supported yet; "
-                       "for a masked scan write scan(select(p, x, identity))");
+      throw GraphError("codegen: a scan of a filter's result (the prefixes of the compacted survivors) is not "
+                       "supported in one program yet; run the filter first (its result is a device array) and scan "
+                       "that, or for a masked scan over all n elements write scan(select(p, x, identity))");
     g.leaves.program_text = context.program_text;
     g.leaves.slot_types = context.slot_types;
     g.leaves.slot_of = context.slot_of;

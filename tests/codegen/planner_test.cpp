@@ -26,12 +26,13 @@ std::string plan_error(const ff::Program& p) {
 }
 
 const std::string kFilterScan =
-    "scan of a filter result needs stream compaction, which is not supported yet; "
-    "for a masked scan write scan(select(p, x, identity))";
+    "a scan of a filter's result (the prefixes of the compacted survivors) is not supported in one program yet; "
+    "run the filter first (its result is a device array) and scan that, or for a masked scan over all n elements "
+    "write scan(select(p, x, identity))";
 
 }  // namespace
 
-TEST_CASE("a scan of a filter result is rejected until stream compaction exists") {
+TEST_CASE("a scan of a filter result is rejected with a message that says what to write instead") {
   auto x = ff::input<float>("x");
   for (ff::ScanKind kind : {ff::inclusive, ff::exclusive}) {
     const std::string e = plan_error(ff::Program(ff::scan(ff::filter(x, x > 0.0f), ff::plus, kind)));

@@ -222,6 +222,24 @@ TEST_CASE("the survivor count is read from the device only when asked, and the m
   CHECK(counted == static_cast<std::int64_t>(want.size()));
 }
 
+// scan(filter(x, p)) is refused in one program (tests/codegen/planner_test.cpp); in two
+// runs it is the reference's scan of the survivors.
+TEST_CASE("a compacted array scanned in a second run is the reference's scan of the survivors") {
+  ff::Runtime& rt = runtime();
+  for (std::int64_t n : {0LL, 1LL, 1025LL, (1LL << 20) + 7}) {
+    auto host = random_values<std::int32_t>(n, -1000, 1000);
+    auto dev = rt.upload(host);
+    auto x = ff::input<std::int32_t>("x");
+    ff::DeviceArray<std::int32_t> kept = rt.run(ff::filter(x, x > 0), {{x, dev}});
+    auto y = ff::input<std::int32_t>("y");
+    std::vector<std::int32_t> got = rt.run(ff::scan(y, ff::plus), {{y, kept}}).download<std::int32_t>();
+    ff::HostBindings b;
+    b.bind(x, ff::HostArray::from(host));
+    auto want = ff::evaluate(ff::Program(ff::scan(ff::filter(x, x > 0), ff::plus)), b)[0].array.to_vector<std::int32_t>();
+    check_exact(got, want, "scan of the survivors, n = " + std::to_string(n));
+  }
+}
+
 TEST_CASE("two reductions of one filter's result are both masked") {
   auto x = ff::input<std::int32_t>("x");
   ff::Expr kept = ff::filter(x, x > 0);

@@ -178,8 +178,9 @@ TEST_CASE("a map before the scan (prologue) and after it (epilogue) are fused in
 
 // A masked scan over all n elements is written scan(select(p, x, identity)): dropped
 // elements contribute the identity. scan(filter(x, p)) means the scan of the compacted
-// survivors (the CPU reference's definition), which needs stream compaction: until that
-// exists the planner rejects it with a GraphError (tests/codegen/planner_test.cpp).
+// survivors (the CPU reference's definition), whose count only the compaction kernel
+// knows: the planner rejects it with a GraphError for now (tests/codegen/planner_test.cpp);
+// tests/gpu/filter_gpu_test.cpp scans a compacted array in a second run.
 TEST_CASE("a masked scan via select keeps n outputs; a scan of a filter result is rejected") {
   ff::Runtime& rt = runtime();
   for (ff::Strategy s : kStrategies)
