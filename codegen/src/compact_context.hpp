@@ -28,6 +28,7 @@ struct CompactGroup {
 // holds kRows vector loads of kVec elements of every input per tile.
 struct CompactTiling {
   int block = 256;
+  int min_blocks = 1;  // resident blocks per SM the registers must allow (__launch_bounds__)
   int vec = 1;   // elements per vector load
   int rows = 1;  // vector loads per thread and input
   int items() const { return vec * rows; }

@@ -85,11 +85,12 @@ class ReduceKernelWriter {
   std::vector<std::string> input_names_;
 };
 
-// Opens an element-wise kernel (map, histogram): the signature from `args` (inputs and
-// reduction results as const pointers, n, parameters by value, outputs as pointers), then
-// the reads of the reductions' results the maps use, as r<slot>.
+// Opens an element-wise kernel (map, histogram, compaction): the signature from `args`
+// (inputs and reduction results as const pointers, n, parameters by value, outputs and
+// scratch as pointers), then the reads of the reductions' results the maps use, as
+// r<slot>. With `min_blocks`, __launch_bounds__ asks for that many resident blocks per SM.
 void open_elementwise_kernel(SourceWriter& w, CudaTypes& types, const std::string& name, int block,
-                             const std::vector<Arg>& args, const ReduceGroup& g);
+                             const std::vector<Arg>& args, const ReduceGroup& g, int min_blocks = 0);
 
 // ---- planner passes shared by the planning files --------------------------------------
 

@@ -3,8 +3,9 @@
 namespace fuseflow::codegen {
 
 void open_elementwise_kernel(SourceWriter& w, CudaTypes& types, const std::string& name, int block,
-                             const std::vector<Arg>& args, const ReduceGroup& g) {
-  w.line("extern \"C\" __global__ void __launch_bounds__(" + std::to_string(block) + ") " + name + "(");
+                             const std::vector<Arg>& args, const ReduceGroup& g, int min_blocks) {
+  const std::string bounds = std::to_string(block) + (min_blocks > 0 ? ", " + std::to_string(min_blocks) : "");
+  w.line("extern \"C\" __global__ void __launch_bounds__(" + bounds + ") " + name + "(");
   for (std::size_t i = 0; i < args.size(); ++i) {
     const Arg& a = args[i];
     std::string decl;

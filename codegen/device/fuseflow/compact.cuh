@@ -14,29 +14,26 @@ namespace ff {
 // Ranks of a warp's kept elements in input order. The warp holds its elements in rows:
 // in a row, lane l holds the kVec consecutive elements l * kVec ... l * kVec + kVec - 1,
 // and every row follows the previous one. rank_row, called by the full warp for each row
-// in order, gives every kept element of the lane its position among the warp's kept
-// elements: those of earlier rows, of lower lanes in this row, and this lane's earlier
-// ones. One ballot per element of the row: no shared memory, no barrier.
+// in order, returns the position of the lane's first kept element of the row among the
+// warp's kept elements (those of earlier rows and of lower lanes in this row come first);
+// the lane's other kept elements of the row follow it, in order. One ballot per element
+// of the row: no shared memory, no barrier.
 template <int kVec>
 struct WarpRanks {
   unsigned kept = 0;  // kept elements in the rows ranked so far; the same in every lane
 
-  __device__ __forceinline__ void rank_row(const bool (&flags)[kVec], unsigned (&ranks)[kVec]) {
+  __device__ __forceinline__ unsigned rank_row(const bool (&flags)[kVec]) {
     const unsigned lower_lanes = (1u << (threadIdx.x % kWarpSize)) - 1u;
-    unsigned before = kept;  // kept elements before this lane's first element of the row
+    unsigned first = kept;
     unsigned row = 0;
 #pragma unroll
     for (int k = 0; k < kVec; ++k) {
       const unsigned votes = __ballot_sync(kFullMask, flags[k]);
-      before += __popc(votes & lower_lanes);
+      first += __popc(votes & lower_lanes);
       row += __popc(votes);
     }
-#pragma unroll
-    for (int k = 0; k < kVec; ++k) {
-      ranks[k] = before;
-      before += flags[k] ? 1u : 0u;
-    }
     kept += row;
+    return first;
   }
 };
 

@@ -23,7 +23,13 @@ namespace fuseflow::codegen {
 namespace {
 constexpr std::size_t kThreadBytes = 128;          // bytes of inputs a thread loads per tile
 constexpr int kMaxItems = 32;                      // elements per thread per tile
+constexpr int kMaxVec = 8;  // elements per vector load: 16 bytes, but 8 bytes of 1-byte elements (a row's
+                            // ballots and flags then fit the registers of kMinBlocks blocks)
 constexpr std::size_t kMaxStageBytes = 40 * 1024;  // the survivors' stage: static shared memory stays under 48 KB
+// Resident blocks per SM asked of the compiler: 4 x 256 threads keep enough loads in flight
+// while some blocks wait on the look-back; a thread's loads are <= 128 bytes, so the 64
+// registers this leaves hold them without spilling.
+constexpr int kMinBlocks = 4;
 }  // namespace
 
 CompactTiling compact_tiling(const CompactGroup& g) {
@@ -35,7 +41,8 @@ CompactTiling compact_tiling(const CompactGroup& g) {
     scalars = scalars && in.type().is_scalar();
   }
   CompactTiling t;
-  t.vec = scalars && widest > 0 ? static_cast<int>(16 / widest) : 1;
+  t.min_blocks = kMinBlocks;
+  t.vec = scalars && widest > 0 ? std::min(kMaxVec, static_cast<int>(16 / widest)) : 1;
   const int items = static_cast<int>(std::clamp<std::size_t>(kThreadBytes / std::max<std::size_t>(in_bytes, 1), 1, kMaxItems));
   t.rows = std::max(1, items / t.vec);
   const std::size_t value_bytes = g.value.type().size();
@@ -86,7 +93,7 @@ Kernel emit_filter_compact(const CompactGroup& g, const Target& /*target: one bl
   w.line("constexpr int kTile = kBlock / 32 * kWarpTile;");
   w.line("}  // namespace");
   w.line();
-  open_elementwise_kernel(w, types, name, tiling.block, args, l);
+  open_elementwise_kernel(w, types, name, tiling.block, args, l, tiling.min_blocks);
 
   // keep(inputs..., i) and value(inputs..., i): the predicate and the value of element i.
   std::string params;
@@ -195,17 +202,16 @@ Kernel emit_filter_compact(const CompactGroup& g, const Target& /*target: one bl
   w.line("#pragma unroll");
   w.open("for (int r = 0; r < kRows; ++r)");
   w.line("bool flags[kVec];");
-  w.line("unsigned int rank[kVec];");
   w.line("#pragma unroll");
   w.open("for (int k = 0; k < kVec; ++k)");
   w.line(element_index);
   w.line("flags[k] = i < n && keep(" + loaded + ");");
   w.close();
-  w.line("ranks.rank_row(flags, rank);");
+  w.line("unsigned int rank = ranks.rank_row(flags);  // of this lane's first survivor in the row");
   w.line("#pragma unroll");
   w.open("for (int k = 0; k < kVec; ++k)");
   w.line(element_index);
-  w.line("if (flags[k]) survivors[warp * kWarpTile + rank[k]] = value(" + loaded + ");");
+  w.line("if (flags[k]) survivors[warp * kWarpTile + rank++] = value(" + loaded + ");");
   w.close();
   w.close();
   w.line("if (lane == 0) warp_counts[warp] = ranks.kept;");
@@ -262,7 +268,8 @@ Kernel emit_filter_compact(const CompactGroup& g, const Target& /*target: one bl
   k.any_grid = false;
   k.items_per_block_step = tiling.tile();
   k.args = args;
-  k.summary = "compact (single pass, stable): block " + std::to_string(tiling.block) + ", " +
+  k.summary = "compact (single pass, stable): block " + std::to_string(tiling.block) + " (" +
+              std::to_string(tiling.min_blocks) + " resident per SM), " +
               std::to_string(tiling.items()) + " elements per thread (" + std::to_string(tiling.rows) + " rows of " +
               std::to_string(tiling.vec) + "-element vector loads), tiles of " + std::to_string(tiling.tile()) +
               " elements, one block per tile; survivors ranked by warp ballots and compacted in shared memory (" +
