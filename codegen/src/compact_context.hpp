@@ -27,14 +27,14 @@ struct CompactGroup {
 // Tuning constants of the compaction kernel, chosen from the element sizes: each thread
 // holds kRows vector loads of kVec elements of every input per tile.
 struct CompactTiling {
-  int block = 256;
+  int block = 512;
   int min_blocks = 1;  // resident blocks per SM the registers must allow (__launch_bounds__)
   int vec = 1;   // elements per vector load
   int rows = 1;  // vector loads per thread and input
   int items() const { return vec * rows; }
   int tile() const { return block * items(); }
 };
-CompactTiling compact_tiling(const CompactGroup& g);
+CompactTiling compact_tiling(const CompactGroup& g, const Target& t);
 
 Kernel emit_filter_compact(const CompactGroup& g, const Target& t);
 

@@ -204,10 +204,14 @@ detail::PreparedProgram& prepare(Runtime& rt, detail::Executor& ex, const Progra
   detail::DeviceContext::Scope scope(*context);
   for (const auto& k : p->plan.kernels) {
     p->kernels.push_back(rt.load_kernel(k.source, k.name, options, embedded_headers()));
+    // Only a kernel that strides over its domain (any_grid) is launched with the resident
+    // grid; the others (one block per tile) skip the occupancy query, which for more than
+    // 48 KB of dynamic shared memory needs the kernel's opt-in first (Runtime::launch).
     int per_sm = 0;
-    rt.check(detail::driver_api()->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, p->kernels.back().function(),
-                                                                                k.block, k.shared_bytes),
-             "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+    if (k.any_grid)
+      rt.check(detail::driver_api()->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, p->kernels.back().function(),
+                                                                                  k.block, k.shared_bytes),
+               "cuOccupancyMaxActiveBlocksPerMultiprocessor");
     p->resident_grid.push_back(std::max(1, per_sm) * props.sm_count);
   }
   return *ex.programs.emplace(std::move(key), std::move(p)).first->second;

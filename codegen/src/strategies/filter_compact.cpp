@@ -25,14 +25,18 @@ constexpr std::size_t kThreadBytes = 128;          // bytes of inputs a thread l
 constexpr int kMaxItems = 32;                      // elements per thread per tile
 constexpr int kMaxVec = 8;  // elements per vector load: 16 bytes, but 8 bytes of 1-byte elements (a row's
                             // ballots and flags then fit the registers of kMinBlocks blocks)
-constexpr std::size_t kMaxStageBytes = 40 * 1024;  // the survivors' stage: static shared memory stays under 48 KB
-// Resident blocks per SM asked of the compiler: 4 x 256 threads keep enough loads in flight
-// while some blocks wait on the look-back; a thread's loads are <= 128 bytes, so the 64
+constexpr int kBlock = 512;
+// Large tiles (16384 4-byte elements): the look-back makes the tiles' prefixes a chain that
+// advances a few dozen tiles per round trip through L2, so fewer, larger tiles keep that
+// chain well ahead of the memory traffic at large n.
+constexpr std::size_t kMaxStageBytes = 64 * 1024;  // the survivors' stage, in dynamic shared memory
+// Resident blocks per SM asked of the compiler: 2 x 512 threads keep enough loads in flight
+// while a block waits on the look-back; a thread's loads are <= 128 bytes, so the 64
 // registers this leaves hold them without spilling.
-constexpr int kMinBlocks = 4;
+constexpr int kMinBlocks = 2;
 }  // namespace
 
-CompactTiling compact_tiling(const CompactGroup& g) {
+CompactTiling compact_tiling(const CompactGroup& g, const Target& target) {
   std::size_t in_bytes = 0, widest = 0;
   bool scalars = true;
   for (const auto& in : g.leaves.inputs) {
@@ -41,12 +45,14 @@ CompactTiling compact_tiling(const CompactGroup& g) {
     scalars = scalars && in.type().is_scalar();
   }
   CompactTiling t;
+  t.block = kBlock;
   t.min_blocks = kMinBlocks;
   t.vec = scalars && widest > 0 ? std::min(kMaxVec, static_cast<int>(16 / widest)) : 1;
   const int items = static_cast<int>(std::clamp<std::size_t>(kThreadBytes / std::max<std::size_t>(in_bytes, 1), 1, kMaxItems));
   t.rows = std::max(1, items / t.vec);
   const std::size_t value_bytes = g.value.type().size();
-  while (static_cast<std::size_t>(t.tile()) * value_bytes > kMaxStageBytes) {
+  const std::size_t stage_limit = std::min<std::size_t>(kMaxStageBytes, target.shared_per_block_optin / 2);
+  while (static_cast<std::size_t>(t.tile()) * value_bytes > stage_limit) {
     if (t.rows > 1) --t.rows;
     else if (t.vec > 1) t.vec /= 2;
     else if (t.block > 32) t.block /= 2;
@@ -55,8 +61,9 @@ CompactTiling compact_tiling(const CompactGroup& g) {
   return t;
 }
 
-Kernel emit_filter_compact(const CompactGroup& g, const Target& /*target: one block per tile, sized by n*/) {
-  const CompactTiling tiling = compact_tiling(g);
+Kernel emit_filter_compact(const CompactGroup& g, const Target& target) {
+  const CompactTiling tiling = compact_tiling(g, target);
+  const std::size_t stage_bytes = static_cast<std::size_t>(tiling.tile()) * g.value.type().size();
   const ReduceGroup& l = g.leaves;
   CudaTypes types;
   const std::string value_type = types.name(g.value.type());
@@ -142,7 +149,9 @@ Kernel emit_filter_compact(const CompactGroup& g, const Target& /*target: one bl
     w.close("};");
   }
   w.line();
-  w.line("__shared__ " + value_type + " survivors[kTile];  // warp w's survivors in order, from w * kWarpTile");
+  w.comment("Warp w's survivors in order, from w * kWarpTile: kTile elements of dynamic shared memory.");
+  w.line("extern __shared__ __align__(16) unsigned char stage[];");
+  w.line(value_type + "* const survivors = reinterpret_cast<" + value_type + "*>(stage);");
   w.line("__shared__ unsigned int warp_counts[kBlock / 32];");
   w.line("__shared__ unsigned int tile_id;");
   w.line("__shared__ unsigned long long tile_offset;");
@@ -264,6 +273,7 @@ Kernel emit_filter_compact(const CompactGroup& g, const Target& /*target: one bl
   Kernel k;
   k.name = name;
   k.block = tiling.block;
+  k.shared_bytes = stage_bytes;
   k.max_grid = 0;  // one block per tile: the grid grows with n
   k.any_grid = false;
   k.items_per_block_step = tiling.tile();
@@ -273,8 +283,7 @@ Kernel emit_filter_compact(const CompactGroup& g, const Target& /*target: one bl
               std::to_string(tiling.items()) + " elements per thread (" + std::to_string(tiling.rows) + " rows of " +
               std::to_string(tiling.vec) + "-element vector loads), tiles of " + std::to_string(tiling.tile()) +
               " elements, one block per tile; survivors ranked by warp ballots and compacted in shared memory (" +
-              std::to_string(static_cast<std::size_t>(tiling.tile()) * g.value.type().size()) +
-              " bytes), tile offsets by decoupled look-back over survivor counts, count written by the last tile";
+              std::to_string(stage_bytes) + " bytes), tile offsets by decoupled look-back over survivor counts, count written by the last tile";
   k.why = "a filter's compacted array is a program output: one pass reads n elements and writes the survivors";
   SourceWriter head;
   head.line("// fuseflow kernel " + name);
