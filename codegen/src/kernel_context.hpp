@@ -85,6 +85,17 @@ class ReduceKernelWriter {
   std::vector<std::string> input_names_;
 };
 
+// The arguments every element-wise kernel (map, histogram, compaction) starts with: its
+// inputs (as in_<name>, `names` getting each input's C name, made unique), n, the
+// parameters by value and the scalar slots of reductions' results it reads.
+std::vector<Arg> elementwise_args(const ReduceGroup& g, std::vector<std::string>& names);
+
+// A kernel's complete source: the header comment (its name, the program, the strategy and
+// its constants), `includes` (device library headers such as "compact.cuh"), the tuple
+// structs of `types`, then `body`.
+std::string kernel_source(const std::string& name, const std::string& program_text, const std::string& strategy,
+                          const std::vector<std::string>& includes, const CudaTypes& types, const std::string& body);
+
 // Opens an element-wise kernel (map, histogram, compaction): the signature from `args`
 // (inputs and reduction results as const pointers, n, parameters by value, outputs and
 // scratch as pointers), then the reads of the reductions' results the maps use, as

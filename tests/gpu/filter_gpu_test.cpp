@@ -24,7 +24,6 @@ namespace {
 const std::vector<std::int64_t> kSizes = {0, 1, 31, 32, 33, 1000, 1023, 1025, (1 << 20) + 7, 1 << 24};
 
 using ff::test::random_values;
-using ff::test::rng;
 using ff::test::runtime;
 
 // Equal bits for scalars; tuples field by field (their padding is not part of the value).
@@ -260,12 +259,7 @@ TEST_CASE("two reductions of one filter's result are both masked") {
 TEST_CASE("a compaction over more than 2^31 elements uses 64-bit indexing") {
   ff::Runtime& rt = runtime();
   const std::int64_t n = (1LL << 31) + 17;
-  std::vector<std::uint8_t> host(static_cast<std::size_t>(n));
-  std::uint64_t state = rng()();
-  for (auto& v : host) {
-    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-    v = static_cast<std::uint8_t>(state >> 56);
-  }
+  const std::vector<std::uint8_t> host = ff::test::random_bytes(n);
   auto dev = rt.upload(host);
   auto x = ff::input<std::uint8_t>("x");
   // About half survive (over 2^30 elements), and the positions of the 7s reach past 2^31.

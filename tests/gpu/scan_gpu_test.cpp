@@ -27,7 +27,6 @@ namespace {
 const std::vector<std::int64_t> kSizes = {0, 1, 31, 32, 33, 1000, 1023, 1025, (1 << 20) + 7, 1 << 24};
 const std::vector<ff::Strategy> kStrategies = {ff::strategy::automatic, ff::strategy::reduce_then_scan};
 
-using ff::test::rng;
 using ff::test::runtime;
 
 using ff::test::random_values;
@@ -207,12 +206,7 @@ TEST_CASE("several outputs of one scan, beside a reduction of the same input") {
 TEST_CASE("a scan over more than 2^31 elements uses 64-bit indexing") {
   ff::Runtime& rt = runtime();
   const std::int64_t n = (1LL << 31) + 17;
-  std::vector<std::uint8_t> host(static_cast<std::size_t>(n));
-  std::uint64_t state = rng()();
-  for (auto& v : host) {
-    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-    v = static_cast<std::uint8_t>(state >> 56);
-  }
+  const std::vector<std::uint8_t> host = ff::test::random_bytes(n);
   auto dev = rt.upload(host);
   auto x = ff::input<std::uint8_t>("x");
   // Checked by a plain loop: the reference evaluator would take minutes here.

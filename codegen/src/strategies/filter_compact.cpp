@@ -69,18 +69,7 @@ Kernel emit_filter_compact(const CompactGroup& g, const Target& target) {
   const std::string value_type = types.name(g.value.type());
 
   std::vector<std::string> names;
-  std::vector<Arg> args;
-  for (std::size_t j = 0; j < l.inputs.size(); ++j) {
-    std::string n = sanitize(l.inputs[j].node().name);
-    while (std::find(names.begin(), names.end(), n) != names.end()) n += "_";
-    names.push_back(n);
-    args.push_back({Arg::Kind::Input, l.input_ids[j], "in_" + n, l.inputs[j].type()});
-  }
-  args.push_back({Arg::Kind::Length, 0, "n", ScalarType::I64});
-  for (std::size_t j = 0; j < l.params.size(); ++j)
-    args.push_back({Arg::Kind::Param, l.param_ids[j], "p_" + sanitize(l.params[j].node().name), l.params[j].type()});
-  for (int s : l.scalars_read)
-    args.push_back({Arg::Kind::Scalar, s, "s" + std::to_string(s), l.slot_types[static_cast<std::size_t>(s)]});
+  std::vector<Arg> args = elementwise_args(l, names);
   std::vector<std::string> outs;
   for (std::size_t j = 0; j < g.outputs.size(); ++j) {
     outs.push_back("out" + std::to_string(g.output_ids[j]));
@@ -285,16 +274,7 @@ Kernel emit_filter_compact(const CompactGroup& g, const Target& target) {
               " elements, one block per tile; survivors ranked by warp ballots and compacted in shared memory (" +
               std::to_string(stage_bytes) + " bytes), tile offsets by decoupled look-back over survivor counts, count written by the last tile";
   k.why = "a filter's compacted array is a program output: one pass reads n elements and writes the survivors";
-  SourceWriter head;
-  head.line("// fuseflow kernel " + name);
-  head.line("//");
-  head.comment(l.program_text);
-  head.line("//");
-  head.comment("strategy: " + k.summary);
-  head.line("#include <fuseflow/compact.cuh>");
-  head.line();
-  std::string defs = types.definitions();
-  k.source = head.str() + (defs.empty() ? "" : defs + "\n") + w.str();
+  k.source = kernel_source(name, l.program_text, "strategy: " + k.summary, {"compact.cuh"}, types, w.str());
   return k;
 }
 

@@ -47,18 +47,7 @@ Kernel emit_histogram(const OpNode& op, const ReduceGroup& g, int output, const 
 
   CudaTypes types;
   std::vector<std::string> names;
-  std::vector<Arg> args;
-  for (std::size_t j = 0; j < g.inputs.size(); ++j) {
-    std::string n = sanitize(g.inputs[j].node().name);
-    while (std::find(names.begin(), names.end(), n) != names.end()) n += "_";
-    names.push_back(n);
-    args.push_back({Arg::Kind::Input, g.input_ids[j], "in_" + n, g.inputs[j].type()});
-  }
-  args.push_back({Arg::Kind::Length, 0, "n", ScalarType::I64});
-  for (std::size_t j = 0; j < g.params.size(); ++j)
-    args.push_back({Arg::Kind::Param, g.param_ids[j], "p_" + sanitize(g.params[j].node().name), g.params[j].type()});
-  for (int s : g.scalars_read)
-    args.push_back({Arg::Kind::Scalar, s, "s" + std::to_string(s), g.slot_types[static_cast<std::size_t>(s)]});
+  std::vector<Arg> args = elementwise_args(g, names);
   args.push_back({Arg::Kind::Output, output, "counts", count_type});
 
   const std::string name = std::string("ff_histogram_") + (shared ? "shared_" : "global_") + short_type_name(count_type);
@@ -179,17 +168,8 @@ Kernel emit_histogram(const OpNode& op, const ReduceGroup& g, int output, const 
     k.why = "the bins do not fit in shared memory (" + std::to_string(private_bytes) + " > " +
             std::to_string(kSharedLimit) + " bytes)";
   }
-  SourceWriter head;
-  head.line("// fuseflow kernel " + name);
-  head.line("//");
-  head.comment(g.program_text);
-  head.line("//");
-  head.comment("strategy: " + k.summary + "\nBins outside [0, kBins) are dropped.");
-  head.line("#include <fuseflow/collectives.cuh>");
-  head.line("#include <fuseflow/histogram.cuh>");
-  head.line();
-  std::string defs = types.definitions();
-  k.source = head.str() + (defs.empty() ? "" : defs + "\n") + w.str();
+  k.source = kernel_source(name, g.program_text, "strategy: " + k.summary + "\nBins outside [0, kBins) are dropped.",
+                           {"collectives.cuh", "histogram.cuh"}, types, w.str());
   return k;
 }
 

@@ -10,16 +10,7 @@ Kernel emit_map(const std::vector<Expr>& outputs, const std::vector<int>& output
   const int blocks_per_sm = t.max_threads_per_sm / kBlock;
   CudaTypes types;
   std::vector<std::string> in_names;
-  std::vector<Arg> args;
-  for (std::size_t j = 0; j < g.inputs.size(); ++j) {
-    in_names.push_back(sanitize(g.inputs[j].node().name));
-    args.push_back({Arg::Kind::Input, g.input_ids[j], "in_" + in_names.back(), g.inputs[j].type()});
-  }
-  args.push_back({Arg::Kind::Length, 0, "n", ScalarType::I64});
-  for (std::size_t j = 0; j < g.params.size(); ++j)
-    args.push_back({Arg::Kind::Param, g.param_ids[j], "p_" + sanitize(g.params[j].node().name), g.params[j].type()});
-  for (int s : g.scalars_read)
-    args.push_back({Arg::Kind::Scalar, s, "s" + std::to_string(s), g.slot_types[static_cast<std::size_t>(s)]});
+  std::vector<Arg> args = elementwise_args(g, in_names);
   for (std::size_t j = 0; j < outputs.size(); ++j)
     args.push_back({Arg::Kind::Output, output_ids[j], "out" + std::to_string(output_ids[j]), outputs[j].type()});
 
@@ -56,15 +47,7 @@ Kernel emit_map(const std::vector<Expr>& outputs, const std::vector<int>& output
   k.args = args;
   k.summary = "element-wise map: block " + std::to_string(kBlock) + ", grid-strided, grid <= " + std::to_string(k.max_grid);
   k.why = "array outputs are element-wise maps of the inputs";
-  SourceWriter head;
-  head.line("// fuseflow kernel " + name);
-  head.line("//");
-  head.comment(g.program_text);
-  head.line("//");
-  head.comment("strategy: " + k.summary);
-  head.line();
-  std::string defs = types.definitions();
-  k.source = head.str() + (defs.empty() ? "" : defs + "\n") + w.str();
+  k.source = kernel_source(name, g.program_text, "strategy: " + k.summary, {}, types, w.str());
   return k;
 }
 
