@@ -36,6 +36,13 @@ Result Result::array(std::shared_ptr<detail::DeviceContext> ctx, CUdeviceptr ptr
   return r;
 }
 
+Result Result::counted_array(std::shared_ptr<detail::DeviceContext> ctx, CUdeviceptr ptr, std::size_t capacity,
+                             CUdeviceptr count, Type t) {
+  Result r = array(std::move(ctx), ptr, capacity, std::move(t));
+  if (capacity > 0) r.pending_size_ = count;  // with no room, no kernel ran: 0 elements
+  return r;
+}
+
 Result Result::pending_scalar(std::shared_ptr<detail::DeviceContext> ctx, CUdeviceptr ptr, Type t) {
   Result r;
   r.ctx_ = std::move(ctx);
@@ -46,7 +53,8 @@ Result Result::pending_scalar(std::shared_ptr<detail::DeviceContext> ctx, CUdevi
 
 Result::Result(Result&& o) noexcept
     : value_(std::move(o.value_)), pending_(std::exchange(o.pending_, 0)), ctx_(std::move(o.ctx_)), is_array_(o.is_array_), ptr_(std::exchange(o.ptr_, 0)),
-      owns_(std::exchange(o.owns_, false)), size_(o.size_), type_(std::move(o.type_)) {}
+      owns_(std::exchange(o.owns_, false)), size_(o.size_), pending_size_(std::exchange(o.pending_size_, 0)),
+      type_(std::move(o.type_)) {}
 
 Result& Result::operator=(Result&& o) noexcept {
   if (this != &o) {
@@ -58,6 +66,7 @@ Result& Result::operator=(Result&& o) noexcept {
     ptr_ = std::exchange(o.ptr_, 0);
     owns_ = std::exchange(o.owns_, false);
     size_ = o.size_;
+    pending_size_ = std::exchange(o.pending_size_, 0);
     type_ = std::move(o.type_);
   }
   return *this;
@@ -82,6 +91,12 @@ const Value& Result::value() const {
 
 std::size_t Result::size() const {
   if (!is_array_) throw GraphError("result: this result is a scalar " + type_.name() + ", not an array");
+  if (pending_size_) {
+    unsigned long long count = 0;
+    ctx_->copy_to_host(&count, pending_size_, sizeof count);
+    size_ = static_cast<std::size_t>(std::min<unsigned long long>(count, size_));  // size_ was the capacity
+    pending_size_ = 0;
+  }
   return size_;
 }
 
@@ -90,13 +105,13 @@ Result::Released Result::release(const Type& want) {
   if (want != type_) throw GraphError("result: the array holds " + type_.name() + ", asked for " + want.name());
   if (!owns_ && size_ != 0) throw GraphError("result: the array was already moved out");
   owns_ = false;
-  return {ctx_, std::exchange(ptr_, 0), size_};
+  return {ctx_, std::exchange(ptr_, 0), size()};
 }
 
 void Result::copy_out(const Type& want, void* host) const {
   size();
   if (want != type_) throw GraphError("result: the array holds " + type_.name() + ", asked for " + want.name());
-  if (size_ != 0) ctx_->copy_to_host(host, ptr_, size_ * type_.size());
+  if (size() != 0) ctx_->copy_to_host(host, ptr_, size_ * type_.size());
 }
 
 // ---- Runtime::run -------------------------------------------------------------------
@@ -276,12 +291,23 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
   std::vector<Result> results;
   std::vector<CUdeviceptr> output_ptrs(program.outputs().size(), 0);
   std::vector<std::size_t> output_bytes(program.outputs().size(), 0);
+  std::vector<CUdeviceptr> count_ptrs(program.outputs().size(), 0);
   for (std::size_t i = 0; i < program.outputs().size(); ++i) {
     if (plan.output_scalar[i] >= 0) continue;
     const Type& t = program.outputs()[i].type();
     // Elements of the output: n, or its own length (a histogram's bins, one per segment).
     const auto count = static_cast<std::size_t>(plan.output_shapes.empty() ? n : plan.output_shapes[i].length(lengths));
     output_bytes[i] = count * t.size();
+    // ---- device-written lengths: a counted output's count (8 bytes) follows its elements
+    // in the same allocation, so the Result owns both and reads the count when asked.
+    if (!plan.output_shapes.empty() && plan.output_shapes[i].counted) {
+      const std::size_t at = (output_bytes[i] + 7) / 8 * 8;
+      output_bytes[i] = at + sizeof(unsigned long long);
+      output_ptrs[i] = context_->allocate(output_bytes[i]);
+      count_ptrs[i] = output_ptrs[i] + at;
+      results.push_back(Result::counted_array(context_, output_ptrs[i], count, count_ptrs[i], t));
+      continue;
+    }
     output_ptrs[i] = context_->allocate(output_bytes[i]);
     results.push_back(Result::array(context_, output_ptrs[i], count, t));
   }
@@ -321,6 +347,7 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
           ptr = prep.scalars + plan.scalars[static_cast<std::size_t>(arg.index)].offset;
           break;
         case codegen::Arg::Kind::Output: ptr = output_ptrs[static_cast<std::size_t>(arg.index)]; break;
+        case codegen::Arg::Kind::OutputCount: ptr = count_ptrs[static_cast<std::size_t>(arg.index)]; break;
         case codegen::Arg::Kind::Scratch: ptr = scratch_base + launch.scratch.at(next_scratch++); break;
         case codegen::Arg::Kind::Ticket: ptr = ex.ticket->data(); break;
       }

@@ -77,9 +77,10 @@ void ScanKernelWriter::open_kernel(SourceWriter& w, const std::vector<Arg>& a,
     switch (a[i].kind) {
       case Arg::Kind::Input:
       case Arg::Kind::Scalar: decl = "const " + types_.name(a[i].type) + "* __restrict__ " + a[i].name; break;
-      case Arg::Kind::Length: decl = "const long long n"; break;
+      case Arg::Kind::Length: decl = "const long long " + a[i].name; break;
       case Arg::Kind::Param: decl = "const " + types_.name(a[i].type) + " " + a[i].name; break;
       case Arg::Kind::Output:
+      case Arg::Kind::OutputCount:
       case Arg::Kind::ScalarOutput: decl = types_.name(a[i].type) + "* __restrict__ " + a[i].name; break;
       case Arg::Kind::Scratch: decl = scratch_types.at(scratch++) + "* __restrict__ " + a[i].name; break;
       case Arg::Kind::Ticket: decl = "unsigned int* __restrict__ " + a[i].name; break;
@@ -106,6 +107,32 @@ void ScanKernelWriter::emit_constants(SourceWriter& w, bool tiled) {
   w.line();
 }
 
+std::string ScanKernelWriter::element_params() {
+  const ReduceGroup& l = g_.leaves;
+  std::string params;
+  for (std::size_t j = 0; j < l.inputs.size(); ++j)
+    params += "const " + types_.name(l.inputs[j].type()) + " " + input_names_[j] + ", ";
+  return params + "const long long i";
+}
+
+std::string ScanKernelWriter::leaf(const Expr& leaf) const {
+  const ReduceGroup& l = g_.leaves;
+  switch (leaf.kind()) {
+    case ExprKind::Input:
+      for (std::size_t j = 0; j < l.inputs.size(); ++j)
+        if (same_node(l.inputs[j], leaf)) return input_names_[j];
+      break;
+    case ExprKind::Index: return "i";
+    case ExprKind::Param: return "p_" + sanitize(leaf.node().name);
+    case ExprKind::Result:
+      if (leaf.node().op->scalar_output) return "r" + std::to_string(l.slot_of.at(leaf.node().op.get()));
+      if (leaf.node().op == g_.op) return "scanned";
+      break;
+    default: break;
+  }
+  throw GraphError("codegen: unexpected leaf in a scan's map: " + to_string(leaf));
+}
+
 void ScanKernelWriter::emit_functions(SourceWriter& w, bool elements, bool epilogues) {
   const ReduceGroup& l = g_.leaves;
   const Monoid& m = g_.op->monoid;
@@ -124,27 +151,8 @@ void ScanKernelWriter::emit_functions(SourceWriter& w, bool elements, bool epilo
   w.close("};");
   if (!elements) return;
 
-  std::string params;
-  for (std::size_t j = 0; j < l.inputs.size(); ++j)
-    params += "const " + types_.name(l.inputs[j].type()) + " " + input_names_[j] + ", ";
-  params += "const long long i";
-  auto leaf_of = [&](const Expr& leaf) -> std::string {
-    switch (leaf.kind()) {
-      case ExprKind::Input:
-        for (std::size_t j = 0; j < l.inputs.size(); ++j)
-          if (same_node(l.inputs[j], leaf)) return input_names_[j];
-        break;
-      case ExprKind::Index: return "i";
-      case ExprKind::Param: return "p_" + sanitize(leaf.node().name);
-      case ExprKind::Result:
-        if (leaf.node().op->scalar_output) return "r" + std::to_string(l.slot_of.at(leaf.node().op.get()));
-        if (leaf.node().op == g_.op) return "scanned";
-        break;
-      default: break;
-    }
-    throw GraphError("codegen: unexpected leaf in a scan's map: " + to_string(leaf));
-  };
-
+  const std::string params = element_params();
+  const auto leaf_of = [this](const Expr& e) { return leaf(e); };
   // element(inputs..., i): the prologue map's value of element i.
   w.open("const auto element = [&](" + params + ") -> " + t);
   {
@@ -167,12 +175,19 @@ void ScanKernelWriter::emit_functions(SourceWriter& w, bool elements, bool epilo
   }
 }
 
-void ScanKernelWriter::emit_shared(SourceWriter& w, bool stores) {
+void ScanKernelWriter::emit_map_function(SourceWriter& w, const std::string& name, const Expr& e) {
+  w.open("const auto " + name + " = [&](" + element_params() + ") -> " + types_.name(e.type()));
+  ExprEmitter emitter(w, types_, [this](const Expr& x) { return leaf(x); });
+  w.line("return " + emitter.emit(e) + ";");
+  w.close("};");
+}
+
+void ScanKernelWriter::emit_shared(SourceWriter& w, bool stores, const std::string& warp_total_type) {
   for (std::size_t j = 0; j < g_.leaves.inputs.size(); ++j)
     w.line("__shared__ " + types_.name(g_.leaves.inputs[j].type()) + " stage_" + input_names_[j] +
            "[kTile + kTile / 32];");
   if (stores) w.line("__shared__ " + acc() + " scanned_stage[kTile + kTile / 32];");
-  w.line("__shared__ " + acc() + " warp_totals[kBlock / 32];");
+  w.line("__shared__ " + (warp_total_type.empty() ? acc() : warp_total_type) + " warp_totals[kBlock / 32];");
 }
 
 void ScanKernelWriter::emit_load_loop(SourceWriter& w, bool checked) {
@@ -257,7 +272,8 @@ void ScanKernelWriter::emit_store_loop(SourceWriter& w, bool checked) {
   w.close();
 }
 
-void ScanKernelWriter::emit_tile_store(SourceWriter& w, const std::string& seed, bool full_fast_path) {
+void ScanKernelWriter::emit_tile_store(SourceWriter& w, const std::string& seed, bool full_fast_path,
+                                       const std::string& restart) {
   w.comment(inclusive() ? "The thread's inclusive scan, seeded with everything before its first element."
                         : "The thread's exclusive scan, seeded with everything before its first element:\n"
                           "element i gets the combination of the elements before it (the identity at 0).");
@@ -265,7 +281,12 @@ void ScanKernelWriter::emit_tile_store(SourceWriter& w, const std::string& seed,
   w.line("#pragma unroll");
   w.open("for (int k = 0; k < kItems; ++k)");
   w.line("const int s = threadIdx.x * kItems + k;");
-  if (inclusive()) {
+  if (!restart.empty()) {
+    w.comment("A segment head starts again from the identity.");
+    w.line("const " + acc() + " before = " + restart + " ? identity : running;");
+    w.line("running = combine(before, items[k]);");
+    w.line(std::string("scanned_stage[slot(s)] = ") + (inclusive() ? "running;" : "before;"));
+  } else if (inclusive()) {
     w.line("running = combine(running, items[k]);");
     w.line("scanned_stage[slot(s)] = running;");
   } else {
@@ -287,7 +308,48 @@ void ScanKernelWriter::emit_tile_store(SourceWriter& w, const std::string& seed,
   w.close();
 }
 
-std::string ScanKernelWriter::assemble(const std::string& strategy_comment, const std::string& body) {
+void ScanKernelWriter::emit_tile_id(SourceWriter& w, const std::string& prefix_type) {
+  w.line("__shared__ unsigned int tile_id;");
+  w.line("__shared__ " + prefix_type + " tile_prefix;");
+  w.comment("Dynamic tile id: tiles are numbered in the order their blocks start.");
+  w.line("if (threadIdx.x == 0) tile_id = atomicAdd(tile_counter, 1u);");
+  w.line("__syncthreads();");
+  w.line("const long long tile = tile_id;");
+  w.line("const long long base = tile * kTile;");
+}
+
+void ScanKernelWriter::emit_look_back(SourceWriter& w, const Type& status_type, const std::string& type,
+                                      const std::string& combine, const std::string& identity) {
+  const bool packed = status_type.size() <= 4;
+  w.line(type + " tile_total;");
+  w.line("const " + type + " thread_prefix = ff::block_exclusive_scan<kBlock>(thread_total, " + combine + ", " +
+         identity + ", warp_totals, tile_total);");
+  w.line();
+  w.comment(std::string("Tile status: ") +
+            (packed ? "flag and value packed in one 64-bit word, written with one store."
+                    : "flags, aggregates and inclusive prefixes in separate arrays, fenced.") +
+            "\nTile 0 publishes its inclusive prefix at once; every other tile publishes its\n"
+            "aggregate, looks back for its exclusive prefix, then publishes its inclusive prefix.\n"
+            "The look-back is deterministic: the prefix is the chained left fold of the tile\n"
+            "aggregates whatever the timing, so float results are the same bits on every run.");
+  w.line("const ff::LookbackState<" + type + "> status(tile_status, (n + kTile - 1) / kTile);");
+  w.open("if (threadIdx.x < 32)");
+  w.line(type + " exclusive = " + identity + ";");
+  w.open("if (tile == 0)");
+  w.line("if (threadIdx.x == 0) status.publish(0, ff::kTilePrefix, tile_total);");
+  w.close("} else {");
+  w.indent();
+  w.line("if (threadIdx.x == 0) status.publish(tile, ff::kTileAggregate, tile_total);");
+  w.line("exclusive = ff::look_back(status, tile, " + combine + ", " + identity + ");");
+  w.line("if (threadIdx.x == 0) status.publish(tile, ff::kTilePrefix, " + combine + "(exclusive, tile_total));");
+  w.close();
+  w.line("if (threadIdx.x == 0) tile_prefix = exclusive;");
+  w.close();
+  w.line("__syncthreads();");
+}
+
+std::string ScanKernelWriter::assemble(const std::string& strategy_comment, const std::string& body,
+                                       const std::vector<std::string>& more_includes) {
   SourceWriter w;
   w.line("// fuseflow kernel " + name_);
   w.line("//");
@@ -295,6 +357,7 @@ std::string ScanKernelWriter::assemble(const std::string& strategy_comment, cons
   w.line("//");
   w.comment(strategy_comment);
   w.line("#include <fuseflow/scan.cuh>");
+  for (const auto& h : more_includes) w.line("#include <" + h + ">");
   w.line();
   std::string defs = types_.definitions();
   return w.str() + (defs.empty() ? "" : defs + "\n") + body;

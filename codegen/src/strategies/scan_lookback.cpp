@@ -34,39 +34,9 @@ Kernel emit_scan_lookback(const ScanGroup& g, const Target& /*target: one block 
   k.emit_functions(w, true, true);
   w.line();
   k.emit_shared(w);
-  w.line("__shared__ unsigned int tile_id;");
-  w.line("__shared__ " + k.acc() + " tile_prefix;");
-  w.comment("Dynamic tile id: tiles are numbered in the order their blocks start.");
-  w.line("if (threadIdx.x == 0) tile_id = atomicAdd(tile_counter, 1u);");
-  w.line("__syncthreads();");
-  w.line("const long long tile = tile_id;");
-  w.line("const long long base = tile * kTile;");
+  k.emit_tile_id(w, k.acc());
   k.emit_tile_load_and_items(w, true);
-  w.line(k.acc() + " tile_total;");
-  w.line("const " + k.acc() +
-         " thread_prefix = ff::block_exclusive_scan<kBlock>(thread_total, combine, identity, warp_totals, tile_total);");
-  w.line();
-  w.comment(std::string("Tile status: ") +
-            (packed ? "flag and value packed in one 64-bit word, written with one store."
-                    : "flags, aggregates and inclusive prefixes in separate arrays, fenced.") +
-            "\nTile 0 publishes its inclusive prefix at once; every other tile publishes its\n"
-            "aggregate, looks back for its exclusive prefix, then publishes its inclusive prefix.\n"
-            "The look-back is deterministic: the prefix is the chained left fold of the tile\n"
-            "aggregates whatever the timing, so float results are the same bits on every run.");
-  w.line("const ff::LookbackState<" + k.acc() + "> status(tile_status, (n + kTile - 1) / kTile);");
-  w.open("if (threadIdx.x < 32)");
-  w.line(k.acc() + " exclusive = identity;");
-  w.open("if (tile == 0)");
-  w.line("if (threadIdx.x == 0) status.publish(0, ff::kTilePrefix, tile_total);");
-  w.close("} else {");
-  w.indent();
-  w.line("if (threadIdx.x == 0) status.publish(tile, ff::kTileAggregate, tile_total);");
-  w.line("exclusive = ff::look_back(status, tile, combine, identity);");
-  w.line("if (threadIdx.x == 0) status.publish(tile, ff::kTilePrefix, combine(exclusive, tile_total));");
-  w.close();
-  w.line("if (threadIdx.x == 0) tile_prefix = exclusive;");
-  w.close();
-  w.line("__syncthreads();");
+  k.emit_look_back(w, type, k.acc(), "combine", "identity");
   k.emit_tile_store(w, "combine(tile_prefix, thread_prefix)", true);
   w.close();
 

@@ -50,6 +50,10 @@ class Result {
  public:
   static Result scalar(Value v);
   static Result array(std::shared_ptr<detail::DeviceContext> ctx, CUdeviceptr ptr, std::size_t n, Type t);
+  // An array of at most `capacity` elements whose count a kernel writes, as an unsigned
+  // long long, at `count` (inside the array's allocation): read on first use of size().
+  static Result counted_array(std::shared_ptr<detail::DeviceContext> ctx, CUdeviceptr ptr, std::size_t capacity,
+                              CUdeviceptr count, Type t);
   // A scalar still on the device (run_async): read on first use of value().
   static Result pending_scalar(std::shared_ptr<detail::DeviceContext> ctx, CUdeviceptr ptr, Type t);
   Result(Result&&) noexcept;
@@ -60,7 +64,8 @@ class Result {
   const Type& type() const;
   // A reduction's value (GraphError for an array result).
   const Value& value() const;
-  // The array's element count (GraphError for a scalar result).
+  // The array's element count (GraphError for a scalar result). For an array whose count
+  // the device wrote (reduce_by_key), the first call reads it, which waits for the run.
   std::size_t size() const;
 
   template <class T>
@@ -107,7 +112,8 @@ class Result {
   bool is_array_ = false;
   CUdeviceptr ptr_ = 0;
   bool owns_ = false;
-  std::size_t size_ = 0;
+  mutable std::size_t size_ = 0;
+  mutable CUdeviceptr pending_size_ = 0;  // device address of a count not read back yet
   Type type_;
 };
 
