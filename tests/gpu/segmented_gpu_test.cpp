@@ -120,105 +120,7 @@ void check_all(const std::vector<int>& offsets, std::int64_t n, const std::strin
   check_f32_sum(floats(n), offsets, "f32 sum, " + what);
 }
 
-}  // namespace
-
-TEST_CASE("segmented sums and maximum segment sums match the reference for every shape and size") {
-  for (const auto& s : shapes())
-    for (std::int64_t n : kSizes) check_all(offsets_for(s, n), n, s.name + ", n = " + std::to_string(n));
-}
-
-TEST_CASE("one segment holding every element") {
-  for (std::int64_t n : kSizes) check_all({0, static_cast<int>(n)}, n, "one segment, n = " + std::to_string(n));
-}
-
-TEST_CASE("no segments: one offset gives an empty result; no offsets is an error") {
-  ff::Runtime& rt = runtime();
-  auto x = ff::input<float>("x");
-  auto o = ff::input<int>("offsets");
-  auto dx = rt.upload(floats(1000));
-  auto one = rt.upload(std::vector<int>{0});
-  CHECK(rt.run(ff::segmented_reduce(x, o, ff::plus), {{x, dx}, {o, one}}).size() == 0);
-  auto none = rt.upload(std::vector<int>{});
-  CHECK_THROWS_AS(rt.run(ff::segmented_reduce(x, o, ff::plus), {{x, dx}, {o, none}}), ff::GraphError);
-}
-
-TEST_CASE("all segments empty give the identity, wherever they sit") {
-  for (std::int64_t n : {0LL, 1000LL, (1LL << 20) + 7}) {
-    for (std::int64_t segments : {1LL, 1000LL, 100000LL}) {
-      check_all(std::vector<int>(static_cast<std::size_t>(segments + 1), 0), n,
-                std::to_string(segments) + " empty segments at 0, n = " + std::to_string(n));
-      check_all(std::vector<int>(static_cast<std::size_t>(segments + 1), static_cast<int>(n / 2)), n,
-                std::to_string(segments) + " empty segments in the middle, n = " + std::to_string(n));
-    }
-  }
-}
-
-TEST_CASE("elements before the first offset and after the last belong to no segment") {
-  const std::int64_t n = (1 << 20) + 7;
-  std::vector<int> offsets = {1000};
-  while (offsets.back() < n - 5000) offsets.push_back(offsets.back() + 17);
-  check_all(offsets, n, "offsets from 1000 to n - 5000");
-}
-
-TEST_CASE("one segment of 2^22 elements among 2^18 tiny ones is exact (skew)") {
-  std::vector<int> offsets = {0};
-  std::uniform_int_distribution<int> tiny(0, 3);
-  for (int s = 0; s < (1 << 17); ++s) offsets.push_back(offsets.back() + tiny(rng()));
-  offsets.push_back(offsets.back() + (1 << 22));
-  for (int s = 0; s < (1 << 17); ++s) offsets.push_back(offsets.back() + tiny(rng()));
-  check_all(offsets, offsets.back(), "2^22 among 2^18 tiny");
-}
-
-TEST_CASE("the catalog's segmented_sum and segmented_mssp run with i32 offsets") {
-  for (const char* name : {"segmented_sum", "segmented_mssp"}) {
-    const ff::Program p = ff::catalog::find(name).build();
-    ff::Runtime& rt = runtime();
-    const std::int64_t n = 100003;
-    std::vector<int> offsets = offsets_for(shapes()[2], n);
-    auto xs = ints(n, -100, 100);
-    ff::Bindings b;
-    ff::HostBindings hb;
-    std::vector<ff::DeviceArray<float>> keep_f;
-    std::vector<ff::DeviceArray<int>> keep_i;
-    for (const auto& in : p.inputs()) {
-      if (in.node().name == "offsets") {
-        keep_i.push_back(rt.upload(offsets));
-        b.push_back({in, keep_i.back()});
-        hb.bind(in, ff::HostArray::from(offsets));
-      } else if (in.type() == ff::type_of<float>()) {
-        std::vector<float> f(xs.begin(), xs.end());  // small integers: sums are exact in f32
-        keep_f.push_back(rt.upload(f));
-        b.push_back({in, keep_f.back()});
-        hb.bind(in, ff::HostArray::from(f));
-      } else {
-        keep_i.push_back(rt.upload(xs));
-        b.push_back({in, keep_i.back()});
-        hb.bind(in, ff::HostArray::from(xs));
-      }
-    }
-    auto got = rt.run(p, b);
-    auto want = ff::evaluate(p, hb);
-    const ff::Type& t = p.outputs()[0].type();
-    if (t == ff::type_of<float>()) {
-      auto g = got[0].download<float>();
-      CHECK(g == want[0].array.to_vector<float>());
-    } else {
-      using M = ff::Tuple<int, int, int, int>;
-      auto g = got[0].download<M>();
-      CHECK(g == want[0].array.to_vector<M>());
-    }
-  }
-}
-
-TEST_CASE("offsets read as elements too are refused: their lengths differ") {
-  auto x = ff::input<int>("x");
-  CHECK_THROWS_AS(ff::codegen::plan(ff::Program(ff::segmented_reduce(x, x, ff::plus)), ff::codegen::Target::preset("sm_90")),
-                  ff::GraphError);
-}
-
 // ---- segmented scans, scan_by_key, reduce_by_key ---------------------------------------
-
-namespace {
 
 using I4 = ff::Tuple<int, int, int, int>;
 
@@ -353,42 +255,113 @@ void check_scans(const std::vector<int>& offsets, std::int64_t n, const std::str
   check_f32(fred.got[0].download<float>(), fs, runs_of_keys(keys), false, ff::inclusive, "reduce_by_key f32 sums, " + what);
 }
 
+
+// Every segmented op over one layout of segments: reductions by offsets (check_all), then
+// scans by offsets, scans by key and reduce_by_key (check_scans).
+void check_every_op(const std::vector<int>& offsets, std::int64_t n, const std::string& what) {
+  check_all(offsets, n, what);
+  check_scans(offsets, n, what);
+}
+
 }  // namespace
 
-TEST_CASE("segmented scans, scans by key and reduce_by_key match the reference for every shape and size") {
+TEST_CASE("every segmented op matches the reference for every shape and size") {
   for (const auto& s : shapes())
-    for (std::int64_t n : kSizes) check_scans(offsets_for(s, n), n, s.name + ", n = " + std::to_string(n));
+    for (std::int64_t n : kSizes) check_every_op(offsets_for(s, n), n, s.name + ", n = " + std::to_string(n));
 }
 
-TEST_CASE("segmented scans and keyed ops over one segment holding every element") {
-  for (std::int64_t n : kSizes) check_scans({0, static_cast<int>(n)}, n, "one segment, n = " + std::to_string(n));
+TEST_CASE("one segment holding every element") {
+  for (std::int64_t n : kSizes) check_every_op({0, static_cast<int>(n)}, n, "one segment, n = " + std::to_string(n));
 }
 
-TEST_CASE("segmented scans with no segments or only empty ones leave every element at the identity") {
+TEST_CASE("no segments: one offset gives an empty result; no offsets is an error") {
+  ff::Runtime& rt = runtime();
+  auto x = ff::input<float>("x");
+  auto o = ff::input<int>("offsets");
+  auto dx = rt.upload(floats(1000));
+  auto one = rt.upload(std::vector<int>{0});
+  CHECK(rt.run(ff::segmented_reduce(x, o, ff::plus), {{x, dx}, {o, one}}).size() == 0);
+  auto none = rt.upload(std::vector<int>{});
+  CHECK_THROWS_AS(rt.run(ff::segmented_reduce(x, o, ff::plus), {{x, dx}, {o, none}}), ff::GraphError);
+  CHECK_THROWS_AS(rt.run(ff::segmented_scan(x, o, ff::plus), {{x, dx}, {o, none}}), ff::GraphError);
+}
+
+TEST_CASE("all segments empty give the identity, wherever they sit; so does a scan with no segments") {
   for (std::int64_t n : {0LL, 1000LL, (1LL << 20) + 7}) {
     check_scans({0}, n, "no segments, n = " + std::to_string(n));
     check_scans({static_cast<int>(n / 3)}, n, "one offset in the middle, n = " + std::to_string(n));
-    for (std::int64_t segments : {1LL, 1000LL, 100000LL})
-      check_scans(std::vector<int>(static_cast<std::size_t>(segments + 1), static_cast<int>(n / 2)), n,
-                  std::to_string(segments) + " empty segments in the middle, n = " + std::to_string(n));
+    for (std::int64_t segments : {1LL, 1000LL, 100000LL}) {
+      check_every_op(std::vector<int>(static_cast<std::size_t>(segments + 1), 0), n,
+                     std::to_string(segments) + " empty segments at 0, n = " + std::to_string(n));
+      check_every_op(std::vector<int>(static_cast<std::size_t>(segments + 1), static_cast<int>(n / 2)), n,
+                     std::to_string(segments) + " empty segments in the middle, n = " + std::to_string(n));
+    }
   }
 }
 
-TEST_CASE("segmented scans: elements before the first offset and after the last are the identity") {
+TEST_CASE("elements before the first offset and after the last belong to no segment") {
   const std::int64_t n = (1 << 20) + 7;
   std::vector<int> offsets = {1000};
   while (offsets.back() < n - 5000) offsets.push_back(offsets.back() + 17);
-  check_scans(offsets, n, "offsets from 1000 to n - 5000");
+  check_every_op(offsets, n, "offsets from 1000 to n - 5000");
 }
 
-TEST_CASE("segmented scans and keyed ops: one segment of 2^22 elements among 2^18 tiny ones (skew)") {
+TEST_CASE("one segment of 2^22 elements among 2^18 tiny ones is exact (skew)") {
   std::vector<int> offsets = {0};
   std::uniform_int_distribution<int> tiny(0, 3);
   for (int s = 0; s < (1 << 17); ++s) offsets.push_back(offsets.back() + tiny(rng()));
   offsets.push_back(offsets.back() + (1 << 22));
   for (int s = 0; s < (1 << 17); ++s) offsets.push_back(offsets.back() + tiny(rng()));
-  check_scans(offsets, offsets.back(), "2^22 among 2^18 tiny");
+  check_every_op(offsets, offsets.back(), "2^22 among 2^18 tiny");
 }
+
+TEST_CASE("the catalog's segmented_sum and segmented_mssp run with i32 offsets") {
+  for (const char* name : {"segmented_sum", "segmented_mssp"}) {
+    const ff::Program p = ff::catalog::find(name).build();
+    ff::Runtime& rt = runtime();
+    const std::int64_t n = 100003;
+    std::vector<int> offsets = offsets_for(shapes()[2], n);
+    auto xs = ints(n, -100, 100);
+    ff::Bindings b;
+    ff::HostBindings hb;
+    std::vector<ff::DeviceArray<float>> keep_f;
+    std::vector<ff::DeviceArray<int>> keep_i;
+    for (const auto& in : p.inputs()) {
+      if (in.node().name == "offsets") {
+        keep_i.push_back(rt.upload(offsets));
+        b.push_back({in, keep_i.back()});
+        hb.bind(in, ff::HostArray::from(offsets));
+      } else if (in.type() == ff::type_of<float>()) {
+        std::vector<float> f(xs.begin(), xs.end());  // small integers: sums are exact in f32
+        keep_f.push_back(rt.upload(f));
+        b.push_back({in, keep_f.back()});
+        hb.bind(in, ff::HostArray::from(f));
+      } else {
+        keep_i.push_back(rt.upload(xs));
+        b.push_back({in, keep_i.back()});
+        hb.bind(in, ff::HostArray::from(xs));
+      }
+    }
+    auto got = rt.run(p, b);
+    auto want = ff::evaluate(p, hb);
+    const ff::Type& t = p.outputs()[0].type();
+    if (t == ff::type_of<float>()) {
+      auto g = got[0].download<float>();
+      CHECK(g == want[0].array.to_vector<float>());
+    } else {
+      using M = ff::Tuple<int, int, int, int>;
+      auto g = got[0].download<M>();
+      CHECK(g == want[0].array.to_vector<M>());
+    }
+  }
+}
+
+TEST_CASE("offsets read as elements too are refused: their lengths differ") {
+  auto x = ff::input<int>("x");
+  CHECK_THROWS_AS(ff::codegen::plan(ff::Program(ff::segmented_reduce(x, x, ff::plus)), ff::codegen::Target::preset("sm_90")),
+                  ff::GraphError);
+}
+
 
 TEST_CASE("segmented scans read i64 offsets; reduce_by_key compares f32 keys with == and tuple keys field by field") {
   const std::int64_t n = 100003;
