@@ -1356,15 +1356,17 @@ int run(const Options& opt) {
     return opt.only.empty() || family.find(opt.only) != std::string::npos;
   };
   // Compile figures first, each in a Runtime of its own.
-  std::printf("\nFirst run of a fresh program (incl. NVRTC compile), n = 2^16:\n");
-  std::printf("  %-15s %14s %22s %14s\n", "program", "cold ms", "default cache ms", "warm run us");
   const std::vector<CompileRow> compile = opt.only.empty() ? measure_compile(opt) : std::vector<CompileRow>{};
-  for (const CompileRow& r : compile)
-    std::printf("  %-15s %14.2f %13.2f (%-8s) %12.2f\n", r.program.c_str(), r.cold_ms, r.default_ms,
-                r.default_outcome.c_str(), r.warm_us);
-  std::printf("  cold: fresh Runtime with a memory-only cache (as FUSEFLOW_CACHE=0): plan + NVRTC + load + run.\n"
-              "  default cache: fresh Runtime with the environment's cache (a disk hit once populated).\n"
-              "  warm run: median host wall time of a later rt.run of the same Program.\n");
+  if (!compile.empty()) {
+    std::printf("\nFirst run of a fresh program (incl. NVRTC compile), n = 2^16:\n");
+    std::printf("  %-15s %14s %22s %14s\n", "program", "cold ms", "default cache ms", "warm run us");
+    for (const CompileRow& r : compile)
+      std::printf("  %-15s %14.2f %13.2f (%-8s) %12.2f\n", r.program.c_str(), r.cold_ms, r.default_ms,
+                  r.default_outcome.c_str(), r.warm_us);
+    std::printf("  cold: fresh Runtime with a memory-only cache (as FUSEFLOW_CACHE=0): plan + NVRTC + load + run.\n"
+                "  default cache: fresh Runtime with the environment's cache (a disk hit once populated).\n"
+                "  warm run: median host wall time of a later rt.run of the same Program.\n");
+  }
 
   ff::Runtime rt;
   Context c{};
