@@ -9,25 +9,18 @@
 
 #include <fuseflow/fuseflow.hpp>
 
+#include "example_support.hpp"  // example::device_headers(): the device library for NVRTC
+
 namespace ff = fuseflow;
 
 namespace {
-
-const std::vector<ff::Header>& headers() {
-  static const std::vector<ff::Header> all = [] {
-    std::vector<ff::Header> out;
-    for (const auto& h : ff::codegen::device_headers()) out.push_back({h.name, h.text});
-    return out;
-  }();
-  return all;
-}
 
 // Plans `p` for sm_90 and compiles every kernel; returns the kernels' names.
 std::string compile_all(const ff::Program& p) {
   std::string names;
   for (const auto& k : ff::codegen::plan(p, ff::codegen::Target::preset("sm_90")).kernels) {
     INFO(ff::to_string(p));
-    CHECK_NOTHROW((void)ff::Compiler::compile(k.source, k.name, ff::CompileOptions{}, headers()));
+    CHECK_NOTHROW((void)ff::Compiler::compile(k.source, k.name, ff::CompileOptions{}, example::device_headers()));
     names += (names.empty() ? "" : " ") + k.name;
   }
   return names;
