@@ -23,18 +23,6 @@ inline Runtime& runtime() {
   return rt;
 }
 
-// FUSEFLOW_TEST_MAX_N=<n> (scripts/sanitize.sh sets it): cases over more than n elements
-// are skipped, the > 2^31 ones among them, so a run under compute-sanitizer stays short.
-inline std::int64_t max_elements() {
-  const char* v = std::getenv("FUSEFLOW_TEST_MAX_N");
-  return v && *v ? std::stoll(v) : std::numeric_limits<std::int64_t>::max();
-}
-inline std::vector<std::int64_t> sizes_within_limit(std::vector<std::int64_t> sizes) {
-  const std::int64_t limit = max_elements();
-  sizes.erase(std::remove_if(sizes.begin(), sizes.end(), [&](std::int64_t n) { return n > limit; }), sizes.end());
-  return sizes;
-}
-
 inline std::mt19937_64& rng() {
   static std::mt19937_64 g(std::random_device{}());
   return g;
@@ -50,7 +38,7 @@ std::vector<T> random_values(std::int64_t n, double lo, double hi) {
 }
 
 // The largest element count a case may use: FUSEFLOW_TEST_MAX_N, set where the kernels
-// run on the CPU emulator (tests/emulator), else no limit.
+// run on the CPU emulator (tests/emulator) and by scripts/sanitize.sh, else no limit.
 inline std::int64_t max_elements() {
   static const std::int64_t cap = [] {
     const char* v = std::getenv("FUSEFLOW_TEST_MAX_N");
