@@ -14,9 +14,9 @@ namespace {
 
 // The soname of the NVRTC that matches the headers we were built with comes first; an
 // unversioned name and the toolkit's own directories cover installs off the loader path.
-// FUSEFLOW_NVRTC_LIBRARY, when set, is the only candidate (the tests' CPU emulator).
+// FUSEFLOW_NVRTC_LIBRARY (a path or a soname) replaces them all.
 std::vector<std::string> candidates() {
-  if (const char* only = std::getenv("FUSEFLOW_NVRTC_LIBRARY"); only && *only) return {only};
+  if (const char* chosen = std::getenv("FUSEFLOW_NVRTC_LIBRARY"); chosen && *chosen) return {chosen};
   const std::string versioned = "libnvrtc.so." + std::to_string(CUDA_VERSION / 1000);
   std::vector<std::string> names = {versioned, "libnvrtc.so"};
   std::vector<std::string> dirs;
@@ -45,8 +45,10 @@ LoadedNvrtc load_nvrtc() {
     tried += (tried.empty() ? "" : ", ") + name;
   }
   if (!library) {
+    const char* chosen = std::getenv("FUSEFLOW_NVRTC_LIBRARY");
     loaded.error = "fuseflow: NVRTC (libnvrtc.so." + std::to_string(CUDA_VERSION / 1000) +
                    ") could not be loaded (tried " + tried +
+                   (chosen && *chosen ? ", as FUSEFLOW_NVRTC_LIBRARY says" : "") +
                    "). fuseflow compiles kernels at run time and needs the CUDA " +
                    std::to_string(CUDA_VERSION / 1000) +
                    " NVRTC library: install the CUDA toolkit's NVRTC package (e.g. "
