@@ -8,7 +8,8 @@
 // streaming-read ceiling kernel over the same input buffers; and scans (inclusive sum
 // f32, exclusive sum i32, linear recurrence over (a, b) pairs) beside CUB's DeviceScan and
 // a device-to-device copy of the same bytes (see bench_scan); histograms, segmented sums,
-// and sort_by_key beside DeviceRadixSort::SortPairs (see bench_sort). Timing: CUDA events on
+// sort_by_key beside DeviceRadixSort::SortPairs (see bench_sort), and stream compaction
+// (filter x > 0, half kept) beside DeviceSelect::If (see bench_filter). Timing: CUDA events on
 // fuseflow's stream (CUB and the ceiling run on that stream too), warm-up, median of the
 // repetitions, the three variants interleaved in every repetition. Every timed call is
 // what a user pays for a reduction's value on the host: launch(es), the copy of the
@@ -79,6 +80,15 @@ __global__ void fill_float(float* x, std::size_t n, std::uint32_t seed) {
        i += (std::size_t)gridDim.x * blockDim.x) {
     float v = -0.5f + 1.5f * (float)((hash32(i, seed) >> 8) + 1) * (1.0f / 16777216.0f);
     x[i] = v == 0.0f ? 0.25f : v;
+  }
+}
+
+// Floats in (-1, 1], never zero: x > 0 keeps half of them (the filter rows).
+__global__ void fill_signed(float* x, std::size_t n, std::uint32_t seed) {
+  for (std::size_t i = blockIdx.x * (std::size_t)blockDim.x + threadIdx.x; i < n;
+       i += (std::size_t)gridDim.x * blockDim.x) {
+    float v = -1.0f + 2.0f * (float)((hash32(i, seed) >> 8) + 1) * (1.0f / 16777216.0f);
+    x[i] = v == 0.0f ? 0.5f : v;
   }
 }
 
@@ -163,6 +173,9 @@ struct MsspParts {
     return Mssp{p, p, p, x};
   }
 };
+struct Positive {  // the predicate of the catalog's filter_positive
+  __host__ __device__ bool operator()(float v) const { return v > 0.0f; }
+};
 __host__ __device__ inline int imax(int a, int b) { return a > b ? a : b; }
 struct MsspOp {  // the same (non-commutative) operator as ff::catalog::mssp()
   __host__ __device__ Mssp operator()(const Mssp& a, const Mssp& b) const {
@@ -207,7 +220,7 @@ Options parse(int argc, char** argv) {
       std::printf("usage: fuseflow-bench [--min-log2 N] [--max-log2 N] [--quick] [--reps R] [--only GROUPS] [--device-only]\n"
                   "  sizes 2^10, 2^16, 2^20, 2^24, 2^28 from 2^min-log2 up to 2^max-log2 (default 28);\n"
                   "  --quick: sizes up to 2^20 and 10 repetitions; --reps: repetitions per size\n"
-                  "  --only: comma-separated groups among compile, scan, reduce, histogram, segmented, sort, course\n"
+                  "  --only: comma-separated groups among compile, scan, reduce, histogram, segmented, sort, filter, course\n"
                   "  --device-only: device time only, no end-to-end mode\n"
                   "  output: a table on stdout, bench.csv (+ bench.png) in $FUSEFLOW_BENCH_OUT or cwd\n");
       std::exit(0);
@@ -905,6 +918,88 @@ void bench_sort(const Context& c, std::size_t n) {
   add_row(r);
 }
 
+// --- filter (stream compaction): x > 0 over f32 in (-1, 1], half kept ------------------
+// fuseflow: the catalog's filter_positive (one pass; the survivor count stays on the
+// device); CUB: DeviceSelect::If with the same predicate. Both results are compared
+// element by element, and the counts. GB/s counts the bytes read (n floats) and written
+// (the survivors); "% ceil" is a device-to-device copy of as many bytes (half of them
+// read, half written), the least a compaction has to move. fuseflow's array results are
+// allocated per call and kept alive through a timed batch (g_keep_alive), as the scans'.
+// In sync mode both read the count on the host (fuseflow: Result::size()).
+void bench_filter(const Context& c, std::size_t n) {
+  const std::size_t nbuf = copies_for(n * sizeof(float) * 3 / 2, c.l2_bytes);
+  DeviceBuffer xs(nbuf * n * sizeof(float)), cub_out(n * sizeof(float)), cub_count(sizeof(std::int64_t));
+  fill_signed<<<c.sms * 8, 256, 0, c.stream>>>(xs.as<float>(), nbuf * n, 51);
+  CK(cudaGetLastError());
+  CK(cudaStreamSynchronize(c.stream));
+  ff::Program program = ff::catalog::find("filter_positive").build();
+  const ff::Expr x = program.inputs().at(0);
+  ff::Runtime& rt = *c.rt;
+  CubTemp temp;
+  std::size_t tb = 0;
+  CK(cub::DeviceSelect::If(nullptr, tb, xs.as<float>(), cub_out.as<float>(), cub_count.as<std::int64_t>(),
+                           (std::int64_t)n, Positive{}, c.stream));
+  temp.reserve(tb);
+  auto cub_call = [&](std::size_t k) {
+    std::size_t b = temp.bytes;
+    CK(cub::DeviceSelect::If(temp.ptr, b, xs.as<float>() + k * n, cub_out.as<float>(), cub_count.as<std::int64_t>(),
+                             (std::int64_t)n, Positive{}, c.stream));
+    cub_finish_from(c, cub_count.ptr, sizeof(std::int64_t));
+  };
+  std::string check = "ok";
+  std::size_t kept = 0;
+  {
+    std::vector<float> got = rt.run(program, {{x, span_of<float>(xs, 0, n)}})[0].download<float>();
+    const bool mode = g_device_mode;
+    g_device_mode = false;
+    cub_call(0);
+    g_device_mode = mode;
+    std::int64_t count = 0;
+    CK(cudaMemcpy(&count, cub_count.ptr, sizeof count, cudaMemcpyDeviceToHost));
+    kept = (std::size_t)count;
+    std::vector<float> want(kept);
+    CK(cudaMemcpy(want.data(), cub_out.ptr, kept * sizeof(float), cudaMemcpyDeviceToHost));
+    if (got != want) {
+      check = "MISMATCH";
+      report_mismatch("filter x > 0 n=" + std::to_string(n) + ": " + std::to_string(got.size()) +
+                      " survivors, CUB " + std::to_string(kept) + (got.size() == kept ? ", elements differ" : ""));
+    } else {
+      check = "ok (all " + std::to_string(kept) + " survivors = CUB)";
+    }
+  }
+  const std::size_t moved = (n + kept) * sizeof(float);
+  DeviceBuffer copy_out(moved / 2 + 16);
+  std::vector<std::function<void(std::size_t)>> variants = {
+      [&](std::size_t k) {
+        auto r = ff_call(rt, program, {{x, span_of<float>(xs, k, n)}});
+        if (!g_device_mode) (void)r[0].size();
+        else g_keep_alive.push_back(std::move(r[0]));
+      },
+      cub_call,
+      [&](std::size_t k) {
+        CK(cudaMemcpyAsync(copy_out.ptr, xs.as<char>() + k * n * sizeof(float), moved / 2, cudaMemcpyDeviceToDevice,
+                           c.stream));
+        if (!g_device_mode) CK(cudaStreamSynchronize(c.stream));
+      },
+  };
+  const std::vector<double> t = time_interleaved(c.stream, c.warmup, c.reps, nbuf, variants);
+  g_keep_alive.clear();
+  Row r;
+  r.op = "filter x>0 f32";
+  r.n = n;
+  r.bytes = (double)moved;
+  r.ff_us = t[0];
+  r.cub_us = t[1];
+  r.ceil_us = t[2];
+  r.cub_variant = "DeviceSelect::If";
+  char extra[64];
+  std::snprintf(extra, sizeof extra, "; ceil = D2D copy %.2f us", t[2]);
+  r.check = check + extra;
+  r.nbuf = nbuf;
+  r.reps = c.reps;
+  add_row(r);
+}
+
 // --- NVRTC compile: first run of a fresh program -----------------------------------------
 struct CompileRow {
   std::string program;
@@ -1371,6 +1466,7 @@ int run(const Options& opt) {
     if (lg >= 20 && opt.wants("segmented"))
       for (int scenario = 0; scenario < 3; ++scenario) bench_segmented(c, n, scenario);
     if (lg >= 24 && opt.wants("sort")) bench_sort(c, n);
+    if (lg >= 16 && opt.wants("filter")) bench_filter(c, n);
     std::printf("\n");
   }
   }

@@ -85,22 +85,49 @@ class ReduceKernelWriter {
   std::vector<std::string> input_names_;
 };
 
-// Opens an element-wise kernel (map, histogram): the signature from `args` (inputs and
-// reduction results as const pointers, n, parameters by value, outputs as pointers), then
-// the reads of the reductions' results the maps use, as r<slot>. `min_blocks` > 0 asks
-// for that many resident blocks per SM in __launch_bounds__ (a register budget).
-void open_elementwise_kernel(SourceWriter& w, CudaTypes& types, const std::string& name, int block,
-                             const std::vector<Arg>& args, const ReduceGroup& g, int min_blocks = 0);
-
-// The arguments of an element-wise kernel's leaves, in order: the inputs (in_<name>, each
-// input's C name, unique after sanitizing, appended to `names`), n, the parameters
-// (p_<name>) and the scalar results read (s<slot>).
+// The arguments of an element-wise kernel's leaves (map, histogram, compaction), in
+// order: the inputs (in_<name>, each input's C name, unique after sanitizing, appended to
+// `names`), n, the parameters (p_<name>) and the scalar results read (s<slot>).
 std::vector<Arg> elementwise_args(const ReduceGroup& g, std::vector<std::string>& names);
 // A leaf of an element-wise expression as an element-wise kernel spells it: input j as
 // inputs[j], the index as i, a parameter as p_<name>, a reduction's result as r<slot>.
 // `what` names the expression in the error for any other leaf.
 std::string elementwise_leaf(const ReduceGroup& g, const std::vector<std::string>& inputs, const Expr& leaf,
                              const std::string& what);
+
+// A kernel's complete source: the header comment (its name, the program, the strategy and
+// its constants), `includes` (device library headers such as "compact.cuh"), the tuple
+// structs of `types`, then `body`.
+std::string kernel_source(const std::string& name, const std::string& program_text, const std::string& strategy,
+                          const std::vector<std::string>& includes, const CudaTypes& types, const std::string& body);
+
+// Opens an element-wise kernel (map, histogram, compaction): the signature from `args`
+// (inputs and reduction results as const pointers, n, parameters by value, outputs and
+// scratch as pointers), then the reads of the reductions' results the maps use, as
+// r<slot>. With `min_blocks`, __launch_bounds__ asks for that many resident blocks per SM.
+void open_elementwise_kernel(SourceWriter& w, CudaTypes& types, const std::string& name, int block,
+                             const std::vector<Arg>& args, const ReduceGroup& g, int min_blocks = 0);
+
+// ---- planner passes shared by the planning files --------------------------------------
+
+// A node with its filter results substituted (see resolve_filters).
+struct ResolvedFilters {
+  Expr expr;                    // the node, each filter result replaced by the filter's values
+  std::vector<Expr> conjuncts;  // the predicates of those filters (substituted), in order
+  bool filtered = false;        // a filter result was replaced below it
+};
+using FilterMemo = std::map<const ExprNode*, ResolvedFilters>;
+
+// Replaces each filter result in `e` by the filter's values, and ands the filters'
+// predicates (also substituted) onto `mask`: reduce(filter(x, p)) == masked reduce.
+// GraphError for an array result that is not a filter's, and for index() in a map of a
+// filter's result (it would mean the position among the survivors).
+Expr resolve_filters(const Expr& e, Expr& mask, FilterMemo& memo);
+
+// Fills the group's leaf lists (inputs, parameters and scalar slots, in program order)
+// from the expressions it evaluates.
+void fill_leaves(ReduceGroup& g, const Program& p, const std::vector<Expr>& exprs,
+                 const std::map<const OpNode*, int>& slot_of);
 
 std::string sanitize(const std::string& name);  // a C identifier from a user's name
 std::string reduce_kernel_name(const ReduceGroup& g, const char* strategy);

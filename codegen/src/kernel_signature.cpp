@@ -4,6 +4,36 @@
 
 namespace fuseflow::codegen {
 
+std::vector<Arg> elementwise_args(const ReduceGroup& g, std::vector<std::string>& names) {
+  std::vector<Arg> args;
+  for (std::size_t j = 0; j < g.inputs.size(); ++j) {
+    std::string n = sanitize(g.inputs[j].node().name);
+    while (std::find(names.begin(), names.end(), n) != names.end()) n += "_";
+    names.push_back(n);
+    args.push_back({Arg::Kind::Input, g.input_ids[j], "in_" + n, g.inputs[j].type()});
+  }
+  args.push_back({Arg::Kind::Length, 0, "n", ScalarType::I64});
+  for (std::size_t j = 0; j < g.params.size(); ++j)
+    args.push_back({Arg::Kind::Param, g.param_ids[j], "p_" + sanitize(g.params[j].node().name), g.params[j].type()});
+  for (int s : g.scalars_read)
+    args.push_back({Arg::Kind::Scalar, s, "s" + std::to_string(s), g.slot_types[static_cast<std::size_t>(s)]});
+  return args;
+}
+
+std::string kernel_source(const std::string& name, const std::string& program_text, const std::string& strategy,
+                          const std::vector<std::string>& includes, const CudaTypes& types, const std::string& body) {
+  SourceWriter head;
+  head.line("// fuseflow kernel " + name);
+  head.line("//");
+  head.comment(program_text);
+  head.line("//");
+  head.comment(strategy);
+  for (const auto& h : includes) head.line("#include <fuseflow/" + h + ">");
+  head.line();
+  const std::string defs = types.definitions();
+  return head.str() + (defs.empty() ? "" : defs + "\n") + body;
+}
+
 void open_elementwise_kernel(SourceWriter& w, CudaTypes& types, const std::string& name, int block,
                              const std::vector<Arg>& args, const ReduceGroup& g, int min_blocks) {
   const std::string bounds = std::to_string(block) + (min_blocks > 0 ? ", " + std::to_string(min_blocks) : "");
@@ -24,22 +54,6 @@ void open_elementwise_kernel(SourceWriter& w, CudaTypes& types, const std::strin
   for (int s : g.scalars_read)
     w.line("const " + types.name(g.slot_types[static_cast<std::size_t>(s)]) + " r" + std::to_string(s) + " = *s" +
            std::to_string(s) + ";");
-}
-
-std::vector<Arg> elementwise_args(const ReduceGroup& g, std::vector<std::string>& names) {
-  std::vector<Arg> args;
-  for (std::size_t j = 0; j < g.inputs.size(); ++j) {
-    std::string n = sanitize(g.inputs[j].node().name);
-    while (std::find(names.begin(), names.end(), n) != names.end()) n += "_";
-    names.push_back(n);
-    args.push_back({Arg::Kind::Input, g.input_ids[j], "in_" + n, g.inputs[j].type()});
-  }
-  args.push_back({Arg::Kind::Length, 0, "n", ScalarType::I64});
-  for (std::size_t j = 0; j < g.params.size(); ++j)
-    args.push_back({Arg::Kind::Param, g.param_ids[j], "p_" + sanitize(g.params[j].node().name), g.params[j].type()});
-  for (int s : g.scalars_read)
-    args.push_back({Arg::Kind::Scalar, s, "s" + std::to_string(s), g.slot_types[static_cast<std::size_t>(s)]});
-  return args;
 }
 
 std::string elementwise_leaf(const ReduceGroup& g, const std::vector<std::string>& inputs, const Expr& leaf,

@@ -1,6 +1,7 @@
 // The planner: program -> kernels. Maps are inlined into the reduction that consumes
 // them (the emitters evaluate the expression on each loaded element); a reduction of a
-// filter's result becomes a masked reduction; reductions that do not depend on each other
+// filter's result becomes a masked reduction (a filter's result as a program output is a
+// compaction: filter_plan.cpp); reductions that do not depend on each other
 // share one kernel and one pass over the inputs; a reduction used by a later map splits
 // the program there, its result staying on the device in a scalar slot; array outputs are
 // computed by a final element-wise kernel.
@@ -10,6 +11,7 @@
 #include <sstream>
 
 #include "array_ops.hpp"
+#include "compact_context.hpp"
 #include "kernel_context.hpp"
 #include "scan_context.hpp"
 
@@ -24,30 +26,60 @@ namespace {
   throw GraphError("codegen: " + what + " is not supported by this version of fuseflow's code generator yet");
 }
 
-// Replaces each filter result in `e` by the filter's values, and collects the filters'
-// predicates (also substituted) into `mask`: reduce(filter(x, p)) == masked reduce.
-Expr resolve_filters(const Expr& e, Expr& mask, std::map<const ExprNode*, Expr>& memo) {
+// Filter resolution (see resolve_filters): a node's substitute is memoised with the
+// predicates of the filters substituted below it, so every use of a shared filtered
+// expression gets its mask.
+void add_conjuncts(std::vector<Expr>& to, const std::vector<Expr>& from) {
+  for (const auto& c : from)
+    if (std::none_of(to.begin(), to.end(), [&](const Expr& t) { return same_node(t, c); })) to.push_back(c);
+}
+bool reads_index(const Expr& e) {
+  if (e.kind() == ExprKind::Index) return true;
+  return std::any_of(e.args().begin(), e.args().end(), [](const Expr& a) { return reads_index(a); });
+}
+const ResolvedFilters& resolve(const Expr& e, FilterMemo& memo) {
   auto it = memo.find(e.get());
   if (it != memo.end()) return it->second;
-  Expr out = e;
+  ResolvedFilters r{e, {}, false};
   if (e.kind() == ExprKind::Result && !e.node().op->scalar_output) {
     const OpNode& op = *e.node().op;
     if (op.kind != OpKind::Filter) unsupported(std::string("using the array result of ") + op_name(op.kind) + " in a map");
-    Expr predicate = resolve_filters(op.predicate, mask, memo);
-    mask = mask.valid() ? (mask && predicate) : predicate;
-    out = resolve_filters(op.values, mask, memo);
+    const ResolvedFilters& predicate = resolve(op.predicate, memo);
+    add_conjuncts(r.conjuncts, predicate.conjuncts);
+    add_conjuncts(r.conjuncts, {predicate.expr});
+    const ResolvedFilters& values = resolve(op.values, memo);
+    add_conjuncts(r.conjuncts, values.conjuncts);
+    r.expr = values.expr;
+    r.filtered = true;
   } else if (!e.args().empty()) {
     std::vector<Expr> args;
     bool changed = false;
     for (const auto& a : e.args()) {
-      args.push_back(resolve_filters(a, mask, memo));
+      const ResolvedFilters& arg = resolve(a, memo);
+      add_conjuncts(r.conjuncts, arg.conjuncts);
+      r.filtered = r.filtered || arg.filtered;
+      args.push_back(arg.expr);
       changed = changed || !same_node(args.back(), a);
     }
-    if (changed) out = e.with_args(std::move(args));
+    // index() means the position in the array the expression maps over: among a filter's
+    // survivors when it maps a filter's result, which a masked (uncompacted) kernel does not know.
+    if (r.filtered && reads_index(e))
+      throw GraphError("codegen: " + to_string(e) +
+                       " reads index() beside a filter's result, where it means the position among the survivors; "
+                       "that is not supported yet: zip the index before filtering, filter(zip(x, index()), p)");
+    if (changed) r.expr = e.with_args(std::move(args));
   }
-  memo[e.get()] = out;
-  return out;
+  return memo.emplace(e.get(), std::move(r)).first->second;
 }
+}  // namespace
+
+Expr resolve_filters(const Expr& e, Expr& mask, FilterMemo& memo) {
+  const ResolvedFilters& r = resolve(e, memo);
+  for (const auto& c : r.conjuncts) mask = mask.valid() ? (mask && c) : c;
+  return r.expr;
+}
+
+namespace {
 
 // Leaves of an expression: inputs, parameters and scalar results it reads.
 void collect_leaves(const Expr& e, std::set<const ExprNode*>& seen, std::set<const ExprNode*>& inputs,
@@ -98,7 +130,8 @@ struct PlannedReduce {
   Strategy strategy = Strategy::Automatic;
 };
 
-// Fills the group's leaf lists (in program order) from the expressions it evaluates.
+}  // namespace
+
 void fill_leaves(ReduceGroup& g, const Program& p, const std::vector<Expr>& exprs, const std::map<const OpNode*, int>& slot_of) {
   std::set<const ExprNode*> seen, inputs, params;
   std::set<const OpNode*> scalars;
@@ -117,14 +150,16 @@ void fill_leaves(ReduceGroup& g, const Program& p, const std::vector<Expr>& expr
   std::sort(g.scalars_read.begin(), g.scalars_read.end());
 }
 
+namespace {
+
 // ---- scans ---------------------------------------------------------------------------
 // A program output over a scan's result (the scan itself, or a map of it) is written by
 // the scan's kernel: the scan's input map is inlined into its loads (prologue), and the
 // output's map is the epilogue applied before the store. One kernel per scan writes every
 // output that reads it. Scans run after the reductions, so their maps may read
 // reductions' results. A scan of a filter's result is rejected: by definition (the CPU
-// reference) it scans the compacted survivors, which needs stream compaction; a masked
-// scan over all n elements is scan(select(p, x, identity)).
+// reference) it scans the compacted survivors, whose count only the compaction kernel
+// knows, on the device; a masked scan over all n elements is scan(select(p, x, identity)).
 
 void collect_scans(const Expr& e, std::set<const OpNode*>& scans, std::set<const ExprNode*>& seen) {
   if (!seen.insert(e.get()).second) return;
@@ -141,7 +176,7 @@ const OpNode* scan_of(const Expr& output) {
 }
 
 void plan_scans(const Program& program, const Target& target, const std::vector<int>& output_ids,
-                const ReduceGroup& context, std::map<const ExprNode*, Expr>& memo, Plan& plan) {
+                const ReduceGroup& context, FilterMemo& memo, Plan& plan) {
   std::vector<ScanGroup> groups;
   for (int id : output_ids) {
     const Expr& o = program.outputs()[static_cast<std::size_t>(id)];
@@ -160,8 +195,9 @@ void plan_scans(const Program& program, const Target& target, const std::vector<
   for (auto& g : groups) {
     g.value = resolve_filters(g.op->values, g.mask, memo);
     if (g.mask.valid())
-      throw GraphError("codegen: scan of a filter result needs stream compaction, which is not supported yet; "
-                       "for a masked scan write scan(select(p, x, identity))");
+      throw GraphError("codegen: a scan of a filter's result (the prefixes of the compacted survivors) is not "
+                       "supported in one program yet; run the filter first (its result is a device array) and scan "
+                       "that, or for a masked scan over all n elements write scan(select(p, x, identity))");
     g.leaves.program_text = context.program_text;
     g.leaves.slot_types = context.slot_types;
     g.leaves.slot_of = context.slot_of;
@@ -193,7 +229,7 @@ Plan plan(const Program& program, const Target& target) {
   Plan plan;
   std::map<const OpNode*, int> slot_of;
   std::vector<PlannedReduce> reduces;
-  std::map<const ExprNode*, Expr> memo;
+  FilterMemo memo;
 
   for (const auto& op : program.ops()) {
     if (op->kind == OpKind::Filter) continue;  // fused into its consumers below
@@ -232,6 +268,7 @@ Plan plan(const Program& program, const Target& target) {
   std::vector<int> array_output_ids;
   std::vector<int> scan_output_ids;
   std::vector<int> array_op_output_ids;
+  std::vector<int> filter_output_ids;
   for (std::size_t i = 0; i < program.outputs().size(); ++i) {
     const Expr& o = program.outputs()[i];
     if (o.kind() == ExprKind::Result && o.node().op->scalar_output) {
@@ -242,14 +279,16 @@ Plan plan(const Program& program, const Target& target) {
         array_op_output_ids.push_back(static_cast<int>(i));
         continue;
       }
+      if (compacted_filter(o)) {  // a filter's compacted array, or a map of it: plan_filters
+        filter_output_ids.push_back(static_cast<int>(i));
+        continue;
+      }
       if (scan_of(o)) {
         scan_output_ids.push_back(static_cast<int>(i));
         continue;
       }
       Expr mask;
-      Expr resolved = resolve_filters(o, mask, memo);
-      if (mask.valid()) unsupported("a filter's compacted array as a program output");
-      array_outputs.push_back(resolved);
+      array_outputs.push_back(resolve_filters(o, mask, memo));
       array_output_ids.push_back(static_cast<int>(i));
     }
   }
@@ -328,6 +367,7 @@ Plan plan(const Program& program, const Target& target) {
     const ArrayOpContext context{program, text, slot_types, slot_of};
     plan_array_op(context, program.outputs()[static_cast<std::size_t>(i)].node().op, i, target, plan);
   }
+  if (!filter_output_ids.empty()) plan_filters({program, text, slot_types, slot_of}, filter_output_ids, target, plan);
   if (!array_outputs.empty()) {
     ReduceGroup leaves;
     leaves.program_text = text;

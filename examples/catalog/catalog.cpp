@@ -158,6 +158,19 @@ std::vector<Entry> make_entries() {
       {"counting_sort_4096", "counting sort of i32 keys x & 4095 over 4096 bins: too many to stage, written from registers", [] {
          return Program(counting_sort(input<int>("x") & 4095, 4096));
        }},
+      {"filter_positive", "stream compaction: the elements of x above 0, in order; the count is written on the device", [] {
+         auto x = input<float>("x");
+         return Program(filter(x, x > 0.0f));
+       }},
+      {"filter_map", "filter -> map: the survivors above a threshold parameter, doubled before they are written", [] {
+         auto x = input<float>("x");
+         auto t = param<float>("threshold");
+         return Program(filter(x, x > t) * 2.0f);
+       }},
+      {"filter_pairs", "compaction of (value, index) tuples of i32: the positions of the even elements", [] {
+         auto x = input<int>("x");
+         return Program(filter(zip(x, index()), (x & 1) == 0));
+       }},
   };
 }
 }  // namespace

@@ -37,6 +37,12 @@ Result Result::array(std::shared_ptr<detail::DeviceContext> ctx, CUdeviceptr ptr
   return r;
 }
 
+Result Result::counted_array(std::shared_ptr<detail::DeviceContext> ctx, CUdeviceptr ptr, DeviceCount count, Type t) {
+  Result r = array(std::move(ctx), ptr, count.capacity, std::move(t));
+  r.count_ = count;
+  return r;
+}
+
 Result Result::pending_scalar(std::shared_ptr<detail::DeviceContext> ctx, CUdeviceptr ptr, Type t) {
   Result r;
   r.ctx_ = std::move(ctx);
@@ -47,7 +53,8 @@ Result Result::pending_scalar(std::shared_ptr<detail::DeviceContext> ctx, CUdevi
 
 Result::Result(Result&& o) noexcept
     : value_(std::move(o.value_)), pending_(std::exchange(o.pending_, 0)), ctx_(std::move(o.ctx_)), is_array_(o.is_array_), ptr_(std::exchange(o.ptr_, 0)),
-      owns_(std::exchange(o.owns_, false)), size_(o.size_), type_(std::move(o.type_)) {}
+      owns_(std::exchange(o.owns_, false)), moved_out_(o.moved_out_), size_(o.size_), count_(std::exchange(o.count_, {})),
+      type_(std::move(o.type_)) {}
 
 Result& Result::operator=(Result&& o) noexcept {
   if (this != &o) {
@@ -58,7 +65,9 @@ Result& Result::operator=(Result&& o) noexcept {
     is_array_ = o.is_array_;
     ptr_ = std::exchange(o.ptr_, 0);
     owns_ = std::exchange(o.owns_, false);
+    moved_out_ = o.moved_out_;
     size_ = o.size_;
+    count_ = std::exchange(o.count_, {});
     type_ = std::move(o.type_);
   }
   return *this;
@@ -83,15 +92,21 @@ const Value& Result::value() const {
 
 std::size_t Result::size() const {
   if (!is_array_) throw GraphError("result: this result is a scalar " + type_.name() + ", not an array");
+  if (moved_out_) throw GraphError("result: the array was already moved out");
+  if (count_.at != 0) {
+    size_ = detail::read_device_count(*ctx_, count_);
+    count_ = {};
+  }
   return size_;
 }
 
 Result::Released Result::release(const Type& want) {
-  size();
+  if (!is_array_) throw GraphError("result: this result is a scalar " + type_.name() + ", not an array");
   if (want != type_) throw GraphError("result: the array holds " + type_.name() + ", asked for " + want.name());
-  if (!owns_ && size_ != 0) throw GraphError("result: the array was already moved out");
+  if (moved_out_) throw GraphError("result: the array was already moved out");
   owns_ = false;
-  return {ctx_, std::exchange(ptr_, 0), size_};
+  moved_out_ = true;
+  return {ctx_, std::exchange(ptr_, 0), size_, std::exchange(count_, {})};
 }
 
 void Result::copy_out(const Type& want, void* host) const {
@@ -99,6 +114,19 @@ void Result::copy_out(const Type& want, void* host) const {
   if (want != type_) throw GraphError("result: the array holds " + type_.name() + ", asked for " + want.name());
   if (size_ != 0) ctx_->copy_to_host(host, ptr_, size_ * type_.size());
 }
+
+namespace detail {
+
+std::size_t read_device_count(DeviceContext& context, const DeviceCount& count) {
+  unsigned long long n = 0;
+  context.copy_to_host(&n, count.at, sizeof n);
+  if (n > count.capacity)
+    throw Error("fuseflow: an array's element count on the device is " + std::to_string(n) + ", more than its " +
+                std::to_string(count.capacity) + " elements of room: the kernel that counts it did not write it");
+  return static_cast<std::size_t>(n);
+}
+
+}  // namespace detail
 
 // ---- Runtime::run -------------------------------------------------------------------
 
@@ -177,10 +205,14 @@ detail::PreparedProgram& prepare(Runtime& rt, detail::Executor& ex, const Progra
   detail::DeviceContext::Scope scope(*context);
   for (const auto& k : p->plan.kernels) {
     p->kernels.push_back(rt.load_kernel(k.source, k.name, options, embedded_headers()));
+    // Only a kernel that strides over its domain (any_grid) is launched with the resident
+    // grid; the others (one block per tile) skip the occupancy query, which for more than
+    // 48 KB of dynamic shared memory needs the kernel's opt-in first (Runtime::launch).
     int per_sm = 0;
-    rt.check(detail::driver_api()->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, p->kernels.back().function(),
-                                                                                k.block, k.shared_bytes),
-             "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+    if (k.any_grid)
+      rt.check(detail::driver_api()->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, p->kernels.back().function(),
+                                                                                  k.block, k.shared_bytes),
+               "cuOccupancyMaxActiveBlocksPerMultiprocessor");
     p->resident_grid.push_back(std::max(1, per_sm) * props.sm_count);
   }
   return *ex.programs.emplace(std::move(key), std::move(p)).first->second;
@@ -225,18 +257,25 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
   CUdeviceptr scratch_base = schedule.scratch_bytes ? scratch(schedule.scratch_bytes) : 0;
   for (const auto& [offset, bytes] : schedule.zeroed) zero(scratch_base + offset, bytes);
 
-  // Array outputs are allocated per run and handed to the caller.
+  // Array outputs are allocated per run and handed to the caller. A counted output (a
+  // filter's survivors) gets room for its capacity and, after the elements, the 8-byte
+  // count its kernel writes; the Result reads the count only when asked.
   std::vector<Result> results;
-  std::vector<CUdeviceptr> output_ptrs(program.outputs().size(), 0);
-  std::vector<std::size_t> output_bytes(program.outputs().size(), 0);
+  std::vector<CUdeviceptr> output_ptrs(program.outputs().size(), 0), count_ptrs(program.outputs().size(), 0);
+  std::vector<std::size_t> output_bytes(program.outputs().size(), 0), allocated_bytes(program.outputs().size(), 0);
   for (std::size_t i = 0; i < program.outputs().size(); ++i) {
     if (plan.output_scalar[i] >= 0) continue;
     const Type& t = program.outputs()[i].type();
     // Elements of the output: n, or its own length (a histogram's bins, one per segment).
     const auto count = static_cast<std::size_t>(plan.output_shapes.empty() ? n : plan.output_shapes[i].length(lengths));
+    const bool counted = !plan.output_shapes.empty() && plan.output_shapes[i].counted;
     output_bytes[i] = count * t.size();
-    output_ptrs[i] = context_->allocate(output_bytes[i]);
-    results.push_back(Result::array(context_, output_ptrs[i], count, t));
+    const std::size_t count_offset = (output_bytes[i] + 7) / 8 * 8;
+    allocated_bytes[i] = counted ? count_offset + sizeof(unsigned long long) : output_bytes[i];
+    output_ptrs[i] = context_->allocate(allocated_bytes[i]);
+    if (counted) count_ptrs[i] = output_ptrs[i] + count_offset;
+    results.push_back(counted ? Result::counted_array(context_, output_ptrs[i], {count_ptrs[i], count}, t)
+                              : Result::array(context_, output_ptrs[i], count, t));
   }
 
   if (ex.poison) {
@@ -246,7 +285,7 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
     };
     fill(prep.scalars, plan.scalar_bytes);
     for (std::size_t i = 0; i < output_ptrs.size(); ++i)
-      if (output_ptrs[i]) fill(output_ptrs[i], output_bytes[i]);
+      if (output_ptrs[i]) fill(output_ptrs[i], allocated_bytes[i]);  // counts too: one not written reads as too large
   }
   // Outputs the kernels add into (histogram counts) start at zero.
   for (std::size_t i = 0; i < plan.output_shapes.size(); ++i)
@@ -279,6 +318,7 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
           ptr = prep.scalars + plan.scalars[static_cast<std::size_t>(arg.index)].offset;
           break;
         case codegen::Arg::Kind::Output: ptr = output_ptrs[static_cast<std::size_t>(arg.index)]; break;
+        case codegen::Arg::Kind::OutputCount: ptr = count_ptrs[static_cast<std::size_t>(arg.index)]; break;
         case codegen::Arg::Kind::Scratch: ptr = scratch_base + launch.scratch.at(next_scratch++); break;
         case codegen::Arg::Kind::Ticket: ptr = ex.ticket->data(); break;
         case codegen::Arg::Kind::InvalidFlag: ptr = prep.invalid_flags + arg.index * sizeof(unsigned); break;

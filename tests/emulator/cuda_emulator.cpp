@@ -106,6 +106,9 @@ struct Fiber {
 
 constexpr std::size_t kStackBytes = 256 * 1024;
 constexpr int kMaxThreads = 1024;
+// Must equal ff_emu::kMaxDynamicSharedBytes (emulator_prelude.hpp): the size of a kernel's
+// extern __shared__ array.
+constexpr unsigned kMaxDynamicSharedBytes = 227 * 1024;
 
 struct Scheduler {
   std::vector<Fiber> fibers;
@@ -330,7 +333,12 @@ nvrtcResult nvrtcCompileProgram(nvrtcProgram prog, int, const char* const*) {
     const std::string name = (*it)[1];
     entries += "extern \"C\" void ff_emu_entry_" + name + "(void** args) { ff_emu_invoke(&" + name + ", args); }\n";
   }
-  std::ofstream(dir + "/kernel.cpp") << p.source << "\n// ---- emulator entries\n" << entries;
+  // Dynamic shared memory (extern __shared__ T name[];) becomes a static array of the
+  // largest size a launch may ask for (cuLaunchKernel checks it).
+  static const std::regex dynamic_shared(R"(extern\s+__shared__\s+([^;\[]*?)(\w+)\s*\[\s*\]\s*;)");
+  const std::string source =
+      std::regex_replace(p.source, dynamic_shared, "__shared__ $1$2[ff_emu::kMaxDynamicSharedBytes];");
+  std::ofstream(dir + "/kernel.cpp") << source << "\n// ---- emulator entries\n" << entries;
   const std::string out = dir + "/kernel.so";
   // FUSEFLOW_EMU_CXXFLAGS (e.g. "-O0 -g" to debug a kernel in gdb) replaces the default flags.
   const char* flags = std::getenv("FUSEFLOW_EMU_CXXFLAGS");
@@ -407,7 +415,7 @@ CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, 
     case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *value = kMaxThreads; break;
     case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *value = 32; break;
     case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: *value = 48 * 1024; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *value = 227 * 1024; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *value = static_cast<int>(kMaxDynamicSharedBytes); break;
     case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: *value = 228 * 1024; break;
     case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: *value = 50 * 1024 * 1024; break;
     default: *value = 0; break;
@@ -507,7 +515,10 @@ CUresult CUDAAPI cuModuleLoadData(CUmodule* module, const void* image) {
 CUresult CUDAAPI cuModuleUnload(CUmodule module) {
   auto* m = reinterpret_cast<Module*>(module);
   if (m->library) dlclose(m->library);
-  std::remove(m->path.c_str());
+  // The file stays: the prelude's inline variables are unique symbols, which keep the
+  // library loaded after dlclose, and glibc's dlopen matches a loaded library by device
+  // and inode. A removed file's inode may be reused by the next module's, whose dlopen
+  // would then return the old library (and run the previous kernel of the same name).
   delete m;
   return CUDA_SUCCESS;
 }
@@ -526,10 +537,10 @@ CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, CUfunc
 }
 
 CUresult CUDAAPI cuLaunchKernel(CUfunction function, unsigned int grid_x, unsigned int grid_y, unsigned int grid_z,
-                                unsigned int block_x, unsigned int block_y, unsigned int block_z, unsigned int,
-                                CUstream, void** args, void**) {
+                                unsigned int block_x, unsigned int block_y, unsigned int block_z,
+                                unsigned int dynamic_shared_bytes, CUstream, void** args, void**) {
   if (block_x * block_y * block_z == 0 || block_x * block_y * block_z > static_cast<unsigned>(kMaxThreads) ||
-      grid_x * grid_y * grid_z == 0)
+      grid_x * grid_y * grid_z == 0 || dynamic_shared_bytes > kMaxDynamicSharedBytes)
     return CUDA_ERROR_INVALID_VALUE;
   std::lock_guard<std::mutex> lock(launch_mutex());
   Scheduler& s = scheduler();

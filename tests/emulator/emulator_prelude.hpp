@@ -31,6 +31,10 @@
 
 namespace ff_emu {
 
+// The dynamic shared memory a launch may ask for (the opt-in maximum the emulator
+// reports); a kernel's extern __shared__ array is a static array of this size.
+constexpr unsigned kMaxDynamicSharedBytes = 227 * 1024;
+
 struct uint3_ {
   unsigned x, y, z;
 };

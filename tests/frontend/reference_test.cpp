@@ -108,6 +108,16 @@ TEST_CASE("filter applies a map to the survivors") {
   CHECK(run_array<int>(ff::filter(x * 10, x > 0), b) == std::vector<int>{10, 30, 40});
 }
 
+TEST_CASE("a map of a filter's result applies to the survivors; index() there is the position among them") {
+  auto x = ff::input<int>("x");
+  ff::HostBindings b;
+  b.bind(x, array<int>({1, -1, 3, 4, -6}));
+  ff::Expr kept = ff::filter(x, x > 0);
+  CHECK(run_array<int>(kept * 2 + 1, b) == std::vector<int>{3, 7, 9});
+  CHECK(run_array<std::int64_t>(ff::cast<std::int64_t>(kept) * 100 + ff::index(), b) ==
+        std::vector<std::int64_t>{100, 301, 402});
+}
+
 TEST_CASE("counting sort of the course example orders keys over bins 0..8") {
   auto k = ff::input<int>("k");
   ff::HostBindings b;

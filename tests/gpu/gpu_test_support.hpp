@@ -55,6 +55,18 @@ inline std::vector<std::int64_t> capped(std::initializer_list<std::int64_t> all)
   return out;
 }
 
+// n pseudo-random bytes from a 64-bit LCG seeded by rng(): fast enough for the cases over
+// more than 2^31 elements, where a std distribution would take minutes.
+inline std::vector<std::uint8_t> random_bytes(std::int64_t n) {
+  std::vector<std::uint8_t> v(static_cast<std::size_t>(n));
+  std::uint64_t state = rng()();
+  for (auto& x : v) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    x = static_cast<std::uint8_t>(state >> 56);
+  }
+  return v;
+}
+
 }  // namespace fuseflow::test
 
 // Leaves the current test case (saying so) when it needs more than max_elements().

@@ -157,17 +157,8 @@ Kernel emit_histogram(const OpNode& op, const ReduceGroup& g, int output, const 
     k.why = "the bins do not fit in shared memory (" + std::to_string(private_bytes) + " > " +
             std::to_string(kSharedLimit) + " bytes)";
   }
-  SourceWriter head;
-  head.line("// fuseflow kernel " + name);
-  head.line("//");
-  head.comment(g.program_text);
-  head.line("//");
-  head.comment("strategy: " + k.summary + "\nBins outside [0, kBins) are dropped.");
-  head.line("#include <fuseflow/collectives.cuh>");
-  head.line("#include <fuseflow/histogram.cuh>");
-  head.line();
-  std::string defs = types.definitions();
-  k.source = head.str() + (defs.empty() ? "" : defs + "\n") + w.str();
+  k.source = kernel_source(name, g.program_text, "strategy: " + k.summary + "\nBins outside [0, kBins) are dropped.",
+                           {"collectives.cuh", "histogram.cuh"}, types, w.str());
   return k;
 }
 

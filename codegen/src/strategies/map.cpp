@@ -37,15 +37,7 @@ Kernel emit_map(const std::vector<Expr>& outputs, const std::vector<int>& output
   k.args = args;
   k.summary = "element-wise map: block " + std::to_string(kBlock) + ", grid-strided, grid <= " + std::to_string(k.max_grid);
   k.why = "array outputs are element-wise maps of the inputs";
-  SourceWriter head;
-  head.line("// fuseflow kernel " + name);
-  head.line("//");
-  head.comment(g.program_text);
-  head.line("//");
-  head.comment("strategy: " + k.summary);
-  head.line();
-  std::string defs = types.definitions();
-  k.source = head.str() + (defs.empty() ? "" : defs + "\n") + w.str();
+  k.source = kernel_source(name, g.program_text, "strategy: " + k.summary, {}, types, w.str());
   return k;
 }
 

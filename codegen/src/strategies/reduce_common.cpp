@@ -69,6 +69,7 @@ void ReduceKernelWriter::open_kernel(SourceWriter& w, int block) {
       case Arg::Kind::Param: decl = "const " + types_.name(a[i].type) + " " + a[i].name; break;
       case Arg::Kind::Scalar: decl = "const " + types_.name(a[i].type) + "* __restrict__ " + a[i].name; break;
       case Arg::Kind::Output:
+      case Arg::Kind::OutputCount:
       case Arg::Kind::ScalarOutput: decl = types_.name(a[i].type) + "* __restrict__ " + a[i].name; break;
       case Arg::Kind::Scratch: decl = acc_name + "* __restrict__ " + a[i].name; break;
       case Arg::Kind::Ticket:

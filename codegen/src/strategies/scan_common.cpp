@@ -107,6 +107,7 @@ void ScanKernelWriter::open_kernel(SourceWriter& w, const std::vector<Arg>& a,
       case Arg::Kind::Length: decl = "const long long n"; break;
       case Arg::Kind::Param: decl = "const " + types_.name(a[i].type) + " " + a[i].name; break;
       case Arg::Kind::Output:
+      case Arg::Kind::OutputCount:
       case Arg::Kind::ScalarOutput: decl = types_.name(a[i].type) + "* __restrict__ " + a[i].name; break;
       case Arg::Kind::Scratch: decl = scratch_types.at(scratch++) + "* __restrict__ " + a[i].name; break;
       case Arg::Kind::Ticket:

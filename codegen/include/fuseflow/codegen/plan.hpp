@@ -25,6 +25,8 @@ struct Arg {
     Param,       // scalar parameter `index`, by value
     Scalar,      // const T* to the device scalar slot `index` (a reduction's result)
     Output,      // T* to the array output `index` (program output number)
+    OutputCount, // unsigned long long* to the element count of array output `index`, which the
+                 // kernel writes (an output whose length is known on the device only: OutputShape::counted)
     ScalarOutput,  // T* to the device scalar slot `index`, written by a reduction
     Scratch,     // void* to scratch buffer `index`
     Ticket,      // unsigned* to a zeroed counter that kernels leave zeroed
@@ -102,11 +104,16 @@ int grid_for(std::int64_t n, std::int64_t per_block, int max_grid);
 
 // How many elements an array output has, given the lengths of the input domains, and
 // whether the kernels expect it zeroed (they add into it: histogram counts).
+// A counted output (a filter's survivors) has a length only the device knows: length() is
+// its capacity, the buffer is allocated for that many elements, and a kernel writes the
+// actual count through an Arg::Kind::OutputCount argument; the host reads it only when
+// asked (Result::size, DeviceArray::size).
 struct OutputShape {
   int domain = 0;           // the length of this domain ...
   std::int64_t less = 0;    // ... less this many (a segmented op: offsets - 1 segments)
   std::int64_t fixed = -1;  // or, when >= 0, this many (a histogram's bins)
   bool zeroed = false;
+  bool counted = false;     // length() is the capacity; the kernels write the count
   std::int64_t length(const std::vector<std::int64_t>& lengths) const;
 };
 

@@ -53,10 +53,19 @@ void check_bindings(const Program& program, const Bindings& bindings);
 //   float s = rt.run(ff::reduce(x, ff::plus), {{x, xs}});
 // An array stays on the device until asked for:
 //   ff::DeviceArray<float> y = rt.run(x * 2.0f, {{x, xs}});
+// A filter's result (stream compaction) has a length only the device knows: the kernel
+// writes the survivor count into device memory, and size(), download() and the size of
+// the DeviceArray moved out of it read that count (one small copy) when first asked, never
+// before; run_async does not wait for it.
+//   ff::Result kept = rt.run(ff::filter(x, x > 0.0f), {{x, xs}});
+//   std::size_t k = kept.size();                        // reads the count
+//   ff::DeviceArray<float> pos = std::move(kept);      // k elements
 class Result {
  public:
   static Result scalar(Value v);
   static Result array(std::shared_ptr<detail::DeviceContext> ctx, CUdeviceptr ptr, std::size_t n, Type t);
+  // An array whose element count a kernel writes at `count.at` (inside the allocation at ptr).
+  static Result counted_array(std::shared_ptr<detail::DeviceContext> ctx, CUdeviceptr ptr, DeviceCount count, Type t);
   // A scalar still on the device (run_async): read on first use of value().
   static Result pending_scalar(std::shared_ptr<detail::DeviceContext> ctx, CUdeviceptr ptr, Type t);
   Result(Result&&) noexcept;
@@ -67,7 +76,8 @@ class Result {
   const Type& type() const;
   // A reduction's value (GraphError for an array result).
   const Value& value() const;
-  // The array's element count (GraphError for a scalar result).
+  // The array's element count (GraphError for a scalar result); for a filter's result,
+  // read from the device on the first call.
   std::size_t size() const;
 
   template <class T>
@@ -83,7 +93,8 @@ class Result {
   // Moves the array out as a typed DeviceArray; T must be the element type.
   template <class T>
   DeviceArray<T> array() {
-    auto [ctx, ptr, n] = release(type_of<T>());
+    auto [ctx, ptr, n, count] = release(type_of<T>());
+    if (count.at != 0) return DeviceArray<T>(std::move(ctx), ptr, count, adopt_memory);
     return DeviceArray<T>(std::move(ctx), ptr, n, adopt_memory);
   }
   template <class T>
@@ -104,6 +115,7 @@ class Result {
     std::shared_ptr<detail::DeviceContext> ctx;
     CUdeviceptr ptr;
     std::size_t n;
+    DeviceCount count;  // at != 0: the count is still on the device, n is the capacity
   };
   Released release(const Type& want);
   void copy_out(const Type& want, void* host) const;
@@ -114,7 +126,9 @@ class Result {
   bool is_array_ = false;
   CUdeviceptr ptr_ = 0;
   bool owns_ = false;
-  std::size_t size_ = 0;
+  bool moved_out_ = false;
+  mutable std::size_t size_ = 0;  // the capacity until a pending count is read
+  mutable DeviceCount count_;     // a count not read from the device yet (at != 0)
   Type type_;
 };
 

@@ -1,0 +1,51 @@
+#pragma once
+// Stream compaction: a filter whose compacted array is a program output. The planner
+// (filter_plan.cpp) groups the outputs over one filter's result (the result itself, or
+// maps of it) into one kernel; the emitter (strategies/filter_compact.cpp) writes the
+// survivors in order, each output's map applied to them on the way (filter -> map), and
+// the survivor count to the device: the output's length is known on the device only
+// (OutputShape::counted).
+#include <functional>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "array_ops.hpp"
+#include "kernel_context.hpp"
+
+namespace fuseflow::codegen {
+
+struct CompactGroup {
+  std::shared_ptr<const OpNode> op;  // the filter
+  Expr value;                   // the filter's element value, nested filters substituted
+  Expr keep;                    // bool per element: its predicate and those of nested filters
+  std::vector<Expr> outputs;    // program outputs over the filter's result (maps of it are epilogues)
+  std::vector<int> output_ids;  // their program output numbers
+  ReduceGroup leaves;           // inputs, parameters and scalar slots the kernel reads
+};
+
+// Tuning constants of the compaction kernel, chosen from the element sizes: each thread
+// holds kRows vector loads of kVec elements of every input per tile.
+struct CompactTiling {
+  int block = 512;
+  int min_blocks = 1;  // resident blocks per SM the registers must allow (__launch_bounds__)
+  int vec = 1;   // elements per vector load
+  int rows = 1;  // vector loads per thread and input
+  int items() const { return vec * rows; }
+  int tile() const { return block * items(); }
+};
+CompactTiling compact_tiling(const CompactGroup& g, const Target& t);
+
+Kernel emit_filter_compact(const CompactGroup& g, const Target& t);
+
+// The filter whose result program output `output` is, or maps (possibly with parameters,
+// reductions' results and index(), the position among the survivors); nullptr when it
+// reads no filter's result. GraphError when it also reads an input array or another
+// array result (their lengths differ from the survivors').
+std::shared_ptr<const OpNode> compacted_filter(const Expr& output);
+
+// Plans the program outputs `output_ids` (each over a filter's result): one kernel per
+// filter, its schedule step, and the outputs' counted shapes.
+void plan_filters(const ArrayOpContext& c, const std::vector<int>& output_ids, const Target& t, Plan& plan);
+
+}  // namespace fuseflow::codegen

@@ -1,0 +1,276 @@
+// Filter as a program output (stream compaction), one pass (DESIGN.md "Strategies:
+// Filter"). One block per tile; a block takes its tile id from an atomic counter, so
+// every predecessor of a tile is already running (no deadlock whatever order blocks are
+// scheduled in). Each warp owns a contiguous part of the tile and loads it in rows, one
+// coalesced 16-byte vector load per lane and row (element-wise loads for the last tile
+// and for misaligned inputs), evaluates the predicate (with the map before the filter
+// fused in) on each element and ranks the survivors in input order with one ballot per
+// element of a row (compact.cuh, WarpRanks); each survivor's value goes to its rank in
+// the warp's part of a shared-memory tile. The warps' counts give the tile's count and
+// each warp's offset in it; the tile's first output position comes from scan.cuh's
+// deterministic look-back (tile_exclusive_prefix) over the tiles' survivor counts, as
+// 64-bit integers. Each warp then writes its
+// survivors to consecutive positions (coalesced), each output's map applied on the way
+// (filter -> map), and the last tile writes the total count to the device. Stable:
+// survivors keep their input order. Reads n elements, writes the survivors.
+#include <algorithm>
+#include <set>
+
+#include "../compact_context.hpp"
+
+namespace fuseflow::codegen {
+
+namespace {
+constexpr std::size_t kThreadBytes = 128;          // bytes of inputs a thread loads per tile
+constexpr int kMaxItems = 32;                      // elements per thread per tile
+constexpr int kMaxVec = 8;  // elements per vector load: 16 bytes, but 8 bytes of 1-byte elements (a row's
+                            // ballots and flags then fit the registers of kMinBlocks blocks)
+constexpr int kBlock = 512;
+// Large tiles (16384 4-byte elements): the look-back makes the tiles' prefixes a chain that
+// advances a few dozen tiles per round trip through L2, so fewer, larger tiles keep that
+// chain well ahead of the memory traffic at large n.
+constexpr std::size_t kMaxStageBytes = 64 * 1024;  // the survivors' stage, in dynamic shared memory
+// Resident blocks per SM asked of the compiler: 2 x 512 threads keep enough loads in flight
+// while a block waits on the look-back; a thread's loads are <= 128 bytes, so the 64
+// registers this leaves hold them without spilling.
+constexpr int kMinBlocks = 2;
+}  // namespace
+
+CompactTiling compact_tiling(const CompactGroup& g, const Target& target) {
+  std::size_t in_bytes = 0, widest = 0;
+  bool scalars = true;
+  for (const auto& in : g.leaves.inputs) {
+    in_bytes += in.type().size();
+    widest = std::max(widest, in.type().size());
+    scalars = scalars && in.type().is_scalar();
+  }
+  CompactTiling t;
+  t.block = kBlock;
+  t.min_blocks = kMinBlocks;
+  t.vec = scalars && widest > 0 ? std::min(kMaxVec, static_cast<int>(16 / widest)) : 1;
+  const int items = static_cast<int>(std::clamp<std::size_t>(kThreadBytes / std::max<std::size_t>(in_bytes, 1), 1, kMaxItems));
+  t.rows = std::max(1, items / t.vec);
+  const std::size_t value_bytes = g.value.type().size();
+  const std::size_t stage_limit = std::min<std::size_t>(kMaxStageBytes, target.shared_per_block_optin / 2);
+  while (static_cast<std::size_t>(t.tile()) * value_bytes > stage_limit) {
+    if (t.rows > 1) --t.rows;
+    else if (t.vec > 1) t.vec /= 2;
+    else if (t.block > 32) t.block /= 2;
+    else throw GraphError("filter: elements of " + g.value.type().name() + " are too large to compact in shared memory");
+  }
+  return t;
+}
+
+Kernel emit_filter_compact(const CompactGroup& g, const Target& target) {
+  const CompactTiling tiling = compact_tiling(g, target);
+  const std::size_t stage_bytes = static_cast<std::size_t>(tiling.tile()) * g.value.type().size();
+  const ReduceGroup& l = g.leaves;
+  CudaTypes types;
+  const std::string value_type = types.name(g.value.type());
+
+  std::vector<std::string> names;
+  std::vector<Arg> args = elementwise_args(l, names);
+  std::vector<std::string> outs;
+  for (std::size_t j = 0; j < g.outputs.size(); ++j) {
+    outs.push_back("out" + std::to_string(g.output_ids[j]));
+    args.push_back({Arg::Kind::Output, g.output_ids[j], outs.back(), g.outputs[j].type()});
+    args.push_back({Arg::Kind::OutputCount, g.output_ids[j], outs.back() + "_count", ScalarType::U64});
+  }
+  args.push_back({Arg::Kind::Scratch, 0, "tile_counter", ScalarType::U32});
+  args.push_back({Arg::Kind::Scratch, 1, "tile_status", ScalarType::U8});
+
+  const std::string name = "ff_filter_compact_" + short_type_name(g.value.type());
+  SourceWriter w;
+  w.line("namespace {");
+  w.line("constexpr int kBlock = " + std::to_string(tiling.block) + ";");
+  w.line("constexpr int kVec = " + std::to_string(tiling.vec) + ";  // elements per vector load");
+  w.line("constexpr int kRows = " + std::to_string(tiling.rows) + ";  // vector loads per thread and input per tile");
+  w.line("constexpr int kWarpTile = 32 * kRows * kVec;  // a warp's consecutive elements of the tile");
+  w.line("constexpr int kTile = kBlock / 32 * kWarpTile;");
+  w.line("}  // namespace");
+  w.line();
+  open_elementwise_kernel(w, types, name, tiling.block, args, l, tiling.min_blocks);
+
+  // keep(inputs..., i) and value(inputs..., i): the predicate and the value of element i.
+  std::string params;
+  for (std::size_t j = 0; j < l.inputs.size(); ++j) params += "const " + types.name(l.inputs[j].type()) + " " + names[j] + ", ";
+  params += "const long long i";
+  auto leaf_of = [&](const Expr& leaf) -> std::string {
+    switch (leaf.kind()) {
+      case ExprKind::Input:
+        for (std::size_t j = 0; j < l.inputs.size(); ++j)
+          if (same_node(l.inputs[j], leaf)) return names[j];
+        break;
+      case ExprKind::Index: return "i";
+      case ExprKind::Param: return "p_" + sanitize(leaf.node().name);
+      case ExprKind::Result:
+        if (leaf.node().op->scalar_output) return "r" + std::to_string(l.slot_of.at(leaf.node().op.get()));
+        break;
+      default: break;
+    }
+    throw GraphError("codegen: unexpected leaf in a filter: " + to_string(leaf));
+  };
+  w.open("const auto keep = [&](" + params + ") -> bool");
+  {
+    ExprEmitter e(w, types, leaf_of);
+    w.line("return " + e.emit(g.keep) + ";");
+  }
+  w.close("};");
+  w.open("const auto value = [&](" + params + ") -> " + value_type);
+  {
+    ExprEmitter e(w, types, leaf_of);
+    w.line("return " + e.emit(g.value) + ";");
+  }
+  w.close("};");
+  // epilogue_j(kept, at): output j of the survivor written at position `at` (filter -> map;
+  // index() is the position among the survivors).
+  for (std::size_t j = 0; j < g.outputs.size(); ++j) {
+    const Expr& o = g.outputs[j];
+    if (o.kind() == ExprKind::Result) continue;  // the filter's result itself: stored as it is
+    w.open("const auto epilogue" + std::to_string(j) + " = [&](const " + value_type + " kept, const long long at) -> " +
+           types.name(o.type()));
+    ExprEmitter e(w, types, [&](const Expr& leaf) -> std::string {
+      if (leaf.kind() == ExprKind::Result && leaf.node().op == g.op) return "kept";
+      if (leaf.kind() == ExprKind::Index) return "at";
+      return leaf_of(leaf);
+    });
+    w.line("return " + e.emit(o) + ";");
+    w.close("};");
+  }
+  w.line();
+  w.comment("Warp w's survivors in order, from w * kWarpTile: kTile elements of dynamic shared memory.");
+  w.line("extern __shared__ __align__(16) unsigned char stage[];");
+  w.line(value_type + "* const survivors = reinterpret_cast<" + value_type + "*>(stage);");
+  w.line("__shared__ unsigned int warp_counts[kBlock / 32];");
+  w.line("__shared__ unsigned int tile_id;");
+  w.line("__shared__ unsigned long long tile_offset;");
+  w.comment("Dynamic tile id: tiles are numbered in the order their blocks start.");
+  w.line("if (threadIdx.x == 0) tile_id = atomicAdd(tile_counter, 1u);");
+  w.line("__syncthreads();");
+  w.line("const long long tile = tile_id;");
+  w.line("const long long base = tile * kTile;");
+  w.line("const int lane = threadIdx.x % 32;");
+  w.line("const int warp = threadIdx.x / 32;");
+  w.line("const long long warp_base = base + (long long)warp * kWarpTile;");
+
+  // Loads: element k of row r of this lane is warp_base + (r * 32 + lane) * kVec + k.
+  const std::string element_index = "const long long i = warp_base + (r * 32 + lane) * kVec + k;";
+  w.comment("Warp w owns the kWarpTile elements from warp_base, in rows: in row r, lane l holds the\n"
+            "kVec elements from warp_base + (r * 32 + l) * kVec.");
+  for (std::size_t j = 0; j < l.inputs.size(); ++j)
+    w.line("ff::Vec<" + types.name(l.inputs[j].type()) + ", kVec> " + names[j] + "_v[kRows];");
+  auto checked_loads = [&] {
+    w.line("#pragma unroll");
+    w.open("for (int r = 0; r < kRows; ++r)");
+    w.line("#pragma unroll");
+    w.open("for (int k = 0; k < kVec; ++k)");
+    w.line(element_index);
+    w.open("if (i < n)");
+    for (std::size_t j = 0; j < l.inputs.size(); ++j) w.line(names[j] + "_v[r].v[k] = in_" + names[j] + "[i];");
+    w.close();
+    w.close();
+    w.close();
+  };
+  if (tiling.vec > 1) {
+    std::string aligned;
+    for (std::size_t j = 0; j < names.size(); ++j)
+      aligned += (j ? " | " : "") + std::string("ff::misalignment<kVec>(in_") + names[j] + ")";
+    w.open("if (base + kTile <= n && (" + aligned + ") == 0)");
+    w.comment("A full tile of aligned inputs (every tile but the last): one coalesced vector load\n"
+              "per lane, row and input, no bounds checks.");
+    w.line("#pragma unroll");
+    w.open("for (int r = 0; r < kRows; ++r)");
+    for (std::size_t j = 0; j < l.inputs.size(); ++j)
+      w.line(names[j] + "_v[r] = ff::load_vec<kVec>(in_" + names[j] + " + warp_base + (r * 32 + lane) * kVec);");
+    w.close();
+    w.close("} else {");
+    w.indent();
+    checked_loads();
+    w.close();
+  } else {
+    checked_loads();
+  }
+
+  std::string loaded;
+  for (const auto& n : names) loaded += n + "_v[r].v[k], ";
+  loaded += "i";
+  w.comment("Each survivor's rank among the warp's survivors, in input order (a ballot per element\n"
+            "of a row), and its value stored at that rank in the warp's part of the shared tile.");
+  w.line("ff::WarpRanks<kVec> ranks;");
+  w.line("#pragma unroll");
+  w.open("for (int r = 0; r < kRows; ++r)");
+  w.line("bool flags[kVec];");
+  w.line("#pragma unroll");
+  w.open("for (int k = 0; k < kVec; ++k)");
+  w.line(element_index);
+  w.line("flags[k] = i < n && keep(" + loaded + ");");
+  w.close();
+  w.line("unsigned int rank = ranks.rank_row(flags);  // of this lane's first survivor in the row");
+  w.line("#pragma unroll");
+  w.open("for (int k = 0; k < kVec; ++k)");
+  w.line(element_index);
+  w.line("if (flags[k]) survivors[warp * kWarpTile + rank++] = value(" + loaded + ");");
+  w.close();
+  w.close();
+  w.line("if (lane == 0) warp_counts[warp] = ranks.kept;");
+  w.line("__syncthreads();");
+  w.comment("This warp's survivors start at warp_offset in the tile, which has tile_count.");
+  w.line("unsigned int warp_offset = 0, tile_count = 0;");
+  w.line("#pragma unroll");
+  w.open("for (int v = 0; v < kBlock / 32; ++v)");
+  w.line("if (v == warp) warp_offset = tile_count;");
+  w.line("tile_count += warp_counts[v];");
+  w.close();
+  w.line();
+  w.comment("The tile's first output position: the survivors of all earlier tiles, from scan.cuh's\n"
+            "look-back over the tiles' counts (tile_exclusive_prefix: warp 0 publishes the tile's\n"
+            "count and folds its predecessors' in one fixed order). The grid has one block per\n"
+            "tile, so gridDim.x is the tile count (1 when n is 0). No stash: sums of counts reach\n"
+            "a group prefix within one window. The last tile writes the total count.");
+  w.open("if (warp == 0)");
+  w.line("const ff::ScanTileStatus<unsigned long long> status(tile_status, gridDim.x);");
+  w.line("const auto plus = [](const unsigned long long a, const unsigned long long b) { return a + b; };");
+  w.line("const unsigned long long exclusive =");
+  w.line("    ff::tile_exclusive_prefix(status, tile, (unsigned long long)tile_count, plus, 0ull,");
+  w.line("                              static_cast<unsigned long long*>(nullptr), 0);");
+  w.open("if (lane == 0)");
+  w.line("tile_offset = exclusive;");
+  w.open("if (base + kTile >= n)");
+  for (const auto& o : outs) w.line("*" + o + "_count = exclusive + tile_count;");
+  w.close();
+  w.close();
+  w.close();
+  w.line("__syncthreads();");
+  w.line();
+  w.comment("Coalesced stores: each warp writes its survivors to consecutive positions, the map\n"
+            "after the filter applied to each on the way.");
+  w.line("const unsigned int mine = warp_counts[warp];");
+  w.line("const long long first = (long long)(tile_offset + warp_offset);");
+  w.open("for (unsigned int s = lane; s < mine; s += 32)");
+  w.line("const long long at = first + s;");
+  w.line("const " + value_type + " kept = survivors[warp * kWarpTile + s];");
+  for (std::size_t j = 0; j < g.outputs.size(); ++j)
+    w.line(outs[j] + "[at] = " + (g.outputs[j].kind() == ExprKind::Result ? "kept" : "epilogue" + std::to_string(j) + "(kept, at)") + ";");
+  w.close();
+  w.close();
+
+  Kernel k;
+  k.name = name;
+  k.block = tiling.block;
+  k.shared_bytes = stage_bytes;
+  k.max_grid = 0;  // one block per tile: the grid grows with n
+  k.any_grid = false;
+  k.items_per_block_step = tiling.tile();
+  k.args = args;
+  k.summary = "compact (single pass, stable): block " + std::to_string(tiling.block) + " (" +
+              std::to_string(tiling.min_blocks) + " resident per SM), " +
+              std::to_string(tiling.items()) + " elements per thread (" + std::to_string(tiling.rows) + " rows of " +
+              std::to_string(tiling.vec) + "-element vector loads), tiles of " + std::to_string(tiling.tile()) +
+              " elements, one block per tile; survivors ranked by warp ballots and compacted in shared memory (" +
+              std::to_string(stage_bytes) + " bytes), tile offsets by decoupled look-back over survivor counts, count written by the last tile";
+  k.why = "a filter's compacted array is a program output: one pass reads n elements and writes the survivors";
+  k.source = kernel_source(name, l.program_text, "strategy: " + k.summary, {"compact.cuh"}, types, w.str());
+  return k;
+}
+
+}  // namespace fuseflow::codegen
