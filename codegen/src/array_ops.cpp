@@ -1,7 +1,7 @@
-// Planning of the ops whose result has its own length (histogram, segmented_reduce) or
-// is not element-wise (counting_sort): their leaves, the domains of their inputs (a
-// segmented op's offsets have their own length), the length of their output, and the
-// schedule step that sizes their grid.
+// Planning of the ops whose result has its own length (histogram, segmented_reduce;
+// reduce_by_key in segmented_plan.cpp) or is not element-wise (counting_sort): their
+// leaves, the domains of their inputs (a segmented op's offsets have their own length),
+// the length of their output, and the schedule step that sizes their grid.
 #include "array_ops.hpp"
 
 #include <algorithm>
@@ -30,6 +30,8 @@ void collect(const Expr& e, const std::string& op, std::set<const ExprNode*>& se
   for (const auto& a : e.args()) collect(a, op, seen, inputs, params, scalars);
 }
 
+}  // namespace
+
 ReduceGroup leaves_of(const ArrayOpContext& c, const std::vector<Expr>& exprs, const std::string& op) {
   std::set<const ExprNode*> seen, inputs, params;
   std::set<const OpNode*> scalars;
@@ -54,6 +56,15 @@ ReduceGroup leaves_of(const ArrayOpContext& c, const std::vector<Expr>& exprs, c
   return g;
 }
 
+ReduceGroup offsets_leaves(const ArrayOpContext& c, const OpNode& op) {
+  ReduceGroup offsets = leaves_of(c, {op.offsets}, op_name(op.kind));
+  if (!offsets.params.empty() || !offsets.scalars_read.empty())
+    unsupported(std::string(op_name(op.kind)) + " offsets that read a parameter or a reduction's result");
+  return offsets;
+}
+
+namespace {
+
 // The inputs the program reads as elements (everything but segmented ops' offsets).
 void element_inputs(const Expr& e, std::set<const ExprNode*>& seen, std::set<const ExprNode*>& out) {
   if (!e.valid() || !seen.insert(e.get()).second) return;
@@ -61,9 +72,9 @@ void element_inputs(const Expr& e, std::set<const ExprNode*>& seen, std::set<con
   for (const auto& a : e.args()) element_inputs(a, seen, out);
 }
 
-// The offsets' inputs form a domain of their own (n_segments + 1 elements): the one of an
-// earlier segmented op over the same offsets, or a new one.
-int offsets_domain(const ArrayOpContext& c, const ReduceGroup& offsets, Plan& plan) {
+}  // namespace
+
+int offsets_domain(const ArrayOpContext& c, const ReduceGroup& offsets, const std::string& who, Plan& plan) {
   std::set<const ExprNode*> seen, elements;
   for (const auto& op : c.program.ops())
     for (const Expr* e : {&op->values, &op->predicate, &op->keys}) element_inputs(*e, seen, elements);
@@ -71,7 +82,7 @@ int offsets_domain(const ArrayOpContext& c, const ReduceGroup& offsets, Plan& pl
     if (o.kind() != ExprKind::Result) element_inputs(o, seen, elements);
   for (const auto& in : offsets.inputs)
     if (elements.count(in.get()))
-      throw GraphError("segmented_reduce: input '" + in.node().name +
+      throw GraphError(who + ": input '" + in.node().name +
                        "' is read both as offsets and as elements; the two have different lengths, so bind the "
                        "offsets to an input of their own");
   if (plan.input_domain.empty()) plan.input_domain.assign(c.program.inputs().size(), 0);
@@ -81,6 +92,8 @@ int offsets_domain(const ArrayOpContext& c, const ReduceGroup& offsets, Plan& pl
   for (int id : offsets.input_ids) plan.input_domain[static_cast<std::size_t>(id)] = d;
   return d;
 }
+
+namespace {
 
 // One launch over a fixed grid with one scratch buffer of max_grid elements per Scratch
 // argument; `work(n, b)` is the count of work items (elements, or elements + segment
@@ -108,12 +121,14 @@ std::function<void(std::int64_t, ScheduleBuilder&)> step_for(int index, const Ke
 bool is_array_op(const Expr& e) {
   if (e.kind() != ExprKind::Result) return false;
   OpKind k = e.node().op->kind;
-  return k == OpKind::Histogram || k == OpKind::SegmentedReduce || k == OpKind::CountingSort;
+  return k == OpKind::Histogram || k == OpKind::SegmentedReduce || k == OpKind::CountingSort ||
+         k == OpKind::ReduceByKey;
 }
 
 void plan_array_op(const ArrayOpContext& c, const std::shared_ptr<const OpNode>& node, int output, const Target& t, Plan& plan) {
   const OpNode& op = *node;
   if (plan.output_shapes.empty()) plan.output_shapes.resize(c.program.outputs().size());
+  if (op.kind == OpKind::ReduceByKey) return plan_reduce_by_key(c, node, t, plan);  // segmented_plan.cpp
   OutputShape& shape = plan.output_shapes[static_cast<std::size_t>(output)];
   const int index = static_cast<int>(plan.kernels.size());
   if (op.kind == OpKind::Histogram) {
@@ -140,10 +155,8 @@ void plan_array_op(const ArrayOpContext& c, const std::shared_ptr<const OpNode>&
     return;
   }
   ReduceGroup leaves = leaves_of(c, {op.values}, "segmented_reduce");
-  ReduceGroup offsets = leaves_of(c, {op.offsets}, "segmented_reduce");
-  if (!offsets.params.empty() || !offsets.scalars_read.empty())
-    unsupported("segmented_reduce offsets that read a parameter or a reduction's result");
-  const int domain = offsets_domain(c, offsets, plan);
+  ReduceGroup offsets = offsets_leaves(c, op);
+  const int domain = offsets_domain(c, offsets, "segmented_reduce", plan);
   const int check = static_cast<int>(plan.checked_offsets.size());
   plan.checked_offsets.push_back(node);
   Kernel k = emit_segmented_reduce(node, leaves, offsets, domain, output, check, t);

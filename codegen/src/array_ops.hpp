@@ -1,7 +1,8 @@
 #pragma once
 // Ops whose result is an array of its own length, not of the elements' length: a
-// histogram (one count per bin) and a segmented reduction by offsets (one value per
-// segment); and a counting sort, whose results (sorted keys, permuted values) are not
+// histogram (one count per bin), a segmented reduction by offsets (one value per
+// segment) and reduce_by_key (one key and value per run, a count only the device knows);
+// and a counting sort, whose results (sorted keys, permuted values) are not
 // element-wise. Each such op gets its own kernels, planned after the program's
 // reductions (so its maps may read their results) and before the element-wise outputs.
 #include <map>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "kernel_context.hpp"
+#include "scan_context.hpp"
 
 namespace fuseflow::codegen {
 
@@ -22,6 +24,24 @@ struct ArrayOpContext {
 
 // Whether program output `e` is the result of such an op.
 bool is_array_op(const Expr& e);
+
+// The inputs, parameters and scalar results `exprs` read, for `op`'s kernel; GraphError
+// naming `op` for an array result of another op among them, or when they read no input.
+ReduceGroup leaves_of(const ArrayOpContext& c, const std::vector<Expr>& exprs, const std::string& op);
+// The leaves of a segmented op's offsets: inputs only (GraphError for a parameter or a
+// reduction's result).
+ReduceGroup offsets_leaves(const ArrayOpContext& c, const OpNode& op);
+// The input domain of a segmented op's offsets (their own length): the one of an earlier
+// segmented op over the same offsets, or a new one. GraphError naming `op` when an input is
+// read both as offsets and as elements.
+int offsets_domain(const ArrayOpContext& c, const ReduceGroup& offsets, const std::string& op, Plan& plan);
+
+// Segmented scans and reduce_by_key (segmented_plan.cpp). plan_segmented_scan plans the
+// kernel of a segmented_scan or scan_by_key and its outputs (g: the scan group plan_scans
+// made) and appends its schedule step; plan_reduce_by_key plans every program output of
+// a reduce_by_key op (keys and values, each with its device-written count) once.
+Kernel plan_segmented_scan(const ArrayOpContext& c, const ScanGroup& g, const Target& t, Plan& plan);
+void plan_reduce_by_key(const ArrayOpContext& c, const std::shared_ptr<const OpNode>& op, const Target& t, Plan& plan);
 
 // Plans program output `output` (the result of `op`): appends its kernels and schedule
 // step, and sets its output shape and its inputs' domains.
@@ -47,6 +67,14 @@ std::vector<Kernel> emit_counting_sort(const OpNode& op, const ReduceGroup& key_
                                        const std::vector<SortOutput>& outputs);
 std::function<void(std::int64_t, ScheduleBuilder&)> counting_sort_step(int first, const OpNode& op,
                                                                        const std::vector<Kernel>& kernels);
+
+// The offsets of a segmented op (segment_offsets.cpp): their kernel arguments (an
+// off_<name> pointer per input, then offsets_count, the length of their domain) and the
+// device lambda offset_at(s), offsets[s] clamped to [0, n] and flagged in offsets_invalid
+// when outside; `note` says in the comment who flags decreasing offsets.
+std::vector<Arg> offsets_args(const ReduceGroup& offsets, int domain);
+void emit_offset_at(SourceWriter& w, CudaTypes& types, const OpNode& op, const ReduceGroup& offsets,
+                    const std::string& note);
 
 // Tuning of the segmented reduction, shared by its emitter and its schedule step.
 struct SegmentedTuning {

@@ -161,9 +161,11 @@ namespace {
 // reference) it scans the compacted survivors, whose count only the compaction kernel
 // knows, on the device; a masked scan over all n elements is scan(select(p, x, identity)).
 
+bool is_scan(OpKind k) { return k == OpKind::Scan || k == OpKind::SegmentedScan || k == OpKind::ScanByKey; }
+
 void collect_scans(const Expr& e, std::set<const OpNode*>& scans, std::set<const ExprNode*>& seen) {
   if (!seen.insert(e.get()).second) return;
-  if (e.kind() == ExprKind::Result && e.node().op->kind == OpKind::Scan) scans.insert(e.node().op.get());
+  if (e.kind() == ExprKind::Result && is_scan(e.node().op->kind)) scans.insert(e.node().op.get());
   for (const auto& a : e.args()) collect_scans(a, scans, seen);
 }
 
@@ -203,12 +205,15 @@ void plan_scans(const Program& program, const Target& target, const std::vector<
     g.leaves.slot_of = context.slot_of;
     std::vector<Expr> exprs = {g.value};
     if (g.mask.valid()) exprs.push_back(g.mask);
+    if (g.op->keys.valid()) exprs.push_back(g.op->keys);  // scan_by_key
     exprs.insert(exprs.end(), g.outputs.begin(), g.outputs.end());
     fill_leaves(g.leaves, program, exprs, context.slot_of);
     const int at = static_cast<int>(plan.kernels.size());
     const Type& t = g.op->monoid.type();
     std::vector<Kernel> ks;
-    if (g.op->strategy == Strategy::ReduceThenScan) {
+    if (g.op->kind != OpKind::Scan) {  // segmented_scan, scan_by_key: segmented_plan.cpp
+      ks.push_back(plan_segmented_scan({program, context.program_text, context.slot_types, context.slot_of}, g, target, plan));
+    } else if (g.op->strategy == Strategy::ReduceThenScan) {
       ks = emit_scan_reduce_then_scan(g, target);
       plan.steps.push_back(reduce_then_scan_step(at, ks[0], t));
     } else {
@@ -233,8 +238,9 @@ Plan plan(const Program& program, const Target& target) {
 
   for (const auto& op : program.ops()) {
     if (op->kind == OpKind::Filter) continue;  // fused into its consumers below
-    if (op->kind == OpKind::Scan) continue;    // plan_scans
-    if (op->kind == OpKind::Histogram || op->kind == OpKind::SegmentedReduce || op->kind == OpKind::CountingSort)
+    if (is_scan(op->kind)) continue;           // plan_scans
+    if (op->kind == OpKind::Histogram || op->kind == OpKind::SegmentedReduce || op->kind == OpKind::CountingSort ||
+        op->kind == OpKind::ReduceByKey)
       continue;  // plan_array_op
     if (op->kind != OpKind::Reduce) unsupported(op_name(op->kind));
     PlannedReduce r;

@@ -43,6 +43,8 @@ class ScanKernelWriter {
   const ScanGroup& group() const { return g_; }
   const ScanTiling& tiling() const { return tiling_; }
   bool inclusive() const { return g_.op->scan_kind == ScanKind::Inclusive; }
+  // The name of input j (g.leaves.inputs): its argument is in_<name>, its stage stage_<name>.
+  const std::string& input_name(std::size_t j) const { return input_names_[j]; }
 
   // Inputs, n, parameters, scalars read, then (with_outputs) the outputs, then `extra`.
   std::vector<Arg> args(bool with_inputs, bool with_outputs, const std::vector<Arg>& extra) const;
@@ -54,10 +56,19 @@ class ScanKernelWriter {
   // identity and combine; with `elements`, also element(inputs..., i), and with
   // `epilogues` epilogue_j(scanned, inputs..., i) for each output that is not the scan itself.
   void emit_functions(SourceWriter& w, bool elements, bool epilogues);
-  // __shared__ stages of the inputs (and, when it stores, of the scanned values), warp totals.
-  void emit_shared(SourceWriter& w, bool stores = true);
+  // `const auto NAME = [&](inputs..., i) -> T { ... }`: `e` (of type T) at element i, over
+  // the same leaves as element().
+  void emit_map_function(SourceWriter& w, const std::string& name, const Expr& e);
+  // __shared__ stages of the inputs (and, when it stores, of the scanned values), warp
+  // totals (of `warp_total_type`, by default the monoid's type).
+  void emit_shared(SourceWriter& w, bool stores = true, const std::string& warp_total_type = "");
   // Coalesced load of the tile at `base` into the input stages, then a barrier.
   void emit_tile_load(SourceWriter& w);
+  // The same with or without bounds checks (for a full tile).
+  void emit_load_loop(SourceWriter& w, bool checked);
+  // "stage_x[slot], ..., index": the staged inputs of tile element `slot`, as element() and
+  // emit_map_function's functions take them.
+  std::string element_call(const std::string& slot, const std::string& index) const;
   // items[k] = element k of this thread (identity past n); thread_total = their combination.
   void emit_thread_items(SourceWriter& w);
   // Both of the above, and with `full_fast_path` a branch on base + kTile <= n: a full
@@ -66,16 +77,32 @@ class ScanKernelWriter {
   // Scans items[] seeded with `seed` into the scanned stage, then a barrier, then stores
   // every output element coalesced, the epilogue applied on the way (with
   // `full_fast_path`, without bounds checks when the tile is full).
-  void emit_tile_store(SourceWriter& w, const std::string& seed, bool full_fast_path = false);
+  // With `restart` (a condition on k), element k starts again from the identity when it
+  // holds: a segmented scan's heads.
+  void emit_tile_store(SourceWriter& w, const std::string& seed, bool full_fast_path = false,
+                       const std::string& restart = "");
+  // Coalesced stores of the scanned stage, each output's epilogue applied on the way.
+  void emit_store_loop(SourceWriter& w, bool checked);
 
-  // Header comment + includes + structs + body.
-  std::string assemble(const std::string& strategy_comment, const std::string& body);
+  // Shared tile_id and tile_prefix (of `prefix_type`), the dynamic tile id, then `tile`
+  // and `base`.
+  void emit_tile_id(SourceWriter& w, const std::string& prefix_type);
+  // Block exclusive scan of each thread's thread_total (of `type`, combined by `combine`
+  // with identity `identity`) into thread_prefix and tile_total, then scan.cuh's
+  // deterministic look-back (tile_exclusive_prefix, kStashWindows windows of `type` in
+  // shared `stash`) that leaves the tile's exclusive prefix in tile_prefix, then a barrier.
+  void emit_look_back(SourceWriter& w, const std::string& type, const std::string& combine,
+                      const std::string& identity, const std::string& stash);
+
+  // Header comment + includes (scan.cuh, then `more_includes`) + structs + body.
+  std::string assemble(const std::string& strategy_comment, const std::string& body,
+                       const std::vector<std::string>& more_includes = {});
 
  private:
-  std::string element_call(const std::string& slot, const std::string& index) const;
-  void emit_load_loop(SourceWriter& w, bool checked);
+  // The parameter list of element() and the spelling of a leaf inside it.
+  std::string element_params();
+  std::string leaf(const Expr& leaf) const;
   void emit_items_loop(SourceWriter& w, bool checked);
-  void emit_store_loop(SourceWriter& w, bool checked);
 
   const ScanGroup& g_;
   std::string name_;
@@ -89,6 +116,22 @@ std::string scan_kernel_name(const ScanGroup& g, const char* strategy);
 Kernel emit_scan_lookback(const ScanGroup& g, const Target& t);
 // Three kernels: per-block reduce, scan of the block sums, scan of each block's chunk.
 std::vector<Kernel> emit_scan_reduce_then_scan(const ScanGroup& g, const Target& t);
+
+// Segmented scans (segmented_scan by offsets, scan_by_key) and reduce_by_key
+// (segmented_scan.cpp): the look-back scan over (value, heads) pieces. Segment heads come
+// from the offsets when `offsets` is given (their inputs and input domain), else from a
+// change of g.op->keys (whose inputs are among g.leaves). reduce_by_key's g.outputs are
+// its results (keys: index 0, values: index 1), each written with its count.
+struct SegmentOffsets {
+  ReduceGroup leaves;
+  int domain = 0;
+  int check = 0;  // the index of its offsets_invalid flag (Plan::checked_offsets)
+};
+Kernel emit_segmented_scan(const ScanGroup& g, const SegmentOffsets* offsets, const Target& t);
+Kernel emit_reduce_by_key(const ScanGroup& g, const Target& t);
+// The pieces' type, (value, head flag) or (value, head count) as a tuple: the look-back
+// status holds them.
+Type segmented_piece_type(const ScanGroup& g);
 
 // The steps that append a scan's launches for n elements: one block per tile with zeroed
 // tile counter and status (lookback); three launches sharing the block sums

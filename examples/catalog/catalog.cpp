@@ -171,6 +171,44 @@ std::vector<Entry> make_entries() {
          auto x = input<int>("x");
          return Program(filter(zip(x, index()), (x & 1) == 0));
        }},
+      {"segmented_scan_sum", "f32 prefix sums restarting at each segment [offsets[s], offsets[s+1]): one look-back pass", [] {
+         auto x = input<float>("x");
+         auto offsets = input<int>("offsets");
+         return Program(segmented_scan(x, offsets, plus));
+       }},
+      {"segmented_scan_exclusive_i32", "exclusive i32 prefix sums per segment: a segment's first element gets 0", [] {
+         auto x = input<int>("x");
+         auto offsets = input<int>("offsets");
+         return Program(segmented_scan(x, offsets, plus, exclusive));
+       }},
+      {"segmented_linear_recurrence", "x[i] = a[i] * x[i-1] + b[i] restarting at each segment: non-commutative, x is field 1", [] {
+         auto a = input<float>("a");
+         auto b = input<float>("b");
+         auto offsets = input<int>("offsets");
+         return Program(get<1>(segmented_scan(zip(a, b), offsets, linear_recurrence())));
+       }},
+      {"scan_by_key_sum", "f32 prefix sums restarting where the i32 key changes (runs of equal keys)", [] {
+         auto k = input<int>("k");
+         auto x = input<float>("x");
+         return Program(scan_by_key(k, x, plus));
+       }},
+      {"scan_by_key_mssp", "exclusive maximum segment sum per run of equal (i32, f32) keys: tuple keys, non-commutative", [] {
+         auto k = input<int>("k");
+         auto c = input<float>("c");
+         auto x = input<int>("x");
+         return Program(scan_by_key(zip(k, c), mssp_parts(x), mssp(), exclusive));
+       }},
+      {"reduce_by_key_sum", "one key and f32 sum per run of equal i32 keys: the run count is written on the device", [] {
+         auto k = input<int>("k");
+         auto x = input<float>("x");
+         KeyedResult r = reduce_by_key(k, x, plus);
+         return Program(outputs(r.keys, r.values));
+       }},
+      {"reduce_by_key_mssp", "maximum segment sum of each run of equal i32 keys (values only): non-commutative", [] {
+         auto k = input<int>("k");
+         auto x = input<int>("x");
+         return Program(reduce_by_key(k, mssp_parts(x), mssp()).values);
+       }},
   };
 }
 }  // namespace

@@ -39,7 +39,9 @@ Result Result::array(std::shared_ptr<detail::DeviceContext> ctx, CUdeviceptr ptr
 
 Result Result::counted_array(std::shared_ptr<detail::DeviceContext> ctx, CUdeviceptr ptr, DeviceCount count, Type t) {
   Result r = array(std::move(ctx), ptr, count.capacity, std::move(t));
-  r.count_ = count;
+  // With no room there is nothing to count (and no kernel may have run: reduce_by_key of
+  // no elements launches none).
+  if (count.capacity > 0) r.count_ = count;
   return r;
 }
 
@@ -112,7 +114,7 @@ Result::Released Result::release(const Type& want) {
 void Result::copy_out(const Type& want, void* host) const {
   size();
   if (want != type_) throw GraphError("result: the array holds " + type_.name() + ", asked for " + want.name());
-  if (size_ != 0) ctx_->copy_to_host(host, ptr_, size_ * type_.size());
+  if (size() != 0) ctx_->copy_to_host(host, ptr_, size_ * type_.size());
 }
 
 namespace detail {

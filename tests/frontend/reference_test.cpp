@@ -318,6 +318,76 @@ TEST_CASE("scan_by_key restarts the scan at each new run") {
         std::vector<int>{0, 1, 0, 3, 7, 0, 0});
 }
 
+TEST_CASE("reduce_by_key of the issue's example gives one key and sum per run, a key recurring after a run") {
+  auto k = ff::input<int>("k");
+  auto v = ff::input<int>("v");
+  ff::HostBindings b;
+  b.bind(k, array<int>({1, 1, 2, 2, 2, 1}));
+  b.bind(v, array<int>({1, 2, 3, 4, 5, 6}));
+  auto r = ff::reduce_by_key(k, v, ff::plus);
+  auto results = ff::evaluate(ff::outputs(r.keys, r.values), b);
+  CHECK(results[0].array.to_vector<int>() == std::vector<int>{1, 2, 1});
+  CHECK(results[1].array.to_vector<int>() == std::vector<int>{3, 12, 6});  // 1+2, 3+4+5, 6
+}
+
+TEST_CASE("segmented and keyed scans with a non-commutative monoid keep element order inside each segment") {
+  // Decimal concatenation as above: digits 1 2 | 3 4 5 read 1, 12 | 3, 34, 345.
+  using P = ff::Tuple<long, long>;
+  auto concat = ff::monoid<P>([](auto a, auto b) { return ff::tuple(a[0] * b[1] + b[0], a[1] * b[1]); },
+                              ff::tuple(0L, 1L), ff::non_commutative, "concat");
+  auto d = ff::input<long>("d");
+  auto off = ff::input<int>("off");
+  auto key = ff::input<int>("key");
+  ff::HostBindings b;
+  b.bind(d, array<long>({1, 2, 3, 4, 5}));
+  b.bind(off, array<int>({0, 2, 2, 5}));  // segments [0, 2), [2, 2) (empty), [2, 5)
+  b.bind(key, array<int>({7, 7, 9, 9, 9}));
+  const ff::Expr digits = ff::tuple(d, ff::constant(10L));
+  const std::vector<P> inclusive = {P(1L, 10L), P(12L, 100L), P(3L, 10L), P(34L, 100L), P(345L, 1000L)};
+  const std::vector<P> exclusive = {P(0L, 1L), P(1L, 10L), P(0L, 1L), P(3L, 10L), P(34L, 100L)};
+  CHECK(run_array<P>(ff::segmented_scan(digits, off, concat), b) == inclusive);
+  CHECK(run_array<P>(ff::segmented_scan(digits, off, concat, ff::exclusive), b) == exclusive);
+  CHECK(run_array<P>(ff::scan_by_key(key, digits, concat), b) == inclusive);
+  CHECK(run_array<P>(ff::scan_by_key(key, digits, concat, ff::exclusive), b) == exclusive);
+  auto r = ff::reduce_by_key(key, digits, concat);
+  CHECK(run_array<P>(r.values, b) == std::vector<P>{P(12L, 100L), P(345L, 1000L)});
+}
+
+TEST_CASE("a segmented scan with one offset covers nothing: every element is the identity") {
+  auto x = ff::input<int>("x");
+  auto off = ff::input<int>("off");
+  ff::HostBindings b;
+  b.bind(x, array<int>({4, 5, 6}));
+  b.bind(off, array<int>({1}));
+  const int lowest = std::numeric_limits<int>::lowest();
+  CHECK(run_array<int>(ff::segmented_scan(x, off, ff::max), b) == std::vector<int>{lowest, lowest, lowest});
+  CHECK(run_array<int>(ff::segmented_scan(x, off, ff::plus, ff::exclusive), b) == std::vector<int>{0, 0, 0});
+  b.bind(off, array<int>({1, 3}));  // one segment [1, 3): element 0 before it
+  CHECK(run_array<int>(ff::segmented_scan(x, off, ff::max), b) == std::vector<int>{lowest, 5, 6});
+}
+
+TEST_CASE("keyed ops of empty arrays are empty, and tuple keys compare field by field") {
+  auto k = ff::input<int>("k");
+  auto c = ff::input<int>("c");
+  auto v = ff::input<int>("v");
+  ff::HostBindings b;
+  b.bind(k, array<int>({}));
+  b.bind(c, array<int>({}));
+  b.bind(v, array<int>({}));
+  CHECK(run_array<int>(ff::scan_by_key(k, v, ff::plus), b).empty());
+  CHECK(run_array<int>(ff::reduce_by_key(k, v, ff::plus).values, b).empty());
+  b.bind(k, array<int>({1, 1, 1, 2}));
+  b.bind(c, array<int>({0, 0, 5, 5}));
+  b.bind(v, array<int>({1, 2, 3, 4}));
+  // Runs of equal (k, c): (1,0) (1,0) | (1,5) | (2,5).
+  auto r = ff::reduce_by_key(ff::zip(k, c), v, ff::plus);
+  auto results = ff::evaluate(ff::outputs(r.keys, r.values), b);
+  using K = ff::Tuple<int, int>;
+  CHECK(results[0].array.to_vector<K>() == std::vector<K>{K(1, 0), K(1, 5), K(2, 5)});
+  CHECK(results[1].array.to_vector<int>() == std::vector<int>{3, 3, 4});
+  CHECK(run_array<int>(ff::scan_by_key(ff::zip(k, c), v, ff::plus), b) == std::vector<int>{1, 3, 3, 4});
+}
+
 TEST_CASE("a map can divide by a reduction's scalar") {
   auto x = ff::input<double>("x");
   ff::HostBindings b;

@@ -104,7 +104,7 @@ void ScanKernelWriter::open_kernel(SourceWriter& w, const std::vector<Arg>& a,
     switch (a[i].kind) {
       case Arg::Kind::Input:
       case Arg::Kind::Scalar: decl = "const " + types_.name(a[i].type) + "* __restrict__ " + a[i].name; break;
-      case Arg::Kind::Length: decl = "const long long n"; break;
+      case Arg::Kind::Length: decl = "const long long " + a[i].name; break;
       case Arg::Kind::Param: decl = "const " + types_.name(a[i].type) + " " + a[i].name; break;
       case Arg::Kind::Output:
       case Arg::Kind::OutputCount:
@@ -138,6 +138,32 @@ void ScanKernelWriter::emit_constants(SourceWriter& w, bool tiled, const std::ve
   w.line();
 }
 
+std::string ScanKernelWriter::element_params() {
+  const ReduceGroup& l = g_.leaves;
+  std::string params;
+  for (std::size_t j = 0; j < l.inputs.size(); ++j)
+    params += "const " + types_.name(l.inputs[j].type()) + " " + input_names_[j] + ", ";
+  return params + "const long long i";
+}
+
+std::string ScanKernelWriter::leaf(const Expr& leaf) const {
+  const ReduceGroup& l = g_.leaves;
+  switch (leaf.kind()) {
+    case ExprKind::Input:
+      for (std::size_t j = 0; j < l.inputs.size(); ++j)
+        if (same_node(l.inputs[j], leaf)) return input_names_[j];
+      break;
+    case ExprKind::Index: return "i";
+    case ExprKind::Param: return "p_" + sanitize(leaf.node().name);
+    case ExprKind::Result:
+      if (leaf.node().op->scalar_output) return "r" + std::to_string(l.slot_of.at(leaf.node().op.get()));
+      if (leaf.node().op == g_.op) return "scanned";
+      break;
+    default: break;
+  }
+  throw GraphError("codegen: unexpected leaf in a scan's map: " + to_string(leaf));
+}
+
 void ScanKernelWriter::emit_functions(SourceWriter& w, bool elements, bool epilogues) {
   const ReduceGroup& l = g_.leaves;
   const Monoid& m = g_.op->monoid;
@@ -156,27 +182,8 @@ void ScanKernelWriter::emit_functions(SourceWriter& w, bool elements, bool epilo
   w.close("};");
   if (!elements) return;
 
-  std::string params;
-  for (std::size_t j = 0; j < l.inputs.size(); ++j)
-    params += "const " + types_.name(l.inputs[j].type()) + " " + input_names_[j] + ", ";
-  params += "const long long i";
-  auto leaf_of = [&](const Expr& leaf) -> std::string {
-    switch (leaf.kind()) {
-      case ExprKind::Input:
-        for (std::size_t j = 0; j < l.inputs.size(); ++j)
-          if (same_node(l.inputs[j], leaf)) return input_names_[j];
-        break;
-      case ExprKind::Index: return "i";
-      case ExprKind::Param: return "p_" + sanitize(leaf.node().name);
-      case ExprKind::Result:
-        if (leaf.node().op->scalar_output) return "r" + std::to_string(l.slot_of.at(leaf.node().op.get()));
-        if (leaf.node().op == g_.op) return "scanned";
-        break;
-      default: break;
-    }
-    throw GraphError("codegen: unexpected leaf in a scan's map: " + to_string(leaf));
-  };
-
+  const std::string params = element_params();
+  const auto leaf_of = [this](const Expr& e) { return leaf(e); };
   // element(inputs..., i): the prologue map's value of element i.
   w.open("const auto element = [&](" + params + ") -> " + t);
   {
@@ -199,12 +206,19 @@ void ScanKernelWriter::emit_functions(SourceWriter& w, bool elements, bool epilo
   }
 }
 
-void ScanKernelWriter::emit_shared(SourceWriter& w, bool stores) {
+void ScanKernelWriter::emit_map_function(SourceWriter& w, const std::string& name, const Expr& e) {
+  w.open("const auto " + name + " = [&](" + element_params() + ") -> " + types_.name(e.type()));
+  ExprEmitter emitter(w, types_, [this](const Expr& x) { return leaf(x); });
+  w.line("return " + emitter.emit(e) + ";");
+  w.close("};");
+}
+
+void ScanKernelWriter::emit_shared(SourceWriter& w, bool stores, const std::string& warp_total_type) {
   for (std::size_t j = 0; j < g_.leaves.inputs.size(); ++j)
     w.line("__shared__ " + types_.name(g_.leaves.inputs[j].type()) + " stage_" + input_names_[j] +
            "[kTile + kTile / 32];");
   if (stores) w.line("__shared__ " + acc() + " scanned_stage[kTile + kTile / 32];");
-  w.line("__shared__ " + acc() + " warp_totals[kBlock / 32];");
+  w.line("__shared__ " + (warp_total_type.empty() ? acc() : warp_total_type) + " warp_totals[kBlock / 32];");
 }
 
 void ScanKernelWriter::emit_load_loop(SourceWriter& w, bool checked) {
@@ -289,7 +303,8 @@ void ScanKernelWriter::emit_store_loop(SourceWriter& w, bool checked) {
   w.close();
 }
 
-void ScanKernelWriter::emit_tile_store(SourceWriter& w, const std::string& seed, bool full_fast_path) {
+void ScanKernelWriter::emit_tile_store(SourceWriter& w, const std::string& seed, bool full_fast_path,
+                                       const std::string& restart) {
   w.comment(inclusive() ? "The thread's inclusive scan, seeded with everything before its first element."
                         : "The thread's exclusive scan, seeded with everything before its first element:\n"
                           "element i gets the combination of the elements before it (the identity at 0).");
@@ -297,7 +312,12 @@ void ScanKernelWriter::emit_tile_store(SourceWriter& w, const std::string& seed,
   w.line("#pragma unroll");
   w.open("for (int k = 0; k < kItems; ++k)");
   w.line("const int s = threadIdx.x * kItems + k;");
-  if (inclusive()) {
+  if (!restart.empty()) {
+    w.comment("A segment head starts again from the identity.");
+    w.line("const " + acc() + " before = " + restart + " ? identity : running;");
+    w.line("running = combine(before, items[k]);");
+    w.line(std::string("scanned_stage[slot(s)] = ") + (inclusive() ? "running;" : "before;"));
+  } else if (inclusive()) {
     w.line("running = combine(running, items[k]);");
     w.line("scanned_stage[slot(s)] = running;");
   } else {
@@ -319,7 +339,38 @@ void ScanKernelWriter::emit_tile_store(SourceWriter& w, const std::string& seed,
   w.close();
 }
 
-std::string ScanKernelWriter::assemble(const std::string& strategy_comment, const std::string& body) {
+void ScanKernelWriter::emit_tile_id(SourceWriter& w, const std::string& prefix_type) {
+  w.line("__shared__ unsigned int tile_id;");
+  w.line("__shared__ " + prefix_type + " tile_prefix;");
+  w.comment("Dynamic tile id: tiles are numbered in the order their blocks start.");
+  w.line("if (threadIdx.x == 0) tile_id = atomicAdd(tile_counter, 1u);");
+  w.line("__syncthreads();");
+  w.line("const long long tile = tile_id;");
+  w.line("const long long base = tile * kTile;");
+}
+
+void ScanKernelWriter::emit_look_back(SourceWriter& w, const std::string& type, const std::string& combine,
+                                      const std::string& identity, const std::string& stash) {
+  w.line(type + " tile_total;");
+  w.line("const " + type + " thread_prefix = ff::block_exclusive_scan<kBlock>(thread_total, " + combine + ", " +
+         identity + ", warp_totals, tile_total);");
+  w.line();
+  w.comment("Look-back (scan.cuh, tile_exclusive_prefix): warp 0 publishes the tile's aggregate and\n"
+            "finds its exclusive prefix, Q(g) . (A(32g) . ... . A(tile-1)) over groups of 32 tiles:\n"
+            "one fixed form folded left to right, so float results are the same bits on every run.\n"
+            "Status entries carry a flag in every 64-bit word: no fences. `" + stash + "` holds the\n"
+            "look-back's windows of group aggregates.");
+  w.line("const ff::ScanTileStatus<" + type + "> status(tile_status, (n + kTile - 1) / kTile);");
+  w.open("if (threadIdx.x < 32)");
+  w.line("const " + type + " exclusive = ff::tile_exclusive_prefix(status, tile, tile_total, " + combine + ", " +
+         identity + ", " + stash + ", kStashWindows);");
+  w.line("if (threadIdx.x == 0) tile_prefix = exclusive;");
+  w.close();
+  w.line("__syncthreads();");
+}
+
+std::string ScanKernelWriter::assemble(const std::string& strategy_comment, const std::string& body,
+                                       const std::vector<std::string>& more_includes) {
   SourceWriter w;
   w.line("// fuseflow kernel " + name_);
   w.line("//");
@@ -327,6 +378,7 @@ std::string ScanKernelWriter::assemble(const std::string& strategy_comment, cons
   w.line("//");
   w.comment(strategy_comment);
   w.line("#include <fuseflow/scan.cuh>");
+  for (const auto& h : more_includes) w.line("#include <" + h + ">");
   w.line();
   std::string defs = types_.definitions();
   return w.str() + (defs.empty() ? "" : defs + "\n") + body;

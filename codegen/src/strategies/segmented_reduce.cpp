@@ -46,12 +46,7 @@ Kernel emit_segmented_reduce(const std::shared_ptr<const OpNode>& node, const Re
   for (std::size_t j = 0; j < leaves.inputs.size(); ++j)
     args.push_back({Arg::Kind::Input, leaves.input_ids[j], "in_" + k.input_name(j), leaves.inputs[j].type()});
   args.push_back({Arg::Kind::Length, 0, "n", ScalarType::I64});
-  std::vector<std::string> offset_names;
-  for (std::size_t j = 0; j < offsets.inputs.size(); ++j) {
-    offset_names.push_back("off_" + sanitize(offsets.inputs[j].node().name));
-    args.push_back({Arg::Kind::Input, offsets.input_ids[j], offset_names.back(), offsets.inputs[j].type()});
-  }
-  args.push_back({Arg::Kind::Length, offsets_domain, "offsets_count", ScalarType::I64});
+  for (const Arg& a : offsets_args(offsets, offsets_domain)) args.push_back(a);
   for (std::size_t j = 0; j < leaves.params.size(); ++j)
     args.push_back({Arg::Kind::Param, leaves.param_ids[j], "p_" + sanitize(leaves.params[j].node().name),
                     leaves.params[j].type()});
@@ -88,19 +83,7 @@ Kernel emit_segmented_reduce(const std::shared_ptr<const OpNode>& node, const Re
   w.indent();
   k.emit_functions(w);
   // offset_at(s): offsets[s] (any integral map of the offsets' inputs), clamped to [0, n].
-  w.line("// Offsets outside [0, n] are clamped, so nothing is read out of bounds, and flagged: the runtime");
-  w.line("// reports them after the run (reduce_by_offsets flags decreasing ones).");
-  w.open("const auto offset_at = [&](const long long i) -> long long");
-  ExprEmitter e(w, types, [&](const Expr& leaf) -> std::string {
-    if (leaf.kind() == ExprKind::Index) return "i";
-    for (std::size_t j = 0; j < offsets.inputs.size(); ++j)
-      if (same_node(offsets.inputs[j], leaf)) return offset_names[j] + "[i]";
-    throw GraphError("codegen: unexpected leaf in segmented_reduce's offsets: " + to_string(leaf));
-  }, "o");
-  w.line("const long long offset = (long long)" + e.emit(op.offsets) + ";");
-  w.line("if (offset < 0 || offset > n) *offsets_invalid = 1u;");
-  w.line("return offset < 0 ? 0 : (offset > n ? n : offset);");
-  w.close("};");
+  emit_offset_at(w, types, op, offsets, "reduce_by_offsets flags decreasing ones");
   std::vector<std::string> loads;
   for (std::size_t j = 0; j < leaves.inputs.size(); ++j) loads.push_back("in_" + k.input_name(j) + "[i]");
   w.line("const auto value_at = [&](const long long i) -> " + acc_name + " { return " + k.element_call(loads, "i") + "; };");

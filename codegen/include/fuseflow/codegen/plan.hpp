@@ -104,7 +104,7 @@ int grid_for(std::int64_t n, std::int64_t per_block, int max_grid);
 
 // How many elements an array output has, given the lengths of the input domains, and
 // whether the kernels expect it zeroed (they add into it: histogram counts).
-// A counted output (a filter's survivors) has a length only the device knows: length() is
+// A counted output (a filter's survivors, reduce_by_key's runs) has a length only the device knows: length() is
 // its capacity, the buffer is allocated for that many elements, and a kernel writes the
 // actual count through an Arg::Kind::OutputCount argument; the host reads it only when
 // asked (Result::size, DeviceArray::size).

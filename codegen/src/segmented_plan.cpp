@@ -1,0 +1,54 @@
+// Planning of segmented scans (segmented_scan by offsets, scan_by_key) and reduce_by_key:
+// one look-back kernel each (strategies/segmented_scan.cpp). A segmented scan has n
+// outputs and may carry epilogues like any scan (plan_scans groups its outputs); its
+// offsets are an input domain of their own. reduce_by_key writes one key and one value per
+// run of equal keys, a number only the device knows: its outputs are counted (capacity n,
+// the kernel writes the count).
+#include "array_ops.hpp"
+
+namespace fuseflow::codegen {
+
+Kernel plan_segmented_scan(const ArrayOpContext& c, const ScanGroup& g, const Target& t, Plan& plan) {
+  const OpNode& op = *g.op;
+  const int index = static_cast<int>(plan.kernels.size());
+  const Type piece = segmented_piece_type(g);
+  if (op.kind == OpKind::ScanByKey) {
+    (void)leaves_of(c, {op.keys}, op_name(op.kind));  // GraphError for an array result among the keys
+    Kernel k = emit_segmented_scan(g, nullptr, t);
+    plan.steps.push_back(lookback_step(index, k, piece));
+    return k;
+  }
+  SegmentOffsets offsets{offsets_leaves(c, op), 0, static_cast<int>(plan.checked_offsets.size())};
+  offsets.domain = offsets_domain(c, offsets.leaves, op_name(op.kind), plan);
+  plan.checked_offsets.push_back(g.op);
+  Kernel k = emit_segmented_scan(g, &offsets, t);
+  auto scan = lookback_step(index, k, piece);
+  plan.steps.push_back([scan, domain = offsets.domain](std::int64_t n, ScheduleBuilder& b) {
+    if (b.length(domain) < 1) throw GraphError("segmented_scan: the offsets are empty; s segments need s + 1 offsets");
+    scan(n, b);
+  });
+  return k;
+}
+
+void plan_reduce_by_key(const ArrayOpContext& c, const std::shared_ptr<const OpNode>& op, const Target& t, Plan& plan) {
+  ScanGroup g;
+  g.op = op;
+  g.value = op->values;
+  for (std::size_t i = 0; i < c.program.outputs().size(); ++i) {
+    const Expr& o = c.program.outputs()[i];
+    if (o.kind() == ExprKind::Result && o.node().op == op) {
+      g.outputs.push_back(o);
+      g.output_ids.push_back(static_cast<int>(i));
+    }
+  }
+  // One kernel writes every output of the op: planned with the first of them.
+  if (plan.output_shapes[static_cast<std::size_t>(g.output_ids[0])].counted) return;
+  for (int id : g.output_ids) plan.output_shapes[static_cast<std::size_t>(id)].counted = true;
+  g.leaves = leaves_of(c, {op->values, op->keys}, "reduce_by_key");
+  const int index = static_cast<int>(plan.kernels.size());
+  Kernel k = emit_reduce_by_key(g, t);
+  plan.steps.push_back(lookback_step(index, k, segmented_piece_type(g)));
+  plan.kernels.push_back(std::move(k));
+}
+
+}  // namespace fuseflow::codegen
