@@ -94,7 +94,7 @@ generator=()
 [[ -f "$build_dir/CMakeCache.txt" ]] || ! command -v ninja >/dev/null 2>&1 || generator=(-G Ninja)
 cmake -S "$repo_root" -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DFUSEFLOW_BUILD_TESTS="$build_tests" -DFUSEFLOW_BUILD_BENCH="$bench_option" \
-      -DFUSEFLOW_GOLDEN="$golden" -DCMAKE_CUDA_ARCHITECTURES=90 ${doctest_arg:+"$doctest_arg"} \
+      -DFUSEFLOW_GOLDEN="$golden" -DFUSEFLOW_EMULATOR_TESTS=OFF -DCMAKE_CUDA_ARCHITECTURES=90 ${doctest_arg:+"$doctest_arg"} \
       > "$OUT/build.log" 2>&1
 configure_rc=$?
 build_rc=$configure_rc
