@@ -198,11 +198,45 @@ void ScanKernelWriter::emit_functions(SourceWriter& w, bool elements, bool epilo
   }
 }
 
-void ScanKernelWriter::emit_shared(SourceWriter& w, bool stores) {
-  for (std::size_t j = 0; j < g_.leaves.inputs.size(); ++j)
-    w.line("__shared__ " + types_.name(g_.leaves.inputs[j].type()) + " stage_" + input_names_[j] +
-           "[kTile + kTile / 32];");
-  if (stores) w.line("__shared__ " + acc() + " scanned_stage[kTile + kTile / 32];");
+bool ScanKernelWriter::stages_can_share() const {
+  for (const auto& o : g_.outputs)
+    if (o.kind() != ExprKind::Result) return false;  // an epilogue reads the input stage at the store
+  return true;
+}
+
+void ScanKernelWriter::emit_shared(SourceWriter& w, bool stores, bool share_stages) {
+  const std::size_t inputs = g_.leaves.inputs.size();
+  if (stores && share_stages && stages_can_share()) {
+    // One buffer, two lives: the input stages until the tile is in registers, then the
+    // scanned stage (and the look-back's stash). The caller puts a barrier in between.
+    w.comment("The input stages and the scanned stage share one buffer: the inputs are dead once the\n"
+              "tile is in registers, and the block scan's barriers come before the first write of a\n"
+              "scanned value. Half the shared memory, so more tiles fit on an SM.");
+    w.line("constexpr int kStageSlots = kTile + kTile / 32;");
+    // Each input stage starts on a 16-byte boundary.
+    std::string input_bytes, offset;
+    for (std::size_t j = 0; j < inputs; ++j) {
+      const std::string t = types_.name(g_.leaves.inputs[j].type());
+      w.line("constexpr int kStageBytes_" + input_names_[j] + " = (kStageSlots * sizeof(" + t + ") + 15) / 16 * 16;");
+      input_bytes += (j ? " + " : "") + std::string("kStageBytes_") + input_names_[j];
+    }
+    w.line("constexpr int kInputStageBytes = " + (inputs ? input_bytes : std::string("0")) + ";");
+    w.line("constexpr int kScannedStageBytes = kStageSlots * sizeof(" + acc() + ");");
+    w.line("__shared__ __align__(16) unsigned char");
+    w.line("    stage_storage[kInputStageBytes > kScannedStageBytes ? kInputStageBytes : kScannedStageBytes];");
+    for (std::size_t j = 0; j < inputs; ++j) {
+      const std::string t = types_.name(g_.leaves.inputs[j].type());
+      w.line(t + "* const stage_" + input_names_[j] + " = reinterpret_cast<" + t + "*>(stage_storage" +
+             (offset.empty() ? "" : " + " + offset) + ");");
+      offset += (offset.empty() ? "" : " + ") + std::string("kStageBytes_") + input_names_[j];
+    }
+    w.line(acc() + "* const scanned_stage = reinterpret_cast<" + acc() + "*>(stage_storage);");
+  } else {
+    for (std::size_t j = 0; j < inputs; ++j)
+      w.line("__shared__ " + types_.name(g_.leaves.inputs[j].type()) + " stage_" + input_names_[j] +
+             "[kTile + kTile / 32];");
+    if (stores) w.line("__shared__ " + acc() + " scanned_stage[kTile + kTile / 32];");
+  }
   w.line("__shared__ " + acc() + " warp_totals[kBlock / 32];");
 }
 
