@@ -95,21 +95,9 @@ Kernel emit_filter_compact(const CompactGroup& g, const Target& target) {
   std::string params;
   for (std::size_t j = 0; j < l.inputs.size(); ++j) params += "const " + types.name(l.inputs[j].type()) + " " + names[j] + ", ";
   params += "const long long i";
-  auto leaf_of = [&](const Expr& leaf) -> std::string {
-    switch (leaf.kind()) {
-      case ExprKind::Input:
-        for (std::size_t j = 0; j < l.inputs.size(); ++j)
-          if (same_node(l.inputs[j], leaf)) return names[j];
-        break;
-      case ExprKind::Index: return "i";
-      case ExprKind::Param: return "p_" + sanitize(leaf.node().name);
-      case ExprKind::Result:
-        if (leaf.node().op->scalar_output) return "r" + std::to_string(l.slot_of.at(leaf.node().op.get()));
-        break;
-      default: break;
-    }
-    throw GraphError("codegen: unexpected leaf in a filter: " + to_string(leaf));
-  };
+  // Inputs by their parameter names (names[j]); only scalar results remain after the
+  // planner substituted the filters.
+  auto leaf_of = [&](const Expr& leaf) { return elementwise_leaf(l, names, leaf, "a filter"); };
   w.open("const auto keep = [&](" + params + ") -> bool");
   {
     ExprEmitter e(w, types, leaf_of);

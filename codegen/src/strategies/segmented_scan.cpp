@@ -56,7 +56,7 @@ std::string kernel_name(const ScanGroup& g) {
 class SegmentedScanEmitter {
  public:
   SegmentedScanEmitter(const ScanGroup& g, const SegmentOffsets* offsets)
-      : g_(g), offsets_(offsets), counts_(counts_heads(g)), k_(g, kernel_name(g), scan_tiling(g)) {}
+      : g_(g), offsets_(offsets), counts_(counts_heads(g)), k_(g, kernel_name(g), scan_tiling(g, false)) {}
 
   Kernel emit() {
     SourceWriter w;
@@ -89,7 +89,7 @@ class SegmentedScanEmitter {
     w.line("};");
     w.line("const Piece no_piece = {identity, " + std::string(counts_ ? "0" : "false") + "};");
     w.line();
-    k_.emit_shared(w, !counts_, "Piece");
+    k_.emit_shared(w, !counts_, false, "Piece");
     w.line("__shared__ Piece piece_stash[kStashWindows * 32];");
     if (offsets_) {
       w.line("__shared__ unsigned int head_words[kTile / 32];  // bit s % 32 of word s / 32: a segment starts at element s");
