@@ -29,7 +29,11 @@ struct ScanTiling {
   int min_blocks = 0;  // > 0: __launch_bounds__ asks registers to fit this many blocks per SM
   int tile() const { return block * items; }
 };
-ScanTiling scan_tiling(const ScanGroup& g);
+// `shared_stages`: the kernel shares one buffer between the input and scanned stages where
+// it can (scan_stages_can_share), so a tile may take more elements.
+ScanTiling scan_tiling(const ScanGroup& g, bool shared_stages);
+// No output is an epilogue over the inputs: the input stages die before the store.
+bool scan_stages_can_share(const ScanGroup& g);
 
 // Writes the pieces of a scan kernel: signature, functions, tile load, thread and block
 // scan, the store through shared memory with the epilogue.

@@ -39,14 +39,32 @@ bool tiling_override(ScanTiling& t) {
 }
 }  // namespace
 
-ScanTiling scan_tiling(const ScanGroup& g) {
+bool scan_stages_can_share(const ScanGroup& g) {
+  for (const auto& o : g.outputs)
+    if (o.kind() != ExprKind::Result) return false;  // an epilogue reads the input stage at the store
+  return true;
+}
+
+ScanTiling scan_tiling(const ScanGroup& g, bool shared_stages) {
   ScanTiling t;
   if (tiling_override(t)) return t;
   std::size_t in_bytes = 0;
   for (const auto& in : g.leaves.inputs) in_bytes += in.type().size();
   const std::size_t value_bytes = g.op->monoid.type().size();
-  t.items = static_cast<int>(std::clamp<std::size_t>(kThreadBytes / std::max(in_bytes, value_bytes), 1, 16));
-  auto stage = [&] { return static_cast<std::size_t>(t.tile()) * 33 / 32 * (in_bytes + value_bytes); };
+  const std::size_t widest = std::max(in_bytes, value_bytes);
+  if (widest <= 8) {
+    // Measured on the H100 at 2^28 (bench/RESULTS.md, the FUSEFLOW_SCAN_TILE sweep): 6 warps
+    // x 22 items beat 256 x 16 by 6% on 4-byte sums and by 17% on 8-byte linear-recurrence
+    // pairs (bigger tiles: fewer look-backs and barriers per byte).
+    t.block = 192;
+    t.items = 22;
+  } else {
+    t.block = 256;
+    t.items = static_cast<int>(std::clamp<std::size_t>(kThreadBytes / widest, 1, 16));
+  }
+  // Shared stages hold the widest of the two at a time; separate ones both.
+  const std::size_t slot_bytes = shared_stages && scan_stages_can_share(g) ? widest : in_bytes + value_bytes;
+  auto stage = [&] { return static_cast<std::size_t>(t.tile()) * 33 / 32 * slot_bytes; };
   while (t.items > 1 && stage() > kMaxStageBytes) --t.items;
   return t;
 }
@@ -198,11 +216,7 @@ void ScanKernelWriter::emit_functions(SourceWriter& w, bool elements, bool epilo
   }
 }
 
-bool ScanKernelWriter::stages_can_share() const {
-  for (const auto& o : g_.outputs)
-    if (o.kind() != ExprKind::Result) return false;  // an epilogue reads the input stage at the store
-  return true;
-}
+bool ScanKernelWriter::stages_can_share() const { return scan_stages_can_share(g_); }
 
 void ScanKernelWriter::emit_shared(SourceWriter& w, bool stores, bool share_stages) {
   const std::size_t inputs = g_.leaves.inputs.size();

@@ -19,7 +19,7 @@
 namespace fuseflow::codegen {
 
 Kernel emit_scan_lookback(const ScanGroup& g, const Target& /*target: one block per tile, sized by n*/) {
-  const ScanTiling tiling = scan_tiling(g);
+  const ScanTiling tiling = scan_tiling(g, true);
   ScanKernelWriter k(g, scan_kernel_name(g, "lookback"), tiling);
   const Type& type = g.op->monoid.type();
   const std::size_t status_words = (type.size() + 3) / 4;
