@@ -326,7 +326,7 @@ __device__ __forceinline__ void reduce_by_offsets(const long long segments, Valu
         for (int k = threadIdx.x; k < cur.ends; k += kThreads) {
           const long long s = cur.i0 + k;
           // The block's first segment began before it: earlier blocks hold its start.
-          if (s == block_segment) head_value[blockIdx.x] = results[padded(k)];
+          if (s == block_segment) store_global_words(head_value + blockIdx.x, results[padded(k)]);
           else out[s] = results[padded(k)];
         }
       }
@@ -335,7 +335,7 @@ __device__ __forceinline__ void reduce_by_offsets(const long long segments, Valu
   }
   if (threadIdx.x == 0) {
     carry_segment[blockIdx.x] = open_segment;
-    carry_value[blockIdx.x] = open;
+    store_global_words(carry_value + blockIdx.x, open);  // padding included, for the coherent reads below
   }
 
   // The last block completes each block's head with the carries of the blocks before it.
