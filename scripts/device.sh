@@ -6,8 +6,13 @@
 #   bash scripts/device.sh                       # build, all tests, benchmark
 #   bash scripts/device.sh --tests-only --filter 'gpu|runtime'
 #   bash scripts/device.sh --bench-only -- --sizes 1e6,1e8   # after `--`: benchmark args
+#   bash scripts/device.sh --carried    # a build made on the CPU machine (carry_build.sh)
 #
-# Options: --tests-only, --bench-only, --filter REGEX (ctest -R); any other argument, and
+# Options: --tests-only, --bench-only, --filter REGEX (ctest -R), --build-dir DIR (default
+# build-dev), --no-build (use DIR as it is), --carried (unpack build-ship/build-carry.tar.gz,
+# which scripts/carry_build.sh makes on the CPU machine, and run build-carry/ without
+# building: it saves the device the minute and a half a build takes there; carry
+# "build-ship"); any other argument, and
 # everything after `--`, is passed to build-dev/bench/fuseflow-bench, which runs with $OUT
 # as its working directory and FUSEFLOW_BENCH_OUT=$OUT, so its CSV/PNG files land there.
 # Full logs go to $OUT (build.log, ctest.log, bench.log); only 8 files come back from it.
@@ -20,13 +25,16 @@ set -uo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build_dir="$repo_root/build-dev"
-OUT="${OUT:-$build_dir/out}"
-mkdir -p "$OUT" "$build_dir"
 jobs="$(nproc 2>/dev/null || echo 16)"
 
-run_tests=1 run_bench=1 filter="" bench_args=()
+run_tests=1 run_bench=1 build=1 filter="" bench_args=()
 while (($#)); do
   case "$1" in
+    --build-dir) build_dir="$(cd "$repo_root" && realpath -m "${2:?--build-dir needs a directory}")"; shift ;;
+    --no-build) build=0 ;;
+    --carried)
+      tar xzf "$repo_root/build-ship/build-carry.tar.gz" -C "$repo_root" || exit 2
+      build_dir="$repo_root/build-carry" build=0 ;;
     --tests-only) run_bench=0 ;;
     --bench-only) run_tests=0 ;;
     --filter) filter="${2:?--filter needs a regular expression}"; shift ;;
@@ -37,6 +45,9 @@ while (($#)); do
   esac
   shift
 done
+
+OUT="${OUT:-$build_dir/out}"
+mkdir -p "$OUT" "$build_dir"
 
 section() { printf '\n==== %s (%ds) ====\n' "$*" "$SECONDS"; }
 
@@ -89,31 +100,41 @@ bench_option=OFF
 [[ -f "$repo_root/bench/CMakeLists.txt" ]] && bench_option=ON
 
 # --- configure and build -----------------------------------------------------------------
-section "configure"
-generator=()
-[[ -f "$build_dir/CMakeCache.txt" ]] || ! command -v ninja >/dev/null 2>&1 || generator=(-G Ninja)
-cmake -S "$repo_root" -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-      -DFUSEFLOW_BUILD_TESTS="$build_tests" -DFUSEFLOW_BUILD_BENCH="$bench_option" \
-      -DFUSEFLOW_GOLDEN="$golden" -DCMAKE_CUDA_ARCHITECTURES=90 ${doctest_arg:+"$doctest_arg"} \
-      > "$OUT/build.log" 2>&1
-configure_rc=$?
-build_rc=$configure_rc
-if ((configure_rc == 0)); then
-  section "build (-j$jobs)"
-  cmake --build "$build_dir" -j "$jobs" >> "$OUT/build.log" 2>&1
-  build_rc=$?
-fi
-if ((build_rc != 0)); then
-  echo "build FAILED (rc=$build_rc); the end of build.log:"
-  grep -E -m 20 'error|Error' "$OUT/build.log"
-  tail -n 30 "$OUT/build.log"
+if ((build)); then
+  section "configure"
+  generator=()
+  [[ -f "$build_dir/CMakeCache.txt" ]] || ! command -v ninja >/dev/null 2>&1 || generator=(-G Ninja)
+  cmake -S "$repo_root" -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DFUSEFLOW_BUILD_TESTS="$build_tests" -DFUSEFLOW_BUILD_BENCH="$bench_option" \
+        -DFUSEFLOW_GOLDEN="$golden" -DFUSEFLOW_EMULATOR_TESTS=OFF -DCMAKE_CUDA_ARCHITECTURES=90 \
+        ${doctest_arg:+"$doctest_arg"} > "$OUT/build.log" 2>&1
+  configure_rc=$?
+  build_rc=$configure_rc
+  if ((configure_rc == 0)); then
+    section "build (-j$jobs)"
+    cmake --build "$build_dir" -j "$jobs" >> "$OUT/build.log" 2>&1
+    build_rc=$?
+  fi
+  if ((build_rc != 0)); then
+    echo "build FAILED (rc=$build_rc); the end of build.log:"
+    grep -E -m 20 'error|Error' "$OUT/build.log"
+    tail -n 30 "$OUT/build.log"
+  fi
+else
+  # A carried build: CTest's files and the binaries hold this repository's absolute path,
+  # which the device machine shares.
+  build_rc=0
+  [[ -f "$build_dir/CTestTestfile.cmake" ]] || { echo "--no-build: no build in $build_dir"; build_rc=2; }
+  echo "build: carried ($build_dir), not rebuilt" > "$OUT/build.log"
 fi
 
 # --- tests -------------------------------------------------------------------------------
 ctest_rc=-1
 if ((run_tests && build_rc == 0)) && [[ $build_tests == ON ]]; then
   section "ctest${filter:+ -R $filter}"
-  ctest --test-dir "$build_dir" --output-on-failure --timeout 300 ${filter:+-R "$filter"} \
+  # Not here: the emulator's tests (this machine runs the same binaries on the GPU) and the
+  # goldens (no FileCheck), which a carried local build has registered.
+  ctest --test-dir "$build_dir" --output-on-failure --timeout 300 ${filter:+-R "$filter"} -LE emu -E '^golden$' \
     2>&1 | tee "$OUT/ctest.log"
   ctest_rc=$?
 fi
