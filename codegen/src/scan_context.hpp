@@ -20,6 +20,9 @@ struct ScanGroup {
   std::vector<Expr> outputs;    // program outputs over the scan's result (epilogues)
   std::vector<int> output_ids;  // their program output numbers
   ReduceGroup leaves;           // inputs, parameters and scalar slots the kernel reads
+  // Reductions folded into the scan's pass (lookback only): their inputs are among the
+  // scan's, so the kernel reads the data once for all of them (DESIGN.md, fusion rules).
+  std::vector<FusedReduce> reduces;
 };
 
 // Tuning constants of a tiled scan, chosen from the element sizes.
@@ -77,11 +80,24 @@ class ScanKernelWriter {
   // `full_fast_path`, without bounds checks when the tile is full).
   void emit_tile_store(SourceWriter& w, const std::string& seed, bool full_fast_path = false);
 
+  // Fused reductions (scan_fold.cpp; nothing when the group has none). Arguments: their
+  // results and the per-tile partials. fold_identity / fold_combine / fold_element(inputs...,
+  // i) over one accumulator with a field per reduction; the tile's fold from the input
+  // stages into tile_folds[tile]; the last tile to finish combines the partials in tile
+  // order and stores the results.
+  std::vector<Arg> fold_args(int partials_scratch_index) const;
+  void emit_fold_functions(SourceWriter& w);
+  void emit_tile_fold(SourceWriter& w);
+  void emit_fold_finish(SourceWriter& w);
+  std::string fold_summary() const;
+
   // Header comment + includes + structs + body.
   std::string assemble(const std::string& strategy_comment, const std::string& body);
 
  private:
   std::string element_call(const std::string& slot, const std::string& index) const;
+  std::string fold_leaf(const Expr& leaf) const;
+  Type fold_type() const;
   void emit_load_loop(SourceWriter& w, bool checked);
   void emit_items_loop(SourceWriter& w, bool checked);
   void emit_store_loop(SourceWriter& w, bool checked);

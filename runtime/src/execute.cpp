@@ -37,6 +37,13 @@ Result Result::array(std::shared_ptr<detail::DeviceContext> ctx, CUdeviceptr ptr
   return r;
 }
 
+Result Result::caller_array(std::shared_ptr<detail::DeviceContext> ctx, CUdeviceptr ptr, std::size_t n, Type t) {
+  Result r = array(std::move(ctx), ptr, n, std::move(t));
+  r.owns_ = false;
+  r.caller_memory_ = true;
+  return r;
+}
+
 Result Result::pending_scalar(std::shared_ptr<detail::DeviceContext> ctx, CUdeviceptr ptr, Type t) {
   Result r;
   r.ctx_ = std::move(ctx);
@@ -47,7 +54,7 @@ Result Result::pending_scalar(std::shared_ptr<detail::DeviceContext> ctx, CUdevi
 
 Result::Result(Result&& o) noexcept
     : value_(std::move(o.value_)), pending_(std::exchange(o.pending_, 0)), ctx_(std::move(o.ctx_)), is_array_(o.is_array_), ptr_(std::exchange(o.ptr_, 0)),
-      owns_(std::exchange(o.owns_, false)), size_(o.size_), type_(std::move(o.type_)) {}
+      owns_(std::exchange(o.owns_, false)), caller_memory_(o.caller_memory_), size_(o.size_), type_(std::move(o.type_)) {}
 
 Result& Result::operator=(Result&& o) noexcept {
   if (this != &o) {
@@ -58,6 +65,7 @@ Result& Result::operator=(Result&& o) noexcept {
     is_array_ = o.is_array_;
     ptr_ = std::exchange(o.ptr_, 0);
     owns_ = std::exchange(o.owns_, false);
+    caller_memory_ = o.caller_memory_;
     size_ = o.size_;
     type_ = std::move(o.type_);
   }
@@ -89,6 +97,9 @@ std::size_t Result::size() const {
 Result::Released Result::release(const Type& want) {
   size();
   if (want != type_) throw GraphError("result: the array holds " + type_.name() + ", asked for " + want.name());
+  if (caller_memory_)
+    throw GraphError("result: the array was written into the memory it was bound to, which the caller owns; use that "
+                     "memory (or download<T>())");
   if (!owns_ && size_ != 0) throw GraphError("result: the array was already moved out");
   owns_ = false;
   return {ctx_, std::exchange(ptr_, 0), size_};
@@ -138,9 +149,9 @@ struct PreparedProgram {
 };
 
 struct Executor {
-  // FUSEFLOW_POISON=1 (the GPU tests set it): scalar slots and new output arrays are
-  // filled with 0xff bytes before the kernels run, so an element a kernel failed to
-  // write shows up as a wrong answer instead of a lucky zero.
+  // FUSEFLOW_POISON=1 (the GPU tests set it): scalar slots and new output arrays (not
+  // those in the caller's memory) are filled with 0xff bytes before the kernels run, so
+  // an element a kernel failed to write shows up as a wrong answer instead of a lucky zero.
   bool poison = [] {
     const char* v = std::getenv("FUSEFLOW_POISON");
     return v && std::string(v) == "1";
@@ -216,6 +227,7 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
   // Nsight shows each run and each kernel by name.
   nvtx::ScopedRange run_range(prep.range_name);
   std::vector<std::int64_t> lengths = detail::domain_lengths(program, plan, bound.input_lengths);
+  detail::check_output_bindings(program, plan, bound, lengths);
   const std::int64_t n = lengths[0];
   if (!ex.ticket) {
     ex.ticket = std::make_unique<DeviceArray<unsigned>>(alloc<unsigned>(1));
@@ -225,7 +237,8 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
   CUdeviceptr scratch_base = schedule.scratch_bytes ? scratch(schedule.scratch_bytes) : 0;
   for (const auto& [offset, bytes] : schedule.zeroed) zero(scratch_base + offset, bytes);
 
-  // Array outputs are allocated per run and handed to the caller.
+  // Array outputs are allocated per run and handed to the caller, or written into the
+  // memory the caller bound them to.
   std::vector<Result> results;
   std::vector<CUdeviceptr> output_ptrs(program.outputs().size(), 0);
   std::vector<std::size_t> output_bytes(program.outputs().size(), 0);
@@ -233,8 +246,13 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
     if (plan.output_scalar[i] >= 0) continue;
     const Type& t = program.outputs()[i].type();
     // Elements of the output: n, or its own length (a histogram's bins, one per segment).
-    const auto count = static_cast<std::size_t>(plan.output_shapes.empty() ? n : plan.output_shapes[i].length(lengths));
+    const std::size_t count = detail::output_length(plan, i, lengths);
     output_bytes[i] = count * t.size();
+    if (bound.output_bound(i)) {
+      output_ptrs[i] = bound.outputs[i].ptr;
+      results.push_back(Result::caller_array(context_, output_ptrs[i], count, t));
+      continue;
+    }
     output_ptrs[i] = context_->allocate(output_bytes[i]);
     results.push_back(Result::array(context_, output_ptrs[i], count, t));
   }
@@ -245,8 +263,9 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
       if (bytes) check(detail::driver_api()->cuMemsetD8Async(p, 0xff, bytes, stream()), "cuMemsetD8Async");
     };
     fill(prep.scalars, plan.scalar_bytes);
+    // Not the caller's memory: it may be an input the kernels read (in place).
     for (std::size_t i = 0; i < output_ptrs.size(); ++i)
-      if (output_ptrs[i]) fill(output_ptrs[i], output_bytes[i]);
+      if (output_ptrs[i] && !bound.output_bound(i)) fill(output_ptrs[i], output_bytes[i]);
   }
   // Outputs the kernels add into (histogram counts) start at zero.
   for (std::size_t i = 0; i < plan.output_shapes.size(); ++i)
