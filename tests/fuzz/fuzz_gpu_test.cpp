@@ -110,8 +110,9 @@ ff::HostResult fetch(ff::Result& r) {
     return h;
   }
   using L = long long;
+  using UL = unsigned long long;
   bool ok = fetch_as<bool>(r, h.array) || fetch_as<std::int32_t>(r, h.array) || fetch_as<L>(r, h.array) ||
-            fetch_as<std::uint32_t>(r, h.array) || fetch_as<float>(r, h.array) || fetch_as<double>(r, h.array) ||
+            fetch_as<std::uint32_t>(r, h.array) || fetch_as<UL>(r, h.array) || fetch_as<float>(r, h.array) || fetch_as<double>(r, h.array) ||
             fetch_as<ff::Tuple<int, int, int, int>>(r, h.array) || fetch_as<ff::Tuple<int, L>>(r, h.array) ||
             fetch_as<ff::Tuple<L, L>>(r, h.array) || fetch_as<ff::Tuple<std::uint32_t, L>>(r, h.array) ||
             fetch_as<ff::Tuple<float, L>>(r, h.array) || fetch_as<ff::Tuple<double, L>>(r, h.array);
