@@ -1,9 +1,11 @@
 // Random programs on the GPU against the CPU reference evaluator (issue 8):
 // FUSEFLOW_FUZZ_COUNT (default 2000) generated programs (tests/fuzz/program_generator.hpp)
 // run with their outputs poisoned (FUSEFLOW_POISON=1). Integers, bools and tuples (mssp,
-// matmul2x2, argmin/argmax of exact values) compare exactly with the reference; float
+// matmul2x2, argmin/argmax of exact values), histogram counts (u32, u64) and sorted keys
+// and values compare exactly with the reference; float
 // results compare with the same program evaluated in f64, within the error bound the
-// generator derives for each expression (sums: plus 2e-5 of the sum of |terms|).
+// generator derives for each expression (sums: plus 2e-5 of the sum of |terms|; a float
+// segmented reduce segment by segment).
 // Every failure prints its seed and program; FUSEFLOW_FUZZ_SEED=<seed> runs that one.
 //
 // Programs are prepared on all cores in batches (generation, reference evaluation, and

@@ -40,7 +40,9 @@
 // allowed: the reference wraps, and the device's add / mul instructions wrap.
 //
 // Every Case carries its seed; generate(seed) reproduces it (FUSEFLOW_FUZZ_SEED in the
-// fuzz tests).
+// fuzz tests). The shape is drawn from the seed by a Weyl sequence, so that a run of
+// consecutive seeds (even the emulator's 60) meets every shape about as often as its
+// weight says; the rest of the case comes from a PRNG seeded with it.
 #include <cstdint>
 #include <memory>
 #include <string>
