@@ -1445,7 +1445,7 @@ struct Mismatches {
 // Values of an argmin / argmax tuple as (double value, index).
 std::pair<double, std::int64_t> arg_pair(const Value& v) { return {v[0].as_double(), v[1].as_int()}; }
 
-// Checks an argmin/argmax answer (value, index) against the wide values over [0, end)
+// Checks an argmin/argmax answer (value, index) against the wide values over [begin, end)
 // (survivors only when `pred` is given); want is the wide reference answer.
 std::string check_arg(const Value& got, const Value& want, const HostArray& values, const HostArray* pred,
                       std::size_t end, double e, bool is_max, std::size_t begin = 0) {
