@@ -6,12 +6,13 @@
 #   bash scripts/device.sh                       # build, all tests, benchmark
 #   bash scripts/device.sh --tests-only --filter 'gpu|runtime'
 #   bash scripts/device.sh --bench-only -- --sizes 1e6,1e8   # after `--`: benchmark args
-#   bash scripts/device.sh --build-dir build-carry --no-build  # a build made here, carried
+#   bash scripts/device.sh --carried    # a build made on the CPU machine (carry_build.sh)
 #
 # Options: --tests-only, --bench-only, --filter REGEX (ctest -R), --build-dir DIR (default
-# build-dev), --no-build (use DIR as it is: a Release build made on the CPU machine with
-# scripts/carry_build.sh and named in the device tool's carry list saves the device the
-# minute and a half a build takes there); any other argument, and
+# build-dev), --no-build (use DIR as it is), --carried (unpack build-ship/build-carry.tar.gz,
+# which scripts/carry_build.sh makes on the CPU machine, and run build-carry/ without
+# building: it saves the device the minute and a half a build takes there; carry
+# "build-ship"); any other argument, and
 # everything after `--`, is passed to build-dev/bench/fuseflow-bench, which runs with $OUT
 # as its working directory and FUSEFLOW_BENCH_OUT=$OUT, so its CSV/PNG files land there.
 # Full logs go to $OUT (build.log, ctest.log, bench.log); only 8 files come back from it.
@@ -31,6 +32,9 @@ while (($#)); do
   case "$1" in
     --build-dir) build_dir="$(cd "$repo_root" && realpath -m "${2:?--build-dir needs a directory}")"; shift ;;
     --no-build) build=0 ;;
+    --carried)
+      tar xzf "$repo_root/build-ship/build-carry.tar.gz" -C "$repo_root" || exit 2
+      build_dir="$repo_root/build-carry" build=0 ;;
     --tests-only) run_bench=0 ;;
     --bench-only) run_tests=0 ;;
     --filter) filter="${2:?--filter needs a regular expression}"; shift ;;
@@ -128,7 +132,9 @@ fi
 ctest_rc=-1
 if ((run_tests && build_rc == 0)) && [[ $build_tests == ON ]]; then
   section "ctest${filter:+ -R $filter}"
-  ctest --test-dir "$build_dir" --output-on-failure --timeout 300 ${filter:+-R "$filter"} \
+  # Not here: the emulator's tests (this machine runs the same binaries on the GPU) and the
+  # goldens (no FileCheck), which a carried local build has registered.
+  ctest --test-dir "$build_dir" --output-on-failure --timeout 300 ${filter:+-R "$filter"} -LE emu -E '^golden$' \
     2>&1 | tee "$OUT/ctest.log"
   ctest_rc=$?
 fi

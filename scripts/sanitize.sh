@@ -61,9 +61,11 @@ for tool in "${tools[@]}"; do
     rc=$?
     runs=$((runs + 1))
     errors="$(grep -Eo 'ERROR SUMMARY: [0-9]+' "$log" | tail -n 1 | grep -Eo '[0-9]+$')"
-    errors="${errors:-?}"
-    # racecheck counts warnings (e.g. a read-after-write hazard it cannot prove) apart.
+    # racecheck prints no ERROR SUMMARY but "RACECHECK SUMMARY: N hazards displayed (E errors,
+    # W warnings)"; every hazard, a warning included, counts as a finding.
     hazards="$(grep -Eo 'RACECHECK SUMMARY: [0-9]+' "$log" | tail -n 1 | grep -Eo '[0-9]+$')"
+    [[ -z "$errors" && -n "$hazards" ]] && errors=0
+    errors="${errors:-?}"
     if [[ "$errors" != 0 || "${hazards:-0}" != 0 ]] || ((rc == 86)); then
       result="FINDINGS ($errors errors${hazards:+, $hazards racecheck hazards})"
       findings=$((findings + 1))

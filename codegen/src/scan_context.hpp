@@ -29,7 +29,11 @@ struct ScanTiling {
   int min_blocks = 0;  // > 0: __launch_bounds__ asks registers to fit this many blocks per SM
   int tile() const { return block * items; }
 };
-ScanTiling scan_tiling(const ScanGroup& g);
+// `shared_stages`: the kernel shares one buffer between the input and scanned stages where
+// it can (scan_stages_can_share), so a tile may take more elements.
+ScanTiling scan_tiling(const ScanGroup& g, bool shared_stages);
+// No output is an epilogue over the inputs: the input stages die before the store.
+bool scan_stages_can_share(const ScanGroup& g);
 
 // Writes the pieces of a scan kernel: signature, functions, tile load, thread and block
 // scan, the store through shared memory with the epilogue.
@@ -55,7 +59,12 @@ class ScanKernelWriter {
   // `epilogues` epilogue_j(scanned, inputs..., i) for each output that is not the scan itself.
   void emit_functions(SourceWriter& w, bool elements, bool epilogues);
   // __shared__ stages of the inputs (and, when it stores, of the scanned values), warp totals.
-  void emit_shared(SourceWriter& w, bool stores = true);
+  // With `share_stages`, where no epilogue reads an input at the store, the scanned stage
+  // reuses the input stages' memory: the caller must have a barrier between the last read
+  // of an input stage (the items loop) and the first write of the scanned stage.
+  void emit_shared(SourceWriter& w, bool stores = true, bool share_stages = false);
+  // No output is an epilogue over the inputs, so the input stages die before the store.
+  bool stages_can_share() const;
   // Coalesced load of the tile at `base` into the input stages, then a barrier.
   void emit_tile_load(SourceWriter& w);
   // items[k] = element k of this thread (identity past n); thread_total = their combination.

@@ -111,6 +111,22 @@ __device__ __forceinline__ T load_global_coherent(const T* p) {
   return out;
 }
 
+// Writes a value for load_global_coherent, word by word, its padding included: a struct
+// copy writes only the fields, and a reader of whole words would then read padding bytes
+// nobody wrote (a tuple (i32, i64) has 4; compute-sanitizer's initcheck reports them).
+template <typename T>
+__device__ __forceinline__ void store_global_words(T* p, const T& value) {
+  if (sizeof(T) % 4 == 0) {
+    constexpr int kWords = (sizeof(T) + 3) / 4;
+    unsigned words[kWords] = {};
+    memcpy(words, &value, sizeof(T));
+#pragma unroll
+    for (int k = 0; k < kWords; ++k) reinterpret_cast<unsigned*>(p)[k] = words[k];
+  } else {
+    *p = value;
+  }
+}
+
 // Combines count partials in index order with a block: thread t folds a contiguous
 // chunk, then the block reduces the per-thread values in thread order.
 template <int kThreads, typename T, typename Combine>

@@ -163,7 +163,7 @@ void ReduceKernelWriter::emit_finish(SourceWriter& w, const std::string& value, 
                       "a fixed order, so the result is the same bits on every run.");
   w.line("__shared__ " + acc() + " warp_partials[kBlock / 32];");
   w.line("const " + acc() + " block_total = ff::block_reduce<kBlock>(" + value + ", combine, identity, warp_partials);");
-  w.line("if (threadIdx.x == 0) partials[blockIdx.x] = block_total;");
+  w.line("if (threadIdx.x == 0) ff::store_global_words(partials + blockIdx.x, block_total);");
   w.open("if (ff::take_last_block_ticket(ticket))");
   w.line("const " + acc() + " total = ff::combine_partials<kBlock>(partials, gridDim.x, combine, identity, warp_partials);");
   w.open("if (threadIdx.x == 0)");

@@ -28,7 +28,7 @@ void emit_block_constant(SourceWriter& w) {
 void emit_level_finish(SourceWriter& w, ReduceKernelWriter& k) {
   w.line("__shared__ " + k.acc() + " warp_partials[kBlock / 32];");
   w.line("value = ff::block_reduce<kBlock>(value, combine, identity, warp_partials);");
-  w.line("if (threadIdx.x == 0) partials[blockIdx.x] = value;");
+  w.line("if (threadIdx.x == 0) ff::store_global_words(partials + blockIdx.x, value);");
   w.open("if (gridDim.x == 1 && threadIdx.x == 0)");
   k.emit_output_stores(w, "value");
   w.close();

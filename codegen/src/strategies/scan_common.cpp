@@ -39,14 +39,32 @@ bool tiling_override(ScanTiling& t) {
 }
 }  // namespace
 
-ScanTiling scan_tiling(const ScanGroup& g) {
+bool scan_stages_can_share(const ScanGroup& g) {
+  for (const auto& o : g.outputs)
+    if (o.kind() != ExprKind::Result) return false;  // an epilogue reads the input stage at the store
+  return true;
+}
+
+ScanTiling scan_tiling(const ScanGroup& g, bool shared_stages) {
   ScanTiling t;
   if (tiling_override(t)) return t;
   std::size_t in_bytes = 0;
   for (const auto& in : g.leaves.inputs) in_bytes += in.type().size();
   const std::size_t value_bytes = g.op->monoid.type().size();
-  t.items = static_cast<int>(std::clamp<std::size_t>(kThreadBytes / std::max(in_bytes, value_bytes), 1, 16));
-  auto stage = [&] { return static_cast<std::size_t>(t.tile()) * 33 / 32 * (in_bytes + value_bytes); };
+  const std::size_t widest = std::max(in_bytes, value_bytes);
+  if (widest <= 8) {
+    // Measured on the H100 at 2^28 (bench/RESULTS.md, the FUSEFLOW_SCAN_TILE sweep): 6 warps
+    // x 22 items beat 256 x 16 by 6% on 4-byte sums and by 17% on 8-byte linear-recurrence
+    // pairs (bigger tiles: fewer look-backs and barriers per byte).
+    t.block = 192;
+    t.items = 22;
+  } else {
+    t.block = 256;
+    t.items = static_cast<int>(std::clamp<std::size_t>(kThreadBytes / widest, 1, 16));
+  }
+  // Shared stages hold the widest of the two at a time; separate ones both.
+  const std::size_t slot_bytes = shared_stages && scan_stages_can_share(g) ? widest : in_bytes + value_bytes;
+  auto stage = [&] { return static_cast<std::size_t>(t.tile()) * 33 / 32 * slot_bytes; };
   while (t.items > 1 && stage() > kMaxStageBytes) --t.items;
   return t;
 }
@@ -198,11 +216,41 @@ void ScanKernelWriter::emit_functions(SourceWriter& w, bool elements, bool epilo
   }
 }
 
-void ScanKernelWriter::emit_shared(SourceWriter& w, bool stores) {
-  for (std::size_t j = 0; j < g_.leaves.inputs.size(); ++j)
-    w.line("__shared__ " + types_.name(g_.leaves.inputs[j].type()) + " stage_" + input_names_[j] +
-           "[kTile + kTile / 32];");
-  if (stores) w.line("__shared__ " + acc() + " scanned_stage[kTile + kTile / 32];");
+bool ScanKernelWriter::stages_can_share() const { return scan_stages_can_share(g_); }
+
+void ScanKernelWriter::emit_shared(SourceWriter& w, bool stores, bool share_stages) {
+  const std::size_t inputs = g_.leaves.inputs.size();
+  if (stores && share_stages && stages_can_share()) {
+    // One buffer, two lives: the input stages until the tile is in registers, then the
+    // scanned stage (and the look-back's stash). The caller puts a barrier in between.
+    w.comment("The input stages and the scanned stage share one buffer: the inputs are dead once the\n"
+              "tile is in registers, and the block scan's barriers come before the first write of a\n"
+              "scanned value. Half the shared memory, so more tiles fit on an SM.");
+    w.line("constexpr int kStageSlots = kTile + kTile / 32;");
+    // Each input stage starts on a 16-byte boundary.
+    std::string input_bytes, offset;
+    for (std::size_t j = 0; j < inputs; ++j) {
+      const std::string t = types_.name(g_.leaves.inputs[j].type());
+      w.line("constexpr int kStageBytes_" + input_names_[j] + " = (kStageSlots * sizeof(" + t + ") + 15) / 16 * 16;");
+      input_bytes += (j ? " + " : "") + std::string("kStageBytes_") + input_names_[j];
+    }
+    w.line("constexpr int kInputStageBytes = " + (inputs ? input_bytes : std::string("0")) + ";");
+    w.line("constexpr int kScannedStageBytes = kStageSlots * sizeof(" + acc() + ");");
+    w.line("__shared__ __align__(16) unsigned char");
+    w.line("    stage_storage[kInputStageBytes > kScannedStageBytes ? kInputStageBytes : kScannedStageBytes];");
+    for (std::size_t j = 0; j < inputs; ++j) {
+      const std::string t = types_.name(g_.leaves.inputs[j].type());
+      w.line(t + "* const stage_" + input_names_[j] + " = reinterpret_cast<" + t + "*>(stage_storage" +
+             (offset.empty() ? "" : " + " + offset) + ");");
+      offset += (offset.empty() ? "" : " + ") + std::string("kStageBytes_") + input_names_[j];
+    }
+    w.line(acc() + "* const scanned_stage = reinterpret_cast<" + acc() + "*>(stage_storage);");
+  } else {
+    for (std::size_t j = 0; j < inputs; ++j)
+      w.line("__shared__ " + types_.name(g_.leaves.inputs[j].type()) + " stage_" + input_names_[j] +
+             "[kTile + kTile / 32];");
+    if (stores) w.line("__shared__ " + acc() + " scanned_stage[kTile + kTile / 32];");
+  }
   w.line("__shared__ " + acc() + " warp_totals[kBlock / 32];");
 }
 

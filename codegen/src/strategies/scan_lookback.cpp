@@ -19,7 +19,7 @@
 namespace fuseflow::codegen {
 
 Kernel emit_scan_lookback(const ScanGroup& g, const Target& /*target: one block per tile, sized by n*/) {
-  const ScanTiling tiling = scan_tiling(g);
+  const ScanTiling tiling = scan_tiling(g, true);
   ScanKernelWriter k(g, scan_kernel_name(g, "lookback"), tiling);
   const Type& type = g.op->monoid.type();
   const std::size_t status_words = (type.size() + 3) / 4;
@@ -33,7 +33,8 @@ Kernel emit_scan_lookback(const ScanGroup& g, const Target& /*target: one block 
   k.open_kernel(w, args, {"unsigned int", "void"});
   k.emit_functions(w, true, true);
   w.line();
-  k.emit_shared(w);
+  // block_exclusive_scan's barriers separate the items loop from the stash and the store.
+  k.emit_shared(w, true, true);
   w.line("__shared__ unsigned int tile_id;");
   w.line("__shared__ " + k.acc() + " tile_prefix;");
   w.comment("Dynamic tile id: tiles are numbered in the order their blocks start.");

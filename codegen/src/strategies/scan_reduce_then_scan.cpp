@@ -121,7 +121,7 @@ Kernel emit_scan_phase(const ScanGroup& g, const ScanTiling& tiling, int max_gri
 }  // namespace
 
 std::vector<Kernel> emit_scan_reduce_then_scan(const ScanGroup& g, const Target& t) {
-  const ScanTiling tiling = scan_tiling(g);
+  const ScanTiling tiling = scan_tiling(g, false);
   const int max_grid = t.sm_count * std::max(1, t.max_threads_per_sm / tiling.block);
   std::vector<Kernel> kernels = {emit_reduce_phase(g, tiling, max_grid), emit_block_sums_phase(g, tiling),
                                  emit_scan_phase(g, tiling, max_grid)};
