@@ -128,6 +128,7 @@ struct PlannedReduce {
   FusedReduce fused;
   int stage = 0;
   Strategy strategy = Strategy::Automatic;
+  bool folded_into_scan = false;  // computed by a scan's kernel (fold_reductions_into_scans)
 };
 
 }  // namespace
@@ -157,9 +158,12 @@ namespace {
 // the scan's kernel: the scan's input map is inlined into its loads (prologue), and the
 // output's map is the epilogue applied before the store. One kernel per scan writes every
 // output that reads it. Scans run after the reductions, so their maps may read
-// reductions' results. A scan of a filter's result is rejected: by definition (the CPU
-// reference) it scans the compacted survivors, whose count only the compaction kernel
-// knows, on the device; a masked scan over all n elements is scan(select(p, x, identity)).
+// reductions' results; a reduction over the scan's inputs whose result nothing before the
+// scan needs is folded into the scan kernel's pass instead (fold_reductions_into_scans).
+// Segmented scans (segmented_scan, scan_by_key) are planned alike, by segmented_plan.cpp.
+// A scan of a filter's result is rejected: by definition (the CPU reference) it scans the
+// compacted survivors, whose count only the compaction kernel knows, on the device; a
+// masked scan over all n elements is scan(select(p, x, identity)).
 
 bool is_scan(OpKind k) { return k == OpKind::Scan || k == OpKind::SegmentedScan || k == OpKind::ScanByKey; }
 
@@ -177,8 +181,8 @@ const OpNode* scan_of(const Expr& output) {
   return scans.empty() ? nullptr : *scans.begin();
 }
 
-void plan_scans(const Program& program, const Target& target, const std::vector<int>& output_ids,
-                const ReduceGroup& context, FilterMemo& memo, Plan& plan) {
+std::vector<ScanGroup> group_scans(const Program& program, const std::vector<int>& output_ids, const ReduceGroup& context,
+                                   FilterMemo& memo) {
   std::vector<ScanGroup> groups;
   for (int id : output_ids) {
     const Expr& o = program.outputs()[static_cast<std::size_t>(id)];
@@ -203,11 +207,32 @@ void plan_scans(const Program& program, const Target& target, const std::vector<
     g.leaves.program_text = context.program_text;
     g.leaves.slot_types = context.slot_types;
     g.leaves.slot_of = context.slot_of;
-    std::vector<Expr> exprs = {g.value};
-    if (g.mask.valid()) exprs.push_back(g.mask);
-    if (g.op->keys.valid()) exprs.push_back(g.op->keys);  // scan_by_key
-    exprs.insert(exprs.end(), g.outputs.begin(), g.outputs.end());
-    fill_leaves(g.leaves, program, exprs, context.slot_of);
+  }
+  return groups;
+}
+
+// The leaves the scan kernel reads: its map, its outputs' epilogues and the maps of the
+// reductions folded into it.
+void fill_scan_leaves(ScanGroup& g, const Program& program) {
+  g.leaves.inputs.clear();
+  g.leaves.input_ids.clear();
+  g.leaves.params.clear();
+  g.leaves.param_ids.clear();
+  g.leaves.scalars_read.clear();
+  std::vector<Expr> exprs = {g.value};
+  if (g.mask.valid()) exprs.push_back(g.mask);
+  if (g.op->keys.valid()) exprs.push_back(g.op->keys);  // scan_by_key
+  exprs.insert(exprs.end(), g.outputs.begin(), g.outputs.end());
+  for (const auto& r : g.reduces) {
+    exprs.push_back(r.value);
+    if (r.mask.valid()) exprs.push_back(r.mask);
+  }
+  fill_leaves(g.leaves, program, exprs, g.leaves.slot_of);
+}
+
+void emit_scans(std::vector<ScanGroup>& groups, const Program& program, const ReduceGroup& context, const Target& target,
+                Plan& plan) {
+  for (auto& g : groups) {
     const int at = static_cast<int>(plan.kernels.size());
     const Type& t = g.op->monoid.type();
     std::vector<Kernel> ks;
@@ -223,7 +248,55 @@ void plan_scans(const Program& program, const Target& target, const std::vector<
     for (const auto& o : g.outputs)
       if (o.kind() != ExprKind::Result)
         plan.notes.push_back("scan -> map: the map is " + ks.back().name + "'s epilogue, applied before the store");
+    for (const auto& r : g.reduces)
+      plan.notes.push_back("scan + reduction: " + to_string(r.op->values) + " folded with " + r.op->monoid.name() + " in " +
+                           ks.back().name + "'s pass over the input (read once), per-tile folds combined in tile order");
     for (auto& k : ks) plan.kernels.push_back(std::move(k));
+  }
+}
+
+// A reduction is folded into a look-back scan's kernel when that reads every input the
+// reduction reads (one pass serves both), the reduction's strategy is automatic, and its
+// result is needed only after the scans: no reduction or scan reads it (those run before
+// or in the scan kernel), and it reads no result of another folded reduction. Array
+// outputs and array ops, which may read it, run after the scans.
+void fold_reductions_into_scans(std::vector<PlannedReduce>& reduces, std::vector<ScanGroup>& groups,
+                                const Program& program) {
+  if (groups.empty()) return;
+  std::set<const OpNode*> read_by_reductions;
+  std::vector<std::set<const ExprNode*>> inputs_of(reduces.size());
+  std::vector<std::set<const OpNode*>> scalars_of(reduces.size());
+  for (std::size_t j = 0; j < reduces.size(); ++j) {
+    std::set<const ExprNode*> seen, params;
+    collect_leaves(reduces[j].fused.value, seen, inputs_of[j], params, scalars_of[j]);
+    collect_leaves(reduces[j].fused.mask, seen, inputs_of[j], params, scalars_of[j]);
+    read_by_reductions.insert(scalars_of[j].begin(), scalars_of[j].end());
+  }
+  std::set<const OpNode*> read_by_scans, folded;
+  for (auto& g : groups) {
+    fill_scan_leaves(g, program);
+    for (const auto& [op, slot] : g.leaves.slot_of)
+      if (std::count(g.leaves.scalars_read.begin(), g.leaves.scalars_read.end(), slot)) read_by_scans.insert(op);
+  }
+  for (std::size_t j = 0; j < reduces.size(); ++j) {
+    PlannedReduce& r = reduces[j];
+    const OpNode* op = r.fused.op.get();
+    if (r.strategy != Strategy::Automatic || inputs_of[j].empty() || read_by_reductions.count(op) ||
+        read_by_scans.count(op))
+      continue;
+    if (std::any_of(scalars_of[j].begin(), scalars_of[j].end(), [&](const OpNode* d) { return folded.count(d) > 0; }))
+      continue;
+    for (auto& g : groups) {
+      if (g.op->kind != OpKind::Scan || g.op->strategy == Strategy::ReduceThenScan) continue;
+      std::set<const ExprNode*> scan_inputs;
+      for (const auto& in : g.leaves.inputs) scan_inputs.insert(in.get());
+      if (!std::includes(scan_inputs.begin(), scan_inputs.end(), inputs_of[j].begin(), inputs_of[j].end())) continue;
+      g.reduces.push_back(r.fused);
+      fill_scan_leaves(g, program);
+      r.folded_into_scan = true;
+      folded.insert(op);
+      break;
+    }
   }
 }
 // ---- end of scans --------------------------------------------------------------------
@@ -238,7 +311,7 @@ Plan plan(const Program& program, const Target& target) {
 
   for (const auto& op : program.ops()) {
     if (op->kind == OpKind::Filter) continue;  // fused into its consumers below
-    if (is_scan(op->kind)) continue;           // plan_scans
+    if (is_scan(op->kind)) continue;           // group_scans, emit_scans
     if (op->kind == OpKind::Histogram || op->kind == OpKind::SegmentedReduce || op->kind == OpKind::CountingSort ||
         op->kind == OpKind::ReduceByKey)
       continue;  // plan_array_op
@@ -300,18 +373,26 @@ Plan plan(const Program& program, const Target& target) {
   }
 
   const std::string text = to_string(program);
+  ReduceGroup scan_context;
+  scan_context.program_text = text;
+  scan_context.slot_types = slot_types;
+  scan_context.slot_of = slot_of;
+  std::vector<ScanGroup> scans = group_scans(program, scan_output_ids, scan_context, memo);
+  fold_reductions_into_scans(reduces, scans, program);
+
   int stages = 0;
-  for (const auto& r : reduces) stages = std::max(stages, r.stage + 1);
+  for (const auto& r : reduces)
+    if (!r.folded_into_scan) stages = std::max(stages, r.stage + 1);
   for (int stage = 0; stage < stages; ++stage) {
     // Automatic reductions of one stage share a kernel: chunked when every monoid is
     // commutative, else staged (which keeps order and is right for every monoid).
     std::map<Strategy, std::vector<const PlannedReduce*>> groups;
     bool all_commutative = true;
     for (const auto& r : reduces)
-      if (r.stage == stage && r.strategy == Strategy::Automatic)
+      if (r.stage == stage && r.strategy == Strategy::Automatic && !r.folded_into_scan)
         all_commutative = all_commutative && r.fused.op->monoid.is_commutative();
     for (const auto& r : reduces) {
-      if (r.stage != stage) continue;
+      if (r.stage != stage || r.folded_into_scan) continue;
       Strategy s = r.strategy;
       if (s == Strategy::Automatic) s = all_commutative ? Strategy::Chunked : Strategy::Staged;
       groups[s].push_back(&r);
@@ -362,13 +443,7 @@ Plan plan(const Program& program, const Target& target) {
       plan.notes.push_back("a reduction's result is used by a later map: the program splits after stage " +
                            std::to_string(stage) + ", the scalar stays on the device");
   }
-  {
-    ReduceGroup context;
-    context.program_text = text;
-    context.slot_types = slot_types;
-    context.slot_of = slot_of;
-    plan_scans(program, target, scan_output_ids, context, memo, plan);
-  }
+  emit_scans(scans, program, scan_context, target, plan);
   for (int i : array_op_output_ids) {
     const ArrayOpContext context{program, text, slot_types, slot_of};
     plan_array_op(context, program.outputs()[static_cast<std::size_t>(i)].node().op, i, target, plan);

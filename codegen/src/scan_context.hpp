@@ -20,6 +20,9 @@ struct ScanGroup {
   std::vector<Expr> outputs;    // program outputs over the scan's result (epilogues)
   std::vector<int> output_ids;  // their program output numbers
   ReduceGroup leaves;           // inputs, parameters and scalar slots the kernel reads
+  // Reductions folded into the scan's pass (lookback only): their inputs are among the
+  // scan's, so the kernel reads the data once for all of them (DESIGN.md, fusion rules).
+  std::vector<FusedReduce> reduces;
 };
 
 // Tuning constants of a tiled scan, chosen from the element sizes.
@@ -104,6 +107,17 @@ class ScanKernelWriter {
   void emit_look_back(SourceWriter& w, const std::string& type, const std::string& combine,
                       const std::string& identity, const std::string& stash);
 
+  // Fused reductions (scan_fold.cpp; nothing when the group has none). Arguments: their
+  // results and the per-tile partials. fold_identity / fold_combine / fold_element(inputs...,
+  // i) over one accumulator with a field per reduction; the tile's fold from the input
+  // stages into tile_folds[tile]; the last tile to finish combines the partials in tile
+  // order and stores the results.
+  std::vector<Arg> fold_args(int partials_scratch_index) const;
+  void emit_fold_functions(SourceWriter& w);
+  void emit_tile_fold(SourceWriter& w);
+  void emit_fold_finish(SourceWriter& w);
+  std::string fold_summary() const;
+
   // Header comment + includes (scan.cuh, then `more_includes`) + structs + body.
   std::string assemble(const std::string& strategy_comment, const std::string& body,
                        const std::vector<std::string>& more_includes = {});
@@ -112,6 +126,8 @@ class ScanKernelWriter {
   // The parameter list of element() and the spelling of a leaf inside it.
   std::string element_params();
   std::string leaf(const Expr& leaf) const;
+  std::string fold_leaf(const Expr& leaf) const;
+  Type fold_type() const;
   void emit_items_loop(SourceWriter& w, bool checked);
 
   const ScanGroup& g_;

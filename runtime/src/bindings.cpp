@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "fuseflow/frontend/reference.hpp"
@@ -14,19 +15,67 @@ std::string describe(const Expr& leaf) {
   return (leaf.kind() == ExprKind::Input ? "input '" : "parameter '") + leaf.node().name + "'";
 }
 
+std::string describe_output(const Program& program, std::size_t i) {
+  return "output " + std::to_string(i) + " (" + to_string(program.outputs()[i]) + ")";
+}
+
+// {result, array}: the program's array result is written into the caller's memory.
+void bind_output(const Program& program, const Expr& result, const Binding& b, std::vector<DeviceBytes>& outputs) {
+  bool found = false;
+  for (std::size_t i = 0; i < program.outputs().size(); ++i) {
+    const Expr& o = program.outputs()[i];
+    if (o.get() != result.get()) continue;
+    found = true;
+    if (o.kind() == ExprKind::Result && o.node().op->scalar_output)
+      throw GraphError("run: " + describe_output(program, i) +
+                       " is a scalar, which comes back to the host; only array results can be bound to device memory");
+    if (!b.is_array())
+      throw GraphError("run: " + describe_output(program, i) + " is an array but was bound to the scalar " +
+                       b.scalar().to_string());
+    if (b.type() != o.type())
+      throw GraphError("run: " + describe_output(program, i) + " holds " + o.type().name() +
+                       " but was bound to an array of " + b.type().name());
+    outputs[i] = b.bytes();
+  }
+  if (!found)
+    throw GraphError("run: only inputs, parameters and results of this program can be bound, not " + to_string(result));
+}
+
+bool overlap(const DeviceBytes& a, const DeviceBytes& b) {
+  return a.size_bytes() && b.size_bytes() && a.ptr < b.ptr + b.size_bytes() && b.ptr < a.ptr + a.size_bytes();
+}
+
+bool reads_input(const codegen::Kernel& k, std::size_t input) {
+  return std::any_of(k.args.begin(), k.args.end(), [&](const codegen::Arg& a) {
+    return a.kind == codegen::Arg::Kind::Input && static_cast<std::size_t>(a.index) == input;
+  });
+}
+
+bool writes_output(const codegen::Kernel& k, std::size_t output) {
+  return std::any_of(k.args.begin(), k.args.end(), [&](const codegen::Arg& a) {
+    return a.kind == codegen::Arg::Kind::Output && static_cast<std::size_t>(a.index) == output;
+  });
+}
+
 }  // namespace
 
 namespace detail {
 
 BoundLeaves bind_leaves(const Program& program, const Bindings& bindings) {
   std::map<const ExprNode*, const Binding*> bound;
+  std::map<const ExprNode*, const Binding*> results;
+  BoundLeaves out;
+  out.outputs.resize(program.outputs().size());
   for (const auto& [leaf, binding] : bindings) {
     if (!leaf.valid()) throw GraphError("run: a binding names an empty ff::Expr");
-    if (leaf.kind() != ExprKind::Input && leaf.kind() != ExprKind::Param)
-      throw GraphError("run: only inputs and parameters can be bound, not " + to_string(leaf));
+    if (leaf.kind() != ExprKind::Input && leaf.kind() != ExprKind::Param) {
+      if (!results.emplace(leaf.get(), &binding).second)
+        throw GraphError("run: the result " + to_string(leaf) + " is bound twice");
+      bind_output(program, leaf, binding, out.outputs);
+      continue;
+    }
     if (!bound.emplace(leaf.get(), &binding).second) throw GraphError("run: " + describe(leaf) + " is bound twice");
   }
-  BoundLeaves out;
   for (const auto& in : program.inputs()) {
     auto it = bound.find(in.get());
     if (it == bound.end()) throw GraphError("run: " + describe(in) + " is not bound");
@@ -75,6 +124,62 @@ std::vector<std::int64_t> domain_lengths(const Program& program, const codegen::
   return lengths;
 }
 
+std::size_t output_length(const codegen::Plan& plan, std::size_t i, const std::vector<std::int64_t>& lengths) {
+  return static_cast<std::size_t>(plan.output_shapes.empty() ? lengths.at(0) : plan.output_shapes[i].length(lengths));
+}
+
+void check_output_bindings(const Program& program, const codegen::Plan& plan, const BoundLeaves& leaves,
+                           const std::vector<std::int64_t>& lengths) {
+  const std::size_t outputs = program.outputs().size();
+  for (std::size_t i = 0; i < outputs; ++i) {
+    if (!leaves.output_bound(i)) continue;
+    const std::size_t want = output_length(plan, i, lengths);
+    if (leaves.outputs[i].count != want)
+      throw GraphError("run: " + describe_output(program, i) + " has " + std::to_string(want) +
+                       " elements but was bound to an array of " + std::to_string(leaves.outputs[i].count));
+  }
+  for (std::size_t i = 0; i < outputs; ++i)
+    for (std::size_t j = i + 1; j < outputs; ++j)
+      if (leaves.output_bound(i) && leaves.output_bound(j) && overlap(leaves.outputs[i], leaves.outputs[j]))
+        throw GraphError("run: outputs " + std::to_string(i) + " and " + std::to_string(j) +
+                         " are bound to overlapping memory; each output needs memory of its own");
+  std::optional<codegen::Schedule> schedule;
+  for (std::size_t i = 0; i < outputs; ++i) {
+    if (!leaves.output_bound(i)) continue;
+    const DeviceBytes& out = leaves.outputs[i];
+    for (std::size_t k = 0; k < program.inputs().size(); ++k) {
+      const DeviceBytes in{leaves.input_ptrs[k], static_cast<std::size_t>(leaves.input_lengths[k]),
+                           program.inputs()[k].type().size()};
+      if (!overlap(out, in)) continue;
+      const std::string what = "run: " + describe_output(program, i) + " is bound to memory";
+      const std::string input = describe(program.inputs()[k]);
+      if (out.ptr != in.ptr || out.count != in.count || out.element_size != in.element_size)
+        throw GraphError(what + " that partly overlaps " + input +
+                         "; an output may share memory with an input only exactly (the same address, element size "
+                         "and length), to be written in place");
+      // In place: the launch that writes the output reads the input only tile by tile, and
+      // nothing after it reads the input.
+      if (!schedule) schedule = plan.schedule(lengths);
+      const auto& launches = schedule->launches;
+      auto writer = std::find_if(launches.begin(), launches.end(), [&](const codegen::Launch& l) {
+        return writes_output(plan.kernels[static_cast<std::size_t>(l.kernel)], i);
+      });
+      if (writer == launches.end()) continue;  // nothing to write (no elements)
+      const codegen::Kernel& w = plan.kernels[static_cast<std::size_t>(writer->kernel)];
+      if (reads_input(w, k) && !w.in_place)
+        throw GraphError(what + " of " + input + ", which its kernel " + w.name +
+                         " reads while it writes the output; only a scan writes over its input (in place): bind "
+                         "a separate array");
+      for (auto l = writer + 1; l != launches.end(); ++l) {
+        const codegen::Kernel& later = plan.kernels[static_cast<std::size_t>(l->kernel)];
+        if (l->kernel != writer->kernel && reads_input(later, k))
+          throw GraphError(what + " of " + input + ", which kernel " + later.name + " reads after " + w.name +
+                           " has written the output there: bind a separate array");
+      }
+    }
+  }
+}
+
 void throw_invalid_offsets(const Program& program, const OpNode& op, const BoundLeaves& leaves, std::int64_t n,
                            DeviceContext& context) {
   const Program offsets(op.offsets);
@@ -97,7 +202,8 @@ void throw_invalid_offsets(const Program& program, const OpNode& op, const Bound
 
 void check_bindings(const Program& program, const Bindings& bindings) {
   const detail::BoundLeaves leaves = detail::bind_leaves(program, bindings);
-  detail::domain_lengths(program, codegen::plan(program, codegen::Target::preset("sm_90")), leaves.input_lengths);
+  const codegen::Plan plan = codegen::plan(program, codegen::Target::preset("sm_90"));
+  detail::check_output_bindings(program, plan, leaves, detail::domain_lengths(program, plan, leaves.input_lengths));
 }
 
 }  // namespace fuseflow

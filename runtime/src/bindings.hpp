@@ -14,16 +14,31 @@ struct BoundLeaves {
   std::vector<std::int64_t> input_lengths;  // per program input, in Program::inputs() order
   std::vector<CUdeviceptr> input_ptrs;
   std::vector<Value> params;  // per program parameter, converted to its type
+  // Per program output: the caller's memory it is written into ({output, array} bindings),
+  // or nothing (ptr 0, element_size 0): the run allocates it.
+  std::vector<DeviceBytes> outputs;
+  bool output_bound(std::size_t i) const { return outputs.at(i).element_size != 0; }
 };
 
 // Every input bound once to an array of its type (and declared length), every parameter
-// once to a scalar, nothing else bound. Throws GraphError naming the input or parameter.
+// once to a scalar, array outputs at most once to an array of their element type, nothing
+// else bound. Throws GraphError naming the input, parameter or output.
 BoundLeaves bind_leaves(const Program& program, const Bindings& bindings);
 
 // The length of each input domain of the plan (inputs of one domain have one length; an
 // empty domain has length 0). Throws GraphError naming two inputs that disagree.
 std::vector<std::int64_t> domain_lengths(const Program& program, const codegen::Plan& plan,
                                          const std::vector<std::int64_t>& input_lengths);
+
+// The outputs bound to the caller's memory, once the lengths are known: each has exactly
+// its output's element count, overlaps no other output, and overlaps an input only as an
+// exact alias (same address and bytes) that the plan can write in place: the kernel
+// writing the output reads that input tile by tile (Kernel::in_place) and no later kernel
+// reads it. Throws GraphError naming the output and what is wrong.
+void check_output_bindings(const Program& program, const codegen::Plan& plan, const BoundLeaves& leaves,
+                           const std::vector<std::int64_t>& lengths);
+// The element count of program output i (an array) for these domain lengths.
+std::size_t output_length(const codegen::Plan& plan, std::size_t i, const std::vector<std::int64_t>& lengths);
 
 // After a run whose kernel flagged the offsets of `op` (a segmented op) invalid: downloads
 // them, evaluates them with the CPU reference and throws its GraphError, so the device and

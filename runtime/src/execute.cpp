@@ -45,6 +45,13 @@ Result Result::counted_array(std::shared_ptr<detail::DeviceContext> ctx, CUdevic
   return r;
 }
 
+Result Result::caller_array(std::shared_ptr<detail::DeviceContext> ctx, CUdeviceptr ptr, std::size_t n, Type t) {
+  Result r = array(std::move(ctx), ptr, n, std::move(t));
+  r.owns_ = false;
+  r.caller_memory_ = true;
+  return r;
+}
+
 Result Result::pending_scalar(std::shared_ptr<detail::DeviceContext> ctx, CUdeviceptr ptr, Type t) {
   Result r;
   r.ctx_ = std::move(ctx);
@@ -55,8 +62,8 @@ Result Result::pending_scalar(std::shared_ptr<detail::DeviceContext> ctx, CUdevi
 
 Result::Result(Result&& o) noexcept
     : value_(std::move(o.value_)), pending_(std::exchange(o.pending_, 0)), ctx_(std::move(o.ctx_)), is_array_(o.is_array_), ptr_(std::exchange(o.ptr_, 0)),
-      owns_(std::exchange(o.owns_, false)), moved_out_(o.moved_out_), size_(o.size_), count_(std::exchange(o.count_, {})),
-      type_(std::move(o.type_)) {}
+      owns_(std::exchange(o.owns_, false)), moved_out_(o.moved_out_), caller_memory_(o.caller_memory_), size_(o.size_),
+      count_(std::exchange(o.count_, {})), type_(std::move(o.type_)) {}
 
 Result& Result::operator=(Result&& o) noexcept {
   if (this != &o) {
@@ -68,6 +75,7 @@ Result& Result::operator=(Result&& o) noexcept {
     ptr_ = std::exchange(o.ptr_, 0);
     owns_ = std::exchange(o.owns_, false);
     moved_out_ = o.moved_out_;
+    caller_memory_ = o.caller_memory_;
     size_ = o.size_;
     count_ = std::exchange(o.count_, {});
     type_ = std::move(o.type_);
@@ -105,6 +113,9 @@ std::size_t Result::size() const {
 Result::Released Result::release(const Type& want) {
   if (!is_array_) throw GraphError("result: this result is a scalar " + type_.name() + ", not an array");
   if (want != type_) throw GraphError("result: the array holds " + type_.name() + ", asked for " + want.name());
+  if (caller_memory_)
+    throw GraphError("result: the array was written into the memory it was bound to, which the caller owns; use that "
+                     "memory (or download<T>())");
   if (moved_out_) throw GraphError("result: the array was already moved out");
   owns_ = false;
   moved_out_ = true;
@@ -168,9 +179,9 @@ struct PreparedProgram {
 };
 
 struct Executor {
-  // FUSEFLOW_POISON=1 (the GPU tests set it): scalar slots and new output arrays are
-  // filled with 0xff bytes before the kernels run, so an element a kernel failed to
-  // write shows up as a wrong answer instead of a lucky zero.
+  // FUSEFLOW_POISON=1 (the GPU tests set it): scalar slots and new output arrays (not
+  // those in the caller's memory) are filled with 0xff bytes before the kernels run, so
+  // an element a kernel failed to write shows up as a wrong answer instead of a lucky zero.
   bool poison = [] {
     const char* v = std::getenv("FUSEFLOW_POISON");
     return v && std::string(v) == "1";
@@ -250,6 +261,7 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
   // Nsight shows each run and each kernel by name.
   nvtx::ScopedRange run_range(prep.range_name);
   std::vector<std::int64_t> lengths = detail::domain_lengths(program, plan, bound.input_lengths);
+  detail::check_output_bindings(program, plan, bound, lengths);
   const std::int64_t n = lengths[0];
   if (!ex.ticket) {
     ex.ticket = std::make_unique<DeviceArray<unsigned>>(alloc<unsigned>(1));
@@ -259,9 +271,10 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
   CUdeviceptr scratch_base = schedule.scratch_bytes ? scratch(schedule.scratch_bytes) : 0;
   for (const auto& [offset, bytes] : schedule.zeroed) zero(scratch_base + offset, bytes);
 
-  // Array outputs are allocated per run and handed to the caller. A counted output (a
-  // filter's survivors) gets room for its capacity and, after the elements, the 8-byte
-  // count its kernel writes; the Result reads the count only when asked.
+  // Array outputs are allocated per run and handed to the caller, or written into the
+  // memory the caller bound them to. A counted output (a filter's survivors, reduce_by_key's
+  // runs) gets room for its capacity and, after the elements, the 8-byte count its kernel
+  // writes; the Result reads the count only when asked.
   std::vector<Result> results;
   std::vector<CUdeviceptr> output_ptrs(program.outputs().size(), 0), count_ptrs(program.outputs().size(), 0);
   std::vector<std::size_t> output_bytes(program.outputs().size(), 0), allocated_bytes(program.outputs().size(), 0);
@@ -269,9 +282,18 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
     if (plan.output_scalar[i] >= 0) continue;
     const Type& t = program.outputs()[i].type();
     // Elements of the output: n, or its own length (a histogram's bins, one per segment).
-    const auto count = static_cast<std::size_t>(plan.output_shapes.empty() ? n : plan.output_shapes[i].length(lengths));
+    const std::size_t count = detail::output_length(plan, i, lengths);
     const bool counted = !plan.output_shapes.empty() && plan.output_shapes[i].counted;
     output_bytes[i] = count * t.size();
+    if (bound.output_bound(i)) {
+      if (counted)
+        throw GraphError("run: output " + std::to_string(i) + " is " + to_string(program.outputs()[i]) +
+                         ", whose length only the device knows; it cannot be bound to caller memory, leave it unbound");
+      output_ptrs[i] = bound.outputs[i].ptr;
+      allocated_bytes[i] = output_bytes[i];
+      results.push_back(Result::caller_array(context_, output_ptrs[i], count, t));
+      continue;
+    }
     const std::size_t count_offset = (output_bytes[i] + 7) / 8 * 8;
     allocated_bytes[i] = counted ? count_offset + sizeof(unsigned long long) : output_bytes[i];
     output_ptrs[i] = context_->allocate(allocated_bytes[i]);
@@ -286,8 +308,10 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
       if (bytes) check(detail::driver_api()->cuMemsetD8Async(p, 0xff, bytes, stream()), "cuMemsetD8Async");
     };
     fill(prep.scalars, plan.scalar_bytes);
+    // Not the caller's memory: it may be an input the kernels read (in place).
     for (std::size_t i = 0; i < output_ptrs.size(); ++i)
-      if (output_ptrs[i]) fill(output_ptrs[i], allocated_bytes[i]);  // counts too: one not written reads as too large
+      // Counts too: one not written reads as too large.
+      if (output_ptrs[i] && !bound.output_bound(i)) fill(output_ptrs[i], allocated_bytes[i]);
   }
   // Outputs the kernels add into (histogram counts) start at zero.
   for (std::size_t i = 0; i < plan.output_shapes.size(); ++i)

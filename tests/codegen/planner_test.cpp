@@ -226,6 +226,8 @@ TEST_CASE("segmented scans and reduce_by_key plan as one look-back kernel each")
   auto k = ff::input<int>("k");
   auto o = ff::input<int>("o");
   const ff::codegen::Plan by_offsets = ff::codegen::plan(ff::Program(ff::segmented_scan(x, o, ff::plus)), sm90());
+  // A reduction beside it is not folded into the segmented kernel (only plain look-back scans fold).
+  CHECK(ff::codegen::plan(ff::outputs(ff::segmented_scan(x, o, ff::plus), ff::reduce(x, ff::plus)), sm90()).kernels.size() == 2);
   REQUIRE(by_offsets.kernels.size() == 1);
   CHECK(by_offsets.kernels[0].name == "ff_segmented_scan_f32_plus");
   CHECK(by_offsets.domains == 2);  // the offsets have a length of their own
@@ -271,4 +273,61 @@ TEST_CASE("segmented scan offsets read as elements too, or read through a parame
   // A filter's result among scan_by_key's keys is refused, naming the op.
   CHECK(plan_error(ff::Program(ff::scan_by_key(ff::filter(x, x > 0), x, ff::plus))).find("inside scan_by_key") !=
         std::string::npos);
+}
+
+TEST_CASE("reductions over a scan's inputs are folded into the look-back kernel: one kernel, one pass") {
+  auto x = ff::input<float>("x");
+  auto y = ff::input<float>("y");
+  ff::Expr s = ff::scan(x * y, ff::plus);
+  const ff::codegen::Plan plan =
+      ff::codegen::plan(ff::outputs(s, ff::reduce(x, ff::plus), ff::reduce(ff::filter(y, y > 0.0f), ff::max)), sm90());
+  REQUIRE(plan.kernels.size() == 1);
+  const ff::codegen::Kernel& k = plan.kernels[0];
+  CHECK(k.name == "ff_scan_lookback_f32_plus");
+  CHECK(k.summary.find("2 reductions folded into the same pass (plus, max") != std::string::npos);
+  int results = 0, tickets = 0;
+  for (const auto& a : k.args) {
+    results += a.kind == ff::codegen::Arg::Kind::ScalarOutput;
+    tickets += a.kind == ff::codegen::Arg::Kind::Ticket;
+  }
+  CHECK(results == 2);
+  CHECK(tickets == 1);
+  CHECK(plan.output_scalar == std::vector<int>{-1, 0, 1});
+  REQUIRE(plan.notes.size() == 2);
+  CHECK(plan.notes[0].find("folded with plus in ff_scan_lookback_f32_plus's pass") != std::string::npos);
+  // One launch even for n = 0: the reductions' identities come from the kernel.
+  CHECK(plan.schedule(0).launches.size() == 1);
+  CHECK(ff::codegen::plan(ff::Program(s), sm90()).schedule(0).launches.empty());
+}
+
+TEST_CASE("a reduction is not folded into a scan that needs its result, reads other inputs, or is not single-pass") {
+  auto x = ff::input<float>("x");
+  auto y = ff::input<float>("y");
+  ff::Expr total = ff::reduce(x, ff::plus);
+  // The scan's map reads the total: the reduction runs first, in its own kernel.
+  CHECK(ff::codegen::plan(ff::outputs(ff::scan(x / total, ff::plus), total), sm90()).kernels.size() == 2);
+  // The reduction reads y, which the scan does not load.
+  CHECK(ff::codegen::plan(ff::outputs(ff::scan(x, ff::plus), ff::reduce(x * y, ff::plus)), sm90()).kernels.size() == 2);
+  // reduce_then_scan, and a reduction with a strategy of its own, keep their kernels.
+  CHECK(ff::codegen::plan(ff::outputs(ff::scan(x, ff::plus, ff::inclusive, ff::strategy::reduce_then_scan), total), sm90())
+            .kernels.size() == 4);
+  CHECK(ff::codegen::plan(ff::outputs(ff::scan(x, ff::plus), ff::reduce(x, ff::plus, ff::strategy::staged)), sm90())
+            .kernels.size() == 2);
+  // Another reduction reads the total (it runs before the scans): not folded.
+  ff::Expr above = ff::reduce(ff::filter(x, x > total), ff::plus);
+  const ff::codegen::Plan plan = ff::codegen::plan(ff::outputs(ff::scan(x, ff::plus), above, total), sm90());
+  REQUIRE(plan.kernels.size() == 2);
+  CHECK(plan.kernels[0].name == "ff_reduce_chunked_f32_plus");
+  CHECK(plan.kernels[1].summary.find("1 reduction folded") != std::string::npos);  // `above`, the last to need
+}
+
+TEST_CASE("scan kernels that write their outputs tile by tile may write in place; others may not") {
+  auto x = ff::input<float>("x");
+  CHECK(ff::codegen::plan(ff::Program(ff::scan(x, ff::plus)), sm90()).kernels[0].in_place);
+  const ff::codegen::Plan rts =
+      ff::codegen::plan(ff::Program(ff::scan(x, ff::plus, ff::inclusive, ff::strategy::reduce_then_scan)), sm90());
+  REQUIRE(rts.kernels.size() == 3);
+  CHECK(!rts.kernels[0].in_place);
+  CHECK(rts.kernels[2].in_place);
+  CHECK(!ff::codegen::plan(ff::Program(x * 2.0f), sm90()).kernels[0].in_place);
 }

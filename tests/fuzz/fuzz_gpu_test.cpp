@@ -1,9 +1,11 @@
 // Random programs on the GPU against the CPU reference evaluator (issue 8):
 // FUSEFLOW_FUZZ_COUNT (default 2000) generated programs (tests/fuzz/program_generator.hpp)
 // run with their outputs poisoned (FUSEFLOW_POISON=1). Integers, bools and tuples (mssp,
-// matmul2x2, argmin/argmax of exact values) compare exactly with the reference; float
+// matmul2x2, argmin/argmax of exact values), histogram counts (u32, u64) and sorted keys
+// and values compare exactly with the reference; float
 // results compare with the same program evaluated in f64, within the error bound the
-// generator derives for each expression (sums: plus 2e-5 of the sum of |terms|).
+// generator derives for each expression (sums: plus 2e-5 of the sum of |terms|; a float
+// segmented reduce segment by segment).
 // Every failure prints its seed and program; FUSEFLOW_FUZZ_SEED=<seed> runs that one.
 //
 // Programs are prepared on all cores in batches (generation, reference evaluation, and
@@ -110,8 +112,9 @@ ff::HostResult fetch(ff::Result& r) {
     return h;
   }
   using L = long long;
+  using UL = unsigned long long;
   bool ok = fetch_as<bool>(r, h.array) || fetch_as<std::int32_t>(r, h.array) || fetch_as<L>(r, h.array) ||
-            fetch_as<std::uint32_t>(r, h.array) || fetch_as<float>(r, h.array) || fetch_as<double>(r, h.array) ||
+            fetch_as<std::uint32_t>(r, h.array) || fetch_as<UL>(r, h.array) || fetch_as<float>(r, h.array) || fetch_as<double>(r, h.array) ||
             fetch_as<ff::Tuple<int, int, int, int>>(r, h.array) || fetch_as<ff::Tuple<int, L>>(r, h.array) ||
             fetch_as<ff::Tuple<L, L>>(r, h.array) || fetch_as<ff::Tuple<std::uint32_t, L>>(r, h.array) ||
             fetch_as<ff::Tuple<float, L>>(r, h.array) || fetch_as<ff::Tuple<double, L>>(r, h.array);

@@ -414,6 +414,19 @@ NodeRef tame(const NodeRef& a) {
   return a;
 }
 
+// The draw in [0, 1) that picks a seed's shape: a Weyl sequence, frac(seed x golden ratio)
+// in 64-bit fixed point, rather than the PRNG. Consecutive seeds (the tests run base ..
+// base + count - 1) then spread evenly over the shapes' weights, so even the 60 programs of
+// the emulator run meet each shape about as often as its weight says; all else about a
+// case comes from the PRNG.
+double shape_draw(std::uint64_t seed) {
+  return static_cast<double>((seed * 0x9e3779b97f4a7c15ULL) >> 11) * 0x1.0p-53;
+}
+
+bool is_array_op(OpKind k) {
+  return k == OpKind::Histogram || k == OpKind::SegmentedReduce || k == OpKind::CountingSort;
+}
+
 // ---- the generator ------------------------------------------------------------------
 
 const std::vector<ScalarType> kTypes = {ScalarType::I32, ScalarType::I64, ScalarType::U32, ScalarType::F32,
@@ -423,7 +436,7 @@ const std::vector<std::int64_t> kEdgeSizes = {0, 1, 31, 32, 33, 1000, 1023, 1025
 
 class Generator {
  public:
-  explicit Generator(std::uint64_t seed) : rng_(seed) { c_.seed = seed; }
+  explicit Generator(std::uint64_t seed) : rng_(seed), shape_draw_(shape_draw(seed)) { c_.seed = seed; }
 
   Case run() {
     pick_size();
@@ -889,11 +902,198 @@ class Generator {
     return d;
   }
 
+  // ---- array ops: histogram, segmented reduce, counting sort ----------------------------
+  // Their results have lengths of their own (bins, segments, n), so they are program
+  // outputs as they are; their element expressions may read an earlier reduction.
+
+  // Bin counts: 1, small, around 256, up to the largest whose private counts fit in the
+  // 48 KB of shared memory (12288 x 4 bytes) and just above it, and the global-atomics
+  // path well above.
+  std::int64_t histogram_bins() {
+    switch (rng_.weighted({2, 4, 3, 2, 2, 2})) {
+      case 0: return 1;
+      case 1: return rng_.range(2, 17);
+      case 2: return rng_.pick(std::vector<std::int64_t>{255, 256, 257});
+      case 3: return rng_.range(300, 5000);
+      case 4: return rng_.pick(std::vector<std::int64_t>{12288, 12289});
+      default: return rng_.range(12290, 1 << 17);
+    }
+  }
+
+  // Sort bins: up to the 8192 counting_sort takes; staged scatter below about 2000, direct
+  // above.
+  std::int64_t sort_bins() {
+    switch (rng_.weighted({2, 5, 3, 2, 2})) {
+      case 0: return 1;
+      case 1: return rng_.range(2, 17);
+      case 2: return rng_.pick(std::vector<std::int64_t>{255, 256, 257});
+      case 3: return rng_.range(300, 8191);
+      default: return 8192;
+    }
+  }
+
+  // cast<int>(x * 2^k) of an input (x >> k of an integer one): floats cast to int. The
+  // product by a power of two does not round, so it is exact (the same bits everywhere).
+  NodeRef scaled_to_int() {
+    NodeRef x = input_leaf();
+    ScalarType to = rng_.pick(kIntTypes);
+    if (!is_float(st(x)))
+      return make_cast(to, make_binary(BinaryOp::Shr, x, make_const(ScalarType::I32, static_cast<double>(rng_.range(0, 4)))));
+    auto scaled = make_binary(BinaryOp::Mul, x, make_const(st(x), std::ldexp(1.0, static_cast<int>(rng_.range(-2, 4)))));
+    scaled->exact = x->exact;
+    set_err(*scaled, 0, 0);
+    return to_int(scaled, to);
+  }
+
+  // An integral bin (or key) expression over the inputs that falls in [0, bins) for a
+  // share of the elements and outside it (negative, or bins and above) for others.
+  NodeRef bin_expression(std::int64_t bins) {
+    NodeRef b;
+    switch (rng_.weighted({4, 4, 2})) {
+      case 0: b = ensure_input(integer(depth())); break;  // any exact integer map
+      case 1: b = scaled_to_int(); break;
+      default: {  // index / stride: long runs of one bin (+ (x & 0), which reads an input)
+        NodeRef stride = make_const(ScalarType::I64, static_cast<double>(rng_.range(1, 64)));
+        NodeRef zero = make_binary(BinaryOp::BitAnd, coerce(input_leaf(), ScalarType::I64), make_const(ScalarType::I64, 0));
+        b = make_binary(BinaryOp::Add, make_binary(BinaryOp::Div, index_, stride), zero);
+        break;
+      }
+    }
+    switch (rng_.weighted({2, 5, 2})) {
+      case 0: return b;  // as it is: often out of range
+      case 1: {          // b % m, m at or a little above bins: a signed b gives negative bins too
+        std::int64_t m = bins + rng_.pick(std::vector<std::int64_t>{0, 0, 1, 3, bins / 3});
+        return make_binary(BinaryOp::Mod, b, make_const(st(b), static_cast<double>(m)));
+      }
+      default:  // b - c
+        return make_binary(BinaryOp::Sub, b, make_const(st(b), static_cast<double>(rng_.range(0, bins / 4 + 2))));
+    }
+  }
+
+  OpDesc histogram_op() {
+    OpDesc op;
+    op.kind = OpKind::Histogram;
+    op.bins = histogram_bins();
+    op.keys = bin_expression(op.bins);
+    op.count_type = rng_.chance(0.5) ? ScalarType::U32 : ScalarType::U64;
+    return op;
+  }
+
+  // Values for sort_by_key: the element index (alone or beside an exact value), so that
+  // comparing the permuted values exactly checks that the sort is stable.
+  NodeRef sort_values() {
+    switch (rng_.weighted({3, 4, 2})) {
+      case 0: return index_;
+      case 1: return make_tuple({ensure_input(number(depth(), true)), index_});
+      default: return ensure_input(number(depth(), true));
+    }
+  }
+
+  OpDesc sort_op(bool with_values) {
+    OpDesc op;
+    op.kind = OpKind::CountingSort;
+    op.bins = sort_bins();
+    op.keys = bin_expression(op.bins);
+    if (with_values) op.values = sort_values();
+    return op;
+  }
+
+  // The offsets input of a segmented op: its own length, never read as elements.
+  int offsets_input() {
+    InputSpec s;
+    s.name = "o";
+    s.type = rng_.pick(kIntTypes);
+    s.offsets = true;
+    s.pattern = static_cast<SegmentPattern>(rng_.weighted({4, 3, 3, 2, 3, 3, 1}));
+    s.partial = rng_.chance(0.25);
+    c_.inputs.push_back(s);
+    return static_cast<int>(c_.inputs.size()) - 1;
+  }
+
+  OpDesc segmented_op(int offsets) {
+    OpDesc op;
+    op.kind = OpKind::SegmentedReduce;
+    op.monoid = pick_monoid(false);
+    op.values = values_for(op.monoid);
+    op.offsets_input = offsets;
+    op.offsets_cast = c_.inputs[static_cast<std::size_t>(offsets)].type != ScalarType::I64 && rng_.chance(0.25);
+    return op;
+  }
+
+  // The outputs of op k (sort_by_key: its keys, its values, or both).
+  void array_op_outputs(int k) {
+    const OpDesc& op = c_.ops[static_cast<std::size_t>(k)];
+    if (op.kind != OpKind::CountingSort || !op.values) {
+      c_.outputs.push_back({k, nullptr, 0});
+      return;
+    }
+    switch (rng_.weighted({3, 2, 1})) {
+      case 0:
+        c_.outputs.push_back({k, nullptr, 0});
+        c_.outputs.push_back({k, nullptr, 1});
+        break;
+      case 1: c_.outputs.push_back({k, nullptr, 1}); break;
+      default: c_.outputs.push_back({k, nullptr, 0}); break;
+    }
+  }
+
+  static bool op_reads_op(const OpDesc& d, int op) {
+    return reads_op(d.values, op) || reads_op(d.predicate, op) || reads_op(d.keys, op);
+  }
+
+  void make_array_op_shape() {
+    static const std::vector<std::string> shapes = {"histogram", "segmented_reduce", "counting_sort", "sort_by_key",
+                                                    "array_op_of_reduce"};
+    std::size_t k = draw_shape({6, 7, 5, 5, 5});
+    c_.shape = shapes[k];
+    switch (k) {
+      case 0: c_.ops.push_back(histogram_op()); break;
+      case 1: c_.ops.push_back(segmented_op(offsets_input())); break;
+      case 2: c_.ops.push_back(sort_op(false)); break;
+      case 3: c_.ops.push_back(sort_op(true)); break;
+      default: {
+        // An array op whose element expression reads a reduction's result (a few tries;
+        // else the last one drawn), sometimes with the reduction as an output too.
+        scalar_reduce();
+        const std::size_t which = rng_.weighted({1, 1, 1});
+        const int offsets = which == 1 ? offsets_input() : -1;
+        auto make = [&] {
+          return which == 0 ? histogram_op() : which == 1 ? segmented_op(offsets) : sort_op(rng_.chance(0.6));
+        };
+        OpDesc d = make();
+        for (int tries = 0; tries < 20 && !op_reads_op(d, 0); ++tries) d = make();
+        c_.ops.push_back(d);
+        if (rng_.chance(0.5)) c_.outputs.push_back({0, nullptr, 0});
+        array_op_outputs(1);
+        return;
+      }
+    }
+    array_op_outputs(0);
+  }
+
+  // The shape comes from the seed's Weyl draw (shape_draw), not from the PRNG: first the
+  // group (array ops: the first kArrayOpShare of [0, 1)), then the shape within it.
+  static constexpr double kArrayOpShare = 0.4;
+
+  std::size_t draw_shape(const std::vector<int>& weights) {
+    double u = shape_draw_ < kArrayOpShare ? shape_draw_ / kArrayOpShare
+                                           : (shape_draw_ - kArrayOpShare) / (1 - kArrayOpShare);
+    int total = 0;
+    for (int w : weights) total += w;
+    double at = u * total;
+    for (std::size_t i = 0; i < weights.size(); ++i) {
+      if (at < weights[i]) return i;
+      at -= weights[i];
+    }
+    return weights.size() - 1;
+  }
+
   void make_shape() {
+    if (shape_draw_ < kArrayOpShare) return make_array_op_shape();
     static const std::vector<std::string> shapes = {"reduce",        "scan",         "filter_reduce",
                                                     "two_reduces",   "map_of_reduce", "reduce_of_reduce",
                                                     "scan_of_reduce", "scan_and_reduce"};
-    std::size_t k = rng_.weighted({28, 24, 14, 10, 8, 7, 4, 5});
+    std::size_t k = draw_shape({22, 20, 12, 10, 9, 9, 9, 9});
     c_.shape = shapes[k];
     switch (k) {
       case 0:
@@ -943,6 +1143,7 @@ class Generator {
   }
 
   Rng rng_;
+  double shape_draw_;
   Case c_;
   std::vector<NodeRef> leaves_;   // inputs
   std::vector<NodeRef> params_;
@@ -961,6 +1162,10 @@ class Builder {
     for (const auto& in : c_.inputs) inputs_.push_back(ff_input(in));
     for (const auto& p : c_.params) params_.push_back(Expr::param(p.name, widen(p.value.type(), mode_)));
     for (const auto& op : c_.ops) {
+      if (is_array_op(op.kind)) {
+        array_op(op, values, predicates);
+        continue;
+      }
       Expr v = node(op.values);
       Expr pred = op.predicate ? node(op.predicate) : Expr();
       values.push_back(v);
@@ -974,12 +1179,37 @@ class Builder {
       }
     }
     std::vector<Expr> outs;
-    for (const auto& o : c_.outputs) outs.push_back(o.map ? node(o.map) : results_[static_cast<std::size_t>(o.op)]);
+    for (const auto& o : c_.outputs)
+      outs.push_back(o.map ? node(o.map) : o.field == 1 ? sorted_values_.at(o.op) : results_[static_cast<std::size_t>(o.op)]);
     return Built{Program(std::move(outs)), inputs_, params_, std::move(values), std::move(predicates)};
   }
 
  private:
   Expr ff_input(const InputSpec& in) { return Expr::input(in.name, widen(in.type, mode_)); }
+
+  // Histogram, segmented reduce, counting sort / sort_by_key.
+  void array_op(const OpDesc& op, std::vector<Expr>& values, std::vector<Expr>& predicates) {
+    Expr v = op.values ? node(op.values) : Expr();
+    values.push_back(v);
+    predicates.push_back(Expr());
+    switch (op.kind) {
+      case OpKind::Histogram: results_.push_back(histogram(node(op.keys), op.bins, op.count_type)); return;
+      case OpKind::SegmentedReduce: {
+        Expr offsets = inputs_[static_cast<std::size_t>(op.offsets_input)];
+        if (op.offsets_cast) offsets = Expr::cast(ScalarType::I64, offsets);
+        results_.push_back(segmented_reduce(pack(op.monoid, v), offsets, monoid(op.monoid)));
+        return;
+      }
+      default:
+        if (!v.valid()) {
+          results_.push_back(counting_sort(node(op.keys), op.bins));
+          return;
+        }
+        KeyedResult r = sort_by_key(node(op.keys), v, op.bins);
+        sorted_values_[static_cast<int>(results_.size())] = r.values;
+        results_.push_back(r.keys);
+    }
+  }
 
   static Expr pack(MonoidChoice m, const Expr& v) {
     if (m == MonoidChoice::ArgMin || m == MonoidChoice::ArgMax) return zip(v, index());
@@ -1036,6 +1266,7 @@ class Builder {
   const Case& c_;
   Mode mode_;
   std::vector<Expr> inputs_, params_, results_;
+  std::map<int, Expr> sorted_values_;  // per sort_by_key op: its values (results_ has its keys)
   std::map<const Node*, Expr> memo_;
 };
 
@@ -1058,6 +1289,57 @@ HostArray fill(std::size_t n, const InputSpec& s, std::uint64_t seed) {
   return HostArray::from(v);
 }
 
+// The offsets of a segmented op over n elements, drawn with the input's pattern: n_segments
+// + 1 non-decreasing values in [0, n].
+template <class T>
+HostArray fill_offsets(std::int64_t n, const InputSpec& s, std::uint64_t seed) {
+  Rng r(seed);
+  std::int64_t lo = 0, hi = n;
+  if (s.partial && n > 0) {
+    lo = r.range(0, n / 4);
+    hi = n - r.range(0, (n - lo) / 4);
+  }
+  const std::int64_t span = hi - lo;
+  std::vector<std::int64_t> off = {lo};
+  auto add = [&](std::int64_t length) { off.push_back(std::min(off.back() + length, hi)); };
+  switch (s.pattern) {
+    case SegmentPattern::None: break;
+    case SegmentPattern::Random: {
+      const std::int64_t cuts = r.range(0, std::min<std::int64_t>(2 * span + 3, 1 << 20));
+      std::vector<std::int64_t> points;
+      for (std::int64_t i = 0; i < cuts; ++i) points.push_back(r.range(lo, hi));
+      std::sort(points.begin(), points.end());
+      off.insert(off.end(), points.begin(), points.end());
+      break;
+    }
+    case SegmentPattern::Tiny:
+      while (off.back() < hi) add(std::vector<std::int64_t>{0, 0, 1, 1, 1, 2, 3}[r.below(7)]);
+      break;
+    case SegmentPattern::Between:
+      while (off.back() < hi) add(r.range(10, 50));
+      break;
+    case SegmentPattern::Threes:
+      while (off.back() < hi) add(3);
+      break;
+    case SegmentPattern::Huge: {
+      const std::int64_t parts = r.range(1, 3);
+      if (parts >= 2) add(r.range(0, std::min<std::int64_t>(span, 5)));
+      if (parts == 3) off.push_back(std::max(off.back(), hi - r.range(0, std::min<std::int64_t>(span, 5))));
+      break;
+    }
+    case SegmentPattern::Skewed:
+      while (off.back() < hi) add(r.chance(0.02) ? r.range(span / 8, span / 4 + 1) : r.range(0, 2));
+      break;
+  }
+  if (s.pattern != SegmentPattern::None) {
+    if (off.back() < hi || off.size() == 1) off.push_back(hi);
+    for (std::int64_t extra = r.range(-2, 2); extra > 0; --extra) off.push_back(hi);  // empty segments at the end
+  }
+  std::vector<T> out(off.size());
+  for (std::size_t i = 0; i < off.size(); ++i) out[i] = static_cast<T>(off[i]);
+  return HostArray::from(out);
+}
+
 // ---- comparing ------------------------------------------------------------------------
 
 enum class CheckKind : std::uint8_t {
@@ -1069,6 +1351,9 @@ enum class CheckKind : std::uint8_t {
   ExtremeScan,
   ArgScan,
   MapArray,       // per element within the map's static error bound
+  SegmentSum,     // segmented reduce: per segment, as SumScalar over its elements
+  SegmentExtreme,
+  SegmentArg,
 };
 
 struct Plan {
@@ -1079,6 +1364,7 @@ struct Plan {
 };
 
 bool float_monoid_values(const OpDesc& op) {
+  if (op.kind == OpKind::Histogram || op.kind == OpKind::CountingSort) return false;  // integers, or moved as they are
   return op.values->type.is_scalar() && is_float(op.values->type.scalar());
 }
 
@@ -1092,12 +1378,28 @@ Plan plan_check(const Case& c, std::size_t i) {
   }
   const OpDesc& op = c.ops[static_cast<std::size_t>(o.op)];
   p.op = o.op;
+  if (op.kind == OpKind::Histogram || op.kind == OpKind::CountingSort) return p;  // counts, keys, moved values
   p.error = op.values->error;
   // Per-element atomics add in any order, one rounding after another: a sequential sum,
   // whose error grows like sqrt(n) ulps of the sum of |terms| (positive terms).
   if (op.strategy == Strategy::Atomic) p.rel += 8 * ulp(ScalarType::F32) * std::sqrt(static_cast<double>(c.n));
   if (!float_monoid_values(op)) return p;
   bool scan = op.kind == OpKind::Scan;
+  if (op.kind == OpKind::SegmentedReduce) {
+    switch (op.monoid) {
+      case MonoidChoice::Plus: p.kind = CheckKind::SegmentSum; break;
+      case MonoidChoice::Min:
+      case MonoidChoice::Max:
+        if (!op.values->exact) p.kind = CheckKind::SegmentExtreme;
+        break;
+      case MonoidChoice::ArgMin:
+      case MonoidChoice::ArgMax:
+        if (!op.values->exact) p.kind = CheckKind::SegmentArg;
+        break;
+      default: break;
+    }
+    return p;
+  }
   switch (op.monoid) {
     case MonoidChoice::Plus: p.kind = scan ? CheckKind::SumScan : CheckKind::SumScalar; break;
     case MonoidChoice::Min:
@@ -1143,17 +1445,17 @@ struct Mismatches {
 // Values of an argmin / argmax tuple as (double value, index).
 std::pair<double, std::int64_t> arg_pair(const Value& v) { return {v[0].as_double(), v[1].as_int()}; }
 
-// Checks an argmin/argmax answer (value, index) against the wide values over [0, end)
+// Checks an argmin/argmax answer (value, index) against the wide values over [begin, end)
 // (survivors only when `pred` is given); want is the wide reference answer.
 std::string check_arg(const Value& got, const Value& want, const HostArray& values, const HostArray* pred,
-                      std::size_t end, double e, bool is_max) {
+                      std::size_t end, double e, bool is_max, std::size_t begin = 0) {
   auto [gv, gi] = arg_pair(got);
   auto [wv, wi] = arg_pair(want);
   if (wi == std::numeric_limits<std::int64_t>::max()) {  // nothing to choose from: the identity
     if (gi == wi && close(gv, wv, 0)) return "";
     return "got " + got.to_string() + ", want the identity " + want.to_string();
   }
-  if (gi < 0 || static_cast<std::size_t>(gi) >= end) return "got " + got.to_string() + ": index out of range, want " + want.to_string();
+  if (gi < 0 || static_cast<std::size_t>(gi) < begin || static_cast<std::size_t>(gi) >= end) return "got " + got.to_string() + ": index out of range, want " + want.to_string();
   auto at = static_cast<std::size_t>(gi);
   if (pred && !pred->at(at).as_bool()) return "got " + got.to_string() + ": that element is filtered out";
   double v = values.at(at).as_double();
@@ -1161,6 +1463,34 @@ std::string check_arg(const Value& got, const Value& want, const HostArray& valu
   bool ok = is_max ? v >= wv - 2 * e : v <= wv + 2 * e;
   if (!ok) return "got " + got.to_string() + ", want " + want.to_string() + " (f64), tolerance " + num(2 * e);
   return "";
+}
+
+// A float segmented reduce: each segment as a float reduce of its elements (an empty one
+// is the monoid's identity, which the wide reference gives too).
+std::string compare_segments(const Plan& p, const std::vector<std::size_t>& bounds, const HostArray& values,
+                             const HostResult& want, const HostResult& got, bool is_max, const std::string& head) {
+  if (got.array.size() != want.array.size())
+    return head + std::to_string(got.array.size()) + " segments, want " + std::to_string(want.array.size());
+  const double e = p.error;
+  Mismatches m;
+  for (std::size_t k = 0; k + 1 < bounds.size() && k < want.array.size(); ++k) {
+    const std::size_t begin = bounds[k], end = bounds[k + 1];
+    if (p.kind == CheckKind::SegmentArg) {
+      std::string why = check_arg(got.array.at(k), want.array.at(k), values, nullptr, end, e, is_max, begin);
+      if (!why.empty()) m.add(k, why + " (segment [" + std::to_string(begin) + ", " + std::to_string(end) + "))");
+      continue;
+    }
+    double g = got.array.at(k).as_double(), w = want.array.at(k).as_double(), tol = 2 * e;
+    if (p.kind == CheckKind::SegmentSum) {
+      double magnitude = 0;
+      for (std::size_t j = begin; j < end; ++j) magnitude += std::fabs(values.at(j).as_double());
+      tol = 2 * static_cast<double>(end - begin) * e + p.rel * magnitude;
+    }
+    if (!close(g, w, tol + 1e-300))
+      m.add(k, "got " + num(g) + ", want " + num(w) + " (f64), tolerance " + num(tol) + " (segment [" +
+                   std::to_string(begin) + ", " + std::to_string(end) + "))");
+  }
+  return m.count ? head + std::to_string(m.count) + " segments out of tolerance, the first is " + m.first : "";
 }
 
 std::string compare_output(const Case& c, const Reference& ref, std::size_t i, const HostResult& got) {
@@ -1216,6 +1546,9 @@ std::string compare_output(const Case& c, const Reference& ref, std::size_t i, c
       std::string why = check_arg(got.scalar, want.scalar, values, pred, values.size(), e, is_max);
       return why.empty() ? "" : head + why;
     }
+    case CheckKind::SegmentSum:
+    case CheckKind::SegmentExtreme:
+    case CheckKind::SegmentArg: return compare_segments(p, ref.segments[static_cast<std::size_t>(p.op)], values, want, got, is_max, head);
     default: break;
   }
   // Scans.
@@ -1262,6 +1595,19 @@ const char* monoid_name(MonoidChoice m) {
   return "?";
 }
 
+const char* pattern_name(SegmentPattern p) {
+  switch (p) {
+    case SegmentPattern::Random: return "random cuts";
+    case SegmentPattern::Tiny: return "lengths 0..3";
+    case SegmentPattern::Between: return "lengths 10..50";
+    case SegmentPattern::Threes: return "all of length 3";
+    case SegmentPattern::Huge: return "one huge";
+    case SegmentPattern::Skewed: return "skewed";
+    case SegmentPattern::None: return "no segments";
+  }
+  return "?";
+}
+
 bool is_commutative(MonoidChoice m) { return m != MonoidChoice::Mssp && m != MonoidChoice::Matmul; }
 
 Case generate(std::uint64_t seed) { return Generator(seed).run(); }
@@ -1274,6 +1620,15 @@ std::vector<HostArray> make_inputs(const Case& c) {
   for (std::size_t k = 0; k < c.inputs.size(); ++k) {
     const InputSpec& s = c.inputs[k];
     std::uint64_t seed = mix(c.seed ^ (0x51ed2705ULL * (k + 1)));
+    if (s.offsets) {
+      switch (s.type) {
+        case ScalarType::I32: out.push_back(fill_offsets<std::int32_t>(c.n, s, seed)); break;
+        case ScalarType::I64: out.push_back(fill_offsets<long long>(c.n, s, seed)); break;
+        case ScalarType::U32: out.push_back(fill_offsets<std::uint32_t>(c.n, s, seed)); break;
+        default: throw GraphError("fuzz: unexpected offsets type " + scalar_name(s.type));
+      }
+      continue;
+    }
     switch (s.type) {
       case ScalarType::I32: out.push_back(fill<std::int32_t>(n, s, seed)); break;
       case ScalarType::I64: out.push_back(fill<long long>(n, s, seed)); break;
@@ -1349,6 +1704,14 @@ Reference compute_reference(const Case& c, const std::vector<HostArray>& narrow_
       ref.wide_values[k] = std::move(r[0].array);
       if (r.size() > 1) ref.wide_predicates[k] = std::move(r[1].array);
     }
+    ref.segments.resize(c.ops.size());
+    for (std::size_t k = 0; k < c.ops.size(); ++k) {
+      const OpDesc& op = c.ops[k];
+      if (op.kind != OpKind::SegmentedReduce || !float_monoid_values(op)) continue;
+      const auto o = static_cast<std::size_t>(op.offsets_input);
+      ref.segments[k] = segment_bounds("segmented_reduce", c.inputs[o].type, narrow_inputs[o].data(),
+                                       narrow_inputs[o].size(), static_cast<std::size_t>(c.n));
+    }
   }
   return ref;
 }
@@ -1375,6 +1738,9 @@ std::string check_kind(const Case& c, std::size_t output) {
     case CheckKind::ExtremeScan: return "float min/max scan of rounded values, f64 reference, error " + num(p.error);
     case CheckKind::ArgScan: return "float argmin/argmax scan of rounded values, f64 reference, error " + num(p.error);
     case CheckKind::MapArray: return "float map, f64 reference, static error bound " + num(p.error);
+    case CheckKind::SegmentSum: return "float segmented sum, f64 reference, element error " + num(p.error);
+    case CheckKind::SegmentExtreme: return "float segmented min/max of rounded values, f64 reference, error " + num(p.error);
+    case CheckKind::SegmentArg: return "float segmented argmin/argmax of rounded values, f64 reference, error " + num(p.error);
   }
   return "?";
 }
@@ -1382,12 +1748,30 @@ std::string check_kind(const Case& c, std::size_t output) {
 std::string describe(const Case& c) {
   std::ostringstream os;
   os << "seed " << c.seed << " (FUSEFLOW_FUZZ_SEED=" << c.seed << "), n = " << c.n << ", shape " << c.shape << "\n";
-  for (const auto& in : c.inputs)
+  for (const auto& in : c.inputs) {
+    if (in.offsets) {
+      os << "  input " << in.name << ": " << scalar_name(in.type) << " segment offsets, pattern " << pattern_name(in.pattern)
+         << (in.partial ? ", segments inside (0, n)" : "") << "\n";
+      continue;
+    }
     os << "  input " << in.name << ": " << scalar_name(in.type) << " in [" << num(in.lo) << ", " << num(in.hi) << "]"
        << (in.integral_values ? ", integral values" : "") << "\n";
+  }
   for (const auto& p : c.params) os << "  param " << p.name << " = " << p.value.to_string() << "\n";
   for (std::size_t k = 0; k < c.ops.size(); ++k) {
     const OpDesc& op = c.ops[k];
+    if (op.kind == OpKind::Histogram || op.kind == OpKind::CountingSort) {
+      os << "  op " << k << ": " << (op.kind == OpKind::Histogram ? "histogram" : op.values ? "sort_by_key" : "counting_sort")
+         << ", " << op.bins << " bins";
+      if (op.kind == OpKind::Histogram) os << ", " << scalar_name(op.count_type) << " counts";
+      os << "\n";
+      continue;
+    }
+    if (op.kind == OpKind::SegmentedReduce) {
+      os << "  op " << k << ": segmented_reduce " << monoid_name(op.monoid) << ", offsets "
+         << c.inputs[static_cast<std::size_t>(op.offsets_input)].name << (op.offsets_cast ? " (cast to i64)" : "") << "\n";
+      continue;
+    }
     os << "  op " << k << ": " << op_name(op.kind) << " " << monoid_name(op.monoid) << ", strategy "
        << strategy_name(op.strategy);
     if (op.kind == OpKind::Scan) os << (op.scan_kind == ScanKind::Inclusive ? ", inclusive" : ", exclusive");

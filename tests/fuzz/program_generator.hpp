@@ -9,6 +9,16 @@
 //   filter -> reduce, outputs(reduce, reduce), a map over a reduction's result
 //   (x / reduce(x) style), a reduction or scan of a map that reads an earlier reduction,
 //   outputs(scan, reduce),
+// and the ops whose result has a length of its own (program_generator.cpp, "array ops"):
+//   histogram (a random integral bin expression, casts of floats to int included, with
+//             bins out of range that are dropped; 1 to 2^17 bins, so both the shared-memory
+//             and the global-atomics paths; u32 or u64 counts),
+//   segmented_reduce by offsets (any monoid above; offsets drawn from segment-length
+//             patterns: empty, single-element, 10..50, threes, huge, skewed, partial cover),
+//   counting_sort / sort_by_key (random bins up to the 8192 the sort takes, keys out of
+//             range that sort last; values carry the element index, so comparing them
+//             exactly checks stability),
+//   alone, or reading an earlier reduction's result (array_op_of_reduce),
 // under a random strategy (automatic, chunked, staged, tree, atomic where it applies;
 // lookback / reduce_then_scan for scans) and a random size, edge sizes included.
 //
@@ -30,7 +40,9 @@
 // allowed: the reference wraps, and the device's add / mul instructions wrap.
 //
 // Every Case carries its seed; generate(seed) reproduces it (FUSEFLOW_FUZZ_SEED in the
-// fuzz tests).
+// fuzz tests). The shape is drawn from the seed by a Weyl sequence, so that a run of
+// consecutive seeds (even the emulator's 60) meets every shape about as often as its
+// weight says; the rest of the case comes from a PRNG seeded with it.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -77,24 +89,50 @@ const char* monoid_name(MonoidChoice m);
 bool is_commutative(MonoidChoice m);
 
 struct OpDesc {
-  OpKind kind = OpKind::Reduce;  // Reduce or Scan
+  OpKind kind = OpKind::Reduce;  // Reduce, Scan, Histogram, SegmentedReduce or CountingSort
   NodeRef values;     // element values; argmin/argmax zip them with index(), mssp maps them to parts
+                      // (CountingSort: the values of sort_by_key, or none for counting_sort)
   NodeRef predicate;  // Reduce only: reduce(filter(values, predicate)) when set
-  MonoidChoice monoid = MonoidChoice::Plus;
+  MonoidChoice monoid = MonoidChoice::Plus;  // Reduce, Scan, SegmentedReduce
   ScanKind scan_kind = ScanKind::Inclusive;
   Strategy strategy = Strategy::Automatic;
+  // The array ops:
+  NodeRef keys;                              // Histogram: the bin; CountingSort: the key
+  std::int64_t bins = 0;                     // Histogram, CountingSort
+  ScalarType count_type = ScalarType::U32;   // Histogram
+  int offsets_input = -1;                    // SegmentedReduce: the InputSpec of its offsets
+  bool offsets_cast = false;                 // SegmentedReduce: offsets read as cast<i64>(o)
 };
 
 struct OutputDesc {
   int op = -1;  // the op's result (a reduction's scalar, a scan's array) ...
   NodeRef map;  // ... or an element-wise map (over Scalar / ScanElement nodes and inputs)
+  int field = 0;  // sort_by_key: 0 the sorted keys, 1 the values
 };
+
+// How the offsets of a segmented op are drawn (make_inputs), over the n elements.
+enum class SegmentPattern : std::uint8_t {
+  Random,     // cut points uniform in [0, n], sorted: up to 2n segments, many empty
+  Tiny,       // lengths 0..3, mostly 0 and 1
+  Between,    // lengths 10..50
+  Threes,     // all of length 3 (the last one shorter)
+  Huge,       // one to three segments, one of them nearly everything
+  Skewed,     // mostly 0..2, now and then a quarter of n
+  None,       // one offset: no segments at all
+};
+const char* pattern_name(SegmentPattern p);
 
 struct InputSpec {
   std::string name;
   ScalarType type = ScalarType::I32;
   double lo = 0, hi = 0;         // values drawn uniformly in [lo, hi]
   bool integral_values = false;  // floats rounded to integers (ties for argmin/argmax)
+  // Offsets of a segmented op (an integral input of its own length, never read as
+  // elements): drawn with this pattern; with `partial`, the segments start after element
+  // 0 and end before n (the elements outside belong to no segment).
+  bool offsets = false;
+  SegmentPattern pattern = SegmentPattern::Random;
+  bool partial = false;
 };
 
 struct ParamSpec {
@@ -105,7 +143,8 @@ struct ParamSpec {
 struct Case {
   std::uint64_t seed = 0;
   std::int64_t n = 0;
-  std::string shape;  // "reduce", "scan", "filter_reduce", "two_reduces", "map_of_reduce", ...
+  std::string shape;  // "reduce", "scan", "filter_reduce", "two_reduces", "map_of_reduce", ..., "histogram",
+                      // "segmented_reduce", "counting_sort", "sort_by_key", "array_op_of_reduce"
   std::vector<InputSpec> inputs;
   std::vector<ParamSpec> params;
   std::vector<OpDesc> ops;  // in dependency order
@@ -140,6 +179,7 @@ struct Reference {
   std::vector<HostResult> wide;    // when some output compares within a tolerance
   std::vector<HostArray> wide_values;      // per op (floats only): the element values in f64
   std::vector<HostArray> wide_predicates;  // per op with a filter (floats only)
+  std::vector<std::vector<std::size_t>> segments;  // per segmented op (floats only): its segment bounds
 };
 Reference compute_reference(const Case& c, const std::vector<HostArray>& narrow_inputs);
 

@@ -3,10 +3,12 @@
 // exactly (with the CPU reference evaluator, or a plain loop where it would be too
 // slow); floats by error against an f64 scan on the CPU, scaled by the running sum of
 // |x| at each position, so cancellation does not make the check meaningless.
-// Not covered: an in-place scan (output aliasing the input), which the API cannot
-// express yet (Runtime::run always allocates array outputs).
+// In-place scans bind the scan's result to its input's memory ({s, xs}); the reference
+// is computed from a host copy of the input. Reductions beside a scan of the same input
+// are folded into the scan's kernel (one pass) and checked against the CPU reference.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -62,16 +64,26 @@ void check_close(const std::vector<double>& got, const std::vector<double>& want
 
 // Inclusive or exclusive plus-scan of T against a loop on the CPU: integers wrap as on
 // the device (computed in the unsigned type of the same width), floats in f64.
+// With `in_place`, the scan's result is bound to the input's own memory: the scan
+// overwrites its input, and the reference comes from the host copy.
 template <class T>
-void run_sum(std::int64_t n, ff::ScanKind kind, ff::Strategy s) {
+void run_sum(std::int64_t n, ff::ScanKind kind, ff::Strategy s, bool in_place = false) {
   ff::Runtime& rt = runtime();
   const bool floating = std::is_floating_point_v<T>;
   auto host = floating ? random_values<T>(n, -1, 1) : random_values<T>(n, -1000, 1000);
   auto x = ff::input<T>("x");
   auto dev = rt.upload(host);
-  std::vector<T> got = rt.run(ff::scan(x, ff::plus, kind, s), {{x, dev}}).template download<T>();
-  std::string what = describe(std::string(kind == ff::inclusive ? "inclusive" : "exclusive") + " sum of " +
-                                  ff::type_of<T>().name(), n, s);
+  ff::Expr scanned = ff::scan(x, ff::plus, kind, s);
+  std::vector<T> got;
+  if (in_place) {
+    ff::Result r = rt.run(scanned, {{x, dev}, {scanned, dev}});
+    REQUIRE(r.size() == host.size());
+    got = dev.download();
+  } else {
+    got = rt.run(scanned, {{x, dev}}).template download<T>();
+  }
+  std::string what = describe(std::string(in_place ? "in-place " : "") + (kind == ff::inclusive ? "inclusive" : "exclusive") +
+                                  " sum of " + ff::type_of<T>().name(), n, s);
   if constexpr (std::is_floating_point_v<T>) {
     std::vector<double> want(host.size()), magnitude(host.size()), got64(got.begin(), got.end());
     double sum = 0, abs_sum = 0;
@@ -96,20 +108,32 @@ void run_sum(std::int64_t n, ff::ScanKind kind, ff::Strategy s) {
 }
 
 // A program over input x of type T, run on the GPU and by the CPU reference evaluator;
-// output 0 (of type R) must match exactly.
+// output `output` (of type R) must match exactly, and so must every scalar output. With
+// `in_place`, output `output` is bound to x's memory (R must be T) and read from there.
 template <class T, class R>
 void run_against_reference(const std::string& what, const std::function<ff::Program(const ff::Expr&)>& build,
-                           std::int64_t n, double lo, double hi, std::size_t output = 0) {
+                           std::int64_t n, double lo, double hi, std::size_t output = 0, bool in_place = false) {
   ff::Runtime& rt = runtime();
   auto host = random_values<T>(n, lo, hi);
   auto x = ff::input<T>("x");
   ff::Program prog = build(x);
   auto dev = rt.upload(host);
-  std::vector<ff::Result> got = rt.run(prog, {{x, dev}});
+  ff::Bindings bindings = {{x, dev}};
+  if (in_place) bindings.push_back({prog.outputs()[output], ff::device_span<T>(dev)});
+  std::vector<ff::Result> got = rt.run(prog, bindings);
   ff::HostBindings b;
   b.bind(x, ff::HostArray::from(host));
   auto want = ff::evaluate(prog, b);
-  check_exact(got[output].download<R>(), want[output].array.to_vector<R>(), what + ", n = " + std::to_string(n));
+  const std::string where = what + ", n = " + std::to_string(n);
+  if constexpr (std::is_same_v<T, R>) {
+    if (in_place) check_exact(dev.download(), want[output].array.to_vector<R>(), where + ", in place");
+  }
+  check_exact(got[output].download<R>(), want[output].array.to_vector<R>(), where);
+  for (std::size_t i = 0; i < want.size(); ++i)
+    if (want[i].is_scalar) {
+      INFO(where << ", scalar output " << i);
+      CHECK(got[i].value().to_string() == want[i].scalar.to_string());
+    }
 }
 
 }  // namespace
@@ -200,6 +224,83 @@ TEST_CASE("several outputs of one scan, beside a reduction of the same input") {
     };
     run_against_reference<int, int>("scan output", build, n, -1000, 1000, 0);
     run_against_reference<int, int>("scan epilogue output", build, n, -1000, 1000, 2);
+  }
+}
+
+TEST_CASE("an in-place scan (result bound to its input's memory) overwrites the input with the scan") {
+  for (ff::Strategy s : kStrategies)
+    for (ff::ScanKind kind : {ff::inclusive, ff::exclusive})
+      for (std::int64_t n : kSizes) {
+        run_sum<std::int32_t>(n, kind, s, true);
+        run_sum<float>(n, kind, s, true);
+      }
+}
+
+TEST_CASE("an in-place scan with a map before (prologue) and after it (epilogue) reads each element before it is written") {
+  for (ff::Strategy s : kStrategies)
+    for (std::int64_t n : kSizes)
+      run_against_reference<int, int>(describe("in-place prologue + epilogue", n, s), [&](const ff::Expr& x) {
+        return ff::Program(ff::scan(x * 3 - 1, ff::plus, ff::exclusive, s) * 2 + x);
+      }, n, -1000, 1000, 0, true);
+}
+
+TEST_CASE("an in-place linear recurrence over (a, b) pairs keeps the order of its non-commutative monoid") {
+  using P = ff::Tuple<float, float>;
+  ff::Runtime& rt = runtime();
+  for (ff::Strategy s : kStrategies)
+    for (std::int64_t n : kSizes) {
+      auto ha = random_values<float>(n, -1, 1), hb = random_values<float>(n, -1, 1);
+      std::vector<P> pairs(ha.size());
+      for (std::size_t i = 0; i < pairs.size(); ++i) pairs[i] = P{ha[i], hb[i]};
+      auto p = ff::input<P>("p");
+      auto dev = rt.upload(pairs);
+      ff::Expr scanned = ff::scan(p, ff::catalog::linear_recurrence(), ff::inclusive, s);
+      rt.run(scanned, {{p, dev}, {scanned, dev}});
+      std::vector<P> got = dev.download();
+      std::vector<double> want(ha.size()), magnitude(ha.size()), got64(ha.size());
+      double x = 0, m = 0;
+      for (std::size_t i = 0; i < ha.size(); ++i) {
+        x = ha[i] * x + hb[i];
+        m = std::fabs(ha[i]) * m + std::fabs(hb[i]);
+        want[i] = x;
+        magnitude[i] = 10 * m;
+        got64[i] = ff::get<1>(got[i]);
+      }
+      check_close(got64, want, magnitude, describe("in-place linear recurrence", n, s));
+    }
+}
+
+TEST_CASE("reductions beside a scan of the same input are folded into the scan's one pass") {
+  const ff::codegen::Target sm90 = ff::codegen::Target::preset("sm_90");
+  // Integers: plus and max (commutative) and the maximum segment sum (non-commutative,
+  // folded in tile order) beside an exclusive scan; all exact.
+  auto ints = [](const ff::Expr& x) {
+    ff::Expr s = ff::scan(x, ff::plus, ff::exclusive);
+    return ff::Program(ff::outputs(s, ff::reduce(x, ff::plus), ff::reduce(x * x, ff::max),
+                                   ff::reduce(ff::catalog::mssp_parts(x), ff::catalog::mssp()),
+                                   ff::reduce(ff::filter(x, x > 0), ff::plus)));
+  };
+  CHECK(ff::codegen::plan(ints(ff::input<int>("x")), sm90).kernels.size() == 1);
+  for (std::int64_t n : kSizes) run_against_reference<int, int>("scan + 4 reductions of i32", ints, n, -1000, 1000);
+  // In place too: the reductions read the elements before the scan overwrites them.
+  for (std::int64_t n : kSizes) run_against_reference<int, int>("in-place scan + 4 reductions of i32", ints, n, -1000, 1000, 0, true);
+
+  // Floats: the sum within the Numerics bound of the f64 sum, the max exactly.
+  ff::Runtime& rt = runtime();
+  for (std::int64_t n : kSizes) {
+    auto host = random_values<float>(n, -1, 1);
+    auto x = ff::input<float>("x");
+    ff::Expr s = ff::scan(x, ff::plus);
+    ff::Program prog(ff::outputs(s, ff::reduce(x, ff::plus), ff::reduce(x, ff::max)));
+    CHECK(ff::codegen::plan(prog, sm90).kernels.size() == 1);
+    auto dev = rt.upload(host);
+    std::vector<ff::Result> got = rt.run(prog, {{x, dev}});
+    double sum = 0, abs_sum = 0;
+    float max = -INFINITY;
+    for (float v : host) sum += v, abs_sum += std::fabs(v), max = std::max(max, v);
+    INFO("f32 scan + sum + max, n = " << n);
+    CHECK(std::fabs(got[1].as<float>() - sum) <= 2e-5 * abs_sum + 1e-6);
+    CHECK(got[2].as<float>() == max);
   }
 }
 

@@ -317,6 +317,42 @@ TEST_CASE("one segment of 2^22 elements among 2^18 tiny ones is exact (skew)") {
   check_every_op(offsets, offsets.back(), "2^22 among 2^18 tiny");
 }
 
+// The kernel's tiles are 256 x 12 items (elements + segment ends) for 4-byte sums and
+// 256 x 4 for the maximum segment sum; a tile holding no segment end takes a vector-load
+// path when its first element is a multiple of the vector width (4 elements).
+TEST_CASE("long segments ending at, before and after tile ends, then many short ones, at every alignment") {
+  for (std::int64_t tile : {1024LL, 3072LL}) {
+    for (std::int64_t tiles : {1LL, 2LL, 5LL}) {
+      for (std::int64_t shift : {-1LL, 0LL, 1LL}) {
+        for (int start : {0, 1, 2}) {
+          // Items count from the first offset. Segment 0 is [start, start + length): its end
+          // is item `length`, the last item of a tile when length + 1 = tiles x tile.
+          const std::int64_t length = tiles * tile - 1 + shift;
+          std::vector<int> offsets = {start, static_cast<int>(start + length)};
+          std::uniform_int_distribution<int> tiny(0, 3);
+          for (int s = 0; s < 3000; ++s) offsets.push_back(offsets.back() + tiny(rng()));
+          offsets.push_back(offsets.back() + static_cast<int>(tile) * 3 + 5);  // another long one, unaligned
+          const std::int64_t n = offsets.back() + 7;
+          check_all(offsets, n,
+                    "tile " + std::to_string(tile) + " x " + std::to_string(tiles) + ", shift " + std::to_string(shift) +
+                        ", first element " + std::to_string(start));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("tiles with no segment end alternate with tiles full of ends") {
+  std::vector<int> offsets = {0};
+  std::uniform_int_distribution<int> tiny(0, 2), huge(3000, 9000);
+  for (int round = 0; round < 40; ++round) {
+    offsets.push_back(offsets.back() + huge(rng()));
+    const int shorts = tiny(rng()) * 1500;
+    for (int s = 0; s < shorts; ++s) offsets.push_back(offsets.back() + tiny(rng()));
+  }
+  check_all(offsets, offsets.back(), "huge and tiny segments alternating");
+}
+
 TEST_CASE("the catalog's segmented_sum and segmented_mssp run with i32 offsets") {
   for (const char* name : {"segmented_sum", "segmented_mssp"}) {
     const ff::Program p = ff::catalog::find(name).build();

@@ -30,6 +30,12 @@ ff::device_span<T> fake_array(std::size_t n) {
   return ff::device_span<T>(CUdeviceptr{0x100000}, n);
 }
 
+// n elements at a fake device address `at`, for the tests of results bound to memory.
+template <class T>
+ff::device_span<T> fake_at(CUdeviceptr at, std::size_t n) {
+  return ff::device_span<T>(at, n);
+}
+
 using ff::test::graph_error_of;
 
 // The generated kernels of a program, compiled for sm_90 as a Runtime would compile them.
@@ -142,7 +148,60 @@ TEST_CASE("a binding the program does not read is named") {
           ff::check_bindings(ff::reduce(x, ff::plus), {{x, fake_array<float>(8)}, {z, fake_array<float>(8)}});
         }) == "fuseflow: run: input 'z' is bound but not used by this program");
   CHECK(graph_error_of([&] { ff::check_bindings(ff::reduce(x, ff::plus), {{x + 1.0f, fake_array<float>(8)}}); }) ==
-        "fuseflow: run: only inputs and parameters can be bound, not x + 1.0f");
+        "fuseflow: run: only inputs, parameters and results of this program can be bound, not x + 1.0f");
+}
+
+TEST_CASE("a scan's result bound to exactly its input's memory is an in-place scan; any other overlap is named") {
+  const auto x = ff::input<float>("x");
+  const ff::Expr s = ff::scan(x, ff::plus, ff::exclusive);
+  const CUdeviceptr at = 0x100000;
+  auto error = [&](const ff::Program& p, const ff::Bindings& b) { return graph_error_of([&] { ff::check_bindings(p, b); }); };
+  // In place, with either strategy, and with a reduction folded into the scan's pass.
+  CHECK(error(s, {{x, fake_at<float>(at, 1000)}, {s, fake_at<float>(at, 1000)}}) == "(no GraphError thrown)");
+  const ff::Expr rts = ff::scan(x, ff::plus, ff::inclusive, ff::strategy::reduce_then_scan);
+  CHECK(error(rts, {{x, fake_at<float>(at, 1000)}, {rts, fake_at<float>(at, 1000)}}) == "(no GraphError thrown)");
+  CHECK(error(ff::outputs(s, ff::reduce(x, ff::max)), {{x, fake_at<float>(at, 1000)}, {s, fake_at<float>(at, 1000)}}) ==
+        "(no GraphError thrown)");
+  // Separate memory of the right length and type is fine too.
+  CHECK(error(s, {{x, fake_at<float>(at, 1000)}, {s, fake_at<float>(at + 4000, 1000)}}) == "(no GraphError thrown)");
+
+  CHECK(error(s, {{x, fake_at<float>(at, 1000)}, {s, fake_at<float>(at + 4000, 999)}}) ==
+        "fuseflow: run: output 0 (" + ff::to_string(s) + ") has 1000 elements but was bound to an array of 999");
+  CHECK(error(s, {{x, fake_at<float>(at, 1000)}, {s, fake_at<int>(at, 1000)}}) ==
+        "fuseflow: run: output 0 (" + ff::to_string(s) + ") holds f32 but was bound to an array of i32");
+  CHECK(error(s, {{x, fake_at<float>(at, 1000)}, {s, fake_at<float>(at + 4, 1000)}}) ==
+        "fuseflow: run: output 0 (" + ff::to_string(s) +
+            ") is bound to memory that partly overlaps input 'x'; an output may share memory with an input only "
+            "exactly (the same address, element size and length), to be written in place");
+  CHECK(error(s, {{x, fake_at<float>(at, 1000)}, {s, fake_at<float>(at + 8000, 1000)}, {s, fake_at<float>(at, 1000)}}) ==
+        "fuseflow: run: the result " + ff::to_string(s) + " is bound twice");
+  CHECK(error(s, {{x, fake_at<float>(at, 1000)}, {s * 2.0f, fake_at<float>(at + 8000, 1000)}}) ==
+        "fuseflow: run: only inputs, parameters and results of this program can be bound, not scan(...) * 2.0f");
+}
+
+TEST_CASE("results bound to overlapping memory, scalars bound to memory and unsafe aliasing are named") {
+  const auto x = ff::input<float>("x");
+  const ff::Expr s = ff::scan(x, ff::plus);
+  const ff::Expr doubled = s * 2.0f;
+  const CUdeviceptr at = 0x100000;
+  auto error = [&](const ff::Program& p, const ff::Bindings& b) { return graph_error_of([&] { ff::check_bindings(p, b); }); };
+  CHECK(error(ff::outputs(s, doubled),
+              {{x, fake_at<float>(at, 1000)}, {s, fake_at<float>(at + 8000, 1000)}, {doubled, fake_at<float>(at + 8100, 1000)}}) ==
+        "fuseflow: run: outputs 0 and 1 are bound to overlapping memory; each output needs memory of its own");
+  const ff::Expr total = ff::reduce(x, ff::plus);
+  CHECK(error(ff::outputs(s, total), {{x, fake_at<float>(at, 1000)}, {total, fake_at<float>(at + 8000, 1)}}) ==
+        "fuseflow: run: output 1 (" + ff::to_string(total) +
+            ") is a scalar, which comes back to the host; only array results can be bound to device memory");
+  // A map writes element i while it reads it, but it is not a scan: not in place.
+  const ff::Expr mapped = x * 2.0f;
+  CHECK(error(mapped, {{x, fake_at<float>(at, 1000)}, {mapped, fake_at<float>(at, 1000)}}).find(
+            "is bound to memory of input 'x', which its kernel ff_map") != std::string::npos);
+  // A second scan of x runs after the first has overwritten x.
+  const ff::Expr maxes = ff::scan(x, ff::max);
+  CHECK(error(ff::outputs(s, maxes), {{x, fake_at<float>(at, 1000)}, {s, fake_at<float>(at, 1000)}}) ==
+        "fuseflow: run: output 0 (" + ff::to_string(s) +
+            ") is bound to memory of input 'x', which kernel ff_scan_lookback_f32_max reads after "
+            "ff_scan_lookback_f32_plus has written the output there: bind a separate array");
 }
 
 TEST_CASE("correct bindings pass, parameters of another arithmetic type included") {

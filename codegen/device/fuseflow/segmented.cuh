@@ -89,30 +89,69 @@ __device__ __forceinline__ long long merge_path_search(long long diagonal, long 
   return lo;
 }
 
+// Shared-memory index with one padding word per 32: a warp whose thread t reads item
+// t * s + k (the fold's strides: kItems for one long segment, about 3 for segments of
+// 3, ...) spreads over the banks instead of hitting a few of them s times.
+__device__ __forceinline__ int padded(int i) { return i + (i >> 5); }
+
+// One tile's place on the merge path: its segment ends are [i0, i0 + ends) and its elements
+// [j0, j0 + elements) (relative to offsets[0]); items = ends + elements.
+struct TileSpan {
+  long long i0, j0;
+  int ends, elements, items;
+  bool valid;  // false when the offsets decrease across the tile (ends or elements < 0)
+  bool fast;   // no segment end, a full tile, vector-aligned: read straight into registers
+};
+
 // The whole reduction, called by every thread of every block of the grid.
-//   segments: m; value_at(i): the (mapped) value of element i; offset_at(s): offsets[s],
-//   clamped to [0, n] so that bad offsets never read or write out of bounds.
+//   segments: m; value_at(i): the (mapped) value of element i; vector_at(i, v): the mapped
+//   values of elements i .. i + kVec - 1 into v (i a multiple of kVec; used only when
+//   vectors_aligned, i.e. every input is aligned to a whole vector); offset_at(s):
+//   offsets[s], clamped to [0, n] so that bad offsets never read or write out of bounds.
 //   out: m results; carry_segment, carry_value, head_value: one per block (scratch);
 //   ticket: a zeroed counter, left zeroed; invalid: set to 1 when an offset is less than
 //   the one before it (the segments concerned get unspecified values).
 //
+// Per tile (kThreads x kItems items), software-pipelined: the next tile's values and
+// segment ends are loaded into registers while this one is reduced, so a block always has
+// a tile's loads in flight. Two kinds of tile:
+//  - no segment end (inside one long segment): each thread folds its kItems consecutive
+//    elements, read with vector loads straight into registers (nothing staged);
+//  - otherwise the ends and values are staged in shared memory (padded), each thread
+//    finds its start on the tile's merge path and folds its kItems items; segments that
+//    begin and end inside a thread are complete there.
+// Then a segmented scan of the threads' tails (the value of the segment open at each
+// thread's end) gives every thread the value of the segment open at its start: ballot
+// for the segment starts, one shuffle per step, and per warp one tail and flag in shared
+// memory. Completed segments are collected in shared memory and written coalesced.
+// Segments carry no ids: the segment open at a tile's start is its i0.
+//
 // Why every decreasing pair is found: with non-decreasing offsets the tiles' ranges of
-// segment ends [i0, i1) partition [0, m) in order, so each end is staged once and compared
-// with its predecessor. Decreasing offsets either leave that so (and the staging finds
+// segment ends [i0, i1) partition [0, m) in order, so each end is loaded once and compared
+// with its predecessor. Decreasing offsets either leave that so (and the loads find
 // them) or make some tile's range run backwards, which is flagged too.
-template <int kThreads, int kItems, typename T, typename ValueAt, typename OffsetAt, typename Combine>
-__device__ __forceinline__ void reduce_by_offsets(const long long segments, ValueAt value_at, OffsetAt offset_at,
-                                                  Combine combine, const T identity, T* out,
-                                                  long long* carry_segment, T* carry_value, T* head_value,
-                                                  unsigned* ticket, unsigned* invalid) {
+template <int kThreads, int kItems, int kVec, typename T, typename ValueAt, typename VectorAt, typename OffsetAt,
+          typename Combine>
+__device__ __forceinline__ void reduce_by_offsets(const long long segments, ValueAt value_at, VectorAt vector_at,
+                                                  const bool vectors_aligned, OffsetAt offset_at, Combine combine,
+                                                  const T identity, T* out, long long* carry_segment, T* carry_value,
+                                                  T* head_value, unsigned* ticket, unsigned* invalid) {
   constexpr int kTile = kThreads * kItems;
+  constexpr int kPadded = kTile + kTile / kWarpSize;
+  constexpr int kWarps = kThreads / kWarpSize;
+  constexpr bool kVectorTiles = kVec > 1 && kItems % kVec == 0;
   // The tile's segment ends, relative to its first element. Only comparisons with
   // positions in [0, kTile] are made, so they are clamped to [-1, kTile + 1]: 32 bits.
-  __shared__ int ends[kTile];
-  __shared__ T values[kTile];        // the tile's elements, mapped
+  __shared__ int ends[kPadded];
+  __shared__ T values[kPadded];   // the tile's elements, mapped
+  __shared__ T results[kPadded];  // the tile's completed segments, written out coalesced
   __shared__ long long tile_segment[kThreads];  // segment ends before each tile of a batch
-  __shared__ Carry<T> scratch[kThreads / kWarpSize];
+  __shared__ T warp_tail[kWarps];    // each warp's inclusive scan of tails
+  __shared__ int warp_ended[kWarps];  // whether a segment ends in the warp
+  __shared__ Carry<T> scratch[kWarps];
   Carry<T> total;
+  const int lane = threadIdx.x % kWarpSize;
+  const int warp = threadIdx.x / kWarpSize;
 
   const long long first = offset_at(0);
   const long long elements = max(0LL, offset_at(segments) - first);
@@ -127,8 +166,54 @@ __device__ __forceinline__ void reduce_by_offsets(const long long segments, Valu
   const long long d_begin = min(items, my_first_tile * kTile);
   const long long d_end = min(items, (my_first_tile + my_tiles) * kTile);
 
-  long long block_segment = -1;  // the segment open where this block starts
-  Carry<T> open{-1, identity};    // that segment's value so far, then the next open one
+  long long block_segment = -1;  // the segment open where this block starts (its "head")
+  long long open_segment = -1;   // the segment open after the tiles done so far
+  T open = identity;             // its value over this block's elements
+
+  // The next tile, in registers: values (and ends, relative and clamped) in a striped
+  // arrangement for staging, or kItems consecutive values per thread for a fast tile.
+  T staged_value[kItems];
+  int staged_end[kItems];
+
+  const auto span_of = [&](const long long batch, const int t) {
+    const long long d0 = batch + (long long)t * kTile, d1 = min(d_end, d0 + kTile);
+    const long long i0 = tile_segment[t], i1 = tile_segment[t + 1];
+    TileSpan s;
+    s.i0 = i0;
+    s.j0 = d0 - i0;
+    s.valid = i1 >= i0 && d1 - i1 >= s.j0;  // the same for the whole block: barriers stay matched
+    s.ends = (int)(i1 - i0);
+    s.elements = (int)(d1 - i1 - s.j0);
+    s.items = (int)(d1 - d0);
+    s.fast = kVectorTiles && vectors_aligned && s.valid && s.ends == 0 && s.elements == kTile &&
+             (first + s.j0) % kVec == 0;
+    return s;
+  };
+  const auto load = [&](const TileSpan& s) {
+    if (!s.valid) return;
+    if constexpr (kVectorTiles) {
+      if (s.fast) {
+        const long long at = first + s.j0 + (long long)threadIdx.x * kItems;
+#pragma unroll
+        for (int k = 0; k < kItems; k += kVec) vector_at(at + k, &staged_value[k]);
+        return;
+      }
+    }
+    // Coalesced. Each end is checked against the one before it (the previous thread's,
+    // so a cache hit).
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) {
+      const int e = k * kThreads + threadIdx.x;
+      if (e < s.elements) staged_value[k] = value_at(first + s.j0 + e);
+      if (e < s.ends) {
+        const long long i = s.i0 + e;
+        const long long end = end_at(i);
+        if (end < (i == 0 ? first : end_at(i - 1))) *invalid = 1u;
+        staged_end[k] = (int)min((long long)kTile + 1, max(-1LL, end - (first + s.j0)));
+      }
+    }
+  };
+
   // Tiles go in batches of kThreads - 1: first every thread finds where one tile starts
   // on the merge path (a binary search over the offsets), then the tiles run in order.
   for (long long batch = d_begin; batch < d_end || batch == d_begin; batch += (long long)(kThreads - 1) * kTile) {
@@ -138,80 +223,119 @@ __device__ __forceinline__ void reduce_by_offsets(const long long segments, Valu
       tile_segment[threadIdx.x] = merge_path_search(d, lo, hi, first, end_at);
     }
     __syncthreads();
-    if (block_segment < 0) {
-      block_segment = tile_segment[0];
-      open = Carry<T>{block_segment, identity};
-    }
-    for (int t = 0; t + 1 < kThreads; ++t) {
-      const long long d0 = batch + (long long)t * kTile;
-      if (d0 >= d_end) break;
-      const long long d1 = min(d_end, d0 + kTile);
-      const long long i0 = tile_segment[t], i1 = tile_segment[t + 1];
-      const long long j0 = d0 - i0, j1 = d1 - i1;
-      const int tile_ends = (int)(i1 - i0), tile_elements = (int)(j1 - j0), tile_items = (int)(d1 - d0);
-      if (tile_ends < 0 || tile_elements < 0) {  // the same for the whole block: barriers stay matched
+    if (block_segment < 0) block_segment = open_segment = tile_segment[0];
+    const int batch_tiles = (int)min((long long)(kThreads - 1), (d_end - batch + kTile - 1) / kTile);
+    TileSpan next = span_of(batch, 0);
+    if (batch_tiles > 0) load(next);
+    for (int t = 0; t < batch_tiles; ++t) {
+      const TileSpan cur = next;
+      bool ended = false;      // whether a segment ends among this thread's items
+      int x_first = 0;         // the first of them, relative to cur.i0
+      T first_value = identity;  // its value from this thread's start
+      T tail = identity;       // the value of the segment open at this thread's end, from
+                               // its last segment end (or its start)
+      if (cur.fast) {
+#pragma unroll
+        for (int k = 0; k < kItems; ++k) tail = combine(tail, staged_value[k]);
+      } else if (cur.valid) {
+#pragma unroll
+        for (int k = 0; k < kItems; ++k) {
+          const int e = k * kThreads + threadIdx.x;
+          if (e < cur.elements) values[padded(e)] = staged_value[k];
+          if (e < cur.ends) ends[padded(e)] = staged_end[k];
+        }
+      }
+      // The staged tile is complete, and every thread is done with the previous tile's
+      // warp_tail and results.
+      __syncthreads();
+      if (t + 1 < batch_tiles) {
+        next = span_of(batch, t + 1);
+        load(next);
+      }
+      if (!cur.valid) {
         if (threadIdx.x == 0) *invalid = 1u;
         continue;
       }
-      // Coalesced: the tile's segment ends and elements, into shared memory. Each end is
-      // checked against the one before it (the previous thread's, so a cache hit).
-      for (int k = threadIdx.x; k < tile_ends; k += kThreads) {
-        const long long end = end_at(i0 + k);
-        if (end < (i0 + k == 0 ? first : end_at(i0 + k - 1))) *invalid = 1u;
-        ends[k] = (int)min((long long)kTile + 1, max(-1LL, end - (first + j0)));
-      }
-      for (int k = threadIdx.x; k < tile_elements; k += kThreads) values[k] = value_at(first + j0 + k);
-      __syncthreads();
-
-      // This thread's kItems items, from where it starts on the tile's merge path.
-      const int dd = min((int)threadIdx.x * kItems, tile_items);
-      const int dd_end = min(dd + kItems, tile_items);
-      int x = dd - tile_elements > 0 ? dd - tile_elements : 0, hi = min(dd, tile_ends);
-      while (x < hi) {
-        const int pivot = (x + hi) / 2;
-        if (ends[pivot] <= dd - pivot - 1) x = pivot + 1;
-        else hi = pivot;
-      }
-      int j = dd - x;
-      T running = identity;
-      bool ended = false;   // whether this thread ended a segment
-      long long first_ended = 0;
-      T first_value = identity;  // that segment's value from this thread's start
+      if (!cur.fast) {
+        // This thread's kItems items, from where it starts on the tile's merge path.
+        const int dd = min((int)threadIdx.x * kItems, cur.items);
+        const int dd_end = min(dd + kItems, cur.items);
+        int x = dd - cur.elements > 0 ? dd - cur.elements : 0, hi = min(dd, cur.ends);
+        while (x < hi) {
+          const int pivot = (x + hi) / 2;
+          if (ends[padded(pivot)] <= dd - pivot - 1) x = pivot + 1;
+          else hi = pivot;
+        }
+        int j = dd - x;
+        x_first = x;
 #pragma unroll
-      for (int k = 0; k < kItems; ++k) {
-        if (x + j < dd_end) {
-          if (x < tile_ends && (j >= tile_elements || ends[x] <= j)) {
-            if (!ended) {
+        for (int k = 0; k < kItems; ++k) {
+          if (x + j < dd_end) {
+            if (x < cur.ends && (j >= cur.elements || ends[padded(x)] <= j)) {
+              if (ended) results[padded(x)] = tail;  // began and ended inside this thread: complete
+              else first_value = tail;
               ended = true;
-              first_ended = i0 + x;
-              first_value = running;
+              tail = identity;
+              ++x;
             } else {
-              out[i0 + x] = running;  // began and ended inside this thread: complete
+              tail = combine(tail, values[padded(j)]);
+              ++j;
             }
-            running = identity;
-            ++x;
-          } else {
-            running = combine(running, values[j]);
-            ++j;
           }
         }
       }
-      // The segment open at this thread's start continues what the threads before it
-      // (and the tiles before this one) carried.
-      const Carry<T> before = block_exclusive_join<kThreads>(Carry<T>{i0 + x, running}, identity, combine, scratch, total);
-      const Carry<T> prefix = join(open, before, combine);
-      if (ended) {
-        const T v = prefix.segment == first_ended ? combine(prefix.value, first_value) : first_value;
-        if (first_ended == block_segment) head_value[blockIdx.x] = v;  // earlier blocks hold its start
-        else out[first_ended] = v;
+
+      // Segmented inclusive scan of the tails over the warp: lane L's covers lanes
+      // start .. L, start being the last lane at or below L that ended a segment (lane 0
+      // when none did; the warps before and the tiles before then continue it).
+      const unsigned ended_lanes = __ballot_sync(kFullMask, ended);
+      const unsigned ended_below = ended_lanes & ((1u << lane) - 1u);
+      const unsigned ended_upto = ended_lanes & ((2u << lane) - 1u);
+      const int start = ended_upto ? kWarpSize - 1 - __clz((int)ended_upto) : 0;
+      T inclusive = tail;
+#pragma unroll
+      for (int d = 1; d < kWarpSize; d *= 2) {
+        const T lower = shfl_up(inclusive, d);
+        if (lane - d >= start) inclusive = combine(lower, inclusive);
       }
-      open = join(open, total, combine);
+      T before = shfl_up(inclusive, 1);  // the lanes below, back to the last segment end
+      if (lane == kWarpSize - 1) {
+        warp_tail[warp] = inclusive;
+        warp_ended[warp] = ended_lanes != 0u;
+      }
+      __syncthreads();
+      // The value open at the start of warp w: the warps before it back to the last one
+      // that ended a segment, then (if none did) the tiles before.
+      const auto open_before = [&](const int w) {
+        T v = identity;
+        for (int u = w - 1; u >= 0; --u) {
+          v = combine(warp_tail[u], v);
+          if (warp_ended[u]) return v;
+        }
+        return combine(open, v);
+      };
+      if (ended) {
+        if (lane == 0) before = identity;
+        if (ended_below == 0u) before = combine(open_before(warp), before);
+        results[padded(x_first)] = combine(before, first_value);
+      }
+      open = open_before(kWarps);
+      open_segment = cur.i0 + cur.ends;
+      if (cur.ends > 0) {  // the same for the whole block
+        __syncthreads();   // results complete
+        for (int k = threadIdx.x; k < cur.ends; k += kThreads) {
+          const long long s = cur.i0 + k;
+          // The block's first segment began before it: earlier blocks hold its start.
+          if (s == block_segment) store_global_words(head_value + blockIdx.x, results[padded(k)]);
+          else out[s] = results[padded(k)];
+        }
+      }
     }
     __syncthreads();  // tile_segment is rewritten by the next batch
   }
   if (threadIdx.x == 0) {
-    carry_segment[blockIdx.x] = open.segment;
-    carry_value[blockIdx.x] = open.value;
+    carry_segment[blockIdx.x] = open_segment;
+    store_global_words(carry_value + blockIdx.x, open);  // padding included, for the coherent reads below
   }
 
   // The last block completes each block's head with the carries of the blocks before it.

@@ -14,6 +14,8 @@
 // form over groups of 32 tiles, folded left to right, whatever the timing of the blocks;
 // it waits only for predecessors' aggregates, never for their look-backs, so it is as
 // free of waiting as a plain decoupled look-back.
+#include <algorithm>
+
 #include "../scan_context.hpp"
 
 namespace fuseflow::codegen {
@@ -29,9 +31,13 @@ Kernel emit_scan_lookback(const ScanGroup& g, const Target& /*target: one block 
                              "constexpr int kStashWindows = kTile / 32 < 32 ? kTile / 32 : 32;"});
   std::vector<Arg> extra = {{Arg::Kind::Scratch, 0, "tile_counter", ScalarType::U32},
                             {Arg::Kind::Scratch, 1, "tile_status", type}};
+  for (const Arg& a : k.fold_args(2)) extra.push_back(a);
   std::vector<Arg> args = k.args(true, true, extra);
-  k.open_kernel(w, args, {"unsigned int", "void"});
+  std::vector<std::string> scratch_types = {"unsigned int", "void"};
+  if (!g.reduces.empty()) scratch_types.push_back(k.types().name(extra[extra.size() - 2].type));
+  k.open_kernel(w, args, scratch_types);
   k.emit_functions(w, true, true);
+  k.emit_fold_functions(w);
   w.line();
   // block_exclusive_scan's barriers separate the items loop from the stash and the store.
   k.emit_shared(w, true, true);
@@ -43,6 +49,7 @@ Kernel emit_scan_lookback(const ScanGroup& g, const Target& /*target: one block 
   w.line("const long long tile = tile_id;");
   w.line("const long long base = tile * kTile;");
   k.emit_tile_load_and_items(w, true);
+  k.emit_tile_fold(w);
   w.line(k.acc() + " tile_total;");
   w.line("const " + k.acc() +
          " thread_prefix = ff::block_exclusive_scan<kBlock>(thread_total, combine, identity, warp_totals, tile_total);");
@@ -60,6 +67,7 @@ Kernel emit_scan_lookback(const ScanGroup& g, const Target& /*target: one block 
   w.close();
   w.line("__syncthreads();");
   k.emit_tile_store(w, "combine(tile_prefix, thread_prefix)", true);
+  k.emit_fold_finish(w);
   w.close();
 
   Kernel out;
@@ -68,12 +76,14 @@ Kernel emit_scan_lookback(const ScanGroup& g, const Target& /*target: one block 
   out.block = tiling.block;
   out.max_grid = 0;  // one block per tile: the grid grows with n
   out.any_grid = false;
+  out.in_place = true;  // a tile reads its own range into shared memory, then stores it
   out.items_per_block_step = tiling.tile();
   out.args = args;
   out.summary = std::string("lookback (single pass, decoupled look-back): block ") + std::to_string(tiling.block) +
                 ", " + std::to_string(tiling.items) + " items per thread, tiles of " + std::to_string(tiling.tile()) +
                 " elements, one block per tile, " + std::to_string(status_words) + " flagged 64-bit word" +
-                (status_words == 1 ? "" : "s") + " of status per tile and per group of 32 tiles, deterministic look-back";
+                (status_words == 1 ? "" : "s") + " of status per tile and per group of 32 tiles, deterministic look-back" +
+                k.fold_summary();
   out.why = g.op->strategy == Strategy::Lookback ? "strategy lookback was asked for"
                                                   : "the default scan: one pass, reads n and writes n";
   out.source = k.assemble("strategy: " + out.summary, w.str());
@@ -82,14 +92,20 @@ Kernel emit_scan_lookback(const ScanGroup& g, const Target& /*target: one block 
 
 std::function<void(std::int64_t, ScheduleBuilder&)> lookback_step(int kernel, const Kernel& k, const Type& t) {
   const std::int64_t tile = k.items_per_block_step;
+  // Fused reductions: one fold per tile (Scratch argument 2), and a launch even for n = 0,
+  // whose one tile stores nothing and gives each reduction its identity.
+  std::size_t fold_bytes = 0;
+  for (const Arg& a : k.args)
+    if (a.kind == Arg::Kind::Scratch && a.index == 2) fold_bytes = a.type.size();
   return [=](std::int64_t n, ScheduleBuilder& b) {
-    if (n == 0) return;
-    const std::int64_t tiles = (n + tile - 1) / tile;
+    if (n == 0 && fold_bytes == 0) return;
+    const std::int64_t tiles = std::max<std::int64_t>(1, (n + tile - 1) / tile);
     Launch l;
     l.kernel = kernel;
     l.n = n;
     l.grid = static_cast<int>(tiles);
     l.scratch = {b.allocate(sizeof(unsigned), true), b.allocate(lookback_status_bytes(t, tiles), true)};
+    if (fold_bytes) l.scratch.push_back(b.allocate(static_cast<std::size_t>(tiles) * fold_bytes));
     b.launch(std::move(l));
   };
 }

@@ -115,7 +115,11 @@ Kernel emit_scan_phase(const ScanGroup& g, const ScanTiling& tiling, int max_gri
   w.line("__syncthreads();  // the stages are overwritten by the next tile");
   w.close();
   w.close();
-  return finish(k, w, args, max_grid, "phase 3 of 3 (scan each chunk seeded with its block's prefix)");
+  Kernel out = finish(k, w, args, max_grid, "phase 3 of 3 (scan each chunk seeded with its block's prefix)");
+  // Phase 1 has read everything before this launch; here a block reads each tile of its
+  // own chunk into shared memory before it stores that tile.
+  out.in_place = true;
+  return out;
 }
 
 }  // namespace

@@ -10,6 +10,14 @@
 // carries the open segment from tile to tile in order; the last block completes the
 // segments that cross block boundaries. Order is preserved throughout, so non-commutative
 // monoids (maximum segment sum) are exact, and floats give the same bits on every run.
+//
+// Where the time goes, and what keeps it down: the next tile is loaded into registers
+// while the current one is reduced (a block always has a tile's loads in flight); a tile
+// with no segment end (inside a long segment) is read with 16-byte vector loads straight
+// into registers and never staged; other tiles stage ends and values in padded
+// (conflict-free) shared memory, and threads join their partial segments with a ballot
+// plus one shuffle per step (no 64-bit segment ids); completed segments are gathered in
+// shared memory and written out coalesced. Tiles of 256 x 12 items for 4-byte values.
 #include <algorithm>
 
 #include "../array_ops.hpp"
@@ -17,13 +25,26 @@
 namespace fuseflow::codegen {
 
 SegmentedTuning segmented_tuning(const Type& acc) {
-  // A tile stages one 4-byte end and one value per item: at most 24 KB of shared memory,
-  // so eight blocks of 256 threads fit on an SM.
+  // A tile stages one 4-byte end, one value and one result per item: about 40 KB of
+  // shared memory (under the 48 KB of static shared memory), at most 12 items per thread.
   SegmentedTuning s;
-  const std::size_t per_item = 4 + acc.size();
-  s.items = static_cast<int>(std::clamp<std::size_t>(24 * 1024 / (static_cast<std::size_t>(s.block) * per_item), 1, 8));
+  const std::size_t per_item = 4 + 2 * acc.size();
+  s.items = static_cast<int>(std::clamp<std::size_t>(40 * 1024 / (static_cast<std::size_t>(s.block) * per_item), 1, 12));
   return s;
 }
+
+namespace {
+// Elements per vector load in tiles holding no segment end: 16 bytes of the widest input,
+// when every input is a scalar (1 otherwise: such tiles are staged like the others).
+int segmented_vector_width(const ReduceGroup& g) {
+  std::size_t widest = 0;
+  for (const auto& in : g.inputs) {
+    if (!in.type().is_scalar()) return 1;
+    widest = std::max(widest, in.type().size());
+  }
+  return widest == 0 ? 1 : static_cast<int>(16 / widest);
+}
+}  // namespace
 
 Kernel emit_segmented_reduce(const std::shared_ptr<const OpNode>& node, const ReduceGroup& leaves, const ReduceGroup& offsets, int offsets_domain,
                              int output, int check, const Target& t) {
@@ -34,10 +55,15 @@ Kernel emit_segmented_reduce(const std::shared_ptr<const OpNode>& node, const Re
   const std::string name = "ff_segmented_reduce_" + short_type_name(acc) + "_" + sanitize(op.monoid.name());
   ReduceKernelWriter k(g, name, ReduceKernelWriter::Partials::None);
   const SegmentedTuning tuning = segmented_tuning(acc);
-  const std::size_t smem = static_cast<std::size_t>(tuning.tile()) * (4 + acc.size()) +
-                           static_cast<std::size_t>(tuning.block) * 8 + (tuning.block / 32) * (8 + acc.size());
+  const int vec = segmented_vector_width(leaves);
+  const bool vector_tiles = vec > 1 && tuning.items % vec == 0;
+  const std::size_t padded = static_cast<std::size_t>(tuning.tile() + tuning.tile() / 32);
+  const std::size_t smem = padded * (4 + 2 * acc.size()) + static_cast<std::size_t>(tuning.block) * 8 +
+                           (tuning.block / 32) * (4 + acc.size() + 8 + acc.size());
+  // Resident blocks per SM: by threads, by shared memory, and at most 4 so that each
+  // thread may hold the next tile in registers (64 registers at 4 x 256 threads).
   const int by_smem = static_cast<int>(std::max<std::size_t>(1, t.shared_per_block_optin / (smem + 1024)));
-  const int blocks_per_sm = std::max(1, std::min(t.max_threads_per_sm / tuning.block, by_smem));
+  const int blocks_per_sm = std::max(1, std::min({t.max_threads_per_sm / tuning.block, by_smem, 4}));
   const int max_grid = t.sm_count * blocks_per_sm;
 
   CudaTypes& types = k.types();
@@ -63,9 +89,11 @@ Kernel emit_segmented_reduce(const std::shared_ptr<const OpNode>& node, const Re
   w.line("namespace {");
   w.line("constexpr int kBlock = " + std::to_string(tuning.block) + ";");
   w.line("constexpr int kItems = " + std::to_string(tuning.items) + ";  // merge items (elements + segment ends) per thread per tile");
+  w.line("constexpr int kVec = " + std::to_string(vec) + ";  // elements per vector load in tiles with no segment end");
+  w.line("constexpr int kMinBlocks = " + std::to_string(blocks_per_sm) + ";  // resident blocks per SM (the grid is sized for them)");
   w.line("}  // namespace");
   w.line();
-  w.line("extern \"C\" __global__ void __launch_bounds__(" + std::to_string(tuning.block) + ") " + name + "(");
+  w.line("extern \"C\" __global__ void __launch_bounds__(kBlock, kMinBlocks) " + name + "(");
   for (std::size_t i = 0; i < args.size(); ++i) {
     const Arg& a = args[i];
     std::string decl;
@@ -84,11 +112,30 @@ Kernel emit_segmented_reduce(const std::shared_ptr<const OpNode>& node, const Re
   k.emit_functions(w);
   // offset_at(s): offsets[s] (any integral map of the offsets' inputs), clamped to [0, n].
   emit_offset_at(w, types, op, offsets, "reduce_by_offsets flags decreasing ones");
-  std::vector<std::string> loads;
-  for (std::size_t j = 0; j < leaves.inputs.size(); ++j) loads.push_back("in_" + k.input_name(j) + "[i]");
+  std::vector<std::string> loads, vector_loads, misaligned;
+  for (std::size_t j = 0; j < leaves.inputs.size(); ++j) {
+    loads.push_back("in_" + k.input_name(j) + "[i]");
+    vector_loads.push_back(k.input_name(j) + "_v.v[k]");
+    misaligned.push_back("ff::misalignment<kVec>(in_" + k.input_name(j) + ")");
+  }
   w.line("const auto value_at = [&](const long long i) -> " + acc_name + " { return " + k.element_call(loads, "i") + "; };");
-  w.line("ff::segmented::reduce_by_offsets<kBlock, kItems>(offsets_count - 1, value_at, offset_at, combine, identity, out,");
-  w.line("                                                 carry_segment, carry_value, head_value, ticket, offsets_invalid);");
+  w.comment(vector_tiles ? "A tile holding no segment end is read with vector loads straight into registers, when every\n"
+                           "input is aligned to a whole vector (otherwise it is staged like the others)."
+                         : "Vector loads would not fit the tile layout (kItems % kVec != 0, or tuple inputs): every tile is\n"
+                           "staged.");
+  std::string aligned;
+  for (std::size_t j = 0; j < misaligned.size(); ++j) aligned += (j ? " | " : "") + misaligned[j];
+  w.line("const bool vectors_aligned = " + (aligned.empty() ? std::string("true") : "(" + aligned + ") == 0") + ";");
+  w.open("const auto vector_at = [&](const long long i, " + acc_name + "* v)");
+  for (std::size_t j = 0; j < leaves.inputs.size(); ++j)
+    w.line("const ff::Vec<" + types.name(leaves.inputs[j].type()) + ", kVec> " + k.input_name(j) + "_v = ff::load_vec<kVec>(in_" +
+           k.input_name(j) + " + i);");
+  w.line("#pragma unroll");
+  w.line("for (int k = 0; k < kVec; ++k) v[k] = " + k.element_call(vector_loads, "i + k") + ";");
+  w.close("};");
+  w.line("ff::segmented::reduce_by_offsets<kBlock, kItems, kVec>(offsets_count - 1, value_at, vector_at, vectors_aligned, offset_at,");
+  w.line("                                                       combine, identity, out, carry_segment, carry_value, head_value,");
+  w.line("                                                       ticket, offsets_invalid);");
   w.close();
 
   Kernel out;
@@ -99,7 +146,10 @@ Kernel emit_segmented_reduce(const std::shared_ptr<const OpNode>& node, const Re
   out.args = args;
   out.summary = "segmented reduce, merge path (load-balanced): block " + std::to_string(tuning.block) + ", " +
                 std::to_string(tuning.items) + " items per thread, tiles of " + std::to_string(tuning.tile()) +
-                " items (elements + segment ends), " + std::to_string(smem) + " bytes of shared memory, grid <= " +
+                " items (elements + segment ends), " + std::to_string(smem) + " bytes of shared memory, " +
+                (vector_tiles ? std::to_string(vec) + "-element vector loads in tiles with no segment end"
+                              : std::string("every tile staged")) +
+                ", the next tile prefetched into registers, grid <= " +
                 std::to_string(max_grid) + " (" + std::to_string(blocks_per_sm) + " x " + std::to_string(t.sm_count) +
                 " SMs), each block a contiguous range of tiles";
   out.why = "segment lengths are known only on the device: splitting elements and segment ends evenly is fast for "

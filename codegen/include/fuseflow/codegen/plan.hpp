@@ -52,6 +52,14 @@ struct Kernel {
   // the grid to the blocks that are resident at once (registers permitting), so a
   // persistent kernel never runs a second, nearly empty wave.
   bool any_grid = true;
+  // In place: every element's inputs are read (into the block) before any output of that
+  // element is stored, and no block reads an element another block stores (a tile reads
+  // and writes only its own range). So an array output of this kernel may be bound to
+  // exactly the memory of one of its inputs (Runtime::run checks the rest of the program).
+  // Its inputs stay `const __restrict__`: a tile's loads feed shared memory before the
+  // barrier its stores come after, so no reordering can move a store first, and no element
+  // is read after a block wrote it, so the read-only cache never returns a stale one.
+  bool in_place = false;
   std::vector<Arg> args;
   std::string summary;  // strategy and constants, in words
   std::string why;      // why this strategy

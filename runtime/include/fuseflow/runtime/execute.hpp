@@ -16,7 +16,12 @@
 namespace fuseflow {
 
 // An input bound to device memory (a DeviceArray or a device_span over the user's own
-// memory), or a parameter bound to a host scalar.
+// memory), or a parameter bound to a host scalar. An array result of the program may be
+// bound too: the run writes it into that memory instead of allocating it, and that memory
+// may be exactly an input's (same address, element size and length) where the program
+// can write in place (a scan over its own input):
+//   auto s = ff::scan(x, ff::plus);
+//   rt.run(s, {{x, xs}, {s, xs}});   // xs now holds its prefix sums
 class Binding {
  public:
   template <class T>
@@ -44,8 +49,9 @@ using Bindings = std::vector<std::pair<Expr, Binding>>;
 
 // Checks bindings against a program as Runtime::run does before it launches anything:
 // every input bound once to an array of its element type, every parameter once to a
-// scalar, nothing else bound, and inputs that must have one length (a map's operands)
-// having it. Touches no device, so it works without a GPU. Throws GraphError naming
+// scalar, array results at most once to an array of their type and length, overlapping
+// no other result and an input only exactly and only where it is written in place,
+// nothing else bound, and inputs that must have one length (a map's operands) having it. Touches no device, so it works without a GPU. Throws GraphError naming
 // what is wrong, e.g. "fuseflow: run: input 'y' is not bound".
 void check_bindings(const Program& program, const Bindings& bindings);
 
@@ -68,6 +74,8 @@ class Result {
   static Result counted_array(std::shared_ptr<detail::DeviceContext> ctx, CUdeviceptr ptr, DeviceCount count, Type t);
   // A scalar still on the device (run_async): read on first use of value().
   static Result pending_scalar(std::shared_ptr<detail::DeviceContext> ctx, CUdeviceptr ptr, Type t);
+  // An array written into memory the caller bound it to: a view, never freed or moved out.
+  static Result caller_array(std::shared_ptr<detail::DeviceContext> ctx, CUdeviceptr ptr, std::size_t n, Type t);
   Result(Result&&) noexcept;
   Result& operator=(Result&&) noexcept;
   ~Result();
@@ -90,7 +98,8 @@ class Result {
   }
   operator Value() const { return value(); }  // NOLINT
 
-  // Moves the array out as a typed DeviceArray; T must be the element type.
+  // Moves the array out as a typed DeviceArray; T must be the element type. Not for an
+  // array in the caller's memory (a bound result), which the caller already has.
   template <class T>
   DeviceArray<T> array() {
     auto [ctx, ptr, n, count] = release(type_of<T>());
@@ -127,6 +136,7 @@ class Result {
   CUdeviceptr ptr_ = 0;
   bool owns_ = false;
   bool moved_out_ = false;
+  bool caller_memory_ = false;
   mutable std::size_t size_ = 0;  // the capacity until a pending count is read
   mutable DeviceCount count_;     // a count not read from the device yet (at != 0)
   Type type_;
