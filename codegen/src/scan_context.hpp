@@ -96,7 +96,9 @@ class ScanKernelWriter {
 
  private:
   std::string element_call(const std::string& slot, const std::string& index) const;
-  std::string fold_leaf(const Expr& leaf) const;
+  // The CUDA name of a leaf of a map: an input's stage value, i, a parameter, a scalar
+  // result read; in an epilogue also the scan's own element ("scanned").
+  std::string leaf_name(const Expr& leaf, bool in_epilogue) const;
   Type fold_type() const;
   void emit_load_loop(SourceWriter& w, bool checked);
   void emit_items_loop(SourceWriter& w, bool checked);

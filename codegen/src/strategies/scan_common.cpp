@@ -177,22 +177,7 @@ void ScanKernelWriter::emit_functions(SourceWriter& w, bool elements, bool epilo
   for (std::size_t j = 0; j < l.inputs.size(); ++j)
     params += "const " + types_.name(l.inputs[j].type()) + " " + input_names_[j] + ", ";
   params += "const long long i";
-  auto leaf_of = [&](const Expr& leaf) -> std::string {
-    switch (leaf.kind()) {
-      case ExprKind::Input:
-        for (std::size_t j = 0; j < l.inputs.size(); ++j)
-          if (same_node(l.inputs[j], leaf)) return input_names_[j];
-        break;
-      case ExprKind::Index: return "i";
-      case ExprKind::Param: return "p_" + sanitize(leaf.node().name);
-      case ExprKind::Result:
-        if (leaf.node().op->scalar_output) return "r" + std::to_string(l.slot_of.at(leaf.node().op.get()));
-        if (leaf.node().op == g_.op) return "scanned";
-        break;
-      default: break;
-    }
-    throw GraphError("codegen: unexpected leaf in a scan's map: " + to_string(leaf));
-  };
+  auto leaf_of = [this](const Expr& leaf) { return leaf_name(leaf, true); };
 
   // element(inputs..., i): the prologue map's value of element i.
   w.open("const auto element = [&](" + params + ") -> " + t);
