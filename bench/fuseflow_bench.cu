@@ -1367,19 +1367,18 @@ void bench_scan(const Context& c, int kind, std::size_t n) {
   r.nbuf = nbuf;
   r.reps = c.reps;
   add_row(r);
-  Row d = r;
-  d.op = std::string(ops[kind]) + " kernel";
-  d.ff_us = t[3];
-  std::snprintf(extra, sizeof extra, "the same kernel, preallocated output: kernel/copy %.2fx", t[3] / t[2]);
-  d.check = extra;
-  add_row(d);
+  // The same call's other variants, timed in the same interleaved run.
+  auto variant_row = [&](const char* suffix, double us, const char* what) {
+    Row v = r;
+    v.op = std::string(ops[kind]) + suffix;
+    v.ff_us = us;
+    std::snprintf(extra, sizeof extra, "%s/copy %.2fx", what, us / t[2]);
+    v.check = extra;
+    add_row(v);
+  };
+  variant_row(" kernel", t[3], "the same kernel, preallocated output: kernel");
   if (kind == 2) return;
-  Row p = r;
-  p.op = std::string(ops[kind]) + " in place";
-  p.ff_us = t[4];
-  std::snprintf(extra, sizeof extra, "rt.run, result bound to its input (no allocation): in place/copy %.2fx", t[4] / t[2]);
-  p.check = extra;
-  add_row(p);
+  variant_row(" in place", t[4], "rt.run, result bound to its input (no allocation): in place");
 }
 
 void bench_scans(const Context& c, int lg) {

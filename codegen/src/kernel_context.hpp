@@ -131,6 +131,9 @@ void fill_leaves(ReduceGroup& g, const Program& p, const std::vector<Expr>& expr
 
 std::string sanitize(const std::string& name);  // a C identifier from a user's name
 std::string reduce_kernel_name(const ReduceGroup& g, const char* strategy);
+// Elements per vector load: 16 bytes of the widest input, when every input is a scalar
+// (1 otherwise, or with no inputs).
+int vector_load_width(const ReduceGroup& g);
 
 // Strategy emitters.
 Kernel emit_reduce_chunked(const ReduceGroup& g, const Target& t);

@@ -123,10 +123,11 @@ class ScanKernelWriter {
                        const std::vector<std::string>& more_includes = {});
 
  private:
-  // The parameter list of element() and the spelling of a leaf inside it.
+  // The parameter list of element() and of emit_map_function's functions.
   std::string element_params();
-  std::string leaf(const Expr& leaf) const;
-  std::string fold_leaf(const Expr& leaf) const;
+  // The CUDA name of a leaf of a map: an input's stage value, i, a parameter, a scalar
+  // result read; in an epilogue also the scan's own element ("scanned").
+  std::string leaf_name(const Expr& leaf, bool in_epilogue) const;
   Type fold_type() const;
   void emit_items_loop(SourceWriter& w, bool checked);
 

@@ -24,14 +24,6 @@ constexpr int kPasses = 4;  // grid-stride passes a block makes at least, so cle
 constexpr std::size_t kSharedLimit = 48 * 1024;          // bytes of private counts a block may hold
 constexpr std::size_t kCopiesBudget = 16 * 1024;         // bytes for the copies of small histograms
 
-int vector_width(const ReduceGroup& g) {
-  std::size_t widest = 0;
-  for (const auto& in : g.inputs) {
-    if (!in.type().is_scalar()) return 1;
-    widest = std::max(widest, in.type().size());
-  }
-  return widest == 0 ? 1 : static_cast<int>(16 / widest);
-}
 }  // namespace
 
 Kernel emit_histogram(const OpNode& op, const ReduceGroup& g, int output, const Target& t) {
@@ -40,7 +32,7 @@ Kernel emit_histogram(const OpNode& op, const ReduceGroup& g, int output, const 
   const bool shared = private_bytes <= kSharedLimit;
   const int copies = shared ? static_cast<int>(std::clamp<std::size_t>(kCopiesBudget / private_bytes, 1, kWarps)) : 0;
   const std::size_t smem = static_cast<std::size_t>(copies) * private_bytes;
-  const int vec = vector_width(g);
+  const int vec = vector_load_width(g);
   const int by_smem = static_cast<int>(std::max<std::size_t>(1, t.shared_per_block_optin / (smem + 1024)));
   const int blocks_per_sm = std::max(1, std::min(t.max_threads_per_sm / kBlock, by_smem));
   const int max_grid = t.sm_count * blocks_per_sm;

@@ -14,16 +14,6 @@ namespace {
 constexpr int kBlock = 256;
 constexpr int kUnroll = 2;  // vector loads in flight per input per thread per iteration
 
-// Elements per vector load: 16 bytes of the widest input, when every input is a scalar.
-int vector_width(const ReduceGroup& g) {
-  std::size_t widest = 0;
-  for (const auto& in : g.inputs) {
-    if (!in.type().is_scalar()) return 1;
-    widest = std::max(widest, in.type().size());
-  }
-  return widest == 0 ? 1 : static_cast<int>(16 / widest);
-}
-
 // Loads vector `at` of every input into `<input><tag>` and folds lane k into acc[k].
 void emit_vector_step(SourceWriter& w, ReduceKernelWriter& k, const std::vector<std::pair<std::string, std::string>>& steps) {
   const auto& inputs = k.group().inputs;
@@ -50,7 +40,7 @@ std::vector<std::string> indexed(ReduceKernelWriter& k, const std::string& index
 
 Kernel emit_reduce_chunked(const ReduceGroup& g, const Target& t) {
   ReduceKernelWriter k(g, reduce_kernel_name(g, "chunked"));
-  const int vec = vector_width(g);
+  const int vec = vector_load_width(g);
   const int blocks_per_sm = t.max_threads_per_sm / kBlock;
   const int max_grid = t.sm_count * blocks_per_sm;
 

@@ -1,6 +1,7 @@
 // Pieces every reduce strategy shares: the accumulator (one field per fused reduction),
 // the combine and element lambdas, the kernel signature, and the finish: block reduce,
 // block partial, and the last block combining the partials in block order.
+#include <algorithm>
 #include <cctype>
 #include <set>
 
@@ -12,6 +13,15 @@ std::string sanitize(const std::string& name) {
   std::string s;
   for (char c : name) s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
   return s;
+}
+
+int vector_load_width(const ReduceGroup& g) {
+  std::size_t widest = 0;
+  for (const auto& in : g.inputs) {
+    if (!in.type().is_scalar()) return 1;
+    widest = std::max(widest, in.type().size());
+  }
+  return widest == 0 ? 1 : static_cast<int>(16 / widest);
 }
 
 std::string reduce_kernel_name(const ReduceGroup& g, const char* strategy) {

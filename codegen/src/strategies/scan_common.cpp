@@ -164,24 +164,6 @@ std::string ScanKernelWriter::element_params() {
   return params + "const long long i";
 }
 
-std::string ScanKernelWriter::leaf(const Expr& leaf) const {
-  const ReduceGroup& l = g_.leaves;
-  switch (leaf.kind()) {
-    case ExprKind::Input:
-      for (std::size_t j = 0; j < l.inputs.size(); ++j)
-        if (same_node(l.inputs[j], leaf)) return input_names_[j];
-      break;
-    case ExprKind::Index: return "i";
-    case ExprKind::Param: return "p_" + sanitize(leaf.node().name);
-    case ExprKind::Result:
-      if (leaf.node().op->scalar_output) return "r" + std::to_string(l.slot_of.at(leaf.node().op.get()));
-      if (leaf.node().op == g_.op) return "scanned";
-      break;
-    default: break;
-  }
-  throw GraphError("codegen: unexpected leaf in a scan's map: " + to_string(leaf));
-}
-
 void ScanKernelWriter::emit_functions(SourceWriter& w, bool elements, bool epilogues) {
   const ReduceGroup& l = g_.leaves;
   const Monoid& m = g_.op->monoid;
@@ -201,7 +183,7 @@ void ScanKernelWriter::emit_functions(SourceWriter& w, bool elements, bool epilo
   if (!elements) return;
 
   const std::string params = element_params();
-  const auto leaf_of = [this](const Expr& e) { return leaf(e); };
+  auto leaf_of = [this](const Expr& leaf) { return leaf_name(leaf, true); };
   // element(inputs..., i): the prologue map's value of element i.
   w.open("const auto element = [&](" + params + ") -> " + t);
   {
@@ -226,7 +208,7 @@ void ScanKernelWriter::emit_functions(SourceWriter& w, bool elements, bool epilo
 
 void ScanKernelWriter::emit_map_function(SourceWriter& w, const std::string& name, const Expr& e) {
   w.open("const auto " + name + " = [&](" + element_params() + ") -> " + types_.name(e.type()));
-  ExprEmitter emitter(w, types_, [this](const Expr& x) { return leaf(x); });
+  ExprEmitter emitter(w, types_, [this](const Expr& x) { return leaf_name(x, false); });
   w.line("return " + emitter.emit(e) + ";");
   w.close("};");
 }

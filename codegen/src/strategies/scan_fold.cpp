@@ -28,7 +28,7 @@ std::vector<Arg> ScanKernelWriter::fold_args(int partials_scratch_index) const {
   return a;
 }
 
-std::string ScanKernelWriter::fold_leaf(const Expr& leaf) const {
+std::string ScanKernelWriter::leaf_name(const Expr& leaf, bool in_epilogue) const {
   const ReduceGroup& l = g_.leaves;
   switch (leaf.kind()) {
     case ExprKind::Input:
@@ -39,10 +39,12 @@ std::string ScanKernelWriter::fold_leaf(const Expr& leaf) const {
     case ExprKind::Param: return "p_" + sanitize(leaf.node().name);
     case ExprKind::Result:
       if (leaf.node().op->scalar_output) return "r" + std::to_string(l.slot_of.at(leaf.node().op.get()));
+      if (in_epilogue && leaf.node().op == g_.op) return "scanned";
       break;
     default: break;
   }
-  throw GraphError("codegen: unexpected leaf in a reduction fused into a scan: " + to_string(leaf));
+  throw GraphError(std::string("codegen: unexpected leaf in ") +
+                   (in_epilogue ? "a scan's map: " : "a reduction fused into a scan: ") + to_string(leaf));
 }
 
 void ScanKernelWriter::emit_fold_functions(SourceWriter& w) {
@@ -78,7 +80,7 @@ void ScanKernelWriter::emit_fold_functions(SourceWriter& w) {
     params += "const " + types_.name(g_.leaves.inputs[j].type()) + " " + input_names_[j] + ", ";
   w.open("const auto fold_element = [&](" + params + "const long long i) -> " + t);
   {
-    ExprEmitter e(w, types_, [this](const Expr& leaf) { return fold_leaf(leaf); });
+    ExprEmitter e(w, types_, [this](const Expr& leaf) { return leaf_name(leaf, false); });
     parts.clear();
     for (std::size_t j = 0; j < g_.reduces.size(); ++j) {
       const FusedReduce& r = g_.reduces[j];

@@ -33,19 +33,6 @@ SegmentedTuning segmented_tuning(const Type& acc) {
   return s;
 }
 
-namespace {
-// Elements per vector load in tiles holding no segment end: 16 bytes of the widest input,
-// when every input is a scalar (1 otherwise: such tiles are staged like the others).
-int segmented_vector_width(const ReduceGroup& g) {
-  std::size_t widest = 0;
-  for (const auto& in : g.inputs) {
-    if (!in.type().is_scalar()) return 1;
-    widest = std::max(widest, in.type().size());
-  }
-  return widest == 0 ? 1 : static_cast<int>(16 / widest);
-}
-}  // namespace
-
 Kernel emit_segmented_reduce(const std::shared_ptr<const OpNode>& node, const ReduceGroup& leaves, const ReduceGroup& offsets, int offsets_domain,
                              int output, int check, const Target& t) {
   const OpNode& op = *node;
@@ -55,7 +42,8 @@ Kernel emit_segmented_reduce(const std::shared_ptr<const OpNode>& node, const Re
   const std::string name = "ff_segmented_reduce_" + short_type_name(acc) + "_" + sanitize(op.monoid.name());
   ReduceKernelWriter k(g, name, ReduceKernelWriter::Partials::None);
   const SegmentedTuning tuning = segmented_tuning(acc);
-  const int vec = segmented_vector_width(leaves);
+  // Tiles holding no segment end load vectors (1: they are staged like the others).
+  const int vec = vector_load_width(leaves);
   const bool vector_tiles = vec > 1 && tuning.items % vec == 0;
   const std::size_t padded = static_cast<std::size_t>(tuning.tile() + tuning.tile() / 32);
   const std::size_t smem = padded * (4 + 2 * acc.size()) + static_cast<std::size_t>(tuning.block) * 8 +
