@@ -65,7 +65,9 @@ std::string elementwise_leaf(const ReduceGroup& g, const std::vector<std::string
       break;
     case ExprKind::Index: return "i";
     case ExprKind::Param: return "p_" + sanitize(leaf.node().name);
-    case ExprKind::Result: return "r" + std::to_string(g.slot_of.at(leaf.node().op.get()));
+    case ExprKind::Result:  // a reduction's result, read from its scalar slot
+      if (leaf.node().op->scalar_output) return "r" + std::to_string(g.slot_of.at(leaf.node().op.get()));
+      break;
     default: break;
   }
   throw GraphError("codegen: unexpected leaf in " + what + ": " + to_string(leaf));

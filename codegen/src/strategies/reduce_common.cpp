@@ -126,21 +126,8 @@ void ReduceKernelWriter::emit_element(SourceWriter& w) {
     sig += "const " + types_.name(g_.inputs[j].type()) + " " + input_names_[j] + ", ";
   sig += "const long long i) -> " + acc_name;
   w.open(sig);
-  ExprEmitter e(w, types_, [&](const Expr& leaf) -> std::string {
-    switch (leaf.kind()) {
-      case ExprKind::Input:
-        for (std::size_t j = 0; j < g_.inputs.size(); ++j)
-          if (same_node(g_.inputs[j], leaf)) return input_names_[j];
-        break;
-      case ExprKind::Index: return "i";
-      case ExprKind::Param: return "p_" + sanitize(leaf.node().name);
-      case ExprKind::Result:
-        if (leaf.node().op->scalar_output) return "r" + std::to_string(g_.slot_of.at(leaf.node().op.get()));
-        break;
-      default: break;
-    }
-    throw GraphError("codegen: unexpected leaf in a reduction's map: " + to_string(leaf));
-  });
+  ExprEmitter e(w, types_,
+                [&](const Expr& leaf) { return elementwise_leaf(g_, input_names_, leaf, "a reduction's map"); });
   std::vector<std::string> parts;
   for (std::size_t j = 0; j < g_.reduces.size(); ++j) {
     const auto& r = g_.reduces[j];

@@ -29,22 +29,9 @@ std::vector<Arg> ScanKernelWriter::fold_args(int partials_scratch_index) const {
 }
 
 std::string ScanKernelWriter::leaf_name(const Expr& leaf, bool in_epilogue) const {
-  const ReduceGroup& l = g_.leaves;
-  switch (leaf.kind()) {
-    case ExprKind::Input:
-      for (std::size_t j = 0; j < l.inputs.size(); ++j)
-        if (same_node(l.inputs[j], leaf)) return input_names_[j];
-      break;
-    case ExprKind::Index: return "i";
-    case ExprKind::Param: return "p_" + sanitize(leaf.node().name);
-    case ExprKind::Result:
-      if (leaf.node().op->scalar_output) return "r" + std::to_string(l.slot_of.at(leaf.node().op.get()));
-      if (in_epilogue && leaf.node().op == g_.op) return "scanned";
-      break;
-    default: break;
-  }
-  throw GraphError(std::string("codegen: unexpected leaf in ") +
-                   (in_epilogue ? "a scan's map: " : "a reduction fused into a scan: ") + to_string(leaf));
+  if (in_epilogue && leaf.kind() == ExprKind::Result && leaf.node().op == g_.op) return "scanned";
+  return elementwise_leaf(g_.leaves, input_names_, leaf,
+                          in_epilogue ? "a scan's map" : "a reduction fused into a scan");
 }
 
 void ScanKernelWriter::emit_fold_functions(SourceWriter& w) {
