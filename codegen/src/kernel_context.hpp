@@ -134,6 +134,10 @@ std::string reduce_kernel_name(const ReduceGroup& g, const char* strategy);
 // Elements per vector load: 16 bytes of the widest input, when every input is a scalar
 // (1 otherwise, or with no inputs).
 int vector_load_width(const ReduceGroup& g);
+// `identity` and `combine` for reductions fused into one accumulator of type `acc` (field
+// j for reduction j when there are several): combine(a, b) with a covering lower indices.
+void emit_fused_monoid(SourceWriter& w, CudaTypes& types, const std::vector<FusedReduce>& reduces,
+                       const std::string& acc, const std::string& identity, const std::string& combine);
 
 // Strategy emitters.
 Kernel emit_reduce_chunked(const ReduceGroup& g, const Target& t);

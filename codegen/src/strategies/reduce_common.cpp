@@ -90,28 +90,30 @@ void ReduceKernelWriter::open_kernel(SourceWriter& w, int block) {
   w.indent();
 }
 
-void ReduceKernelWriter::emit_combine(SourceWriter& w) {
-  const bool fused = g_.reduces.size() > 1;
-  std::string acc_name = acc();
+void emit_fused_monoid(SourceWriter& w, CudaTypes& types, const std::vector<FusedReduce>& reduces,
+                       const std::string& acc, const std::string& identity, const std::string& combine) {
+  const bool fused = reduces.size() > 1;
   std::vector<Value> ids;
-  for (const auto& r : g_.reduces) ids.push_back(r.op->monoid.identity());
-  w.line("const " + acc_name + " identity = " + types_.literal(fused ? Value::tuple(ids) : ids[0]) + ";");
+  for (const auto& r : reduces) ids.push_back(r.op->monoid.identity());
+  w.line("const " + acc + " " + identity + " = " + types.literal(fused ? Value::tuple(ids) : ids[0]) + ";");
 
   // combine(a, b): a covers lower indices than b.
-  w.open("const auto combine = [](const " + acc_name + "& a, const " + acc_name + "& b) -> " + acc_name);
+  w.open("const auto " + combine + " = [](const " + acc + "& a, const " + acc + "& b) -> " + acc);
   std::vector<std::string> parts;
-  for (std::size_t j = 0; j < g_.reduces.size(); ++j) {
+  for (std::size_t j = 0; j < reduces.size(); ++j) {
     std::string fa = fused ? "a.f" + std::to_string(j) : "a";
     std::string fb = fused ? "b.f" + std::to_string(j) : "b";
-    ExprEmitter e(w, types_, [&](const Expr& leaf) { return leaf.node().index == 0 ? fa : fb; },
+    ExprEmitter e(w, types, [&](const Expr& leaf) { return leaf.node().index == 0 ? fa : fb; },
                   fused ? "m" + std::to_string(j) + "_" : "v");
-    parts.push_back(e.emit(g_.reduces[j].op->monoid.combine()));
+    parts.push_back(e.emit(reduces[j].op->monoid.combine()));
   }
   std::string joined;
   for (const auto& p : parts) joined += (joined.empty() ? "" : ", ") + p;
-  w.line("return " + (fused ? acc_name + "{" + joined + "}" : parts[0]) + ";");
+  w.line("return " + (fused ? acc + "{" + joined + "}" : parts[0]) + ";");
   w.close("};");
 }
+
+void ReduceKernelWriter::emit_combine(SourceWriter& w) { emit_fused_monoid(w, types_, g_.reduces, acc(), "identity", "combine"); }
 
 void ReduceKernelWriter::emit_element(SourceWriter& w) {
   const bool fused = g_.reduces.size() > 1;

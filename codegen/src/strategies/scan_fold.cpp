@@ -42,25 +42,7 @@ void ScanKernelWriter::emit_fold_functions(SourceWriter& w) {
   for (std::size_t j = 0; j < g_.reduces.size(); ++j)
     w.comment("  " + (several ? ".f" + std::to_string(j) + ": " : "") + to_string(g_.reduces[j].op->values) + " folded with " +
               g_.reduces[j].op->monoid.name() + " into result slot " + std::to_string(g_.reduces[j].output_slot));
-  std::vector<Value> ids;
-  for (const auto& r : g_.reduces) ids.push_back(r.op->monoid.identity());
-  w.line("const " + t + " fold_identity = " + types_.literal(several ? Value::tuple(ids) : ids[0]) + ";");
-  // fold_combine(a, b): a covers lower indices than b.
-  w.open("const auto fold_combine = [](const " + t + "& a, const " + t + "& b) -> " + t);
-  std::vector<std::string> parts;
-  for (std::size_t j = 0; j < g_.reduces.size(); ++j) {
-    const std::string fa = several ? "a.f" + std::to_string(j) : "a", fb = several ? "b.f" + std::to_string(j) : "b";
-    ExprEmitter e(w, types_, [&](const Expr& leaf) { return leaf.node().index == 0 ? fa : fb; },
-                  several ? "m" + std::to_string(j) + "_" : "v");
-    parts.push_back(e.emit(g_.reduces[j].op->monoid.combine()));
-  }
-  auto joined = [&] {
-    std::string s;
-    for (const auto& p : parts) s += (s.empty() ? "" : ", ") + p;
-    return several ? t + "{" + s + "}" : s;
-  };
-  w.line("return " + joined() + ";");
-  w.close("};");
+  emit_fused_monoid(w, types_, g_.reduces, t, "fold_identity", "fold_combine");
 
   std::string params;
   for (std::size_t j = 0; j < g_.leaves.inputs.size(); ++j)
@@ -68,15 +50,15 @@ void ScanKernelWriter::emit_fold_functions(SourceWriter& w) {
   w.open("const auto fold_element = [&](" + params + "const long long i) -> " + t);
   {
     ExprEmitter e(w, types_, [this](const Expr& leaf) { return leaf_name(leaf, false); });
-    parts.clear();
+    std::string joined;
     for (std::size_t j = 0; j < g_.reduces.size(); ++j) {
       const FusedReduce& r = g_.reduces[j];
       std::string v = e.emit(r.value);
       // filter -> reduce: a dropped element contributes the identity.
       if (r.mask.valid()) v = "(" + e.emit(r.mask) + " ? " + v + " : fold_identity" + (several ? ".f" + std::to_string(j) : "") + ")";
-      parts.push_back(v);
+      joined += (j ? ", " : "") + v;
     }
-    w.line("return " + joined() + ";");
+    w.line("return " + (several ? t + "{" + joined + "}" : joined) + ";");
   }
   w.close("};");
   w.line("__shared__ " + t + " fold_warp_totals[kBlock / 32];");
