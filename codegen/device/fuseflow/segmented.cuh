@@ -117,13 +117,17 @@ struct TileSpan {
 // a tile's loads in flight. Two kinds of tile:
 //  - no segment end (inside one long segment): each thread folds its kItems consecutive
 //    elements, read with vector loads straight into registers (nothing staged);
-//  - otherwise the ends and values are staged in shared memory (padded), each thread
-//    finds its start on the tile's merge path and folds its kItems items; segments that
-//    begin and end inside a thread are complete there.
+//  - otherwise the values and ends are staged in shared memory (padded), each end inside
+//    the tile setting a "head" bit where the next segment starts; each thread folds its
+//    kItems consecutive elements (blocked), restarting at heads, with no branch per
+//    element, and writes the running value back over each element.
 // Then a segmented scan of the threads' tails (the value of the segment open at each
 // thread's end) gives every thread the value of the segment open at its start: ballot
-// for the segment starts, one shuffle per step, and per warp one tail and flag in shared
-// memory. Completed segments are collected in shared memory and written coalesced.
+// for the heads, one shuffle per step, and per warp one tail and flag in shared memory.
+// Last, one thread per segment end reads its segment's value at the segment's last
+// element (the running value there, after the value open at that thread's start if no
+// head comes between), so results are written coalesced, in segment order; an empty
+// segment (its end equal to the one before) gets the identity.
 // Segments carry no ids: the segment open at a tile's start is its i0.
 //
 // Why every decreasing pair is found: with non-decreasing offsets the tiles' ranges of
@@ -142,12 +146,14 @@ __device__ __forceinline__ void reduce_by_offsets(const long long segments, Valu
   constexpr bool kVectorTiles = kVec > 1 && kItems % kVec == 0;
   // The tile's segment ends, relative to its first element. Only comparisons with
   // positions in [0, kTile] are made, so they are clamped to [-1, kTile + 1]: 32 bits.
-  __shared__ int ends[kPadded];
-  __shared__ T values[kPadded];   // the tile's elements, mapped
-  __shared__ T results[kPadded];  // the tile's completed segments, written out coalesced
+  __shared__ int ends[kPadded];       // the tile's segment ends, relative to its first element
+  __shared__ T values[kPadded];       // the tile's elements, mapped; then each thread's running values
+  __shared__ unsigned heads[kTile / kWarpSize + 2];  // bit p: a segment starts at tile element p
   __shared__ long long tile_segment[kThreads];  // segment ends before each tile of a batch
+  __shared__ T thread_open[kThreads];  // the value open at each thread's first element
+  __shared__ unsigned char thread_first_head[kThreads];  // each thread's first head (kItems: none)
   __shared__ T warp_tail[kWarps];    // each warp's inclusive scan of tails
-  __shared__ int warp_ended[kWarps];  // whether a segment ends in the warp
+  __shared__ int warp_ended[kWarps];  // whether a segment starts in the warp
   __shared__ Carry<T> scratch[kWarps];
   Carry<T> total;
   const int lane = threadIdx.x % kWarpSize;
@@ -214,6 +220,8 @@ __device__ __forceinline__ void reduce_by_offsets(const long long segments, Valu
     }
   };
 
+  for (int i = threadIdx.x; i < kTile / kWarpSize + 2; i += kThreads) heads[i] = 0u;  // before the first barrier
+
   // Tiles go in batches of kThreads - 1: first every thread finds where one tile starts
   // on the merge path (a binary search over the offsets), then the tiles run in order.
   for (long long batch = d_begin; batch < d_end || batch == d_begin; batch += (long long)(kThreads - 1) * kTile) {
@@ -229,24 +237,30 @@ __device__ __forceinline__ void reduce_by_offsets(const long long segments, Valu
     if (batch_tiles > 0) load(next);
     for (int t = 0; t < batch_tiles; ++t) {
       const TileSpan cur = next;
-      bool ended = false;      // whether a segment ends among this thread's items
-      int x_first = 0;         // the first of them, relative to cur.i0
-      T first_value = identity;  // its value from this thread's start
-      T tail = identity;       // the value of the segment open at this thread's end, from
-                               // its last segment end (or its start)
-      if (cur.fast) {
+      // This thread's elements: kItems consecutive ones (blocked), p0 .. p0 + kItems - 1.
+      // Each is folded into `tail`, restarting at every head; in staged tiles the running
+      // value is written back over the element, so a segment's value is read at its last
+      // element. `starts` has bit k set when a segment starts at element p0 + k.
+      T tail = identity;
+      unsigned starts = 0u;
+      if (cur.fast) {  // before the registers take the next tile
 #pragma unroll
         for (int k = 0; k < kItems; ++k) tail = combine(tail, staged_value[k]);
       } else if (cur.valid) {
+        // Stage the values and the ends; each end inside the tile marks where a segment
+        // starts (several empty segments may mark the same element).
 #pragma unroll
         for (int k = 0; k < kItems; ++k) {
           const int e = k * kThreads + threadIdx.x;
           if (e < cur.elements) values[padded(e)] = staged_value[k];
-          if (e < cur.ends) ends[padded(e)] = staged_end[k];
+          if (e < cur.ends) {
+            const int rel = staged_end[k];
+            ends[padded(e)] = rel;
+            if (rel >= 0 && rel < cur.elements) atomicOr(&heads[rel / kWarpSize], 1u << (rel % kWarpSize));
+          }
         }
       }
-      // The staged tile is complete, and every thread is done with the previous tile's
-      // warp_tail and results.
+      // The staged tile is complete, and every thread is done with the previous tile.
       __syncthreads();
       if (t + 1 < batch_tiles) {
         next = span_of(batch, t + 1);
@@ -256,38 +270,30 @@ __device__ __forceinline__ void reduce_by_offsets(const long long segments, Valu
         if (threadIdx.x == 0) *invalid = 1u;
         continue;
       }
+      // A staged tile: fold this thread's elements from shared memory.
+      const int p0 = (int)threadIdx.x * kItems;
       if (!cur.fast) {
-        // This thread's kItems items, from where it starts on the tile's merge path.
-        const int dd = min((int)threadIdx.x * kItems, cur.items);
-        const int dd_end = min(dd + kItems, cur.items);
-        int x = dd - cur.elements > 0 ? dd - cur.elements : 0, hi = min(dd, cur.ends);
-        while (x < hi) {
-          const int pivot = (x + hi) / 2;
-          if (ends[padded(pivot)] <= dd - pivot - 1) x = pivot + 1;
-          else hi = pivot;
+        const int here = max(0, min(kItems, cur.elements - p0));
+        if (here > 0) {
+          const int word = p0 / kWarpSize, shift = p0 % kWarpSize;
+          const unsigned long long pair =
+              (static_cast<unsigned long long>(heads[word + 1]) << kWarpSize) | heads[word];
+          starts = static_cast<unsigned>(pair >> shift) & ((1u << here) - 1u);
         }
-        int j = dd - x;
-        x_first = x;
 #pragma unroll
         for (int k = 0; k < kItems; ++k) {
-          if (x + j < dd_end) {
-            if (x < cur.ends && (j >= cur.elements || ends[padded(x)] <= j)) {
-              if (ended) results[padded(x)] = tail;  // began and ended inside this thread: complete
-              else first_value = tail;
-              ended = true;
-              tail = identity;
-              ++x;
-            } else {
-              tail = combine(tail, values[padded(j)]);
-              ++j;
-            }
+          if (k < here) {
+            const T v = values[padded(p0 + k)];
+            tail = (starts >> k) & 1u ? v : combine(tail, v);
+            values[padded(p0 + k)] = tail;
           }
         }
       }
+      const bool ended = starts != 0u;  // a segment starts (so one ends) among this thread's elements
 
       // Segmented inclusive scan of the tails over the warp: lane L's covers lanes
-      // start .. L, start being the last lane at or below L that ended a segment (lane 0
-      // when none did; the warps before and the tiles before then continue it).
+      // start .. L, start being the last lane at or below L where a segment starts (lane 0
+      // when none does; the warps before and the tiles before then continue it).
       const unsigned ended_lanes = __ballot_sync(kFullMask, ended);
       const unsigned ended_below = ended_lanes & ((1u << lane) - 1u);
       const unsigned ended_upto = ended_lanes & ((2u << lane) - 1u);
@@ -298,14 +304,14 @@ __device__ __forceinline__ void reduce_by_offsets(const long long segments, Valu
         const T lower = shfl_up(inclusive, d);
         if (lane - d >= start) inclusive = combine(lower, inclusive);
       }
-      T before = shfl_up(inclusive, 1);  // the lanes below, back to the last segment end
+      T before = shfl_up(inclusive, 1);  // the lanes below, back to the last segment start
       if (lane == kWarpSize - 1) {
         warp_tail[warp] = inclusive;
         warp_ended[warp] = ended_lanes != 0u;
       }
       __syncthreads();
       // The value open at the start of warp w: the warps before it back to the last one
-      // that ended a segment, then (if none did) the tiles before.
+      // where a segment starts, then (if none does) the tiles before.
       const auto open_before = [&](const int w) {
         T v = identity;
         for (int u = w - 1; u >= 0; --u) {
@@ -314,21 +320,47 @@ __device__ __forceinline__ void reduce_by_offsets(const long long segments, Valu
         }
         return combine(open, v);
       };
-      if (ended) {
-        if (lane == 0) before = identity;
-        if (ended_below == 0u) before = combine(open_before(warp), before);
-        results[padded(x_first)] = combine(before, first_value);
-      }
-      open = open_before(kWarps);
+      const T open_in = open;  // the segment open where the tile starts: segment cur.i0
       open_segment = cur.i0 + cur.ends;
       if (cur.ends > 0) {  // the same for the whole block
-        __syncthreads();   // results complete
+        // The value open at this thread's first element, for the segment ends below.
+        if (lane == 0) before = identity;
+        if (ended_below == 0u) before = combine(open_before(warp), before);
+        thread_open[threadIdx.x] = before;
+        thread_first_head[threadIdx.x] = (unsigned char)(starts ? __ffs((int)starts) - 1 : kItems);
+        // Every head bit has been read: clear them for the next tile.
+        for (int i = threadIdx.x; i < kTile / kWarpSize + 2; i += kThreads) heads[i] = 0u;
+        // An end after the tile's last element: the segment open after the tile starts
+        // with the next tile.
+        const bool fresh = ends[padded(cur.ends - 1)] >= cur.elements;
+        open = fresh ? identity : open_before(kWarps);
+        __syncthreads();  // thread_open and thread_first_head complete
+        // Segment cur.i0 + k ends before tile element ends[k]: its value is the running value
+        // at its last element, after the value open at that thread's start when no segment
+        // starts between the two; it is the identity when empty, and the value carried in
+        // when its last element is in an earlier tile.
         for (int k = threadIdx.x; k < cur.ends; k += kThreads) {
+          const int rel = ends[padded(k)];
+          T v = identity;
+          if (k == 0 || rel > ends[padded(k - 1)]) {
+            const int last = min(rel, cur.elements) - 1;
+            if (last < 0) {
+              v = open_in;
+            } else {
+              const int owner = last / kItems;
+              v = values[padded(last)];
+              if (thread_first_head[owner] > last - owner * kItems) v = combine(thread_open[owner], v);
+            }
+          }
           const long long s = cur.i0 + k;
           // The block's first segment began before it: earlier blocks hold its start.
-          if (s == block_segment) store_global_words(head_value + blockIdx.x, results[padded(k)]);
-          else out[s] = results[padded(k)];
+          if (s == block_segment) store_global_words(head_value + blockIdx.x, v);
+          else out[s] = v;
         }
+        __syncthreads();  // values, ends and thread_open are rewritten by the next tile
+      } else {
+        // No barrier: warp_tail is rewritten only after the next tile's first one.
+        open = open_before(kWarps);
       }
     }
     __syncthreads();  // tile_segment is rewritten by the next batch

@@ -15,21 +15,32 @@
 // while the current one is reduced (a block always has a tile's loads in flight); a tile
 // with no segment end (inside a long segment) is read with 16-byte vector loads straight
 // into registers and never staged; other tiles stage ends and values in padded
-// (conflict-free) shared memory, and threads join their partial segments with a ballot
-// plus one shuffle per step (no 64-bit segment ids); completed segments are gathered in
-// shared memory and written out coalesced. Tiles of 256 x 12 items for 4-byte values.
+// (conflict-free) shared memory, mark where segments start with a bit per element, and
+// each thread folds its consecutive elements with no branch per element; threads join
+// their partial segments with a ballot plus one shuffle per step (no 64-bit segment ids),
+// and one thread per segment end reads its segment's value and writes it, coalesced.
+// Tiles of 256 x 12 items for 4-byte values.
 #include <algorithm>
 
 #include "../array_ops.hpp"
 
 namespace fuseflow::codegen {
 
+// Static shared memory of a tile: per item one 4-byte end and one value (padded by one
+// slot in 32), the head bits, and per thread its tile_segment, open value and first head.
+std::size_t segmented_shared_bytes(const SegmentedTuning& s, const Type& acc) {
+  const std::size_t tile = static_cast<std::size_t>(s.tile()), block = static_cast<std::size_t>(s.block);
+  return (tile + tile / 32) * (4 + acc.size()) + (tile / 32 + 2) * 4 + block * (8 + acc.size() + 1) +
+         (block / 32) * (4 + acc.size() + 8 + acc.size());
+}
+
 SegmentedTuning segmented_tuning(const Type& acc) {
-  // A tile stages one 4-byte end, one value and one result per item: about 40 KB of
-  // shared memory (under the 48 KB of static shared memory), at most 12 items per thread.
+  // As many items per thread as fit in 40 KB of static shared memory (under the 48 KB
+  // limit), at most 12, a multiple of 4 where possible (tiles with no segment end load
+  // 4-element vectors).
   SegmentedTuning s;
-  const std::size_t per_item = 4 + 2 * acc.size();
-  s.items = static_cast<int>(std::clamp<std::size_t>(40 * 1024 / (static_cast<std::size_t>(s.block) * per_item), 1, 12));
+  s.items = 12;
+  while (s.items > 1 && segmented_shared_bytes(s, acc) > 40 * 1024) s.items -= s.items > 4 ? 4 : 1;
   return s;
 }
 
@@ -45,9 +56,7 @@ Kernel emit_segmented_reduce(const std::shared_ptr<const OpNode>& node, const Re
   // Tiles holding no segment end load vectors (1: they are staged like the others).
   const int vec = vector_load_width(leaves);
   const bool vector_tiles = vec > 1 && tuning.items % vec == 0;
-  const std::size_t padded = static_cast<std::size_t>(tuning.tile() + tuning.tile() / 32);
-  const std::size_t smem = padded * (4 + 2 * acc.size()) + static_cast<std::size_t>(tuning.block) * 8 +
-                           (tuning.block / 32) * (4 + acc.size() + 8 + acc.size());
+  const std::size_t smem = segmented_shared_bytes(tuning, acc);
   // Resident blocks per SM: by threads, by shared memory, and at most 4 so that each
   // thread may hold the next tile in registers (64 registers at 4 x 256 threads).
   const int by_smem = static_cast<int>(std::max<std::size_t>(1, t.shared_per_block_optin / (smem + 1024)));
