@@ -80,6 +80,7 @@ void emit_offset_at(SourceWriter& w, CudaTypes& types, const OpNode& op, const R
 struct SegmentedTuning {
   int block = 256;
   int items = 8;  // merge items (elements + segment ends) per thread per tile
+  int min_blocks = 0;  // > 0: resident blocks per SM asked of __launch_bounds__ (FUSEFLOW_SEGMENTED_TILE)
   int tile() const { return block * items; }
 };
 SegmentedTuning segmented_tuning(const Type& acc);

@@ -2,9 +2,12 @@
 // GraphError for those it rejects.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <string>
 
 #include <fuseflow/fuseflow.hpp>
+
+#include "../graph_error_of.hpp"
 
 namespace ff = fuseflow;
 
@@ -330,4 +333,31 @@ TEST_CASE("scan kernels that write their outputs tile by tile may write in place
   CHECK(!rts.kernels[0].in_place);
   CHECK(rts.kernels[2].in_place);
   CHECK(!ff::codegen::plan(ff::Program(x * 2.0f), sm90()).kernels[0].in_place);
+}
+
+TEST_CASE("FUSEFLOW_SEGMENTED_TILE sets the segmented reduce's tile shape, and a bad one is a GraphError") {
+  auto x = ff::input<float>("x");
+  auto o = ff::input<int>("offsets");
+  const ff::Program p(ff::segmented_reduce(x, o, ff::plus));
+  const auto source_of = [&] { return ff::codegen::plan(p, sm90()).kernels.at(0).source; };
+  const std::string automatic = source_of();
+  CHECK(automatic.find("constexpr int kItems = 12;") != std::string::npos);
+  ::setenv("FUSEFLOW_SEGMENTED_TILE", "128x8x6", 1);
+  const std::string chosen = source_of();
+  CHECK(chosen.find("constexpr int kBlock = 128;") != std::string::npos);
+  CHECK(chosen.find("constexpr int kItems = 8;") != std::string::npos);
+  CHECK(chosen.find("constexpr int kMinBlocks = 6;") != std::string::npos);
+  for (const char* bad : {"128", "100x8", "128x0", "128x17", "128x8x40", "128y8", "128x8x6x1"}) {
+    ::setenv("FUSEFLOW_SEGMENTED_TILE", bad, 1);
+    INFO(bad);
+    CHECK(ff::test::graph_error_of(source_of) ==
+          std::string("fuseflow: FUSEFLOW_SEGMENTED_TILE='") + bad +
+              "' is not <block>x<items>[x<min blocks>] with block a multiple of 32 in [32, 1024], items in [1, 16] "
+              "and min blocks in [0, 32]");
+  }
+  // Too big for static shared memory: 1024 threads x 16 items of 4-byte values.
+  ::setenv("FUSEFLOW_SEGMENTED_TILE", "1024x16", 1);
+  CHECK(ff::test::graph_error_of(source_of).find("need") != std::string::npos);
+  ::unsetenv("FUSEFLOW_SEGMENTED_TILE");
+  CHECK(source_of() == automatic);
 }

@@ -23,6 +23,7 @@
 #include <algorithm>
 
 #include "../array_ops.hpp"
+#include "../tile_override.hpp"
 
 namespace fuseflow::codegen {
 
@@ -35,10 +36,21 @@ std::size_t segmented_shared_bytes(const SegmentedTuning& s, const Type& acc) {
 }
 
 SegmentedTuning segmented_tuning(const Type& acc) {
+  SegmentedTuning s;
+  TileOverride o;
+  if (tile_override("FUSEFLOW_SEGMENTED_TILE", 16, o)) {
+    s.block = o.block;
+    s.items = o.items;
+    s.min_blocks = o.min_blocks;
+    if (segmented_shared_bytes(s, acc) > 48 * 1024)
+      throw GraphError("FUSEFLOW_SEGMENTED_TILE: " + std::to_string(s.block) + " x " + std::to_string(s.items) +
+                       " items of " + std::to_string(acc.size()) + "-byte values need " +
+                       std::to_string(segmented_shared_bytes(s, acc)) + " bytes of shared memory, over 48 KB");
+    return s;
+  }
   // As many items per thread as fit in 40 KB of static shared memory (under the 48 KB
   // limit), at most 12, a multiple of 4 where possible (tiles with no segment end load
   // 4-element vectors).
-  SegmentedTuning s;
   s.items = 12;
   while (s.items > 1 && segmented_shared_bytes(s, acc) > 40 * 1024) s.items -= s.items > 4 ? 4 : 1;
   return s;
@@ -60,7 +72,8 @@ Kernel emit_segmented_reduce(const std::shared_ptr<const OpNode>& node, const Re
   // Resident blocks per SM: by threads, by shared memory, and at most 4 so that each
   // thread may hold the next tile in registers (64 registers at 4 x 256 threads).
   const int by_smem = static_cast<int>(std::max<std::size_t>(1, t.shared_per_block_optin / (smem + 1024)));
-  const int blocks_per_sm = std::max(1, std::min({t.max_threads_per_sm / tuning.block, by_smem, 4}));
+  const int blocks_per_sm = tuning.min_blocks > 0 ? tuning.min_blocks
+                                                 : std::max(1, std::min({t.max_threads_per_sm / tuning.block, by_smem, 4}));
   const int max_grid = t.sm_count * blocks_per_sm;
 
   CudaTypes& types = k.types();
