@@ -341,7 +341,7 @@ TEST_CASE("FUSEFLOW_SEGMENTED_TILE sets the segmented reduce's tile shape, and a
   const ff::Program p(ff::segmented_reduce(x, o, ff::plus));
   const auto source_of = [&] { return ff::codegen::plan(p, sm90()).kernels.at(0).source; };
   const std::string automatic = source_of();
-  CHECK(automatic.find("constexpr int kItems = 12;") != std::string::npos);
+  CHECK(automatic.find("constexpr int kItems = 16;") != std::string::npos);
   ::setenv("FUSEFLOW_SEGMENTED_TILE", "128x8x6", 1);
   const std::string chosen = source_of();
   CHECK(chosen.find("constexpr int kBlock = 128;") != std::string::npos);

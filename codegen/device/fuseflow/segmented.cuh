@@ -118,7 +118,7 @@ struct TileSpan {
 //  - no segment end (inside one long segment): each thread folds its kItems consecutive
 //    elements, read with vector loads straight into registers (nothing staged);
 //  - otherwise the values and ends are staged in shared memory (padded), each end inside
-//    the tile setting a "head" bit where the next segment starts; each thread folds its
+//    the tile setting a "head" byte where the next segment starts; each thread folds its
 //    kItems consecutive elements (blocked), restarting at heads, with no branch per
 //    element, and writes the running value back over each element.
 // Then a segmented scan of the threads' tails (the value of the segment open at each
@@ -148,7 +148,10 @@ __device__ __forceinline__ void reduce_by_offsets(const long long segments, Valu
   // positions in [0, kTile] are made, so they are clamped to [-1, kTile + 1]: 32 bits.
   __shared__ int ends[kPadded];       // the tile's segment ends, relative to its first element
   __shared__ T values[kPadded];       // the tile's elements, mapped; then each thread's running values
-  __shared__ unsigned heads[kTile / kWarpSize + 2];  // bit p: a segment starts at tile element p
+  // Byte p is 1 when a segment starts at tile element p: written by plain stores, one per
+  // distinct end (no atomics), read as words.
+  constexpr int kHeadWords = (kTile + 3) / 4 + 4;
+  __shared__ unsigned heads[kHeadWords];
   __shared__ long long tile_segment[kThreads];  // segment ends before each tile of a batch
   __shared__ T thread_open[kThreads];  // the value open at each thread's first element
   __shared__ unsigned char thread_first_head[kThreads];  // each thread's first head (kItems: none)
@@ -180,6 +183,7 @@ __device__ __forceinline__ void reduce_by_offsets(const long long segments, Valu
   // arrangement for staging, or kItems consecutive values per thread for a fast tile.
   T staged_value[kItems];
   int staged_end[kItems];
+  unsigned staged_distinct = 0u;  // bit k: staged_end[k] differs from the end before it
 
   const auto span_of = [&](const long long batch, const int t) {
     const long long d0 = batch + (long long)t * kTile, d1 = min(d_end, d0 + kTile);
@@ -205,22 +209,29 @@ __device__ __forceinline__ void reduce_by_offsets(const long long segments, Valu
         return;
       }
     }
-    // Coalesced. Each end is checked against the one before it (the previous thread's,
-    // so a cache hit).
+    // Coalesced. Each end is checked against the one before it: the lane below's, by a
+    // shuffle (lane 0 loads its own).
 #pragma unroll
     for (int k = 0; k < kItems; ++k) {
       const int e = k * kThreads + threadIdx.x;
       if (e < s.elements) staged_value[k] = value_at(first + s.j0 + e);
-      if (e < s.ends) {
+      if (k * kThreads < s.ends) {  // the same for the whole block: the shuffle is converged
         const long long i = s.i0 + e;
-        const long long end = end_at(i);
-        if (end < (i == 0 ? first : end_at(i - 1))) *invalid = 1u;
-        staged_end[k] = (int)min((long long)kTile + 1, max(-1LL, end - (first + s.j0)));
+        const bool mine = e < s.ends;
+        const long long end = mine ? end_at(i) : 0;
+        long long previous = shfl_up(end, 1);
+        if (mine) {
+          if (lane == 0) previous = i == 0 ? first : end_at(i - 1);
+          if (end < previous) *invalid = 1u;
+          staged_end[k] = (int)min((long long)kTile + 1, max(-1LL, end - (first + s.j0)));
+          if (end != previous) staged_distinct |= 1u << k;
+          else staged_distinct &= ~(1u << k);
+        }
       }
     }
   };
 
-  for (int i = threadIdx.x; i < kTile / kWarpSize + 2; i += kThreads) heads[i] = 0u;  // before the first barrier
+  for (int i = threadIdx.x; i < kHeadWords; i += kThreads) heads[i] = 0u;  // before the first barrier
 
   // Tiles go in batches of kThreads - 1: first every thread finds where one tile starts
   // on the merge path (a binary search over the offsets), then the tiles run in order.
@@ -256,7 +267,9 @@ __device__ __forceinline__ void reduce_by_offsets(const long long segments, Valu
           if (e < cur.ends) {
             const int rel = staged_end[k];
             ends[padded(e)] = rel;
-            if (rel >= 0 && rel < cur.elements) atomicOr(&heads[rel / kWarpSize], 1u << (rel % kWarpSize));
+            // Equal ends (empty segments) mark the same element: only the first writes.
+            if (rel >= 0 && rel < cur.elements && (staged_distinct >> k) & 1u)
+              reinterpret_cast<unsigned char*>(heads)[rel] = 1;
           }
         }
       }
@@ -275,10 +288,16 @@ __device__ __forceinline__ void reduce_by_offsets(const long long segments, Valu
       if (!cur.fast) {
         const int here = max(0, min(kItems, cur.elements - p0));
         if (here > 0) {
-          const int word = p0 / kWarpSize, shift = p0 % kWarpSize;
-          const unsigned long long pair =
-              (static_cast<unsigned long long>(heads[word + 1]) << kWarpSize) | heads[word];
-          starts = static_cast<unsigned>(pair >> shift) & ((1u << here) - 1u);
+          // Bytes p0 .. p0 + kItems - 1 as bits: byte j of a word is 0 or 1, so
+          // (word * 0x10204080) >> 28 gathers its four into bits 0..3 (no carries).
+          const unsigned char* bytes = reinterpret_cast<const unsigned char*>(heads) + p0;
+#pragma unroll
+          for (int q = 0; q < kItems; q += 4) {
+            unsigned word;
+            memcpy(&word, bytes + q, 4);
+            starts |= ((word * 0x10204080u) >> 28) << q;
+          }
+          starts &= (1u << here) - 1u;
         }
 #pragma unroll
         for (int k = 0; k < kItems; ++k) {
@@ -328,8 +347,8 @@ __device__ __forceinline__ void reduce_by_offsets(const long long segments, Valu
         if (ended_below == 0u) before = combine(open_before(warp), before);
         thread_open[threadIdx.x] = before;
         thread_first_head[threadIdx.x] = (unsigned char)(starts ? __ffs((int)starts) - 1 : kItems);
-        // Every head bit has been read: clear them for the next tile.
-        for (int i = threadIdx.x; i < kTile / kWarpSize + 2; i += kThreads) heads[i] = 0u;
+        // Every head byte has been read: clear them for the next tile.
+        for (int i = threadIdx.x; i < kHeadWords; i += kThreads) heads[i] = 0u;
         // An end after the tile's last element: the segment open after the tile starts
         // with the next tile.
         const bool fresh = ends[padded(cur.ends - 1)] >= cur.elements;

@@ -19,7 +19,7 @@
 // each thread folds its consecutive elements with no branch per element; threads join
 // their partial segments with a ballot plus one shuffle per step (no 64-bit segment ids),
 // and one thread per segment end reads its segment's value and writes it, coalesced.
-// Tiles of 256 x 12 items for 4-byte values.
+// Tiles of 256 x 16 items for 4-byte values.
 #include <algorithm>
 
 #include "../array_ops.hpp"
@@ -28,10 +28,11 @@
 namespace fuseflow::codegen {
 
 // Static shared memory of a tile: per item one 4-byte end and one value (padded by one
-// slot in 32), the head bits, and per thread its tile_segment, open value and first head.
+// slot in 32), a head byte per item (as words, plus 4), and per thread its tile_segment,
+// open value and first head.
 std::size_t segmented_shared_bytes(const SegmentedTuning& s, const Type& acc) {
   const std::size_t tile = static_cast<std::size_t>(s.tile()), block = static_cast<std::size_t>(s.block);
-  return (tile + tile / 32) * (4 + acc.size()) + (tile / 32 + 2) * 4 + block * (8 + acc.size() + 1) +
+  return (tile + tile / 32) * (4 + acc.size()) + ((tile + 3) / 4 + 4) * 4 + block * (8 + acc.size() + 1) +
          (block / 32) * (4 + acc.size() + 8 + acc.size());
 }
 
@@ -48,11 +49,13 @@ SegmentedTuning segmented_tuning(const Type& acc) {
                        std::to_string(segmented_shared_bytes(s, acc)) + " bytes of shared memory, over 48 KB");
     return s;
   }
-  // As many items per thread as fit in 40 KB of static shared memory (under the 48 KB
-  // limit), at most 12, a multiple of 4 where possible (tiles with no segment end load
-  // 4-element vectors).
-  s.items = 12;
-  while (s.items > 1 && segmented_shared_bytes(s, acc) > 40 * 1024) s.items -= s.items > 4 ? 4 : 1;
+  // As many items per thread as fit in 46 KB of static shared memory (under the 48 KB
+  // limit), at most 16, a multiple of 4 where possible (tiles with no segment end load
+  // 4-element vectors). Measured on the H100 at 2^28 (bench/RESULTS.md, the
+  // FUSEFLOW_SEGMENTED_TILE sweep): 256 x 16 beat 256 x 12 by 8% on segments of 10..50
+  // and 4% on segments of 3; more resident blocks (smaller tiles) did not help.
+  s.items = 16;
+  while (s.items > 1 && segmented_shared_bytes(s, acc) > 46 * 1024) s.items -= s.items > 4 ? 4 : 1;
   return s;
 }
 
