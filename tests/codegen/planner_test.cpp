@@ -361,3 +361,21 @@ TEST_CASE("FUSEFLOW_SEGMENTED_TILE sets the segmented reduce's tile shape, and a
   ::unsetenv("FUSEFLOW_SEGMENTED_TILE");
   CHECK(source_of() == automatic);
 }
+
+TEST_CASE("FUSEFLOW_FILTER_TILE sets the compaction's tile shape, and one too big for shared memory is a GraphError") {
+  auto x = ff::input<float>("x");
+  const ff::Program p(ff::filter(x, x > 0.0f));
+  const auto source_of = [&] { return ff::codegen::plan(p, sm90()).kernels.at(0).source; };
+  const std::string automatic = source_of();
+  ::setenv("FUSEFLOW_FILTER_TILE", "256x4x6", 1);
+  const std::string chosen = source_of();
+  CHECK(chosen.find("constexpr int kBlock = 256;") != std::string::npos);
+  CHECK(chosen.find("constexpr int kRows = 4;") != std::string::npos);
+  CHECK(chosen.find("__launch_bounds__(256, 6)") != std::string::npos);
+  ::setenv("FUSEFLOW_FILTER_TILE", "256x0", 1);
+  CHECK(ff::test::graph_error_of(source_of).find("FUSEFLOW_FILTER_TILE='256x0' is not") != std::string::npos);
+  ::setenv("FUSEFLOW_FILTER_TILE", "1024x16", 1);  // 65536 f32 survivors: 256 KB
+  CHECK(ff::test::graph_error_of(source_of).find("need more than the") != std::string::npos);
+  ::unsetenv("FUSEFLOW_FILTER_TILE");
+  CHECK(source_of() == automatic);
+}

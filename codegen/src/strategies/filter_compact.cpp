@@ -17,6 +17,7 @@
 #include <set>
 
 #include "../compact_context.hpp"
+#include "../tile_override.hpp"
 
 namespace fuseflow::codegen {
 
@@ -52,6 +53,17 @@ CompactTiling compact_tiling(const CompactGroup& g, const Target& target) {
   t.rows = std::max(1, items / t.vec);
   const std::size_t value_bytes = g.value.type().size();
   const std::size_t stage_limit = std::min<std::size_t>(kMaxStageBytes, target.shared_per_block_optin / 2);
+  TileOverride o;  // FUSEFLOW_FILTER_TILE=<block>x<rows>[x<min blocks>], for tuning studies
+  if (tile_override("FUSEFLOW_FILTER_TILE", 16, o)) {
+    t.block = o.block;
+    t.rows = o.items;
+    if (o.min_blocks > 0) t.min_blocks = o.min_blocks;
+    if (static_cast<std::size_t>(t.tile()) * value_bytes > stage_limit)
+      throw GraphError("FUSEFLOW_FILTER_TILE: tiles of " + std::to_string(t.tile()) + " elements of " +
+                       g.value.type().name() + " need more than the " + std::to_string(stage_limit) +
+                       " bytes of shared memory a block may have");
+    return t;
+  }
   while (static_cast<std::size_t>(t.tile()) * value_bytes > stage_limit) {
     if (t.rows > 1) --t.rows;
     else if (t.vec > 1) t.vec /= 2;
