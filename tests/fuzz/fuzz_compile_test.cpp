@@ -203,3 +203,15 @@ TEST_CASE("the differential comparison accepts the f32 CPU reference against the
   for (const auto& f : failures) std::printf("FAILURE: %s\n\n", f.c_str());
   CHECK(failures.empty());
 }
+
+// The shape of a seed comes from a Weyl sequence (program_generator.cpp, shape_draw), so
+// the emulator's 60 seeds meet every shape; this holds the shares and weights to that.
+TEST_CASE("seeds 1..60 meet every shape at least 3 times") {
+  std::map<std::string, int> count;
+  for (std::uint64_t seed = 1; seed <= 60; ++seed) ++count[fz::generate(seed).shape];
+  std::string counts;
+  for (const auto& [shape, k] : count) counts += " " + shape + "=" + std::to_string(k);
+  INFO("shapes of seeds 1..60:" << counts);
+  CHECK(count.size() == fz::all_shapes().size());
+  for (const auto& shape : fz::all_shapes()) CHECK_MESSAGE(count[shape] >= 3, shape);
+}

@@ -424,8 +424,22 @@ double shape_draw(std::uint64_t seed) {
 }
 
 bool is_array_op(OpKind k) {
-  return k == OpKind::Histogram || k == OpKind::SegmentedReduce || k == OpKind::CountingSort;
+  return k == OpKind::Histogram || k == OpKind::SegmentedReduce || k == OpKind::CountingSort || k == OpKind::Filter ||
+         k == OpKind::SegmentedScan || k == OpKind::ScanByKey || k == OpKind::ReduceByKey;
 }
+
+bool is_by_key(OpKind k) { return k == OpKind::ScanByKey || k == OpKind::ReduceByKey; }
+bool is_segmented(OpKind k) { return k == OpKind::SegmentedReduce || k == OpKind::SegmentedScan; }
+
+// The shapes of the two groups (make_array_op_shape, make_shape) and their weights.
+const std::vector<std::string> kArrayShapes = {"histogram",  "segmented_reduce", "counting_sort",
+                                               "sort_by_key", "array_op_of_reduce", "filter",
+                                               "segmented_scan", "scan_by_key",   "reduce_by_key"};
+const std::vector<int> kArrayWeights = {6, 7, 5, 5, 5, 6, 6, 5, 6};
+const std::vector<std::string> kOtherShapes = {"reduce",      "scan",          "filter_reduce",
+                                               "two_reduces", "map_of_reduce", "reduce_of_reduce",
+                                               "scan_of_reduce", "scan_and_reduce"};
+const std::vector<int> kOtherWeights = {16, 16, 11, 10, 10, 10, 10, 10};
 
 // ---- the generator ------------------------------------------------------------------
 
@@ -1020,10 +1034,136 @@ class Generator {
     return op;
   }
 
-  // The outputs of op k (sort_by_key: its keys, its values, or both).
+  // ---- compaction, segmented scans, by-key ops ---------------------------------------
+
+  // A filter as an output: the survivors of a scalar, or of a (value, index) tuple (the
+  // index tells which elements survived, in order); the values are exact when they are a
+  // tuple, so it compares exactly.
+  OpDesc filter_op() {
+    OpDesc op;
+    op.kind = OpKind::Filter;
+    if (rng_.chance(0.3)) op.values = make_tuple({ensure_input(number(depth(), true)), index_});
+    else op.values = ensure_input(number(depth(), rng_.chance(0.5)));
+    op.predicate = ensure_input(boolean(depth()));
+    return op;
+  }
+
+  // The filter's output: its survivors as they are, or a map over them (constants and the
+  // parameter only: index() and other arrays have another length). The map's condition
+  // compares exact survivors only.
+  NodeRef filter_output(int k) {
+    const OpDesc& op = c_.ops[static_cast<std::size_t>(k)];
+    auto e = fresh(NodeKind::ScanElement, op.values->type);
+    e->index = k;
+    e->exact = op.values->exact;
+    if (op.values->type.is_scalar()) {
+      e->bound = op.values->bound;
+      set_err(*e, op.values->abs_err, op.values->rel_err);
+    }
+    if (rng_.chance(0.45)) return e;
+    NodeRef s = e;
+    if (e->type.is_tuple()) {
+      auto g = make_get(e, rng_.chance(0.5) ? 0 : 1);
+      const NodeRef& field = op.values->args[static_cast<std::size_t>(g->index)];
+      g->bound = field->bound;
+      g->exact = field->exact;
+      s = g;
+      if (rng_.chance(0.3)) return s;
+    }
+    const ScalarType t = st(s);
+    switch (rng_.weighted({4, s->exact ? 3 : 0, 2, 2})) {
+      case 0: {  // s op constant (or the parameter)
+        BinaryOp bop = rng_.pick(std::vector<BinaryOp>{BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul});
+        NodeRef other = !params_.empty() && rng_.chance(0.3) ? rng_.pick(params_)
+                                                              : make_const(t, static_cast<double>(rng_.range(is_unsigned(t) ? 0 : -3, 3)));
+        return tame(make_binary(bop, s, other));
+      }
+      case 1: return make_select(make_binary(BinaryOp::Gt, s, similar_constant(s)), s, make_const(t, 7));
+      case 2:
+        if (is_float(t)) return make_cast(ScalarType::F64, s);
+        return make_cast(rng_.pick(kIntTypes), s);
+      default:
+        if (is_float(t)) return rng_.chance(0.5) ? NodeRef(make_call(MathFn::Sqrt, {make_call(MathFn::Abs, {s})}))
+                                                 : NodeRef(make_call(MathFn::Abs, {s}));
+        return make_call(MathFn::Abs, {s});
+    }
+  }
+
+  OpDesc segmented_scan_op(int offsets) {
+    OpDesc op = segmented_op(offsets);
+    op.kind = OpKind::SegmentedScan;
+    op.scan_kind = rng_.chance(0.5) ? ScanKind::Inclusive : ScanKind::Exclusive;
+    return op;
+  }
+
+  // The key input of a by-key op: a random walk (InputSpec::walk) that stays put with a
+  // probability from "always moves" to "long runs".
+  NodeRef walk_input() {
+    InputSpec s;
+    s.name = "k";
+    s.type = rng_.pick(kIntTypes);
+    s.walk = true;
+    s.stay = rng_.pick(std::vector<double>{0, 0.5, 0.9, 0.99, 0.999});
+    s.lo = is_unsigned(s.type) ? 0 : -50;
+    s.hi = 50;
+    c_.inputs.push_back(s);
+    auto n = make_input(static_cast<int>(c_.inputs.size()) - 1, s);
+    n->bound = 50 + 2 * static_cast<double>(c_.n);
+    return n;
+  }
+
+  // An integral key with runs of equal consecutive values.
+  NodeRef scalar_key(const NodeRef& walk) {
+    switch (rng_.weighted({5, 2, 2})) {
+      case 0: {  // the walk, as it is or coarsened: k / 2, k % 5, k >> 1
+        switch (rng_.weighted({3, 1, 1, 1})) {
+          case 0: return walk;
+          case 1: return make_binary(BinaryOp::Div, walk, make_const(st(walk), 2));
+          case 2: return make_binary(BinaryOp::Mod, walk, make_const(st(walk), 5));
+          default: return make_binary(BinaryOp::Shr, walk, make_const(ScalarType::I32, 1));
+        }
+      }
+      case 1: {  // index / stride (+ (x & 0), which reads an input): runs of `stride`
+        NodeRef stride = make_const(ScalarType::I64, static_cast<double>(rng_.range(1, 64)));
+        NodeRef zero = make_binary(BinaryOp::BitAnd, coerce(input_leaf(), ScalarType::I64), make_const(ScalarType::I64, 0));
+        return make_binary(BinaryOp::Add, make_binary(BinaryOp::Div, index_, stride), zero);
+      }
+      default: {  // an exact integer map of the inputs, in a small range: v % 2 or v % 3
+        NodeRef v = ensure_input(integer(static_cast<int>(rng_.range(0, 2))));
+        return make_binary(BinaryOp::Mod, v, make_const(st(v), static_cast<double>(rng_.range(2, 3))));
+      }
+    }
+  }
+
+  // The key of a by-key op: a scalar, or now and then a (key, i64 key) tuple.
+  NodeRef by_key_keys() {
+    NodeRef walk = walk_input();
+    NodeRef a = scalar_key(walk);
+    if (!rng_.chance(0.15)) return a;
+    if (!is_int(st(a)) || st(a) == ScalarType::U64) a = make_cast(ScalarType::I64, a);
+    return make_tuple({a, make_cast(ScalarType::I64, scalar_key(walk))});
+  }
+
+  OpDesc by_key_op(OpKind kind) {
+    OpDesc op;
+    op.kind = kind;
+    op.monoid = pick_monoid(kind == OpKind::ScanByKey);
+    op.values = values_for(op.monoid);
+    op.keys = by_key_keys();
+    op.scan_kind = rng_.chance(0.5) ? ScanKind::Inclusive : ScanKind::Exclusive;
+    return op;
+  }
+
+  // The outputs of op k (sort_by_key: its keys, its values, or both; reduce_by_key: the
+  // same; a filter: its survivors, perhaps mapped).
   void array_op_outputs(int k) {
     const OpDesc& op = c_.ops[static_cast<std::size_t>(k)];
-    if (op.kind != OpKind::CountingSort || !op.values) {
+    if (op.kind == OpKind::Filter) {
+      c_.outputs.push_back({-1, filter_output(k), 0});
+      return;
+    }
+    const bool keyed = (op.kind == OpKind::CountingSort && op.values) || op.kind == OpKind::ReduceByKey;
+    if (!keyed) {
       c_.outputs.push_back({k, nullptr, 0});
       return;
     }
@@ -1042,15 +1182,17 @@ class Generator {
   }
 
   void make_array_op_shape() {
-    static const std::vector<std::string> shapes = {"histogram", "segmented_reduce", "counting_sort", "sort_by_key",
-                                                    "array_op_of_reduce"};
-    std::size_t k = draw_shape({6, 7, 5, 5, 5});
-    c_.shape = shapes[k];
+    std::size_t k = draw_shape(kArrayWeights);
+    c_.shape = kArrayShapes[k];
     switch (k) {
       case 0: c_.ops.push_back(histogram_op()); break;
       case 1: c_.ops.push_back(segmented_op(offsets_input())); break;
       case 2: c_.ops.push_back(sort_op(false)); break;
       case 3: c_.ops.push_back(sort_op(true)); break;
+      case 5: c_.ops.push_back(filter_op()); break;
+      case 6: c_.ops.push_back(segmented_scan_op(offsets_input())); break;
+      case 7: c_.ops.push_back(by_key_op(OpKind::ScanByKey)); break;
+      case 8: c_.ops.push_back(by_key_op(OpKind::ReduceByKey)); break;
       default: {
         // An array op whose element expression reads a reduction's result (a few tries;
         // else the last one drawn), sometimes with the reduction as an output too.
@@ -1073,7 +1215,9 @@ class Generator {
 
   // The shape comes from the seed's Weyl draw (shape_draw), not from the PRNG: first the
   // group (array ops: the first kArrayOpShare of [0, 1)), then the shape within it.
-  static constexpr double kArrayOpShare = 0.4;
+  // The share and the weights are chosen so that seeds 1..60 (the emulator's run) meet
+  // every shape at least 3 times (checked by fuzz_compile_test).
+  static constexpr double kArrayOpShare = 0.52;
 
   std::size_t draw_shape(const std::vector<int>& weights) {
     double u = shape_draw_ < kArrayOpShare ? shape_draw_ / kArrayOpShare
@@ -1090,11 +1234,8 @@ class Generator {
 
   void make_shape() {
     if (shape_draw_ < kArrayOpShare) return make_array_op_shape();
-    static const std::vector<std::string> shapes = {"reduce",        "scan",         "filter_reduce",
-                                                    "two_reduces",   "map_of_reduce", "reduce_of_reduce",
-                                                    "scan_of_reduce", "scan_and_reduce"};
-    std::size_t k = draw_shape({22, 20, 12, 10, 9, 9, 9, 9});
-    c_.shape = shapes[k];
+    std::size_t k = draw_shape(kOtherWeights);
+    c_.shape = kOtherShapes[k];
     switch (k) {
       case 0:
         c_.ops.push_back(reduce_op(false));
@@ -1158,10 +1299,11 @@ class Builder {
   Builder(const Case& c, Mode m) : c_(c), mode_(m) {}
 
   Built run() {
-    std::vector<Expr> values, predicates;
+    std::vector<Expr> values, predicates, keys;
     for (const auto& in : c_.inputs) inputs_.push_back(ff_input(in));
     for (const auto& p : c_.params) params_.push_back(Expr::param(p.name, widen(p.value.type(), mode_)));
     for (const auto& op : c_.ops) {
+      keys.push_back(is_by_key(op.kind) ? node(op.keys) : Expr());
       if (is_array_op(op.kind)) {
         array_op(op, values, predicates);
         continue;
@@ -1181,23 +1323,34 @@ class Builder {
     std::vector<Expr> outs;
     for (const auto& o : c_.outputs)
       outs.push_back(o.map ? node(o.map) : o.field == 1 ? sorted_values_.at(o.op) : results_[static_cast<std::size_t>(o.op)]);
-    return Built{Program(std::move(outs)), inputs_, params_, std::move(values), std::move(predicates)};
+    return Built{Program(std::move(outs)), inputs_, params_, std::move(values), std::move(predicates), std::move(keys)};
   }
 
  private:
   Expr ff_input(const InputSpec& in) { return Expr::input(in.name, widen(in.type, mode_)); }
 
-  // Histogram, segmented reduce, counting sort / sort_by_key.
+  // Histogram, filter, segmented reduce / scan, scan / reduce by key, counting sort / sort_by_key.
   void array_op(const OpDesc& op, std::vector<Expr>& values, std::vector<Expr>& predicates) {
     Expr v = op.values ? node(op.values) : Expr();
     values.push_back(v);
-    predicates.push_back(Expr());
+    predicates.push_back(op.kind == OpKind::Filter ? node(op.predicate) : Expr());
     switch (op.kind) {
       case OpKind::Histogram: results_.push_back(histogram(node(op.keys), op.bins, op.count_type)); return;
-      case OpKind::SegmentedReduce: {
+      case OpKind::Filter: results_.push_back(filter(v, predicates.back())); return;
+      case OpKind::SegmentedReduce:
+      case OpKind::SegmentedScan: {
         Expr offsets = inputs_[static_cast<std::size_t>(op.offsets_input)];
         if (op.offsets_cast) offsets = Expr::cast(ScalarType::I64, offsets);
-        results_.push_back(segmented_reduce(pack(op.monoid, v), offsets, monoid(op.monoid)));
+        results_.push_back(op.kind == OpKind::SegmentedReduce
+                               ? segmented_reduce(pack(op.monoid, v), offsets, monoid(op.monoid))
+                               : segmented_scan(pack(op.monoid, v), offsets, monoid(op.monoid), op.scan_kind));
+        return;
+      }
+      case OpKind::ScanByKey: results_.push_back(scan_by_key(node(op.keys), pack(op.monoid, v), monoid(op.monoid), op.scan_kind)); return;
+      case OpKind::ReduceByKey: {
+        KeyedResult r = reduce_by_key(node(op.keys), pack(op.monoid, v), monoid(op.monoid));
+        sorted_values_[static_cast<int>(results_.size())] = r.values;
+        results_.push_back(r.keys);
         return;
       }
       default:
@@ -1266,7 +1419,7 @@ class Builder {
   const Case& c_;
   Mode mode_;
   std::vector<Expr> inputs_, params_, results_;
-  std::map<int, Expr> sorted_values_;  // per sort_by_key op: its values (results_ has its keys)
+  std::map<int, Expr> sorted_values_;  // per sort_by_key / reduce_by_key op: its values (results_ has its keys)
   std::map<const Node*, Expr> memo_;
 };
 
@@ -1285,6 +1438,20 @@ HostArray fill(std::size_t n, const InputSpec& s, std::uint64_t seed) {
       auto lo = static_cast<std::int64_t>(s.lo), hi = static_cast<std::int64_t>(s.hi);
       x = static_cast<T>(r.range(lo, hi));
     }
+  }
+  return HostArray::from(v);
+}
+
+// The keys of a by-key op: a random walk from a start in [lo, hi] that stays put with
+// probability s.stay, else steps by -2..2 (0 included).
+template <class T>
+HostArray fill_walk(std::size_t n, const InputSpec& s, std::uint64_t seed) {
+  std::vector<T> v(n);
+  Rng r(seed);
+  std::int64_t at = r.range(static_cast<std::int64_t>(s.lo), static_cast<std::int64_t>(s.hi));
+  for (auto& x : v) {
+    if (!r.chance(s.stay)) at += r.range(-2, 2);
+    x = static_cast<T>(at);
   }
   return HostArray::from(v);
 }
@@ -1354,6 +1521,9 @@ enum class CheckKind : std::uint8_t {
   SegmentSum,     // segmented reduce: per segment, as SumScalar over its elements
   SegmentExtreme,
   SegmentArg,
+  SegmentScanSum,      // segmented scan / scan_by_key: per element, as SumScan over its segment's prefix
+  SegmentScanExtreme,
+  SegmentScanArg,
 };
 
 struct Plan {
@@ -1364,7 +1534,8 @@ struct Plan {
 };
 
 bool float_monoid_values(const OpDesc& op) {
-  if (op.kind == OpKind::Histogram || op.kind == OpKind::CountingSort) return false;  // integers, or moved as they are
+  if (op.kind == OpKind::Histogram || op.kind == OpKind::CountingSort || op.kind == OpKind::Filter)
+    return false;  // integers, or moved as they are (a filter's output is a map over its element)
   return op.values->type.is_scalar() && is_float(op.values->type.scalar());
 }
 
@@ -1379,13 +1550,29 @@ Plan plan_check(const Case& c, std::size_t i) {
   const OpDesc& op = c.ops[static_cast<std::size_t>(o.op)];
   p.op = o.op;
   if (op.kind == OpKind::Histogram || op.kind == OpKind::CountingSort) return p;  // counts, keys, moved values
+  if (op.kind == OpKind::ReduceByKey && o.field == 0) return p;  // the unique keys: integers
   p.error = op.values->error;
   // Per-element atomics add in any order, one rounding after another: a sequential sum,
   // whose error grows like sqrt(n) ulps of the sum of |terms| (positive terms).
   if (op.strategy == Strategy::Atomic) p.rel += 8 * ulp(ScalarType::F32) * std::sqrt(static_cast<double>(c.n));
   if (!float_monoid_values(op)) return p;
   bool scan = op.kind == OpKind::Scan;
-  if (op.kind == OpKind::SegmentedReduce) {
+  if (op.kind == OpKind::SegmentedScan || op.kind == OpKind::ScanByKey) {
+    switch (op.monoid) {
+      case MonoidChoice::Plus: p.kind = CheckKind::SegmentScanSum; break;
+      case MonoidChoice::Min:
+      case MonoidChoice::Max:
+        if (!op.values->exact) p.kind = CheckKind::SegmentScanExtreme;
+        break;
+      case MonoidChoice::ArgMin:
+      case MonoidChoice::ArgMax:
+        if (!op.values->exact) p.kind = CheckKind::SegmentScanArg;
+        break;
+      default: break;
+    }
+    return p;
+  }
+  if (op.kind == OpKind::SegmentedReduce || op.kind == OpKind::ReduceByKey) {
     switch (op.monoid) {
       case MonoidChoice::Plus: p.kind = CheckKind::SegmentSum; break;
       case MonoidChoice::Min:
@@ -1493,6 +1680,44 @@ std::string compare_segments(const Plan& p, const std::vector<std::size_t>& boun
   return m.count ? head + std::to_string(m.count) + " segments out of tolerance, the first is " + m.first : "";
 }
 
+// A float segmented scan or scan_by_key: each segment as a float scan of its elements;
+// an element outside every segment (partial offsets) is the identity, exactly.
+std::string compare_segment_scan(const Plan& p, const std::vector<std::size_t>& bounds, const HostArray& values,
+                                 const HostResult& want, const HostResult& got, bool is_max, bool exclusive,
+                                 const std::string& head) {
+  if (got.array.size() != want.array.size())
+    return head + std::to_string(got.array.size()) + " elements, want " + std::to_string(want.array.size());
+  const double e = p.error;
+  const std::size_t n = want.array.size();
+  Mismatches m;
+  auto check = [&](std::size_t k, std::size_t begin, std::size_t count, double prefix, const std::string& where) {
+    if (p.kind == CheckKind::SegmentScanArg) {
+      std::string why = check_arg(got.array.at(k), want.array.at(k), values, nullptr, begin + count, e, is_max, begin);
+      if (!why.empty()) m.add(k, why + where);
+      return;
+    }
+    double g = got.array.at(k).as_double(), w = want.array.at(k).as_double();
+    double tol = count == 0 ? 0 : 2 * e;
+    if (p.kind == CheckKind::SegmentScanSum) tol = 2 * static_cast<double>(count) * e + p.rel * prefix;
+    if (!close(g, w, tol + (count == 0 ? 0 : 1e-300)))
+      m.add(k, "got " + num(g) + ", want " + num(w) + " (f64), tolerance " + num(tol) + where);
+  };
+  if (bounds.empty() || bounds.back() > n) return head + "no segment bounds";
+  for (std::size_t k = 0; k < bounds.front(); ++k) check(k, k, 0, 0, " (before every segment)");
+  for (std::size_t k = bounds.back(); k < n; ++k) check(k, k, 0, 0, " (after every segment)");
+  for (std::size_t r = 0; r + 1 < bounds.size(); ++r) {
+    const std::size_t begin = bounds[r], end = bounds[r + 1];
+    const std::string where = " (segment [" + std::to_string(begin) + ", " + std::to_string(end) + "))";
+    double prefix = 0;
+    for (std::size_t k = begin; k < end; ++k) {
+      if (!exclusive) prefix += std::fabs(values.at(k).as_double());
+      check(k, begin, exclusive ? k - begin : k - begin + 1, prefix, where);
+      if (exclusive) prefix += std::fabs(values.at(k).as_double());
+    }
+  }
+  return m.count ? head + std::to_string(m.count) + " elements out of tolerance, the first at " + m.first : "";
+}
+
 std::string compare_output(const Case& c, const Reference& ref, std::size_t i, const HostResult& got) {
   const Plan p = plan_check(c, i);
   const std::string head = "output " + std::to_string(i) + " (" + check_kind(c, i) + "): ";
@@ -1549,6 +1774,11 @@ std::string compare_output(const Case& c, const Reference& ref, std::size_t i, c
     case CheckKind::SegmentSum:
     case CheckKind::SegmentExtreme:
     case CheckKind::SegmentArg: return compare_segments(p, ref.segments[static_cast<std::size_t>(p.op)], values, want, got, is_max, head);
+    case CheckKind::SegmentScanSum:
+    case CheckKind::SegmentScanExtreme:
+    case CheckKind::SegmentScanArg:
+      return compare_segment_scan(p, ref.segments[static_cast<std::size_t>(p.op)], values, want, got, is_max,
+                                  op.scan_kind == ScanKind::Exclusive, head);
     default: break;
   }
   // Scans.
@@ -1612,6 +1842,15 @@ bool is_commutative(MonoidChoice m) { return m != MonoidChoice::Mssp && m != Mon
 
 Case generate(std::uint64_t seed) { return Generator(seed).run(); }
 
+const std::vector<std::string>& all_shapes() {
+  static const std::vector<std::string> all = [] {
+    std::vector<std::string> out = kArrayShapes;
+    out.insert(out.end(), kOtherShapes.begin(), kOtherShapes.end());
+    return out;
+  }();
+  return all;
+}
+
 Built build(const Case& c, Mode mode) { return Builder(c, mode).run(); }
 
 std::vector<HostArray> make_inputs(const Case& c) {
@@ -1626,6 +1865,15 @@ std::vector<HostArray> make_inputs(const Case& c) {
         case ScalarType::I64: out.push_back(fill_offsets<long long>(c.n, s, seed)); break;
         case ScalarType::U32: out.push_back(fill_offsets<std::uint32_t>(c.n, s, seed)); break;
         default: throw GraphError("fuzz: unexpected offsets type " + scalar_name(s.type));
+      }
+      continue;
+    }
+    if (s.walk) {
+      switch (s.type) {
+        case ScalarType::I32: out.push_back(fill_walk<std::int32_t>(n, s, seed)); break;
+        case ScalarType::I64: out.push_back(fill_walk<long long>(n, s, seed)); break;
+        case ScalarType::U32: out.push_back(fill_walk<std::uint32_t>(n, s, seed)); break;
+        default: throw GraphError("fuzz: unexpected key type " + scalar_name(s.type));
       }
       continue;
     }
@@ -1707,10 +1955,18 @@ Reference compute_reference(const Case& c, const std::vector<HostArray>& narrow_
     ref.segments.resize(c.ops.size());
     for (std::size_t k = 0; k < c.ops.size(); ++k) {
       const OpDesc& op = c.ops[k];
-      if (op.kind != OpKind::SegmentedReduce || !float_monoid_values(op)) continue;
-      const auto o = static_cast<std::size_t>(op.offsets_input);
-      ref.segments[k] = segment_bounds("segmented_reduce", c.inputs[o].type, narrow_inputs[o].data(),
-                                       narrow_inputs[o].size(), static_cast<std::size_t>(c.n));
+      if (!float_monoid_values(op)) continue;
+      if (is_segmented(op.kind)) {
+        const auto o = static_cast<std::size_t>(op.offsets_input);
+        ref.segments[k] = segment_bounds(op_name(op.kind), c.inputs[o].type, narrow_inputs[o].data(),
+                                         narrow_inputs[o].size(), static_cast<std::size_t>(c.n));
+      } else if (is_by_key(op.kind)) {
+        // The runs of equal consecutive keys (integers: the same in both programs).
+        const HostArray keys = std::move(evaluate(Program(b.keys[k]), hb)[0].array);
+        for (std::size_t j = 0; j < keys.size(); ++j)
+          if (j == 0 || !(keys.at(j) == keys.at(j - 1))) ref.segments[k].push_back(j);
+        ref.segments[k].push_back(keys.size());
+      }
     }
   }
   return ref;
@@ -1741,6 +1997,9 @@ std::string check_kind(const Case& c, std::size_t output) {
     case CheckKind::SegmentSum: return "float segmented sum, f64 reference, element error " + num(p.error);
     case CheckKind::SegmentExtreme: return "float segmented min/max of rounded values, f64 reference, error " + num(p.error);
     case CheckKind::SegmentArg: return "float segmented argmin/argmax of rounded values, f64 reference, error " + num(p.error);
+    case CheckKind::SegmentScanSum: return "float segmented sum scan, f64 reference, element error " + num(p.error);
+    case CheckKind::SegmentScanExtreme: return "float segmented min/max scan of rounded values, f64 reference, error " + num(p.error);
+    case CheckKind::SegmentScanArg: return "float segmented argmin/argmax scan of rounded values, f64 reference, error " + num(p.error);
   }
   return "?";
 }
@@ -1752,6 +2011,11 @@ std::string describe(const Case& c) {
     if (in.offsets) {
       os << "  input " << in.name << ": " << scalar_name(in.type) << " segment offsets, pattern " << pattern_name(in.pattern)
          << (in.partial ? ", segments inside (0, n)" : "") << "\n";
+      continue;
+    }
+    if (in.walk) {
+      os << "  input " << in.name << ": " << scalar_name(in.type) << " keys, a random walk from [" << num(in.lo) << ", "
+         << num(in.hi) << "] staying put with probability " << num(in.stay) << ", else stepping by -2..2\n";
       continue;
     }
     os << "  input " << in.name << ": " << scalar_name(in.type) << " in [" << num(in.lo) << ", " << num(in.hi) << "]"
@@ -1767,9 +2031,20 @@ std::string describe(const Case& c) {
       os << "\n";
       continue;
     }
-    if (op.kind == OpKind::SegmentedReduce) {
-      os << "  op " << k << ": segmented_reduce " << monoid_name(op.monoid) << ", offsets "
-         << c.inputs[static_cast<std::size_t>(op.offsets_input)].name << (op.offsets_cast ? " (cast to i64)" : "") << "\n";
+    const char* kind = op.scan_kind == ScanKind::Inclusive ? ", inclusive" : ", exclusive";
+    if (is_segmented(op.kind)) {
+      os << "  op " << k << ": " << op_name(op.kind) << " " << monoid_name(op.monoid) << ", offsets "
+         << c.inputs[static_cast<std::size_t>(op.offsets_input)].name << (op.offsets_cast ? " (cast to i64)" : "")
+         << (op.kind == OpKind::SegmentedScan ? kind : "") << "\n";
+      continue;
+    }
+    if (is_by_key(op.kind)) {
+      os << "  op " << k << ": " << op_name(op.kind) << " " << monoid_name(op.monoid) << ", keys of type "
+         << op.keys->type.name() << (op.kind == OpKind::ScanByKey ? kind : "") << "\n";
+      continue;
+    }
+    if (op.kind == OpKind::Filter) {
+      os << "  op " << k << ": filter of " << op.values->type.name() << " (compaction, an output)\n";
       continue;
     }
     os << "  op " << k << ": " << op_name(op.kind) << " " << monoid_name(op.monoid) << ", strategy "
@@ -1778,7 +2053,16 @@ std::string describe(const Case& c) {
     if (op.predicate) os << ", filtered";
     os << "\n";
   }
-  for (std::size_t i = 0; i < c.outputs.size(); ++i) os << "  output " << i << ": checked " << check_kind(c, i) << "\n";
+  for (std::size_t i = 0; i < c.outputs.size(); ++i) {
+    const OutputDesc& o = c.outputs[i];
+    os << "  output " << i << ": ";
+    if (o.op >= 0 && c.ops[static_cast<std::size_t>(o.op)].kind == OpKind::ReduceByKey)
+      os << (o.field == 0 ? "the unique keys, " : "the values, ");
+    if (o.op >= 0 && c.ops[static_cast<std::size_t>(o.op)].kind == OpKind::CountingSort &&
+        c.ops[static_cast<std::size_t>(o.op)].values)
+      os << (o.field == 0 ? "the sorted keys, " : "the values, ");
+    os << "checked " << check_kind(c, i) << "\n";
+  }
   try {
     os << "program:\n" << to_string(build(c, Mode::Narrow).program);
   } catch (const std::exception& e) {

@@ -18,6 +18,13 @@
 //   counting_sort / sort_by_key (random bins up to the 8192 the sort takes, keys out of
 //             range that sort last; values carry the element index, so comparing them
 //             exactly checks stability),
+//   filter as an output (stream compaction: the survivors of a scalar or (value, index)
+//             tuple in order, sometimes with a map over the survivors, filter(v, p) * 3),
+//   segmented_scan by offsets (inclusive / exclusive, any monoid above, the same offsets
+//             patterns, partial cover: the elements outside every segment are the identity),
+//   scan_by_key and reduce_by_key (any monoid; keys from a random-walk input that stays
+//             put with some probability, index / stride runs, or a small-range integer map,
+//             now and then a tuple of two; reduce_by_key outputs its keys, its values or both),
 //   alone, or reading an earlier reduction's result (array_op_of_reduce),
 // under a random strategy (automatic, chunked, staged, tree, atomic where it applies;
 // lookback / reduce_then_scan for scans) and a random size, edge sizes included.
@@ -57,7 +64,7 @@ enum class Mode : std::uint8_t { Narrow, Wide };
 enum class NodeKind : std::uint8_t {
   Input, Index, Constant, Param,
   Scalar,       // the result of ops[index], a reduction (read by a later map)
-  ScanElement,  // the element of ops[index], a scan (read by an output's epilogue map)
+  ScanElement,  // the element of ops[index], a scan or a filter (read by an output's map)
   Unary, Binary, Select, Call, Cast, Tuple, Get,
 };
 
@@ -89,25 +96,26 @@ const char* monoid_name(MonoidChoice m);
 bool is_commutative(MonoidChoice m);
 
 struct OpDesc {
-  OpKind kind = OpKind::Reduce;  // Reduce, Scan, Histogram, SegmentedReduce or CountingSort
+  OpKind kind = OpKind::Reduce;  // Reduce, Scan, Filter, Histogram, SegmentedReduce, SegmentedScan,
+                                 // ScanByKey, ReduceByKey or CountingSort
   NodeRef values;     // element values; argmin/argmax zip them with index(), mssp maps them to parts
                       // (CountingSort: the values of sort_by_key, or none for counting_sort)
-  NodeRef predicate;  // Reduce only: reduce(filter(values, predicate)) when set
-  MonoidChoice monoid = MonoidChoice::Plus;  // Reduce, Scan, SegmentedReduce
-  ScanKind scan_kind = ScanKind::Inclusive;
+  NodeRef predicate;  // Reduce: reduce(filter(values, predicate)) when set; Filter: its predicate
+  MonoidChoice monoid = MonoidChoice::Plus;  // Reduce, Scan, SegmentedReduce / Scan, ScanByKey, ReduceByKey
+  ScanKind scan_kind = ScanKind::Inclusive;  // Scan, SegmentedScan, ScanByKey
   Strategy strategy = Strategy::Automatic;
   // The array ops:
-  NodeRef keys;                              // Histogram: the bin; CountingSort: the key
+  NodeRef keys;                              // Histogram: the bin; CountingSort, ScanByKey, ReduceByKey: the key
   std::int64_t bins = 0;                     // Histogram, CountingSort
   ScalarType count_type = ScalarType::U32;   // Histogram
-  int offsets_input = -1;                    // SegmentedReduce: the InputSpec of its offsets
-  bool offsets_cast = false;                 // SegmentedReduce: offsets read as cast<i64>(o)
+  int offsets_input = -1;                    // SegmentedReduce / Scan: the InputSpec of its offsets
+  bool offsets_cast = false;                 // SegmentedReduce / Scan: offsets read as cast<i64>(o)
 };
 
 struct OutputDesc {
   int op = -1;  // the op's result (a reduction's scalar, a scan's array) ...
   NodeRef map;  // ... or an element-wise map (over Scalar / ScanElement nodes and inputs)
-  int field = 0;  // sort_by_key: 0 the sorted keys, 1 the values
+  int field = 0;  // sort_by_key: 0 the sorted keys, 1 the values; reduce_by_key: 0 the unique keys, 1 the values
 };
 
 // How the offsets of a segmented op are drawn (make_inputs), over the n elements.
@@ -133,6 +141,11 @@ struct InputSpec {
   bool offsets = false;
   SegmentPattern pattern = SegmentPattern::Random;
   bool partial = false;
+  // Keys of a by-key op (an integral input read as elements): a random walk from a start
+  // in [lo, hi] that stays put with probability `stay`, else steps by -2..2, so that runs
+  // of equal keys form.
+  bool walk = false;
+  double stay = 0;
 };
 
 struct ParamSpec {
@@ -144,7 +157,8 @@ struct Case {
   std::uint64_t seed = 0;
   std::int64_t n = 0;
   std::string shape;  // "reduce", "scan", "filter_reduce", "two_reduces", "map_of_reduce", ..., "histogram",
-                      // "segmented_reduce", "counting_sort", "sort_by_key", "array_op_of_reduce"
+                      // "segmented_reduce", "counting_sort", "sort_by_key", "array_op_of_reduce",
+                      // "filter", "segmented_scan", "scan_by_key", "reduce_by_key"
   std::vector<InputSpec> inputs;
   std::vector<ParamSpec> params;
   std::vector<OpDesc> ops;  // in dependency order
@@ -155,12 +169,16 @@ struct Case {
 // std distributions).
 Case generate(std::uint64_t seed);
 
+// Every shape generate() draws, in the order of its tables.
+const std::vector<std::string>& all_shapes();
+
 struct Built {
   Program program;
   std::vector<Expr> inputs;      // per InputSpec
   std::vector<Expr> params;      // per ParamSpec
   std::vector<Expr> values;      // per op: its element values (before zip / parts / filter)
   std::vector<Expr> predicates;  // per op: its filter predicate, or an empty Expr
+  std::vector<Expr> keys;        // per op: its keys (scan_by_key, reduce_by_key), or an empty Expr
 };
 Built build(const Case& c, Mode mode);
 
@@ -179,7 +197,9 @@ struct Reference {
   std::vector<HostResult> wide;    // when some output compares within a tolerance
   std::vector<HostArray> wide_values;      // per op (floats only): the element values in f64
   std::vector<HostArray> wide_predicates;  // per op with a filter (floats only)
-  std::vector<std::vector<std::size_t>> segments;  // per segmented op (floats only): its segment bounds
+  // Per segmented or by-key op (floats only): its segment bounds (by key: the start of each
+  // run of equal keys, then n).
+  std::vector<std::vector<std::size_t>> segments;
 };
 Reference compute_reference(const Case& c, const std::vector<HostArray>& narrow_inputs);
 
