@@ -1,8 +1,13 @@
 // Random programs on the CPU (runs in CI, no GPU): FUSEFLOW_FUZZ_COUNT (default 500)
 // generated programs are planned for sm_90, and every kernel they produce compiles with
 // NVRTC for sm_90 (every 10th program also for sm_80). Identical sources are compiled
-// once, on all cores. The printer and the code generator are deterministic: two builds
-// of the same seed print the same to_string text and give the same CUDA, byte for byte.
+// once, on all cores. The kernels of the compaction, segmented-scan and by-key shapes
+// take NVRTC about three times as long as the others (0.5 s against 0.15 s): to keep the
+// test's CI time, only the even seeds of those shapes compile (all are planned, read back
+// and checked for determinism; FUSEFLOW_FUZZ_SEED compiles its one; the GPU and emulator
+// tests compile every one they run). The printer and the code generator are deterministic:
+// two builds of the same seed print the same to_string text and give the same CUDA, byte
+// for byte.
 // Every program's text reads back: to_string(parse_program(to_string(p))) == to_string(p).
 //
 // A second case runs the comparison used by the GPU test on the CPU reference itself
@@ -59,7 +64,8 @@ TEST_CASE("random programs read back from their text, plan deterministically and
   std::map<std::string, std::size_t> job_of;  // arch + name + source: compile each distinct kernel once
   std::map<std::uint64_t, std::vector<std::size_t>> jobs_of_seed;
   std::map<std::uint64_t, std::string> known;  // seeds that hit a known code generator bug
-  std::size_t kernels = 0, round_trips = 0;
+  std::size_t kernels = 0, round_trips = 0, not_compiled = 0;
+  const std::set<std::string> heavy = {"filter", "segmented_scan", "scan_by_key", "reduce_by_key"};
   std::map<std::string, int> shapes;
 
   for (std::size_t i = 0; i < seeds.size(); ++i) {
@@ -98,6 +104,10 @@ TEST_CASE("random programs read back from their text, plan deterministically and
           ++kernels;
           if (k.source.find(" " + k.name + "(") == std::string::npos) {
             failures.push_back("kernel " + k.name + " is not defined in its source:\n" + fz::describe(c));
+            continue;
+          }
+          if (seeds.size() > 1 && heavy.count(c.shape) && seed % 2 == 1) {  // a single seed always compiles
+            ++not_compiled;
             continue;
           }
           auto [it, fresh] = job_of.emplace(arch + '\n' + k.name + '\n' + k.source, jobs.size());
@@ -158,9 +168,11 @@ TEST_CASE("random programs read back from their text, plan deterministically and
   char summary[512];
   std::snprintf(summary, sizeof summary,
                 "fuzz_compile_test: %zu programs (seeds %llu..%llu), %zu read back from their text, %zu kernels "
-                "planned, %zu distinct compiled with NVRTC on %u threads; planning %.1f s, compiling %.1f s\n",
+                "planned, %zu of them not compiled (odd seeds of the heavy shapes), %zu distinct compiled with NVRTC "
+                "on %u threads; planning %.1f s, compiling %.1f s\n",
                 seeds.size(), seeds.empty() ? 0ULL : static_cast<unsigned long long>(seeds.front()),
-                seeds.empty() ? 0ULL : static_cast<unsigned long long>(seeds.back()), round_trips, kernels, jobs.size(),
+                seeds.empty() ? 0ULL : static_cast<unsigned long long>(seeds.back()), round_trips, kernels, not_compiled,
+                jobs.size(),
                 workers,
                 plan_seconds, seconds_since(compile_start));
   std::string report = summary;

@@ -1089,10 +1089,21 @@ class Generator {
     }
   }
 
+  // Values of a segmented scan or a by-key op: values_for, and for plus, min, max, argmin
+  // and argmax now and then cast to a float, so that the per-segment float checks meet
+  // more cases than the inputs' types alone give.
+  void more_floats(OpDesc& op) {
+    const bool numeric = op.monoid == MonoidChoice::Plus || op.monoid == MonoidChoice::Min ||
+                         op.monoid == MonoidChoice::Max || op.monoid == MonoidChoice::ArgMin ||
+                         op.monoid == MonoidChoice::ArgMax;
+    if (numeric && !is_float(st(op.values)) && rng_.chance(0.4)) op.values = tame(to_float(op.values));
+  }
+
   OpDesc segmented_scan_op(int offsets) {
     OpDesc op = segmented_op(offsets);
     op.kind = OpKind::SegmentedScan;
     op.scan_kind = rng_.chance(0.5) ? ScanKind::Inclusive : ScanKind::Exclusive;
+    more_floats(op);
     return op;
   }
 
@@ -1149,6 +1160,7 @@ class Generator {
     op.kind = kind;
     op.monoid = pick_monoid(kind == OpKind::ScanByKey);
     op.values = values_for(op.monoid);
+    more_floats(op);
     op.keys = by_key_keys();
     op.scan_kind = rng_.chance(0.5) ? ScanKind::Inclusive : ScanKind::Exclusive;
     return op;
