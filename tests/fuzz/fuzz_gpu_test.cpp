@@ -5,7 +5,9 @@
 // and values compare exactly with the reference; float
 // results compare with the same program evaluated in f64, within the error bound the
 // generator derives for each expression (sums: plus 2e-5 of the sum of |terms|; a float
-// segmented reduce segment by segment).
+// segmented reduce, segmented scan, scan_by_key or reduce_by_key segment by segment, the
+// segments of the by-key ops being the runs of the reference's keys). Compacted filter
+// outputs and reduce_by_key's outputs have a length read from the device, compared first.
 // Every failure prints its seed and program; FUSEFLOW_FUZZ_SEED=<seed> runs that one.
 //
 // Programs are prepared on all cores in batches (generation, reference evaluation, and

@@ -1090,13 +1090,17 @@ class Generator {
   }
 
   // Values of a segmented scan or a by-key op: values_for, and for plus, min, max, argmin
-  // and argmax now and then cast to a float, so that the per-segment float checks meet
-  // more cases than the inputs' types alone give.
+  // and argmax often cast to a float (and scaled by 0.1, which rounds), so that the
+  // per-segment float checks meet more cases than the inputs' types alone give.
   void more_floats(OpDesc& op) {
     const bool numeric = op.monoid == MonoidChoice::Plus || op.monoid == MonoidChoice::Min ||
                          op.monoid == MonoidChoice::Max || op.monoid == MonoidChoice::ArgMin ||
                          op.monoid == MonoidChoice::ArgMax;
-    if (numeric && !is_float(st(op.values)) && rng_.chance(0.4)) op.values = tame(to_float(op.values));
+    if (!numeric || is_float(st(op.values)) || !rng_.chance(0.6)) return;
+    NodeRef f = to_float(op.values);
+    // times 0.1 (rounded): inexact values, so min / max / argmin / argmax compare within a bound too
+    if (rng_.chance(0.5)) f = make_binary(BinaryOp::Mul, f, make_const(st(f), 0.1));
+    op.values = tame(f);
   }
 
   OpDesc segmented_scan_op(int offsets) {
