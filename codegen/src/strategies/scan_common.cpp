@@ -4,39 +4,17 @@
 // owns the kItems consecutive elements t * kItems ...), the thread's sequential scan,
 // and the store back through shared memory, coalesced, with the epilogue applied.
 #include <algorithm>
-#include <cstdio>
 #include <cstdlib>
 #include <set>
 
 #include "../scan_context.hpp"
+#include "../tile_override.hpp"
 
 namespace fuseflow::codegen {
 
 namespace {
 constexpr std::size_t kThreadBytes = 64;        // bytes of values a thread scans per tile
 constexpr std::size_t kMaxStageBytes = 40 * 1024;  // static shared memory stays under 48 KB
-}  // namespace
-
-namespace {
-// FUSEFLOW_SCAN_TILE=<block>x<items>[x<min blocks per SM>] replaces the tiling below, for
-// tuning studies (the constants are in the source, so the kernel cache keeps the variants
-// apart).
-bool tiling_override(ScanTiling& t) {
-  const char* v = std::getenv("FUSEFLOW_SCAN_TILE");
-  if (!v || !*v) return false;
-  int block = 0, items = 0, min_blocks = 0;
-  char x1 = 0, x2 = 0, extra = 0;
-  const int got = std::sscanf(v, "%d%c%d%c%d%c", &block, &x1, &items, &x2, &min_blocks, &extra);
-  if ((got != 3 && got != 5) || x1 != 'x' || (got == 5 && x2 != 'x') || block < 32 || block > 1024 ||
-      block % 32 != 0 || items < 1 || items > 32 || min_blocks < 0 || min_blocks > 32)
-    throw GraphError(std::string("FUSEFLOW_SCAN_TILE='") + v +
-                     "' is not <block>x<items>[x<min blocks>] with block a multiple of 32 in [32, 1024], items in "
-                     "[1, 32] and min blocks in [0, 32]");
-  t.block = block;
-  t.items = items;
-  t.min_blocks = min_blocks;
-  return true;
-}
 }  // namespace
 
 bool scan_stages_can_share(const ScanGroup& g) {
@@ -47,7 +25,13 @@ bool scan_stages_can_share(const ScanGroup& g) {
 
 ScanTiling scan_tiling(const ScanGroup& g, bool shared_stages) {
   ScanTiling t;
-  if (tiling_override(t)) return t;
+  TileOverride o;  // FUSEFLOW_SCAN_TILE=<block>x<items>[x<min blocks per SM>], for tuning studies
+  if (tile_override("FUSEFLOW_SCAN_TILE", 32, o)) {
+    t.block = o.block;
+    t.items = o.items;
+    t.min_blocks = o.min_blocks;
+    return t;
+  }
   std::size_t in_bytes = 0;
   for (const auto& in : g.leaves.inputs) in_bytes += in.type().size();
   const std::size_t value_bytes = g.op->monoid.type().size();
@@ -58,6 +42,11 @@ ScanTiling scan_tiling(const ScanGroup& g, bool shared_stages) {
     // pairs (bigger tiles: fewer look-backs and barriers per byte).
     t.block = 192;
     t.items = 22;
+    // A plain look-back scan of 4-byte inputs and values: registers for 7 blocks per SM
+    // (bench/RESULTS.md, fifth run: 949 us against 991 for the f32 sum at 2^28). Not for
+    // 8-byte ones (the linear recurrence's pairs spill there: 1336 us against 873), nor
+    // with reductions folded in (more registers live; not measured).
+    if (widest <= 4 && shared_stages && g.reduces.empty()) t.min_blocks = 7;
   } else {
     t.block = 256;
     t.items = static_cast<int>(std::clamp<std::size_t>(kThreadBytes / widest, 1, 16));
