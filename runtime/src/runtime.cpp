@@ -1,5 +1,6 @@
 #include "fuseflow/runtime/runtime.hpp"
 
+#include <algorithm>
 #include <future>
 
 #include "fuseflow/runtime/driver_api.hpp"
@@ -70,6 +71,11 @@ LoadedKernel& Runtime::load_module(const CacheResult& found, std::string_view ke
                 "): is the kernel declared extern \"C\" __global__ with that name?")
                    .c_str());
   }
+  int static_smem = 0;
+  check(api.cuFuncGetAttribute(&static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, kernel->function),
+        "cuFuncGetAttribute(SHARED_SIZE_BYTES)");
+  kernel->static_smem = static_cast<std::size_t>(std::max(0, static_smem));
+  kernel->dynamic_smem_limit = 48 * 1024 - std::min<std::size_t>(48 * 1024, kernel->static_smem);
   LoadedKernel& loaded = *kernel;
   modules_.emplace(found.kernel.get(), std::move(kernel));
   return loaded;
@@ -82,14 +88,15 @@ void Runtime::launch(const KernelHandle& handle, Dim3 grid, Dim3 block, std::siz
   const detail::DriverApi& api = *detail::driver_api();
   detail::DeviceContext::Scope scope(*context_);
   if (dynamic_smem > kernel.dynamic_smem_limit) {
-    if (dynamic_smem > properties_.shared_memory_per_block_optin)
+    if (kernel.static_smem + dynamic_smem > properties_.shared_memory_per_block_optin)
       throw CudaError("cuLaunchKernel(" + kernel.name + ")", CUDA_ERROR_INVALID_VALUE,
                       detail::cuda_error_name(CUDA_ERROR_INVALID_VALUE),
-                      "kernel asks for " + std::to_string(dynamic_smem) +
-                          " bytes of dynamic shared memory; this GPU allows at most " +
-                          std::to_string(properties_.shared_memory_per_block_optin));
-    // Beyond 48 KB a kernel must opt in; the attribute sticks to the function, so it is
-    // set once per new maximum.
+                      "kernel asks for " + std::to_string(dynamic_smem) + " bytes of dynamic shared memory beside its " +
+                          std::to_string(kernel.static_smem) + " static bytes; this GPU allows at most " +
+                          std::to_string(properties_.shared_memory_per_block_optin) + " in all");
+    // Beyond 48 KB of static and dynamic shared memory together a kernel must opt in
+    // (exactly 48 KB of dynamic memory beside a few static bytes too); the attribute
+    // sticks to the function, so it is set once per new maximum.
     check(api.cuFuncSetAttribute(kernel.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                  static_cast<int>(dynamic_smem)),
           "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");

@@ -530,6 +530,10 @@ CUresult CUDAAPI cuModuleGetFunction(CUfunction* function, CUmodule module, cons
   *function = reinterpret_cast<CUfunction>(f);
   return CUDA_SUCCESS;
 }
+CUresult CUDAAPI cuFuncGetAttribute(int* value, CUfunction_attribute, CUfunction) {
+  *value = 0;  // no attribute is modelled: static shared memory reads as none
+  return CUDA_SUCCESS;
+}
 CUresult CUDAAPI cuFuncSetAttribute(CUfunction, CUfunction_attribute, int) { return CUDA_SUCCESS; }
 CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, CUfunction, int, size_t) {
   *blocks = 2;

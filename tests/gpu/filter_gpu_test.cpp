@@ -121,6 +121,34 @@ TEST_CASE("tuple elements: (value, index) pairs and a 4 x i32 input compact exac
   }
 }
 
+TEST_CASE("16-byte survivors staged in exactly 48 KB of shared memory launch (fuzz seed 439)") {
+  // Three inputs of 20 bytes an element give tiles of 3072 elements; their (i64, i64)
+  // survivors fill exactly 48 KB of dynamic shared memory beside the kernel's static bytes,
+  // which needs the opt-in (the launch failed with CUDA_ERROR_INVALID_VALUE before).
+  using Pair = ff::Tuple<long long, long long>;
+  ff::Runtime& rt = runtime();
+  auto x = ff::input<long long>("x");
+  auto y = ff::input<std::int32_t>("y");
+  auto z = ff::input<long long>("z");
+  ff::Program prog(ff::filter(ff::zip(~x, ff::index()), ff::cast<long long>(y % 16) < z));
+  CHECK(ff::codegen::plan(prog, ff::codegen::Target::preset("sm_90")).kernels.at(0).shared_bytes == 48 * 1024);
+  for (std::int64_t n : ff::test::capped({1025, (1 << 20) + 7})) {
+    const auto hx = random_values<long long>(n, -1000000, 1000000);
+    const auto hy = random_values<std::int32_t>(n, -1000, 1000);
+    const auto hz = random_values<long long>(n, -8, 8);
+    auto dx = rt.upload(hx);
+    auto dy = rt.upload(hy);
+    auto dz = rt.upload(hz);
+    ff::HostBindings b;
+    b.bind(x, ff::HostArray::from(hx));
+    b.bind(y, ff::HostArray::from(hy));
+    b.bind(z, ff::HostArray::from(hz));
+    std::vector<ff::Result> got = rt.run(prog, {{x, dx}, {y, dy}, {z, dz}});
+    check_exact(got[0].download<Pair>(), ff::evaluate(prog, b)[0].array.to_vector<Pair>(),
+                "(~x, index) where i64(y % 16) < z, n = " + std::to_string(n));
+  }
+}
+
 // DESIGN.md fusion rules: filter -> map is applied to the survivors in the compaction
 // kernel before they are written; index() there is the position among the survivors.
 TEST_CASE("filter -> map: maps of the survivors are applied before the store, in one kernel") {

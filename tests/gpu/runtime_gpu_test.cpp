@@ -145,6 +145,38 @@ TEST_CASE("a kernel needing more than 48 KB of dynamic shared memory launches") 
   CHECK(kernel.kernel().dynamic_smem_limit == 64 * 1024);
 }
 
+TEST_CASE("exactly 48 KB of dynamic shared memory beside static shared memory launches (it needs the opt-in)") {
+  // Found by the fuzzer (seed 439): a compaction of 16-byte tuples staged 3072 survivors,
+  // 48 KB of dynamic memory, beside a few static bytes, and the launch failed with
+  // CUDA_ERROR_INVALID_VALUE because the opt-in was asked only above 48 KB of dynamic memory.
+  ff::Runtime rt(memory_only());
+  const std::string source =
+      "extern \"C\" __global__ void ff_smem_48k(int* out, unsigned long long n) {\n"
+      "  __shared__ int own[256];\n"
+      "  extern __shared__ int tile[];\n"
+      "  const unsigned words = 48 * 1024 / 4;\n"
+      "  own[threadIdx.x] = 7;\n"
+      "  for (unsigned i = threadIdx.x; i < words; i += blockDim.x) tile[i] = (int)i;\n"
+      "  __syncthreads();\n"
+      "  for (unsigned i = threadIdx.x; i < n; i += blockDim.x) out[i] = own[i % 256] + tile[i % words];\n"
+      "}\n";
+  const ff::KernelHandle kernel = rt.load_kernel(source, "ff_smem_48k");
+  CHECK(kernel.kernel().static_smem == 1024);
+  CHECK(kernel.kernel().dynamic_smem_limit == 48 * 1024 - 1024);
+  const std::size_t n = 48 * 1024 / 4;
+  ff::DeviceArray<int> out = rt.upload(std::vector<int>(n, poison));
+  CUdeviceptr ptr = out.data();
+  unsigned long long count = n;
+  void* args[] = {&ptr, &count};
+  rt.launch(kernel, {1}, {256}, 48 * 1024, args);
+  rt.synchronize();
+  const std::vector<int> got = out.download();
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < n; ++i) wrong += got[i] == 7 + static_cast<int>(i) ? 0 : 1;
+  CHECK(wrong == 0);
+  CHECK(kernel.kernel().dynamic_smem_limit == 48 * 1024);
+}
+
 TEST_CASE("device_span views memory allocated with cuMemAlloc directly") {
   ff::Runtime rt(memory_only());
   const ff::detail::DriverApi& cu = ff::detail::driver();

@@ -19,7 +19,7 @@ namespace fuseflow::detail {
   X(cuMemAlloc) X(cuMemFree) X(cuMemGetInfo)                                              \
   X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemsetD8Async)                            \
   X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction)                            \
-  X(cuFuncSetAttribute) X(cuLaunchKernel)                                                  \
+  X(cuFuncGetAttribute) X(cuFuncSetAttribute) X(cuLaunchKernel)                            \
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor)                                          \
   X(cuMemAllocAsync) X(cuMemFreeAsync) X(cuDeviceGetDefaultMemPool) X(cuMemPoolSetAttribute)
 

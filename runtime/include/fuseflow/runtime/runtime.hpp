@@ -56,7 +56,10 @@ struct LoadedKernel {
   CUmodule module = nullptr;
   CUfunction function = nullptr;
   std::shared_ptr<const CompiledKernel> binary;
-  std::size_t dynamic_smem_limit = 48 * 1024;  // what the function allows right now
+  std::size_t static_smem = 0;  // the function's own __shared__ bytes
+  // The dynamic shared memory the function allows right now: without an opt-in, static
+  // and dynamic together stay within 48 KB.
+  std::size_t dynamic_smem_limit = 48 * 1024;
 };
 
 // A cheap, copyable reference to a LoadedKernel; valid while its Runtime lives.
