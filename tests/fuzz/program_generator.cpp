@@ -1573,31 +1573,18 @@ Plan plan_check(const Case& c, std::size_t i) {
   if (op.strategy == Strategy::Atomic) p.rel += 8 * ulp(ScalarType::F32) * std::sqrt(static_cast<double>(c.n));
   if (!float_monoid_values(op)) return p;
   bool scan = op.kind == OpKind::Scan;
-  if (op.kind == OpKind::SegmentedScan || op.kind == OpKind::ScanByKey) {
+  const bool segment_scan = op.kind == OpKind::SegmentedScan || op.kind == OpKind::ScanByKey;
+  if (segment_scan || op.kind == OpKind::SegmentedReduce || op.kind == OpKind::ReduceByKey) {
+    // Per segment: every scanned element of it (scans) or its one result (reductions).
     switch (op.monoid) {
-      case MonoidChoice::Plus: p.kind = CheckKind::SegmentScanSum; break;
+      case MonoidChoice::Plus: p.kind = segment_scan ? CheckKind::SegmentScanSum : CheckKind::SegmentSum; break;
       case MonoidChoice::Min:
       case MonoidChoice::Max:
-        if (!op.values->exact) p.kind = CheckKind::SegmentScanExtreme;
+        if (!op.values->exact) p.kind = segment_scan ? CheckKind::SegmentScanExtreme : CheckKind::SegmentExtreme;
         break;
       case MonoidChoice::ArgMin:
       case MonoidChoice::ArgMax:
-        if (!op.values->exact) p.kind = CheckKind::SegmentScanArg;
-        break;
-      default: break;
-    }
-    return p;
-  }
-  if (op.kind == OpKind::SegmentedReduce || op.kind == OpKind::ReduceByKey) {
-    switch (op.monoid) {
-      case MonoidChoice::Plus: p.kind = CheckKind::SegmentSum; break;
-      case MonoidChoice::Min:
-      case MonoidChoice::Max:
-        if (!op.values->exact) p.kind = CheckKind::SegmentExtreme;
-        break;
-      case MonoidChoice::ArgMin:
-      case MonoidChoice::ArgMax:
-        if (!op.values->exact) p.kind = CheckKind::SegmentArg;
+        if (!op.values->exact) p.kind = segment_scan ? CheckKind::SegmentScanArg : CheckKind::SegmentArg;
         break;
       default: break;
     }

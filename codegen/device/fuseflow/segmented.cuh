@@ -146,7 +146,7 @@ __device__ __forceinline__ void reduce_by_offsets(const long long segments, Valu
   constexpr bool kVectorTiles = kVec > 1 && kItems % kVec == 0;
   // The tile's segment ends, relative to its first element. Only comparisons with
   // positions in [0, kTile] are made, so they are clamped to [-1, kTile + 1]: 32 bits.
-  __shared__ int ends[kPadded];       // the tile's segment ends, relative to its first element
+  __shared__ int ends[kPadded];
   __shared__ T values[kPadded];       // the tile's elements, mapped; then each thread's running values
   // Byte p is 1 when a segment starts at tile element p: written by plain stores, one per
   // distinct end (no atomics), read as words.
