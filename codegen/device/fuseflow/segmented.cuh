@@ -142,6 +142,8 @@ __device__ __forceinline__ void reduce_by_offsets(const long long segments, Valu
                                                   T* head_value, unsigned* ticket, unsigned* invalid) {
   constexpr int kTile = kThreads * kItems;
   constexpr int kPadded = kTile + kTile / kWarpSize;
+  constexpr int kRow = kThreads + kThreads / kWarpSize;  // padded slots of kThreads consecutive elements
+  static_assert(kThreads % kWarpSize == 0, "whole warps");
   constexpr int kWarps = kThreads / kWarpSize;
   constexpr bool kVectorTiles = kVec > 1 && kItems % kVec == 0;
   // The tile's segment ends, relative to its first element. Only comparisons with
@@ -260,13 +262,16 @@ __device__ __forceinline__ void reduce_by_offsets(const long long segments, Valu
       } else if (cur.valid) {
         // Stage the values and the ends; each end inside the tile marks where a segment
         // starts (several empty segments may mark the same element).
+        // Element k * kThreads + t sits at padded(t) + k * kRow (kThreads is a multiple of 32):
+        // constant offsets from one address.
+        const int my_slot = padded(threadIdx.x);
 #pragma unroll
         for (int k = 0; k < kItems; ++k) {
           const int e = k * kThreads + threadIdx.x;
-          if (e < cur.elements) values[padded(e)] = staged_value[k];
+          if (e < cur.elements) values[my_slot + k * kRow] = staged_value[k];
           if (e < cur.ends) {
             const int rel = staged_end[k];
-            ends[padded(e)] = rel;
+            ends[my_slot + k * kRow] = rel;
             // Equal ends (empty segments) mark the same element: only the first writes.
             if (rel >= 0 && rel < cur.elements && (staged_distinct >> k) & 1u)
               reinterpret_cast<unsigned char*>(heads)[rel] = 1;
@@ -299,12 +304,24 @@ __device__ __forceinline__ void reduce_by_offsets(const long long segments, Valu
           }
           starts &= (1u << here) - 1u;
         }
+        // This thread's elements from one address: when kItems divides 32, p0 + k never
+        // crosses a padding word, so element p0 + k sits k slots after p0.
+        const auto slot_of = [&](const int k) { return 32 % kItems == 0 ? padded(p0) + k : padded(p0 + k); };
+        if (here == kItems) {  // every thread but the tile's last with elements: no bounds
 #pragma unroll
-        for (int k = 0; k < kItems; ++k) {
-          if (k < here) {
-            const T v = values[padded(p0 + k)];
+          for (int k = 0; k < kItems; ++k) {
+            const T v = values[slot_of(k)];
             tail = (starts >> k) & 1u ? v : combine(tail, v);
-            values[padded(p0 + k)] = tail;
+            values[slot_of(k)] = tail;
+          }
+        } else {
+#pragma unroll
+          for (int k = 0; k < kItems; ++k) {
+            if (k < here) {
+              const T v = values[slot_of(k)];
+              tail = (starts >> k) & 1u ? v : combine(tail, v);
+              values[slot_of(k)] = tail;
+            }
           }
         }
       }
