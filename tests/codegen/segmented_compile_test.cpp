@@ -52,6 +52,10 @@ TEST_CASE("scans by key of every kind compile with NVRTC") {
   CHECK(compile_all(ff::scan_by_key(ff::zip(k16, kd), u, ff::max, ff::exclusive)) ==
         "ff_scan_by_key_i16_f64_u64_max_exclusive");
   CHECK(compile_all(ff::scan_by_key(k16, ff::zip(x, ff::index()), ff::argmin)) == "ff_scan_by_key_i16_i32_i64_argmin");
+  // A reduction's result reaches the scan as scalar argument s0: no local of the kernel may
+  // take that name (one did).
+  CHECK(compile_all(ff::scan_by_key(k16, x - ff::reduce(x, ff::min), ff::plus)) ==
+        "ff_reduce_chunked_i32_min ff_scan_by_key_i16_i32_plus");
 }
 
 TEST_CASE("reduce_by_key of every kind compiles with NVRTC") {

@@ -89,7 +89,9 @@ class SegmentedScanEmitter {
     w.line("};");
     w.line("const Piece no_piece = {identity, " + std::string(counts_ ? "0" : "false") + "};");
     w.line();
-    k_.emit_shared(w, !counts_, false, "Piece");
+    // The scans' input and scanned stages share one buffer (every read of the input stage is
+    // in emit_items, before the block scan's barriers); reduce_by_key has no scanned stage.
+    k_.emit_shared(w, !counts_, !counts_, "Piece");
     w.line("__shared__ Piece piece_stash[kStashWindows * 32];");
     if (offsets_) {
       w.line("__shared__ unsigned int head_words[kTile / 32];  // bit s % 32 of word s / 32: a segment starts at element s");
@@ -175,26 +177,50 @@ class SegmentedScanEmitter {
     w.line(acc + " items[kItems];");
     w.line("unsigned int heads = 0u;");
     if (offsets_) {
+      w.line("const int item0 = threadIdx.x * kItems;");
+      w.comment("This thread's kItems (<= 32) bits of the bitmask, from the one or two words holding them.");
+      w.line("heads = (unsigned int)((((unsigned long long)head_words[(item0 + kItems - 1) / 32] << 32) |");
+      w.line("                        head_words[item0 / 32]) >> (item0 % 32));");
+      w.line("if (kItems < 32) heads &= (1u << (kItems % 32)) - 1u;");
+      w.open("if (base + item0 >= first && base + item0 + kItems <= last)");
+      w.comment("Every element of the thread inside [first, last): no check per element.");
+      w.line("#pragma unroll");
+      w.line("for (int k = 0; k < kItems; ++k) items[k] = element(" +
+             k_.element_call("slot(item0 + k)", "base + item0 + k") + ");");
+      w.close("} else {");
+      w.indent();
       w.line("#pragma unroll");
       w.open("for (int k = 0; k < kItems; ++k)");
-      w.line("const int s = threadIdx.x * kItems + k;");
+      w.line("const int s = item0 + k;");
       w.line("const long long i = base + s;");
       w.comment("Outside [first, last) (past n too) an element belongs to no segment: a head of the identity.");
       w.line("const bool inside = i >= first && i < last;");
       w.line("items[k] = inside ? element(" + k_.element_call("slot(s)", "i") + ") : identity;");
-      w.line("if (!inside || (head_words[s / 32] >> (s % 32) & 1u)) heads |= 1u << k;");
+      w.line("if (!inside) heads |= 1u << k;");
+      w.close();
       w.close();
     } else {
       const std::string key = k_.types().name(g_.op->keys.type());
-      w.line("const int s0 = threadIdx.x * kItems;");
+      w.line("const int item0 = threadIdx.x * kItems;");
       w.comment("The key of the element before this thread's first: staged, or before the tile (global memory).");
       w.line(key + " previous_key = {};");
-      w.line("if (base + s0 > 0 && base + s0 <= n)");
-      w.line("  previous_key = threadIdx.x > 0 ? key_at(" + k_.element_call("slot(s0 - 1)", "base + s0 - 1") + ")");
+      w.line("if (base + item0 > 0 && base + item0 <= n)");
+      w.line("  previous_key = threadIdx.x > 0 ? key_at(" + k_.element_call("slot(item0 - 1)", "base + item0 - 1") + ")");
       w.line("                                 : key_at(" + global_call("base - 1") + ");");
+      w.open("if (base + item0 > 0 && base + item0 + kItems <= n)");
+      w.comment("Every element of the thread before n and none of them element 0: no check per element.");
       w.line("#pragma unroll");
       w.open("for (int k = 0; k < kItems; ++k)");
-      w.line("const int s = s0 + k;");
+      w.line("items[k] = element(" + k_.element_call("slot(item0 + k)", "base + item0 + k") + ");");
+      w.line("const " + key + " key = key_at(" + k_.element_call("slot(item0 + k)", "base + item0 + k") + ");");
+      w.line("if (!same_key(previous_key, key)) heads |= 1u << k;");
+      w.line("previous_key = key;");
+      w.close();
+      w.close("} else {");
+      w.indent();
+      w.line("#pragma unroll");
+      w.open("for (int k = 0; k < kItems; ++k)");
+      w.line("const int s = item0 + k;");
       w.line("const long long i = base + s;");
       w.line("items[k] = identity;");
       w.open("if (i < n)");
@@ -202,6 +228,7 @@ class SegmentedScanEmitter {
       w.line("const " + key + " key = key_at(" + k_.element_call("slot(s)", "i") + ");");
       w.line("if (i == 0 || !same_key(previous_key, key)) heads |= 1u << k;");
       w.line("previous_key = key;");
+      w.close();
       w.close();
       w.close();
     }
@@ -223,29 +250,39 @@ class SegmentedScanEmitter {
     w.line("const Piece before = combine_pieces(tile_prefix, thread_prefix);");
     w.line(k_.acc() + " running = before.value;");
     w.line("long long runs = before.heads;  // runs started before this element");
-    w.line("#pragma unroll");
-    w.open("for (int k = 0; k < kItems; ++k)");
-    w.line("const int s = threadIdx.x * kItems + k;");
-    w.line("const long long i = base + s;");
-    w.line("if (i >= n) break;");
-    w.line("const bool head = heads >> k & 1u;");
-    w.open("if (head)");
-    for (std::size_t j = 0; j < g_.outputs.size(); ++j) {
-      const std::string out = "out" + std::to_string(g_.output_ids[j]);
-      if (g_.outputs[j].node().index == 0)
-        w.line(out + "[runs] = key_at(" + k_.element_call("slot(s)", "i") + ");");
-      else
-        w.line("if (runs > 0) " + out + "[runs - 1] = running;");
-    }
-    w.line("++runs;");
+    const auto emit_element = [&](bool checked) {
+      w.line("#pragma unroll");
+      w.open("for (int k = 0; k < kItems; ++k)");
+      w.line("const int s = item0 + k;");
+      w.line("const long long i = base + s;");
+      if (checked) w.line("if (i >= n) break;");
+      w.line("const bool head = heads >> k & 1u;");
+      w.open("if (head)");
+      for (std::size_t j = 0; j < g_.outputs.size(); ++j) {
+        const std::string out = "out" + std::to_string(g_.output_ids[j]);
+        if (g_.outputs[j].node().index == 0)
+          w.line(out + "[runs] = key_at(" + k_.element_call("slot(s)", "i") + ");");
+        else
+          w.line("if (runs > 0) " + out + "[runs - 1] = running;");
+      }
+      w.line("++runs;");
+      w.close();
+      w.line("running = combine(head ? identity : running, items[k]);");
+    };
+    w.open("if (base + item0 + kItems < n)");
+    w.comment("No element of the thread is element n - 1 or past it: no check per element.");
+    emit_element(false);
     w.close();
-    w.line("running = combine(head ? identity : running, items[k]);");
+    w.close("} else {");
+    w.indent();
+    emit_element(true);
     w.open("if (i == n - 1)");
     for (std::size_t j = 0; j < g_.outputs.size(); ++j) {
       const std::string id = std::to_string(g_.output_ids[j]);
       if (g_.outputs[j].node().index == 1) w.line("out" + id + "[runs - 1] = running;");
       w.line("*count" + id + " = runs;");
     }
+    w.close();
     w.close();
     w.close();
   }
