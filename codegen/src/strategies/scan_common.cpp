@@ -36,7 +36,17 @@ ScanTiling scan_tiling(const ScanGroup& g, bool shared_stages) {
   for (const auto& in : g.leaves.inputs) in_bytes += in.type().size();
   const std::size_t value_bytes = g.op->monoid.type().size();
   const std::size_t widest = std::max(in_bytes, value_bytes);
-  if (widest <= 8) {
+  const bool pieces = g.op->kind == OpKind::SegmentedScan || g.op->kind == OpKind::ScanByKey;
+  if (pieces && value_bytes <= 4 && in_bytes <= 8) {
+    // Segmented scans and scans by key of 4-byte values scan (value, head flag) pieces: 8
+    // warps with registers for 5 blocks per SM beat 6 warps x 22 (by offsets) and 6 x 17
+    // (by key) at 2^28 (bench/RESULTS.md, sixth run). Not reduce_by_key (no gain
+    // measured), nor wider values (the 8-byte pairs of a linear recurrence spill under
+    // launch bounds, as in the plain scan).
+    t.block = 256;
+    t.items = 22;
+    t.min_blocks = 5;
+  } else if (widest <= 8) {
     // Measured on the H100 at 2^28 (bench/RESULTS.md, the FUSEFLOW_SCAN_TILE sweep): 6 warps
     // x 22 items beat 256 x 16 by 6% on 4-byte sums and by 17% on 8-byte linear-recurrence
     // pairs (bigger tiles: fewer look-backs and barriers per byte).

@@ -56,7 +56,7 @@ std::string kernel_name(const ScanGroup& g) {
 class SegmentedScanEmitter {
  public:
   SegmentedScanEmitter(const ScanGroup& g, const SegmentOffsets* offsets)
-      : g_(g), offsets_(offsets), counts_(counts_heads(g)), k_(g, kernel_name(g), scan_tiling(g, false)) {}
+      : g_(g), offsets_(offsets), counts_(counts_heads(g)), k_(g, kernel_name(g), scan_tiling(g, !counts_heads(g))) {}
 
   Kernel emit() {
     SourceWriter w;
