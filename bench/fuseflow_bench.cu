@@ -1160,16 +1160,20 @@ struct ToPair {
 // Tile status is at most 4 + 2 * 8 bytes per tile here (flags, aggregates and prefixes of
 // a pair); 32 per tile is room enough.
 struct DirectScanKernel {
-  static constexpr std::size_t kStatusOffset = 256;  // after the tile counter
   ff::KernelHandle handle;
   ff::codegen::Kernel kernel;
-  std::unique_ptr<DeviceBuffer> scratch;
+  std::unique_ptr<DeviceBuffer> counters;  // the tile counter (Ticket 1), left zeroed by the kernel
+  std::unique_ptr<DeviceBuffer> status;    // look-back status, never cleared: one epoch per launch
+  unsigned epoch = 0;
 
   DirectScanKernel(ff::Runtime& rt, const ff::Program& p, std::size_t n) {
     ff::codegen::Plan plan = ff::codegen::plan(p, ff::codegen::Target::preset("sm_90"));
     if (plan.kernels.size() != 1) throw std::runtime_error("direct scan: expected one kernel");
     kernel = plan.kernels[0];
-    scratch = std::make_unique<DeviceBuffer>(kStatusOffset + 32 * tiles(n));
+    counters = std::make_unique<DeviceBuffer>(2 * sizeof(unsigned));
+    status = std::make_unique<DeviceBuffer>(32 * tiles(n));
+    CK(cudaMemset(counters->ptr, 0, 2 * sizeof(unsigned)));
+    CK(cudaMemset(status->ptr, 0, 32 * tiles(n)));
     std::vector<ff::Header> headers;
     for (const auto& h : ff::codegen::device_headers()) headers.push_back({h.name, h.text});
     handle = rt.load_kernel(kernel.source, kernel.name, rt.compile_options(), headers);
@@ -1181,7 +1185,10 @@ struct DirectScanKernel {
 
   void launch(ff::Runtime& rt, cudaStream_t stream, const std::vector<const void*>& inputs, void* output,
               std::size_t n) {
-    CK(cudaMemsetAsync(scratch->ptr, 0, kStatusOffset + 32 * tiles(n), stream));
+    if (++epoch > ff::codegen::kMaxLookbackEpoch) {
+      CK(cudaMemsetAsync(status->ptr, 0, 32 * tiles(n), stream));
+      epoch = 1;
+    }
     std::vector<CUdeviceptr> ptrs;
     long long length = (long long)n;
     ptrs.reserve(kernel.args.size());
@@ -1190,15 +1197,21 @@ struct DirectScanKernel {
       switch (a.kind) {
         case ff::codegen::Arg::Kind::Input: ptrs.push_back((CUdeviceptr)inputs.at((std::size_t)a.index)); break;
         case ff::codegen::Arg::Kind::Output: ptrs.push_back((CUdeviceptr)output); break;
-        case ff::codegen::Arg::Kind::Scratch:
-          ptrs.push_back((CUdeviceptr)(scratch->as<char>() + (a.index == 0 ? 0 : kStatusOffset)));
+        case ff::codegen::Arg::Kind::Ticket:
+          ptrs.push_back((CUdeviceptr)(counters->as<unsigned>() + a.index));
           break;
-        case ff::codegen::Arg::Kind::Length: ptrs.push_back(0); break;
+        case ff::codegen::Arg::Kind::TileStatus: ptrs.push_back((CUdeviceptr)status->ptr); break;
+        case ff::codegen::Arg::Kind::Length:
+        case ff::codegen::Arg::Kind::Epoch: ptrs.push_back(0); break;
         default: throw std::runtime_error("direct scan: unexpected kernel argument " + a.name);
       }
     }
-    for (std::size_t i = 0; i < kernel.args.size(); ++i)
-      args.push_back(kernel.args[i].kind == ff::codegen::Arg::Kind::Length ? (void*)&length : (void*)&ptrs[i]);
+    for (std::size_t i = 0; i < kernel.args.size(); ++i) {
+      const auto kind = kernel.args[i].kind;
+      args.push_back(kind == ff::codegen::Arg::Kind::Length  ? (void*)&length
+                     : kind == ff::codegen::Arg::Kind::Epoch ? (void*)&epoch
+                                                             : (void*)&ptrs[i]);
+    }
     rt.launch(handle, ff::Dim3{(unsigned)tiles(n)}, ff::Dim3{(unsigned)kernel.block}, 0, args.data());
   }
 };

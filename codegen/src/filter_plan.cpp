@@ -30,8 +30,8 @@ std::string describe(const Expr& leaf) {
 }
 
 // Appends the launch of compaction kernel `kernel` for n elements: one block per tile (at
-// least one, so that n = 0 writes the count 0), a zeroed tile counter and zeroed
-// look-back status for 64-bit counts (scan.cuh's ScanTileStatus).
+// least one, so that n = 0 writes the count 0) and look-back status for 64-bit counts
+// (scan.cuh's ScanTileStatus).
 std::function<void(std::int64_t, ScheduleBuilder&)> compact_step(int kernel, std::int64_t tile) {
   return [=](std::int64_t n, ScheduleBuilder& b) {
     const std::int64_t tiles = std::max<std::int64_t>(1, (n + tile - 1) / tile);
@@ -41,7 +41,7 @@ std::function<void(std::int64_t, ScheduleBuilder&)> compact_step(int kernel, std
     l.kernel = kernel;
     l.n = n;
     l.grid = static_cast<int>(tiles);
-    l.scratch = {b.allocate(sizeof(unsigned), true), b.allocate(lookback_status_bytes(ScalarType::U64, tiles), true)};
+    l.status_bytes = lookback_status_bytes(ScalarType::U64, tiles);
     b.launch(std::move(l));
   };
 }

@@ -101,6 +101,16 @@ std::string elementwise_leaf(const ReduceGroup& g, const std::vector<std::string
 std::string kernel_source(const std::string& name, const std::string& program_text, const std::string& strategy,
                           const std::vector<std::string>& includes, const CudaTypes& types, const std::string& body);
 
+// A kernel parameter's declaration: inputs and reduction results as const pointers, n and
+// parameters by value, outputs and scratch as pointers to their type, tickets and flags
+// as unsigned int*, the look-back status as void*, its epoch as unsigned int.
+std::string arg_declaration(CudaTypes& types, const Arg& a);
+// The parameter list after "name(": one declaration per line, then ") {", indented.
+void emit_kernel_parameters(SourceWriter& w, CudaTypes& types, const std::vector<Arg>& args);
+// The arguments of a look-back kernel's tile ids and status (scan.cuh): the tile counter
+// (Ticket 1), the status of values of `status_type` and the launch's epoch.
+std::vector<Arg> lookback_args(const Type& status_type);
+
 // Opens an element-wise kernel (map, histogram, compaction): the signature from `args`
 // (inputs and reduction results as const pointers, n, parameters by value, outputs and
 // scratch as pointers), then the reads of the reductions' results the maps use, as

@@ -34,23 +34,41 @@ std::string kernel_source(const std::string& name, const std::string& program_te
   return head.str() + (defs.empty() ? "" : defs + "\n") + body;
 }
 
+std::string arg_declaration(CudaTypes& types, const Arg& a) {
+  switch (a.kind) {
+    case Arg::Kind::Input:
+    case Arg::Kind::Scalar: return "const " + types.name(a.type) + "* __restrict__ " + a.name;
+    case Arg::Kind::Length: return "const long long " + a.name;
+    case Arg::Kind::Param: return "const " + types.name(a.type) + " " + a.name;
+    case Arg::Kind::Output:
+    case Arg::Kind::OutputCount:
+    case Arg::Kind::ScalarOutput:
+    case Arg::Kind::Scratch: return types.name(a.type) + "* __restrict__ " + a.name;
+    case Arg::Kind::Ticket:
+    case Arg::Kind::InvalidFlag: return "unsigned int* __restrict__ " + a.name;
+    case Arg::Kind::TileStatus: return "void* __restrict__ " + a.name;
+    case Arg::Kind::Epoch: return "const unsigned int " + a.name;
+  }
+  throw GraphError("codegen: unknown kernel argument kind");
+}
+
+void emit_kernel_parameters(SourceWriter& w, CudaTypes& types, const std::vector<Arg>& args) {
+  for (std::size_t i = 0; i < args.size(); ++i)
+    w.line("    " + arg_declaration(types, args[i]) + (i + 1 < args.size() ? "," : ") {"));
+  w.indent();
+}
+
+std::vector<Arg> lookback_args(const Type& status_type) {
+  return {{Arg::Kind::Ticket, 1, "tile_counter", ScalarType::U32},
+          {Arg::Kind::TileStatus, 0, "tile_status", status_type},
+          {Arg::Kind::Epoch, 0, "epoch", ScalarType::U32}};
+}
+
 void open_elementwise_kernel(SourceWriter& w, CudaTypes& types, const std::string& name, int block,
                              const std::vector<Arg>& args, const ReduceGroup& g, int min_blocks) {
   const std::string bounds = std::to_string(block) + (min_blocks > 0 ? ", " + std::to_string(min_blocks) : "");
   w.line("extern \"C\" __global__ void __launch_bounds__(" + bounds + ") " + name + "(");
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const Arg& a = args[i];
-    std::string decl;
-    switch (a.kind) {
-      case Arg::Kind::Input:
-      case Arg::Kind::Scalar: decl = "const " + types.name(a.type) + "* __restrict__ " + a.name; break;
-      case Arg::Kind::Length: decl = "const long long n"; break;
-      case Arg::Kind::Param: decl = "const " + types.name(a.type) + " " + a.name; break;
-      default: decl = types.name(a.type) + "* __restrict__ " + a.name; break;
-    }
-    w.line("    " + decl + (i + 1 < args.size() ? "," : ") {"));
-  }
-  w.indent();
+  emit_kernel_parameters(w, types, args);
   for (int s : g.scalars_read)
     w.line("const " + types.name(g.slot_types[static_cast<std::size_t>(s)]) + " r" + std::to_string(s) + " = *s" +
            std::to_string(s) + ";");

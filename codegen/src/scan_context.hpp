@@ -55,9 +55,8 @@ class ScanKernelWriter {
 
   // Inputs, n, parameters, scalars read, then (with_outputs) the outputs, then `extra`.
   std::vector<Arg> args(bool with_inputs, bool with_outputs, const std::vector<Arg>& extra) const;
-  // "extern "C" __global__ void NAME(params) {" for `args`; `scratch_types` spells the
-  // Scratch arguments in order.
-  void open_kernel(SourceWriter& w, const std::vector<Arg>& args, const std::vector<std::string>& scratch_types);
+  // "extern "C" __global__ void NAME(params) {" for `args`.
+  void open_kernel(SourceWriter& w, const std::vector<Arg>& args);
   // namespace { kBlock, and for tiled kernels kItems, kTile, slot(), then `more` lines }.
   void emit_constants(SourceWriter& w, bool tiled = true, const std::vector<std::string>& more = {});
   // identity and combine; with `elements`, also element(inputs..., i), and with
@@ -112,7 +111,7 @@ class ScanKernelWriter {
   // i) over one accumulator with a field per reduction; the tile's fold from the input
   // stages into tile_folds[tile]; the last tile to finish combines the partials in tile
   // order and stores the results.
-  std::vector<Arg> fold_args(int partials_scratch_index) const;
+  std::vector<Arg> fold_args() const;
   void emit_fold_functions(SourceWriter& w);
   void emit_tile_fold(SourceWriter& w);
   void emit_fold_finish(SourceWriter& w);

@@ -188,7 +188,41 @@ struct Executor {
   }();
   std::mutex mutex;
   std::map<std::vector<const ExprNode*>, std::unique_ptr<PreparedProgram>> programs;
-  std::unique_ptr<DeviceArray<unsigned>> ticket;
+  // Counters kernels leave zeroed (Arg::Kind::Ticket): [0] the reductions' last-block
+  // ticket, [1] the look-back scans' tile counter.
+  std::unique_ptr<DeviceArray<unsigned>> tickets;
+  // Look-back status (scan.cuh's ScanTileStatus), kept across runs and never cleared
+  // between launches: each launch writes and accepts only entries of its own epoch.
+  std::unique_ptr<ScratchPool> status;
+  CUdeviceptr status_ptr = 0;
+  unsigned epoch = 0;  // the last launch's
+  // FUSEFLOW_LOOKBACK_EPOCHS=N (tests): start the epochs again after N launches instead of
+  // codegen::kMaxLookbackEpoch, so that a test reaches the restart.
+  unsigned max_epoch = [] {
+    const char* v = std::getenv("FUSEFLOW_LOOKBACK_EPOCHS");
+    const unsigned long long n = v && *v ? std::strtoull(v, nullptr, 10) : 0;
+    return n >= 1 && n < codegen::kMaxLookbackEpoch ? static_cast<unsigned>(n) : codegen::kMaxLookbackEpoch;
+  }();
+
+  // Status memory of at least `bytes`. Memory new to the pool is zeroed: epoch 0 is no
+  // launch's.
+  CUdeviceptr lookback_status(Runtime& rt, const std::shared_ptr<DeviceContext>& context, std::size_t bytes) {
+    if (!status) status = std::make_unique<ScratchPool>(context);
+    const CUdeviceptr p = status->get(bytes);
+    if (p != status_ptr) rt.zero(p, status->capacity());
+    status_ptr = p;
+    return p;
+  }
+
+  // The next launch's epoch. When they run out the status is zeroed and they start again
+  // at 1, so no entry in it can carry the epoch handed out.
+  unsigned next_epoch(Runtime& rt) {
+    if (epoch == max_epoch) {
+      rt.zero(status_ptr, status->capacity());
+      epoch = 0;
+    }
+    return ++epoch;
+  }
 };
 
 }  // namespace detail
@@ -263,13 +297,16 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
   std::vector<std::int64_t> lengths = detail::domain_lengths(program, plan, bound.input_lengths);
   detail::check_output_bindings(program, plan, bound, lengths);
   const std::int64_t n = lengths[0];
-  if (!ex.ticket) {
-    ex.ticket = std::make_unique<DeviceArray<unsigned>>(alloc<unsigned>(1));
-    zero(ex.ticket->data(), sizeof(unsigned));
+  if (!ex.tickets) {
+    ex.tickets = std::make_unique<DeviceArray<unsigned>>(alloc<unsigned>(2));
+    zero(ex.tickets->data(), 2 * sizeof(unsigned));
   }
   const codegen::Schedule schedule = plan.schedule(lengths);
   CUdeviceptr scratch_base = schedule.scratch_bytes ? scratch(schedule.scratch_bytes) : 0;
   for (const auto& [offset, bytes] : schedule.zeroed) zero(scratch_base + offset, bytes);
+  std::size_t status_bytes = 0;
+  for (const auto& launch : schedule.launches) status_bytes = std::max(status_bytes, launch.status_bytes);
+  const CUdeviceptr status = status_bytes ? ex.lookback_status(*this, context_, status_bytes) : 0;
 
   // Array outputs are allocated per run and handed to the caller, or written into the
   // memory the caller bound them to. A counted output (a filter's survivors, reduce_by_key's
@@ -326,6 +363,7 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
   for (const auto& launch : schedule.launches) {
     std::size_t next_scratch = 0;
     const codegen::Kernel& k = plan.kernels[static_cast<std::size_t>(launch.kernel)];
+    const unsigned epoch = launch.status_bytes ? ex.next_epoch(*this) : 0;
     nvtx::ScopedRange kernel_range(k.name);
     std::vector<std::array<unsigned char, 16>> cells(k.args.size());
     std::vector<void*> args;
@@ -346,10 +384,14 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
         case codegen::Arg::Kind::Output: ptr = output_ptrs[static_cast<std::size_t>(arg.index)]; break;
         case codegen::Arg::Kind::OutputCount: ptr = count_ptrs[static_cast<std::size_t>(arg.index)]; break;
         case codegen::Arg::Kind::Scratch: ptr = scratch_base + launch.scratch.at(next_scratch++); break;
-        case codegen::Arg::Kind::Ticket: ptr = ex.ticket->data(); break;
+        case codegen::Arg::Kind::Ticket: ptr = ex.tickets->data() + arg.index * sizeof(unsigned); break;
+        case codegen::Arg::Kind::TileStatus: ptr = status; break;
+        case codegen::Arg::Kind::Epoch: put(&epoch, sizeof epoch); break;
         case codegen::Arg::Kind::InvalidFlag: ptr = prep.invalid_flags + arg.index * sizeof(unsigned); break;
       }
-      if (arg.kind != codegen::Arg::Kind::Length && arg.kind != codegen::Arg::Kind::Param) put(&ptr, sizeof ptr);
+      if (arg.kind != codegen::Arg::Kind::Length && arg.kind != codegen::Arg::Kind::Param &&
+          arg.kind != codegen::Arg::Kind::Epoch)
+        put(&ptr, sizeof ptr);
       args.push_back(cells[a].data());
     }
     int grid = launch.grid;

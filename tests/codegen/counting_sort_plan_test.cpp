@@ -54,9 +54,15 @@ TEST_CASE("a counting sort's launches: one block per tile, one per 4096 counts o
   CHECK(s.launches[1].grid == (257 * 11 + 4095) / 4096);
   CHECK(s.launches[2].grid == 11);
   CHECK(s.launches[2].n == n);
-  // The scan's tile counter and look-back status start at zero; the counts and positions
-  // are written in full before they are read.
-  CHECK(s.zeroed.size() == 2);
+  // Nothing is zeroed before the run: the counts and positions are written in full before
+  // they are read, and the scan's look-back status comes from the runtime, tagged with each
+  // launch's epoch: per tile of counts and per group of 32 tiles, a 64-bit position in two
+  // flagged 64-bit words.
+  CHECK(s.zeroed.empty());
+  const std::size_t scan_tiles = (257 * 11 + 4095) / 4096;
+  CHECK(s.launches[1].status_bytes == 2 * 8 * (scan_tiles + (scan_tiles + 31) / 32));
+  CHECK(s.launches[0].status_bytes == 0);
+  CHECK(s.launches[2].status_bytes == 0);
   CHECK(p.schedule(0).launches.empty());
 }
 

@@ -227,6 +227,38 @@ TEST_CASE("several outputs of one scan, beside a reduction of the same input") {
   }
 }
 
+// A scan and a compaction in one program: two look-back launches per run, each with its
+// own epoch, over the same status memory, which no run clears.
+void run_scan_and_filter(ff::Runtime& rt, std::int64_t n, const std::string& what) {
+  auto host = random_values<int>(n, -1000, 1000);
+  auto x = ff::input<int>("x");
+  ff::Program prog(ff::outputs(ff::scan(x, ff::plus), ff::filter(x, x > 0)));
+  auto dev = rt.upload(host);
+  std::vector<ff::Result> got = rt.run(prog, {{x, dev}});
+  ff::HostBindings b;
+  b.bind(x, ff::HostArray::from(host));
+  auto want = ff::evaluate(prog, b);
+  const std::string where = what + ", n = " + std::to_string(n);
+  check_exact(got[0].download<int>(), want[0].array.to_vector<int>(), where + ", scan");
+  check_exact(got[1].download<int>(), want[1].array.to_vector<int>(), where + ", filter");
+}
+
+TEST_CASE("look-back state is reused without clearing: sizes that grow and shrink, epochs that start again") {
+  // Fresh inputs every run: an entry a run accepted from an earlier launch (stale status)
+  // would carry another input's sums and show as a wrong element.
+  const std::vector<std::int64_t> sizes =
+      ff::test::capped({(1 << 20) + 7, 1000, 1 << 22, 33, 5000, (1 << 20) + 7, 1, 0, 1 << 22, 4099});
+  for (std::int64_t n : sizes) run_scan_and_filter(runtime(), n, "shared runtime");
+  // A runtime whose epochs start again every 3 launches: the status is zeroed in stream
+  // order between runs, and within one run between its two launches.
+  setenv("FUSEFLOW_LOOKBACK_EPOCHS", "3", 1);
+  ff::Runtime restarting;
+  run_scan_and_filter(restarting, sizes.front(), "epochs restarted every 3 launches");
+  unsetenv("FUSEFLOW_LOOKBACK_EPOCHS");
+  for (int round = 0; round < 2; ++round)
+    for (std::int64_t n : sizes) run_scan_and_filter(restarting, n, "epochs restarted every 3 launches");
+}
+
 TEST_CASE("an in-place scan (result bound to its input's memory) overwrites the input with the scan") {
   for (ff::Strategy s : kStrategies)
     for (ff::ScanKind kind : {ff::inclusive, ff::exclusive})

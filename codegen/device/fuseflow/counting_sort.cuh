@@ -66,12 +66,13 @@ __device__ __forceinline__ void count_tile(const long long n, KeyAt key_at, unsi
 
 // Exclusive prefix sums of `count` 32-bit counts into 64-bit positions (a sort of more
 // than 2^32 elements needs them), one tile of kThreads * kItems counts per block: a
-// single pass with the decoupled look-back of <fuseflow/scan.cuh>. `tile_counter` and
-// `tile_status` (ScanTileStatus<unsigned long long>) start zeroed.
+// single pass with the decoupled look-back of <fuseflow/scan.cuh>: `tile_counter` starts
+// zeroed and is left zeroed (draw_tile_id), `tile_status` holds ScanTileStatus<unsigned
+// long long> entries of this launch's `epoch` or of others.
 template <int kThreads, int kItems>
 __device__ __forceinline__ void exclusive_scan_counts(const unsigned* counts, unsigned long long* positions,
                                                       const long long count, unsigned* tile_counter,
-                                                      void* tile_status) {
+                                                      void* tile_status, unsigned epoch) {
   static_assert(kItems % 4 == 0, "counts are read four at a time");
   constexpr int kTile = kThreads * kItems;
   using Position = unsigned long long;
@@ -80,7 +81,7 @@ __device__ __forceinline__ void exclusive_scan_counts(const unsigned* counts, un
   __shared__ Position tile_prefix;
   // Dynamic tile ids: every predecessor of a tile is running or done, so the look-back
   // cannot wait on a block that has not started.
-  if (threadIdx.x == 0) tile_id = atomicAdd(tile_counter, 1u);
+  if (threadIdx.x == 0) tile_id = draw_tile_id(tile_counter);
   __syncthreads();
   const long long tile = tile_id;
   const long long first = tile * kTile + static_cast<long long>(threadIdx.x) * kItems;
@@ -108,7 +109,7 @@ __device__ __forceinline__ void exclusive_scan_counts(const unsigned* counts, un
   // The tile's exclusive prefix from scan.cuh's look-back (warp 0 publishes the tile's
   // total and finds the prefix); without a stash it waits for a group prefix within its
   // window, which sums of counts reach quickly.
-  const ScanTileStatus<Position> status(tile_status, (count + kTile - 1) / kTile);
+  const ScanTileStatus<Position> status(tile_status, (count + kTile - 1) / kTile, epoch);
   if (threadIdx.x < kWarpSize) {
     const Position exclusive =
         tile_exclusive_prefix(status, tile, tile_total, plus, Position{0}, static_cast<Position*>(nullptr), 0);

@@ -152,9 +152,8 @@ Kernel emit_scan_counts(const ReduceGroup& g) {
   CudaTypes types;
   std::vector<Arg> args = {{Arg::Kind::Length, 0, "n", ScalarType::I64},
                            {Arg::Kind::Scratch, 0, "tile_counts", ScalarType::U32},
-                           {Arg::Kind::Scratch, 1, "positions", ScalarType::U64},
-                           {Arg::Kind::Scratch, 2, "tile_counter", ScalarType::U32},
-                           {Arg::Kind::Scratch, 3, "tile_status", ScalarType::U8}};
+                           {Arg::Kind::Scratch, 1, "positions", ScalarType::U64}};
+  for (const Arg& a : lookback_args(ScalarType::U64)) args.push_back(a);
   const std::string name = "ff_counting_sort_scan_u64";
   SourceWriter w;
   w.line("namespace {");
@@ -165,7 +164,7 @@ Kernel emit_scan_counts(const ReduceGroup& g) {
   ReduceGroup none;
   open_elementwise_kernel(w, types, name, kScanBlock, args, none);
   w.comment("n is the number of counts: bins x tiles.");
-  w.line("ff::sort::exclusive_scan_counts<kBlock, kItems>(tile_counts, positions, n, tile_counter, tile_status);");
+  w.line("ff::sort::exclusive_scan_counts<kBlock, kItems>(tile_counts, positions, n, tile_counter, tile_status, epoch);");
   w.close();
 
   Kernel k;
@@ -274,10 +273,9 @@ std::function<void(std::int64_t, ScheduleBuilder&)> counting_sort_step(int first
                        " bins need more tiles than one launch has blocks");
     const std::size_t tile_counts = b.allocate(static_cast<std::size_t>(counts) * 4);
     const std::size_t positions = b.allocate(static_cast<std::size_t>(counts) * 8);
-    const std::size_t counter = b.allocate(sizeof(unsigned), true);
-    const std::size_t status = b.allocate(lookback_status_bytes(ScalarType::U64, scan_tiles), true);
     b.launch({first, n, static_cast<int>(tiles), {tile_counts}});
-    b.launch({first + 1, counts, static_cast<int>(scan_tiles), {tile_counts, positions, counter, status}});
+    b.launch({first + 1, counts, static_cast<int>(scan_tiles), {tile_counts, positions},
+              lookback_status_bytes(ScalarType::U64, scan_tiles)});
     b.launch({first + 2, n, static_cast<int>(tiles), {positions}});
   };
 }

@@ -88,8 +88,7 @@ Kernel emit_filter_compact(const CompactGroup& g, const Target& target) {
     args.push_back({Arg::Kind::Output, g.output_ids[j], outs.back(), g.outputs[j].type()});
     args.push_back({Arg::Kind::OutputCount, g.output_ids[j], outs.back() + "_count", ScalarType::U64});
   }
-  args.push_back({Arg::Kind::Scratch, 0, "tile_counter", ScalarType::U32});
-  args.push_back({Arg::Kind::Scratch, 1, "tile_status", ScalarType::U8});
+  for (const Arg& a : lookback_args(ScalarType::U64)) args.push_back(a);
 
   const std::string name = "ff_filter_compact_" + short_type_name(g.value.type());
   SourceWriter w;
@@ -145,7 +144,7 @@ Kernel emit_filter_compact(const CompactGroup& g, const Target& target) {
   w.line("__shared__ unsigned int tile_id;");
   w.line("__shared__ unsigned long long tile_offset;");
   w.comment("Dynamic tile id: tiles are numbered in the order their blocks start.");
-  w.line("if (threadIdx.x == 0) tile_id = atomicAdd(tile_counter, 1u);");
+  w.line("if (threadIdx.x == 0) tile_id = ff::draw_tile_id(tile_counter);");
   w.line("__syncthreads();");
   w.line("const long long tile = tile_id;");
   w.line("const long long base = tile * kTile;");
@@ -228,7 +227,7 @@ Kernel emit_filter_compact(const CompactGroup& g, const Target& target) {
             "tile, so gridDim.x is the tile count (1 when n is 0). No stash: sums of counts reach\n"
             "a group prefix within one window. The last tile writes the total count.");
   w.open("if (warp == 0)");
-  w.line("const ff::ScanTileStatus<unsigned long long> status(tile_status, gridDim.x);");
+  w.line("const ff::ScanTileStatus<unsigned long long> status(tile_status, gridDim.x, epoch);");
   w.line("const auto plus = [](const unsigned long long a, const unsigned long long b) { return a + b; };");
   w.line("const unsigned long long exclusive =");
   w.line("    ff::tile_exclusive_prefix(status, tile, (unsigned long long)tile_count, plus, 0ull,");

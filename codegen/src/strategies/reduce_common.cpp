@@ -69,25 +69,7 @@ std::vector<Arg> ReduceKernelWriter::args() const {
 
 void ReduceKernelWriter::open_kernel(SourceWriter& w, int block) {
   w.line("extern \"C\" __global__ void __launch_bounds__(" + std::to_string(block) + ") " + name_ + "(");
-  auto a = args();
-  std::string acc_name = acc();
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    std::string decl;
-    switch (a[i].kind) {
-      case Arg::Kind::Input: decl = "const " + types_.name(a[i].type) + "* __restrict__ " + a[i].name; break;
-      case Arg::Kind::Length: decl = "const long long n"; break;
-      case Arg::Kind::Param: decl = "const " + types_.name(a[i].type) + " " + a[i].name; break;
-      case Arg::Kind::Scalar: decl = "const " + types_.name(a[i].type) + "* __restrict__ " + a[i].name; break;
-      case Arg::Kind::Output:
-      case Arg::Kind::OutputCount:
-      case Arg::Kind::ScalarOutput: decl = types_.name(a[i].type) + "* __restrict__ " + a[i].name; break;
-      case Arg::Kind::Scratch: decl = acc_name + "* __restrict__ " + a[i].name; break;
-      case Arg::Kind::Ticket:
-      case Arg::Kind::InvalidFlag: decl = "unsigned int* __restrict__ " + a[i].name; break;
-    }
-    w.line("    " + decl + (i + 1 < a.size() ? "," : ") {"));
-  }
-  w.indent();
+  emit_kernel_parameters(w, types_, args());
 }
 
 void emit_fused_monoid(SourceWriter& w, CudaTypes& types, const std::vector<FusedReduce>& reduces,

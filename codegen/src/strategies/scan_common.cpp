@@ -111,28 +111,10 @@ std::vector<Arg> ScanKernelWriter::args(bool with_inputs, bool with_outputs, con
   return a;
 }
 
-void ScanKernelWriter::open_kernel(SourceWriter& w, const std::vector<Arg>& a,
-                                   const std::vector<std::string>& scratch_types) {
+void ScanKernelWriter::open_kernel(SourceWriter& w, const std::vector<Arg>& a) {
   w.line(std::string("extern \"C\" __global__ void __launch_bounds__(") +
          (tiling_.min_blocks > 0 ? "kBlock, kMinBlocks" : "kBlock") + ") " + name_ + "(");
-  std::size_t scratch = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    std::string decl;
-    switch (a[i].kind) {
-      case Arg::Kind::Input:
-      case Arg::Kind::Scalar: decl = "const " + types_.name(a[i].type) + "* __restrict__ " + a[i].name; break;
-      case Arg::Kind::Length: decl = "const long long " + a[i].name; break;
-      case Arg::Kind::Param: decl = "const " + types_.name(a[i].type) + " " + a[i].name; break;
-      case Arg::Kind::Output:
-      case Arg::Kind::OutputCount:
-      case Arg::Kind::ScalarOutput: decl = types_.name(a[i].type) + "* __restrict__ " + a[i].name; break;
-      case Arg::Kind::Scratch: decl = scratch_types.at(scratch++) + "* __restrict__ " + a[i].name; break;
-      case Arg::Kind::Ticket:
-      case Arg::Kind::InvalidFlag: decl = "unsigned int* __restrict__ " + a[i].name; break;
-    }
-    w.line("    " + decl + (i + 1 < a.size() ? "," : ") {"));
-  }
-  w.indent();
+  emit_kernel_parameters(w, types_, a);
 }
 
 void ScanKernelWriter::emit_constants(SourceWriter& w, bool tiled, const std::vector<std::string>& more) {
@@ -373,7 +355,7 @@ void ScanKernelWriter::emit_tile_id(SourceWriter& w, const std::string& prefix_t
   w.line("__shared__ unsigned int tile_id;");
   w.line("__shared__ " + prefix_type + " tile_prefix;");
   w.comment("Dynamic tile id: tiles are numbered in the order their blocks start.");
-  w.line("if (threadIdx.x == 0) tile_id = atomicAdd(tile_counter, 1u);");
+  w.line("if (threadIdx.x == 0) tile_id = ff::draw_tile_id(tile_counter);");
   w.line("__syncthreads();");
   w.line("const long long tile = tile_id;");
   w.line("const long long base = tile * kTile;");
@@ -388,9 +370,10 @@ void ScanKernelWriter::emit_look_back(SourceWriter& w, const std::string& type, 
   w.comment("Look-back (scan.cuh, tile_exclusive_prefix): warp 0 publishes the tile's aggregate and\n"
             "finds its exclusive prefix, Q(g) . (A(32g) . ... . A(tile-1)) over groups of 32 tiles:\n"
             "one fixed form folded left to right, so float results are the same bits on every run.\n"
-            "Status entries carry a flag in every 64-bit word: no fences. `" + stash + "` holds the\n"
-            "look-back's windows of group aggregates.");
-  w.line("const ff::ScanTileStatus<" + type + "> status(tile_status, (n + kTile - 1) / kTile);");
+            "Status entries carry a flag and the launch's epoch in every 64-bit word: no fences,\n"
+            "and entries other launches left read as unpublished, so nothing clears the status\n"
+            "between launches. `" + stash + "` holds the look-back's windows of group aggregates.");
+  w.line("const ff::ScanTileStatus<" + type + "> status(tile_status, (n + kTile - 1) / kTile, epoch);");
   w.open("if (threadIdx.x < 32)");
   w.line("const " + type + " exclusive = ff::tile_exclusive_prefix(status, tile, tile_total, " + combine + ", " +
          identity + ", " + stash + ", kStashWindows);");

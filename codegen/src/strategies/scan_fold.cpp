@@ -18,12 +18,12 @@ Type ScanKernelWriter::fold_type() const {
   return Type::tuple(fields);
 }
 
-std::vector<Arg> ScanKernelWriter::fold_args(int partials_scratch_index) const {
+std::vector<Arg> ScanKernelWriter::fold_args() const {
   if (g_.reduces.empty()) return {};
   std::vector<Arg> a;
   for (const auto& r : g_.reduces)
     a.push_back({Arg::Kind::ScalarOutput, r.output_slot, "reduced" + std::to_string(r.output_slot), r.op->monoid.type()});
-  a.push_back({Arg::Kind::Scratch, partials_scratch_index, "tile_folds", fold_type()});
+  a.push_back({Arg::Kind::Scratch, 0, "tile_folds", fold_type()});
   a.push_back({Arg::Kind::Ticket, 0, "ticket", ScalarType::U32});
   return a;
 }

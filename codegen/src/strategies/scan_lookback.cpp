@@ -29,43 +29,20 @@ Kernel emit_scan_lookback(const ScanGroup& g, const Target& /*target: one block 
   SourceWriter w;
   k.emit_constants(w, true, {"// Windows of 32 group aggregates the look-back may keep in the scanned stage.",
                              "constexpr int kStashWindows = kTile / 32 < 32 ? kTile / 32 : 32;"});
-  std::vector<Arg> extra = {{Arg::Kind::Scratch, 0, "tile_counter", ScalarType::U32},
-                            {Arg::Kind::Scratch, 1, "tile_status", type}};
-  for (const Arg& a : k.fold_args(2)) extra.push_back(a);
+  std::vector<Arg> extra = lookback_args(type);
+  for (const Arg& a : k.fold_args()) extra.push_back(a);
   std::vector<Arg> args = k.args(true, true, extra);
-  std::vector<std::string> scratch_types = {"unsigned int", "void"};
-  if (!g.reduces.empty()) scratch_types.push_back(k.types().name(extra[extra.size() - 2].type));
-  k.open_kernel(w, args, scratch_types);
+  k.open_kernel(w, args);
   k.emit_functions(w, true, true);
   k.emit_fold_functions(w);
   w.line();
   // block_exclusive_scan's barriers separate the items loop from the stash and the store.
   k.emit_shared(w, true, true);
-  w.line("__shared__ unsigned int tile_id;");
-  w.line("__shared__ " + k.acc() + " tile_prefix;");
-  w.comment("Dynamic tile id: tiles are numbered in the order their blocks start.");
-  w.line("if (threadIdx.x == 0) tile_id = atomicAdd(tile_counter, 1u);");
-  w.line("__syncthreads();");
-  w.line("const long long tile = tile_id;");
-  w.line("const long long base = tile * kTile;");
+  k.emit_tile_id(w, k.acc());
   k.emit_tile_load_and_items(w, true);
   k.emit_tile_fold(w);
-  w.line(k.acc() + " tile_total;");
-  w.line("const " + k.acc() +
-         " thread_prefix = ff::block_exclusive_scan<kBlock>(thread_total, combine, identity, warp_totals, tile_total);");
-  w.line();
-  w.comment("Look-back (scan.cuh, tile_exclusive_prefix): warp 0 publishes the tile's aggregate and\n"
-            "finds its exclusive prefix, Q(g) . (A(32g) . ... . A(tile-1)) over groups of 32 tiles:\n"
-            "one fixed form folded left to right, so float results are the same bits on every run.\n"
-            "Status entries carry a flag in every 64-bit word: no fences. The scanned stage is\n"
-            "free until the store, so it holds the look-back's windows of group aggregates.");
-  w.line("const ff::ScanTileStatus<" + k.acc() + "> status(tile_status, (n + kTile - 1) / kTile);");
-  w.open("if (threadIdx.x < 32)");
-  w.line("const " + k.acc() +
-         " exclusive = ff::tile_exclusive_prefix(status, tile, tile_total, combine, identity, scanned_stage, kStashWindows);");
-  w.line("if (threadIdx.x == 0) tile_prefix = exclusive;");
-  w.close();
-  w.line("__syncthreads();");
+  // The scanned stage is free until the store: it holds the look-back's windows.
+  k.emit_look_back(w, k.acc(), "combine", "identity", "scanned_stage");
   k.emit_tile_store(w, "combine(tile_prefix, thread_prefix)", true);
   k.emit_fold_finish(w);
   w.close();
@@ -92,11 +69,11 @@ Kernel emit_scan_lookback(const ScanGroup& g, const Target& /*target: one block 
 
 std::function<void(std::int64_t, ScheduleBuilder&)> lookback_step(int kernel, const Kernel& k, const Type& t) {
   const std::int64_t tile = k.items_per_block_step;
-  // Fused reductions: one fold per tile (Scratch argument 2), and a launch even for n = 0,
+  // Fused reductions: one fold per tile (the Scratch argument), and a launch even for n = 0,
   // whose one tile stores nothing and gives each reduction its identity.
   std::size_t fold_bytes = 0;
   for (const Arg& a : k.args)
-    if (a.kind == Arg::Kind::Scratch && a.index == 2) fold_bytes = a.type.size();
+    if (a.kind == Arg::Kind::Scratch) fold_bytes = a.type.size();
   return [=](std::int64_t n, ScheduleBuilder& b) {
     if (n == 0 && fold_bytes == 0) return;
     const std::int64_t tiles = std::max<std::int64_t>(1, (n + tile - 1) / tile);
@@ -104,7 +81,7 @@ std::function<void(std::int64_t, ScheduleBuilder&)> lookback_step(int kernel, co
     l.kernel = kernel;
     l.n = n;
     l.grid = static_cast<int>(tiles);
-    l.scratch = {b.allocate(sizeof(unsigned), true), b.allocate(lookback_status_bytes(t, tiles), true)};
+    l.status_bytes = lookback_status_bytes(t, tiles);
     if (fold_bytes) l.scratch.push_back(b.allocate(static_cast<std::size_t>(tiles) * fold_bytes));
     b.launch(std::move(l));
   };

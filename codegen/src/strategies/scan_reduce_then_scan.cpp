@@ -47,7 +47,7 @@ Kernel emit_reduce_phase(const ScanGroup& g, const ScanTiling& tiling, int max_g
   SourceWriter w;
   k.emit_constants(w);
   auto args = k.args(true, false, {{Arg::Kind::Scratch, 0, "block_sums", g.op->monoid.type()}});
-  k.open_kernel(w, args, {k.acc()});
+  k.open_kernel(w, args);
   k.emit_functions(w, true, false);
   w.line();
   k.emit_shared(w, false);
@@ -71,7 +71,7 @@ Kernel emit_block_sums_phase(const ScanGroup& g, const ScanTiling& tiling) {
   SourceWriter w;
   k.emit_constants(w, false);
   auto args = k.args(false, false, {{Arg::Kind::Scratch, 0, "block_sums", g.op->monoid.type()}});
-  k.open_kernel(w, args, {k.acc()});
+  k.open_kernel(w, args);
   k.emit_functions(w, false, false);
   w.line("__shared__ " + k.acc() + " warp_totals[kBlock / 32];");
   w.comment("n block sums, scanned exclusive in place by one block: thread t folds a contiguous run,\n"
@@ -97,7 +97,7 @@ Kernel emit_scan_phase(const ScanGroup& g, const ScanTiling& tiling, int max_gri
   SourceWriter w;
   k.emit_constants(w);
   auto args = k.args(true, true, {{Arg::Kind::Scratch, 0, "block_prefixes", g.op->monoid.type()}});
-  k.open_kernel(w, args, {k.acc()});
+  k.open_kernel(w, args);
   k.emit_functions(w, true, true);
   w.line();
   k.emit_shared(w);

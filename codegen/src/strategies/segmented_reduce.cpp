@@ -107,21 +107,7 @@ Kernel emit_segmented_reduce(const std::shared_ptr<const OpNode>& node, const Re
   w.line("}  // namespace");
   w.line();
   w.line("extern \"C\" __global__ void __launch_bounds__(kBlock, kMinBlocks) " + name + "(");
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const Arg& a = args[i];
-    std::string decl;
-    switch (a.kind) {
-      case Arg::Kind::Input:
-      case Arg::Kind::Scalar: decl = "const " + types.name(a.type) + "* __restrict__ " + a.name; break;
-      case Arg::Kind::Length: decl = "const long long " + a.name; break;
-      case Arg::Kind::Param: decl = "const " + types.name(a.type) + " " + a.name; break;
-      case Arg::Kind::Ticket:
-      case Arg::Kind::InvalidFlag: decl = "unsigned int* __restrict__ " + a.name; break;
-      default: decl = types.name(a.type) + "* __restrict__ " + a.name; break;
-    }
-    w.line("    " + decl + (i + 1 < args.size() ? "," : ") {"));
-  }
-  w.indent();
+  emit_kernel_parameters(w, types, args);
   k.emit_functions(w);
   // offset_at(s): offsets[s] (any integral map of the offsets' inputs), clamped to [0, n].
   emit_offset_at(w, types, op, offsets, "reduce_by_offsets flags decreasing ones");

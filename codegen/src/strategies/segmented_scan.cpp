@@ -67,11 +67,10 @@ class SegmentedScanEmitter {
     for (std::size_t j = 0; counts_ && j < g_.outputs.size(); ++j)
       extra.push_back({Arg::Kind::OutputCount, g_.output_ids[j], "count" + std::to_string(g_.output_ids[j]),
                        ScalarType::U64});
-    extra.push_back({Arg::Kind::Scratch, 0, "tile_counter", ScalarType::U32});
-    extra.push_back({Arg::Kind::Scratch, 1, "tile_status", segmented_piece_type(g_)});
+    for (const Arg& a : lookback_args(segmented_piece_type(g_))) extra.push_back(a);
     if (offsets_) extra.push_back({Arg::Kind::InvalidFlag, offsets_->check, "offsets_invalid", ScalarType::U32});
     const std::vector<Arg> args = k_.args(true, true, extra);
-    k_.open_kernel(w, args, {"unsigned int", "void"});
+    k_.open_kernel(w, args);
     k_.emit_functions(w, true, !counts_);
     if (offsets_) {
       emit_offset_at(w, k_.types(), *g_.op, offsets_->leaves, "the tiles check the pairs of neighbours");

@@ -16,6 +16,10 @@
 
 namespace fuseflow::codegen {
 
+// Epochs of the look-back status: 30 bits beside a 2-bit flag (scan.cuh's StatusEntries,
+// whose kMaxLookbackEpoch is the same).
+constexpr unsigned kMaxLookbackEpoch = (1u << 30) - 1;
+
 // One kernel argument, resolved by the executor when it launches.
 struct Arg {
   enum class Kind : std::uint8_t {
@@ -28,8 +32,15 @@ struct Arg {
     OutputCount, // unsigned long long* to the element count of array output `index`, which the
                  // kernel writes (an output whose length is known on the device only: OutputShape::counted)
     ScalarOutput,  // T* to the device scalar slot `index`, written by a reduction
-    Scratch,     // void* to scratch buffer `index`
-    Ticket,      // unsigned* to a zeroed counter that kernels leave zeroed
+    Scratch,     // T* to scratch buffer `index` (contents unspecified at the start of a run)
+    Ticket,      // unsigned* to a zeroed counter that kernels leave zeroed: `index` 0 is the
+                 // last-block ticket of reductions, 1 the tile counter of look-back scans
+                 // (scan.cuh's draw_tile_id); a kernel may use both
+    TileStatus,  // void* to the look-back status (scan.cuh's ScanTileStatus), at least
+                 // Launch::status_bytes long; it is not cleared between launches (see Epoch)
+    Epoch,       // unsigned by value: the launch's look-back epoch, 1 ... kMaxLookbackEpoch,
+                 // different from that of every launch since the status was last zeroed, so
+                 // entries other launches left read as not yet published
     InvalidFlag, // unsigned* to a word zeroed before the run, which the kernel sets when it
                  // finds input only the device sees invalid: segment offsets out of [0, n]
                  // or decreasing (Plan::checked_offsets[index] says whose)
@@ -78,6 +89,7 @@ struct Launch {
   std::int64_t n = 0;       // the value of the kernel's `n` argument
   int grid = 1;
   std::vector<std::size_t> scratch;  // byte offset into the scratch region, per Scratch arg index
+  std::size_t status_bytes = 0;      // look-back status the launch uses (TileStatus argument)
 };
 
 // Everything a run does, for one element count: launches in order, the scratch region
