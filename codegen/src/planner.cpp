@@ -242,8 +242,11 @@ void emit_scans(std::vector<ScanGroup>& groups, const Program& program, const Re
       ks = emit_scan_reduce_then_scan(g, target);
       plan.steps.push_back(reduce_then_scan_step(at, ks[0], t));
     } else {
-      ks.push_back(emit_scan_lookback(g, target));
-      plan.steps.push_back(lookback_step(at, ks[0], t));
+      ks.push_back(emit_scan_lookback(g, target, scan_tiling(g, true)));
+      // Large scans take a staged tile where one applies: a second kernel of the same scan.
+      if (const std::optional<ScanTiling> staged = staged_scan_tiling(g))
+        ks.push_back(emit_scan_lookback(g, target, *staged));
+      plan.steps.push_back(lookback_step(at, ks[0], t, ks.size() > 1 ? &ks[1] : nullptr));
     }
     for (const auto& o : g.outputs)
       if (o.kind() != ExprKind::Result)

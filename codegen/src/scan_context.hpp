@@ -5,6 +5,7 @@
 // the scan's elements as an epilogue applied before the store.
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,10 @@ struct ScanTiling {
   int block = 256;
   int items = 1;  // consecutive elements per thread per tile
   int min_blocks = 0;  // > 0: __launch_bounds__ asks registers to fit this many blocks per SM
+  // The thread's elements are read from the input stage twice (its total, then its scan,
+  // written back over the input) instead of being held in registers: tiles larger than
+  // registers allow, so fewer look-backs per element.
+  bool staged = false;
   int tile() const { return block * items; }
 };
 // `shared_stages`: the kernel shares one buffer between the input and scanned stages where
@@ -37,6 +42,13 @@ struct ScanTiling {
 ScanTiling scan_tiling(const ScanGroup& g, bool shared_stages);
 // No output is an epilogue over the inputs: the input stages die before the store.
 bool scan_stages_can_share(const ScanGroup& g);
+// The staged tile (ScanTiling::staged) a plain look-back scan takes from
+// staged_scan_from() elements, where it applies: one 4-byte input, 4-byte values, no
+// epilogue over the input, no reductions folded in, no FUSEFLOW_SCAN_TILE. Else nullopt.
+std::optional<ScanTiling> staged_scan_tiling(const ScanGroup& g);
+// The element count from which a scan with a staged tile takes it: 2^24, or
+// FUSEFLOW_SCAN_STAGED_FROM=<n> (tests run it at every size with 0).
+std::int64_t staged_scan_from();
 
 // Writes the pieces of a scan kernel: signature, functions, tile load, thread and block
 // scan, the store through shared memory with the epilogue.
@@ -129,6 +141,10 @@ class ScanKernelWriter {
   std::string leaf_name(const Expr& leaf, bool in_epilogue) const;
   Type fold_type() const;
   void emit_items_loop(SourceWriter& w, bool checked);
+  // A staged tile (ScanTiling::staged): the thread's total from the input stage, and its
+  // scan written over its input elements; `checked` for the last tile.
+  void emit_staged_total(SourceWriter& w, bool checked);
+  void emit_staged_scan(SourceWriter& w, bool checked);
 
   const ScanGroup& g_;
   std::string name_;
@@ -139,7 +155,7 @@ class ScanKernelWriter {
 
 std::string scan_kernel_name(const ScanGroup& g, const char* strategy);
 
-Kernel emit_scan_lookback(const ScanGroup& g, const Target& t);
+Kernel emit_scan_lookback(const ScanGroup& g, const Target& t, const ScanTiling& tiling);
 // Three kernels: per-block reduce, scan of the block sums, scan of each block's chunk.
 std::vector<Kernel> emit_scan_reduce_then_scan(const ScanGroup& g, const Target& t);
 
@@ -159,10 +175,12 @@ Kernel emit_reduce_by_key(const ScanGroup& g, const Target& t);
 // status holds them.
 Type segmented_piece_type(const ScanGroup& g);
 
-// The steps that append a scan's launches for n elements: one block per tile with zeroed
-// tile counter and status (lookback); three launches sharing the block sums
-// (reduce_then_scan, kernels first .. first + 2). No launch when n is 0.
-std::function<void(std::int64_t, ScheduleBuilder&)> lookback_step(int kernel, const Kernel& k, const Type& t);
+// The steps that append a scan's launches for n elements: one block per tile, with the
+// look-back status it needs (lookback; with `staged`, kernel + 1 is the staged-tile kernel
+// `staged`, launched instead from staged_scan_from() elements); three launches sharing the
+// block sums (reduce_then_scan, kernels first .. first + 2). No launch when n is 0.
+std::function<void(std::int64_t, ScheduleBuilder&)> lookback_step(int kernel, const Kernel& k, const Type& t,
+                                                                  const Kernel* staged = nullptr);
 std::function<void(std::int64_t, ScheduleBuilder&)> reduce_then_scan_step(int first, const Kernel& k, const Type& t);
 
 // Bytes of look-back tile status for `tiles` tiles of values of type t (scan.cuh's

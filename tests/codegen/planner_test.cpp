@@ -50,14 +50,16 @@ TEST_CASE("a scan of a filter result is rejected with a message that says what t
   CHECK(rts.find(kFilterScan) != std::string::npos);
 }
 
-TEST_CASE("a masked scan written with select plans as one look-back kernel") {
+TEST_CASE("a masked scan written with select plans as one look-back kernel (and its staged tile for large n)") {
   auto x = ff::input<float>("x");
   auto t = ff::param<float>("t");
   ff::Program p(ff::scan(ff::select(x > t, x, 0.0f), ff::plus));
   CHECK(plan_error(p).empty());
   const ff::codegen::Plan plan = ff::codegen::plan(p, sm90());
-  REQUIRE(plan.kernels.size() == 1);
+  REQUIRE(plan.kernels.size() == 2);
   CHECK(plan.kernels[0].name == "ff_scan_lookback_f32_plus");
+  CHECK(plan.kernels[1].name == "ff_scan_lookback_staged_f32_plus");
+  CHECK(plan.schedule(1000).launches.size() == 1);  // one of them runs
 }
 
 TEST_CASE("a filter feeding a reduction is still a masked reduction") {
@@ -68,9 +70,11 @@ TEST_CASE("a filter feeding a reduction is still a masked reduction") {
 TEST_CASE("the look-back scan kernel says its look-back is deterministic and skips bounds checks on full tiles") {
   auto x = ff::input<float>("x");
   const ff::codegen::Plan plan = ff::codegen::plan(ff::Program(ff::scan(x, ff::plus)), sm90());
-  REQUIRE(plan.kernels.size() == 1);
-  CHECK(plan.kernels[0].summary.find("deterministic look-back") != std::string::npos);
-  CHECK(plan.kernels[0].source.find("if (base + kTile <= n)") != std::string::npos);
+  REQUIRE(plan.kernels.size() == 2);  // the tile in registers, and the staged tile for large n
+  for (const auto& k : plan.kernels) {
+    CHECK(k.summary.find("deterministic look-back") != std::string::npos);
+    CHECK(k.source.find("if (base + kTile <= n)") != std::string::npos);
+  }
 }
 
 TEST_CASE("a reduction whose filter reads another reduction's result runs after it") {
@@ -310,15 +314,17 @@ TEST_CASE("a reduction is not folded into a scan that needs its result, reads ot
   auto x = ff::input<float>("x");
   auto y = ff::input<float>("y");
   ff::Expr total = ff::reduce(x, ff::plus);
+  // Not folded: the reduction's kernel, then the scan's two (its tile, and the staged tile
+  // a plain scan takes for large n; folded, the scan would have one).
   // The scan's map reads the total: the reduction runs first, in its own kernel.
-  CHECK(ff::codegen::plan(ff::outputs(ff::scan(x / total, ff::plus), total), sm90()).kernels.size() == 2);
+  CHECK(ff::codegen::plan(ff::outputs(ff::scan(x / total, ff::plus), total), sm90()).kernels.size() == 3);
   // The reduction reads y, which the scan does not load.
-  CHECK(ff::codegen::plan(ff::outputs(ff::scan(x, ff::plus), ff::reduce(x * y, ff::plus)), sm90()).kernels.size() == 2);
+  CHECK(ff::codegen::plan(ff::outputs(ff::scan(x, ff::plus), ff::reduce(x * y, ff::plus)), sm90()).kernels.size() == 3);
   // reduce_then_scan, and a reduction with a strategy of its own, keep their kernels.
   CHECK(ff::codegen::plan(ff::outputs(ff::scan(x, ff::plus, ff::inclusive, ff::strategy::reduce_then_scan), total), sm90())
             .kernels.size() == 4);
   CHECK(ff::codegen::plan(ff::outputs(ff::scan(x, ff::plus), ff::reduce(x, ff::plus, ff::strategy::staged)), sm90())
-            .kernels.size() == 2);
+            .kernels.size() == 3);
   // Another reduction reads the total (it runs before the scans): not folded.
   ff::Expr above = ff::reduce(ff::filter(x, x > total), ff::plus);
   const ff::codegen::Plan plan = ff::codegen::plan(ff::outputs(ff::scan(x, ff::plus), above, total), sm90());
@@ -381,4 +387,35 @@ TEST_CASE("FUSEFLOW_FILTER_TILE sets the compaction's tile shape, and one too bi
   CHECK(ff::test::graph_error_of(source_of).find("need more than the") != std::string::npos);
   ::unsetenv("FUSEFLOW_FILTER_TILE");
   CHECK(source_of() == automatic);
+}
+
+TEST_CASE("a plain scan of 4-byte values takes the staged tile from 2^24 elements; other scans keep one kernel") {
+  auto x = ff::input<float>("x");
+  const ff::codegen::Plan plan = ff::codegen::plan(ff::Program(ff::scan(x, ff::plus)), sm90());
+  REQUIRE(plan.kernels.size() == 2);
+  const ff::codegen::Kernel& small = plan.kernels[0];
+  const ff::codegen::Kernel& staged = plan.kernels[1];
+  CHECK(small.name == "ff_scan_lookback_f32_plus");
+  CHECK(staged.name == "ff_scan_lookback_staged_f32_plus");
+  // 4 warps x 88 elements read from the stage: 11264 elements per tile (by hand: 128 * 88).
+  CHECK(staged.block == 128);
+  CHECK(staged.items_per_block_step == 11264);
+  CHECK(staged.summary.find("88 items per thread read from the shared stage") != std::string::npos);
+  const std::int64_t from = std::int64_t{1} << 24;
+  const ff::codegen::Launch below = plan.schedule(from - 1).launches.at(0);
+  const ff::codegen::Launch at = plan.schedule(from).launches.at(0);
+  CHECK(below.kernel == 0);
+  CHECK(below.grid == (from - 1 + small.items_per_block_step - 1) / small.items_per_block_step);
+  CHECK(at.kernel == 1);
+  CHECK(at.grid == (from + 11263) / 11264);
+  // Status per tile and per group of 32 tiles, for the staged kernel's own tile count.
+  const std::size_t tiles = static_cast<std::size_t>(at.grid);
+  CHECK(at.status_bytes == 8 * (tiles + (tiles + 31) / 32));
+  CHECK(plan.schedule(0).launches.empty());
+  // Not staged: 8-byte values, an epilogue over the input, a reduction folded in.
+  auto d = ff::input<double>("d");
+  CHECK(ff::codegen::plan(ff::Program(ff::scan(d, ff::plus)), sm90()).kernels.size() == 1);
+  ff::Expr s = ff::scan(x, ff::plus);
+  CHECK(ff::codegen::plan(ff::Program(s - x), sm90()).kernels.size() == 1);
+  CHECK(ff::codegen::plan(ff::outputs(s, ff::reduce(x, ff::max)), sm90()).kernels.size() == 1);
 }

@@ -157,6 +157,38 @@ TEST_CASE("a max-scan of f32 is exact") {
                                           n, -1e6, 1e6);
 }
 
+// Plain scans of 4-byte values take a staged tile (elements re-read from shared memory,
+// 11264 per tile) from 2^24 elements; FUSEFLOW_SCAN_STAGED_FROM=0 gives it to programs
+// planned while it is set, at every size, so the sizes above cover its first, middle and
+// last tiles.
+struct StagedEverywhere {
+  StagedEverywhere() { setenv("FUSEFLOW_SCAN_STAGED_FROM", "0", 1); }
+  ~StagedEverywhere() { unsetenv("FUSEFLOW_SCAN_STAGED_FROM"); }
+};
+
+TEST_CASE("the staged tile of large scans, at every size: sums, exclusive, in place, max, a mask, a map before") {
+  const StagedEverywhere staged;
+  const std::vector<std::int64_t> sizes = ff::test::capped({1, 31, 1000, 11263, 11264, 11265, 3 * 11264 + 5, (1 << 20) + 7});
+  for (std::int64_t n : sizes) {
+    run_sum<int>(n, ff::inclusive, ff::strategy::automatic);
+    run_sum<int>(n, ff::exclusive, ff::strategy::automatic);
+    run_sum<float>(n, ff::inclusive, ff::strategy::automatic);
+    run_sum<int>(n, ff::exclusive, ff::strategy::automatic, true);
+    run_against_reference<float, float>("staged max-scan", [](const ff::Expr& x) {
+      return ff::Program(ff::scan(x, ff::max));
+    }, n, -1e6, 1e6);
+    run_against_reference<int, int>("staged masked scan with a map before", [](const ff::Expr& x) {
+      return ff::Program(ff::scan(ff::select(x > 0, x * 3 - 1, 0), ff::plus));
+    }, n, -1000, 1000);
+  }
+  // The plan really has the staged kernel, and the schedule picks it.
+  auto x = ff::input<float>("x");
+  const ff::codegen::Plan plan = ff::codegen::plan(ff::Program(ff::scan(x, ff::plus)), ff::codegen::Target::preset("sm_90"));
+  REQUIRE(plan.kernels.size() == 2);
+  CHECK(plan.kernels[1].name == "ff_scan_lookback_staged_f32_plus");
+  CHECK(plan.schedule(1000).launches.at(0).kernel == 1);
+}
+
 TEST_CASE("a linear recurrence x[i] = a[i] * x[i-1] + b[i] keeps the order of its non-commutative monoid") {
   ff::Runtime& rt = runtime();
   for (ff::Strategy s : kStrategies)

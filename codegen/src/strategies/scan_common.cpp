@@ -68,6 +68,31 @@ ScanTiling scan_tiling(const ScanGroup& g, bool shared_stages) {
   return t;
 }
 
+std::optional<ScanTiling> staged_scan_tiling(const ScanGroup& g) {
+  TileOverride o;
+  if (tile_override("FUSEFLOW_SCAN_TILE", 32, o)) return std::nullopt;  // a study picks its one tile
+  const auto& inputs = g.leaves.inputs;
+  if (g.op->kind != OpKind::Scan || inputs.size() != 1 || inputs[0].type().size() != 4 ||
+      g.op->monoid.type().size() != 4 || !scan_stages_can_share(g) || !g.reduces.empty())
+    return std::nullopt;
+  // Measured on the H100 (bench/RESULTS.md, seventh run; f32 sum): 4 warps x 88 elements
+  // from the stage, 4 blocks per SM, take 883 us at 2^28 against 948 for 192 x 22 in
+  // registers (CUB 873), 449 against 478 at 2^27, 124 against 126 at 2^25, the same at
+  // 2^24 (67.6 against 68.1) and 11.6 against 11.1 at 2^20. 88 keeps the stage (46464
+  // bytes) under the 48 KB of static shared memory.
+  ScanTiling t;
+  t.block = 128;
+  t.items = 88;
+  t.min_blocks = 4;
+  t.staged = true;
+  return t;
+}
+
+std::int64_t staged_scan_from() {
+  const char* v = std::getenv("FUSEFLOW_SCAN_STAGED_FROM");  // read when a program is planned
+  return v && *v ? std::max<std::int64_t>(0, std::atoll(v)) : std::int64_t{1} << 24;
+}
+
 std::string scan_kernel_name(const ScanGroup& g, const char* strategy) {
   const Monoid& m = g.op->monoid;
   return std::string("ff_scan_") + strategy + "_" + short_type_name(m.type()) + "_" + sanitize(m.name()) +
@@ -202,9 +227,14 @@ void ScanKernelWriter::emit_shared(SourceWriter& w, bool stores, bool share_stag
   if (stores && share_stages && stages_can_share()) {
     // One buffer, two lives: the input stages until the tile is in registers, then the
     // scanned stage (and the look-back's stash). The caller puts a barrier in between.
-    w.comment("The input stages and the scanned stage share one buffer: the inputs are dead once the\n"
-              "tile is in registers, and the block scan's barriers come before the first write of a\n"
-              "scanned value. Half the shared memory, so more tiles fit on an SM.");
+    if (tiling_.staged)
+      w.comment("The input stage and the scanned stage share one buffer: a thread writes each scanned\n"
+                "value over its own input element once it has read it (the two are the same size),\n"
+                "after the block scan's barriers. Half the shared memory, so more tiles fit on an SM.");
+    else
+      w.comment("The input stages and the scanned stage share one buffer: the inputs are dead once the\n"
+                "tile is in registers, and the block scan's barriers come before the first write of a\n"
+                "scanned value. Half the shared memory, so more tiles fit on an SM.");
     w.line("constexpr int kStageSlots = kTile + kTile / 32;");
     // Each input stage starts on a 16-byte boundary.
     std::string input_bytes, offset;
@@ -275,7 +305,37 @@ void ScanKernelWriter::emit_thread_items(SourceWriter& w) {
   w.line("for (int k = 1; k < kItems; ++k) thread_total = combine(thread_total, items[k]);");
 }
 
+// The staged tile's thread total: its elements folded straight from the input stage.
+void ScanKernelWriter::emit_staged_total(SourceWriter& w, bool checked) {
+  w.line("const int item0 = threadIdx.x * kItems;");
+  w.line(std::string("thread_total = ") + (checked ? "base + item0 < n ? " : "") + "element(" +
+         element_call("slot(item0)", "base + item0") + ")" + (checked ? " : identity;" : ";"));
+  w.line("#pragma unroll");
+  w.open("for (int k = 1; k < kItems; ++k)");
+  w.line("const int s = item0 + k;");
+  w.line("const long long i = base + s;");
+  w.line(std::string(checked ? "if (i < n) " : "") + "thread_total = combine(thread_total, element(" +
+         element_call("slot(s)", "i") + "));");
+  w.close();
+}
+
 void ScanKernelWriter::emit_tile_load_and_items(SourceWriter& w, bool full_fast_path) {
+  if (tiling_.staged) {
+    w.comment("Blocked: thread t owns tile elements t * kItems ... t * kItems + kItems - 1. They stay\n"
+              "in the stage, read twice (for the thread's total here, for its scan at the store), so\n"
+              "a tile holds more elements than registers would. Past n they count as the identity.");
+    w.line(acc() + " thread_total;");
+    w.open("if (base + kTile <= n)");
+    w.comment("A full tile (every tile but the last): no bounds checks.");
+    emit_load_loop(w, false);
+    emit_staged_total(w, false);
+    w.close("} else {");
+    w.indent();
+    emit_load_loop(w, true);
+    emit_staged_total(w, true);
+    w.close();
+    return;
+  }
   if (!full_fast_path) {
     emit_tile_load(w);
     emit_thread_items(w);
@@ -315,12 +375,41 @@ void ScanKernelWriter::emit_store_loop(SourceWriter& w, bool checked) {
   w.close();
 }
 
+// The staged tile's scan: each element read from the input stage, the running value
+// written over it in the scanned stage (the same slot: the stages share one buffer).
+void ScanKernelWriter::emit_staged_scan(SourceWriter& w, bool checked) {
+  w.line("#pragma unroll");
+  w.open("for (int k = 0; k < kItems; ++k)");
+  w.line("const int s = threadIdx.x * kItems + k;");
+  w.line("const long long i = base + s;");
+  if (checked) w.open("if (i < n)");
+  w.line("const " + acc() + " x = element(" + element_call("slot(s)", "i") + ");");
+  if (inclusive()) {
+    w.line("running = combine(running, x);");
+    w.line("scanned_stage[slot(s)] = running;");
+  } else {
+    w.line("scanned_stage[slot(s)] = running;");
+    w.line("running = combine(running, x);");
+  }
+  if (checked) w.close();
+  w.close();
+}
+
 void ScanKernelWriter::emit_tile_store(SourceWriter& w, const std::string& seed, bool full_fast_path,
                                        const std::string& restart) {
   w.comment(inclusive() ? "The thread's inclusive scan, seeded with everything before its first element."
                         : "The thread's exclusive scan, seeded with everything before its first element:\n"
                           "element i gets the combination of the elements before it (the identity at 0).");
   w.line(acc() + " running = " + seed + ";");
+  if (tiling_.staged) {
+    w.comment("Each scanned value is written over the input element it was read from.");
+    w.open("if (base + kTile <= n)");
+    emit_staged_scan(w, false);
+    w.close("} else {");
+    w.indent();
+    emit_staged_scan(w, true);
+    w.close();
+  } else {
   w.line("#pragma unroll");
   w.open("for (int k = 0; k < kItems; ++k)");
   w.line("const int s = threadIdx.x * kItems + k;");
@@ -337,6 +426,7 @@ void ScanKernelWriter::emit_tile_store(SourceWriter& w, const std::string& seed,
     w.line("running = combine(running, items[k]);");
   }
   w.close();
+  }
   w.line("__syncthreads();");
   w.comment("Coalesced stores, the epilogue applied to each element before it is written.");
   if (!full_fast_path) {

@@ -15,20 +15,26 @@
 // it waits only for predecessors' aggregates, never for their look-backs, so it is as
 // free of waiting as a plain decoupled look-back.
 #include <algorithm>
+#include <cstdint>
 
 #include "../scan_context.hpp"
 
 namespace fuseflow::codegen {
 
-Kernel emit_scan_lookback(const ScanGroup& g, const Target& /*target: one block per tile, sized by n*/) {
-  const ScanTiling tiling = scan_tiling(g, true);
-  ScanKernelWriter k(g, scan_kernel_name(g, "lookback"), tiling);
+Kernel emit_scan_lookback(const ScanGroup& g, const Target& /*target: one block per tile, sized by n*/,
+                          const ScanTiling& tiling) {
+  ScanKernelWriter k(g, scan_kernel_name(g, tiling.staged ? "lookback_staged" : "lookback"), tiling);
   const Type& type = g.op->monoid.type();
   const std::size_t status_words = (type.size() + 3) / 4;
 
   SourceWriter w;
-  k.emit_constants(w, true, {"// Windows of 32 group aggregates the look-back may keep in the scanned stage.",
-                             "constexpr int kStashWindows = kTile / 32 < 32 ? kTile / 32 : 32;"});
+  if (tiling.staged)
+    k.emit_constants(w, true, {"// Windows of 32 group aggregates the look-back may keep in its stash (the stage still",
+                               "// holds the inputs during the look-back).",
+                               "constexpr int kStashWindows = 8;"});
+  else
+    k.emit_constants(w, true, {"// Windows of 32 group aggregates the look-back may keep in the scanned stage.",
+                               "constexpr int kStashWindows = kTile / 32 < 32 ? kTile / 32 : 32;"});
   std::vector<Arg> extra = lookback_args(type);
   for (const Arg& a : k.fold_args()) extra.push_back(a);
   std::vector<Arg> args = k.args(true, true, extra);
@@ -38,11 +44,13 @@ Kernel emit_scan_lookback(const ScanGroup& g, const Target& /*target: one block 
   w.line();
   // block_exclusive_scan's barriers separate the items loop from the stash and the store.
   k.emit_shared(w, true, true);
+  if (tiling.staged) w.line("__shared__ " + k.acc() + " stash[kStashWindows * 32];");
   k.emit_tile_id(w, k.acc());
   k.emit_tile_load_and_items(w, true);
   k.emit_tile_fold(w);
-  // The scanned stage is free until the store: it holds the look-back's windows.
-  k.emit_look_back(w, k.acc(), "combine", "identity", "scanned_stage");
+  // The scanned stage is free until the store (unless the tile is staged): it holds the
+  // look-back's windows.
+  k.emit_look_back(w, k.acc(), "combine", "identity", tiling.staged ? "stash" : "scanned_stage");
   k.emit_tile_store(w, "combine(tile_prefix, thread_prefix)", true);
   k.emit_fold_finish(w);
   w.close();
@@ -57,18 +65,29 @@ Kernel emit_scan_lookback(const ScanGroup& g, const Target& /*target: one block 
   out.items_per_block_step = tiling.tile();
   out.args = args;
   out.summary = std::string("lookback (single pass, decoupled look-back): block ") + std::to_string(tiling.block) +
-                ", " + std::to_string(tiling.items) + " items per thread, tiles of " + std::to_string(tiling.tile()) +
+                ", " + std::to_string(tiling.items) + " items per thread" +
+                (tiling.staged ? " read from the shared stage (a staged tile, from " +
+                                     std::to_string(staged_scan_from()) + " elements)"
+                               : "") +
+                ", tiles of " + std::to_string(tiling.tile()) +
                 " elements, one block per tile, " + std::to_string(status_words) + " flagged 64-bit word" +
                 (status_words == 1 ? "" : "s") + " of status per tile and per group of 32 tiles, deterministic look-back" +
                 k.fold_summary();
   out.why = g.op->strategy == Strategy::Lookback ? "strategy lookback was asked for"
                                                   : "the default scan: one pass, reads n and writes n";
+  if (tiling.staged)
+    out.why = "instead of the kernel before it from " + std::to_string(staged_scan_from()) +
+              " elements: larger tiles, fewer look-backs per element";
   out.source = k.assemble("strategy: " + out.summary, w.str());
   return out;
 }
 
-std::function<void(std::int64_t, ScheduleBuilder&)> lookback_step(int kernel, const Kernel& k, const Type& t) {
+std::function<void(std::int64_t, ScheduleBuilder&)> lookback_step(int kernel, const Kernel& k, const Type& t,
+                                                                  const Kernel* staged) {
   const std::int64_t tile = k.items_per_block_step;
+  // The staged-tile kernel (kernel + 1) from `from` elements on.
+  const std::int64_t staged_tile = staged ? staged->items_per_block_step : 0;
+  const std::int64_t from = staged ? staged_scan_from() : INT64_MAX;
   // Fused reductions: one fold per tile (the Scratch argument), and a launch even for n = 0,
   // whose one tile stores nothing and gives each reduction its identity.
   std::size_t fold_bytes = 0;
@@ -76,9 +95,11 @@ std::function<void(std::int64_t, ScheduleBuilder&)> lookback_step(int kernel, co
     if (a.kind == Arg::Kind::Scratch) fold_bytes = a.type.size();
   return [=](std::int64_t n, ScheduleBuilder& b) {
     if (n == 0 && fold_bytes == 0) return;
-    const std::int64_t tiles = std::max<std::int64_t>(1, (n + tile - 1) / tile);
+    const bool use_staged = n >= from && n > 0;
+    const std::int64_t per_tile = use_staged ? staged_tile : tile;
+    const std::int64_t tiles = std::max<std::int64_t>(1, (n + per_tile - 1) / per_tile);
     Launch l;
-    l.kernel = kernel;
+    l.kernel = use_staged ? kernel + 1 : kernel;
     l.n = n;
     l.grid = static_cast<int>(tiles);
     l.status_bytes = lookback_status_bytes(t, tiles);
