@@ -1168,8 +1168,10 @@ struct DirectScanKernel {
 
   DirectScanKernel(ff::Runtime& rt, const ff::Program& p, std::size_t n) {
     ff::codegen::Plan plan = ff::codegen::plan(p, ff::codegen::Target::preset("sm_90"));
-    if (plan.kernels.size() != 1) throw std::runtime_error("direct scan: expected one kernel");
-    kernel = plan.kernels[0];
+    // The kernel run picks for n (a plain scan has a second one, its staged tile, for large n).
+    const ff::codegen::Schedule schedule = plan.schedule((std::int64_t)n);
+    if (schedule.launches.size() != 1) throw std::runtime_error("direct scan: expected one launch");
+    kernel = plan.kernels.at((std::size_t)schedule.launches[0].kernel);
     counters = std::make_unique<DeviceBuffer>(2 * sizeof(unsigned));
     status = std::make_unique<DeviceBuffer>(32 * tiles(n));
     CK(cudaMemset(counters->ptr, 0, 2 * sizeof(unsigned)));
