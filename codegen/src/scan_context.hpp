@@ -141,10 +141,17 @@ class ScanKernelWriter {
   std::string leaf_name(const Expr& leaf, bool in_epilogue) const;
   Type fold_type() const;
   void emit_items_loop(SourceWriter& w, bool checked);
+  // "if (base + kTile <= n) { body(false) } else { body(true) }": a full tile without
+  // bounds checks (with `full_comment` at its top), the last one with them.
+  void emit_full_or_last(SourceWriter& w, const std::function<void(bool checked)>& body,
+                         const std::string& full_comment = "");
   // A staged tile (ScanTiling::staged): the thread's total from the input stage, and its
   // scan written over its input elements; `checked` for the last tile.
   void emit_staged_total(SourceWriter& w, bool checked);
   void emit_staged_scan(SourceWriter& w, bool checked);
+  // The scan of the thread's items in registers into the scanned stage (`restart`: the
+  // condition that starts a segment again from the identity, or empty).
+  void emit_register_scan(SourceWriter& w, const std::string& restart);
 
   const ScanGroup& g_;
   std::string name_;

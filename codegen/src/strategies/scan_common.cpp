@@ -5,6 +5,7 @@
 // and the store back through shared memory, coalesced, with the epilogue applied.
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <set>
 
 #include "../scan_context.hpp"
@@ -319,40 +320,40 @@ void ScanKernelWriter::emit_staged_total(SourceWriter& w, bool checked) {
   w.close();
 }
 
+void ScanKernelWriter::emit_full_or_last(SourceWriter& w, const std::function<void(bool checked)>& body,
+                                         const std::string& full_comment) {
+  w.open("if (base + kTile <= n)");
+  if (!full_comment.empty()) w.comment(full_comment);
+  body(false);
+  w.close("} else {");
+  w.indent();
+  body(true);
+  w.close();
+}
+
 void ScanKernelWriter::emit_tile_load_and_items(SourceWriter& w, bool full_fast_path) {
-  if (tiling_.staged) {
-    w.comment("Blocked: thread t owns tile elements t * kItems ... t * kItems + kItems - 1. They stay\n"
-              "in the stage, read twice (for the thread's total here, for its scan at the store), so\n"
-              "a tile holds more elements than registers would. Past n they count as the identity.");
-    w.line(acc() + " thread_total;");
-    w.open("if (base + kTile <= n)");
-    w.comment("A full tile (every tile but the last): no bounds checks.");
-    emit_load_loop(w, false);
-    emit_staged_total(w, false);
-    w.close("} else {");
-    w.indent();
-    emit_load_loop(w, true);
-    emit_staged_total(w, true);
-    w.close();
-    return;
-  }
-  if (!full_fast_path) {
+  const bool staged = tiling_.staged;
+  if (!full_fast_path && !staged) {
     emit_tile_load(w);
     emit_thread_items(w);
     return;
   }
-  w.comment("Blocked: thread t owns tile elements t * kItems ... t * kItems + kItems - 1; past n\n"
-            "they are the identity, so the tile's total is right in the last tile too.");
-  w.line(acc() + " items[kItems];");
-  w.open("if (base + kTile <= n)");
-  w.comment("A full tile (every tile but the last): no bounds checks.");
-  emit_load_loop(w, false);
-  emit_items_loop(w, false);
-  w.close("} else {");
-  w.indent();
-  emit_load_loop(w, true);
-  emit_items_loop(w, true);
-  w.close();
+  if (staged) {
+    w.comment("Blocked: thread t owns tile elements t * kItems ... t * kItems + kItems - 1. They stay\n"
+              "in the stage, read twice (for the thread's total here, for its scan at the store), so\n"
+              "a tile holds more elements than registers would. Past n they count as the identity.");
+    w.line(acc() + " thread_total;");
+  } else {
+    w.comment("Blocked: thread t owns tile elements t * kItems ... t * kItems + kItems - 1; past n\n"
+              "they are the identity, so the tile's total is right in the last tile too.");
+    w.line(acc() + " items[kItems];");
+  }
+  emit_full_or_last(w, [&](bool checked) {
+    emit_load_loop(w, checked);
+    if (staged) emit_staged_total(w, checked);
+    else emit_items_loop(w, checked);
+  }, "A full tile (every tile but the last): no bounds checks.");
+  if (staged) return;
   w.line(acc() + " thread_total = items[0];");
   w.line("#pragma unroll");
   w.line("for (int k = 1; k < kItems; ++k) thread_total = combine(thread_total, items[k]);");
@@ -395,21 +396,9 @@ void ScanKernelWriter::emit_staged_scan(SourceWriter& w, bool checked) {
   w.close();
 }
 
-void ScanKernelWriter::emit_tile_store(SourceWriter& w, const std::string& seed, bool full_fast_path,
-                                       const std::string& restart) {
-  w.comment(inclusive() ? "The thread's inclusive scan, seeded with everything before its first element."
-                        : "The thread's exclusive scan, seeded with everything before its first element:\n"
-                          "element i gets the combination of the elements before it (the identity at 0).");
-  w.line(acc() + " running = " + seed + ";");
-  if (tiling_.staged) {
-    w.comment("Each scanned value is written over the input element it was read from.");
-    w.open("if (base + kTile <= n)");
-    emit_staged_scan(w, false);
-    w.close("} else {");
-    w.indent();
-    emit_staged_scan(w, true);
-    w.close();
-  } else {
+// The thread's scan of its items in registers into the scanned stage; with `restart`, a
+// segment head starts again from the identity.
+void ScanKernelWriter::emit_register_scan(SourceWriter& w, const std::string& restart) {
   w.line("#pragma unroll");
   w.open("for (int k = 0; k < kItems; ++k)");
   w.line("const int s = threadIdx.x * kItems + k;");
@@ -426,19 +415,24 @@ void ScanKernelWriter::emit_tile_store(SourceWriter& w, const std::string& seed,
     w.line("running = combine(running, items[k]);");
   }
   w.close();
+}
+
+void ScanKernelWriter::emit_tile_store(SourceWriter& w, const std::string& seed, bool full_fast_path,
+                                       const std::string& restart) {
+  w.comment(inclusive() ? "The thread's inclusive scan, seeded with everything before its first element."
+                        : "The thread's exclusive scan, seeded with everything before its first element:\n"
+                          "element i gets the combination of the elements before it (the identity at 0).");
+  w.line(acc() + " running = " + seed + ";");
+  if (tiling_.staged) {
+    w.comment("Each scanned value is written over the input element it was read from.");
+    emit_full_or_last(w, [&](bool checked) { emit_staged_scan(w, checked); });
+  } else {
+    emit_register_scan(w, restart);
   }
   w.line("__syncthreads();");
   w.comment("Coalesced stores, the epilogue applied to each element before it is written.");
-  if (!full_fast_path) {
-    emit_store_loop(w, true);
-    return;
-  }
-  w.open("if (base + kTile <= n)");
-  emit_store_loop(w, false);
-  w.close("} else {");
-  w.indent();
-  emit_store_loop(w, true);
-  w.close();
+  if (full_fast_path) emit_full_or_last(w, [&](bool checked) { emit_store_loop(w, checked); });
+  else emit_store_loop(w, true);
 }
 
 void ScanKernelWriter::emit_tile_id(SourceWriter& w, const std::string& prefix_type) {
