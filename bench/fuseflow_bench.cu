@@ -1165,13 +1165,18 @@ struct DirectScanKernel {
   std::unique_ptr<DeviceBuffer> counters;  // the tile counter (Ticket 1), left zeroed by the kernel
   std::unique_ptr<DeviceBuffer> status;    // look-back status, never cleared: one epoch per launch
   unsigned epoch = 0;
+  std::size_t planned_n = 0;
+  int grid = 0;
 
   DirectScanKernel(ff::Runtime& rt, const ff::Program& p, std::size_t n) {
     ff::codegen::Plan plan = ff::codegen::plan(p, ff::codegen::Target::preset("sm_90"));
-    // The kernel run picks for n (a plain scan has a second one, its staged tile, for large n).
+    // The kernel run picks for n (a plain scan has a second one for large n: the pipelined
+    // scan on sm_90), with its grid and dynamic shared memory.
     const ff::codegen::Schedule schedule = plan.schedule((std::int64_t)n);
     if (schedule.launches.size() != 1) throw std::runtime_error("direct scan: expected one launch");
     kernel = plan.kernels.at((std::size_t)schedule.launches[0].kernel);
+    planned_n = n;
+    grid = schedule.launches[0].grid;  // one block per tile, or per SM for the pipelined scan
     counters = std::make_unique<DeviceBuffer>(2 * sizeof(unsigned));
     status = std::make_unique<DeviceBuffer>(32 * tiles(n));
     CK(cudaMemset(counters->ptr, 0, 2 * sizeof(unsigned)));
@@ -1214,7 +1219,8 @@ struct DirectScanKernel {
                      : kind == ff::codegen::Arg::Kind::Epoch ? (void*)&epoch
                                                              : (void*)&ptrs[i]);
     }
-    rt.launch(handle, ff::Dim3{(unsigned)tiles(n)}, ff::Dim3{(unsigned)kernel.block}, 0, args.data());
+    if (n != planned_n) throw std::runtime_error("direct scan: launched for another n than planned");
+    rt.launch(handle, ff::Dim3{(unsigned)grid}, ff::Dim3{(unsigned)kernel.block}, kernel.shared_bytes, args.data());
   }
 };
 

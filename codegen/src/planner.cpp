@@ -243,14 +243,20 @@ void emit_scans(std::vector<ScanGroup>& groups, const Program& program, const Re
       plan.steps.push_back(reduce_then_scan_step(at, ks[0], t));
     } else {
       ks.push_back(emit_scan_lookback(g, target, scan_tiling(g, true)));
-      // Large scans take a staged tile where one applies: a second kernel of the same scan.
-      if (const std::optional<ScanTiling> staged = staged_scan_tiling(g))
+      // Large scans take a second kernel of the same scan where one applies: the pipelined
+      // scan on sm_90 and later, else the staged tile.
+      if (pipelined_scan_applies(g, target))
+        ks.push_back(emit_scan_pipelined(g, target));
+      else if (const std::optional<ScanTiling> staged = staged_scan_tiling(g))
         ks.push_back(emit_scan_lookback(g, target, *staged));
       plan.steps.push_back(lookback_step(at, ks[0], t, ks.size() > 1 ? &ks[1] : nullptr));
     }
+    // A plain scan's second kernel (for large n) applies the epilogue too.
+    const bool two_lookbacks = g.op->kind == OpKind::Scan && g.op->strategy != Strategy::ReduceThenScan && ks.size() == 2;
+    const std::string epilogue_of = two_lookbacks ? ks[0].name + "'s (and " + ks[1].name + "'s)" : ks.back().name + "'s";
     for (const auto& o : g.outputs)
       if (o.kind() != ExprKind::Result)
-        plan.notes.push_back("scan -> map: the map is " + ks.back().name + "'s epilogue, applied before the store");
+        plan.notes.push_back("scan -> map: the map is " + epilogue_of + " epilogue, applied before the store");
     for (const auto& r : g.reduces)
       plan.notes.push_back("scan + reduction: " + to_string(r.op->values) + " folded with " + r.op->monoid.name() + " in " +
                            ks.back().name + "'s pass over the input (read once), per-tile folds combined in tile order");

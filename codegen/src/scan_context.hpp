@@ -163,6 +163,12 @@ class ScanKernelWriter {
 std::string scan_kernel_name(const ScanGroup& g, const char* strategy);
 
 Kernel emit_scan_lookback(const ScanGroup& g, const Target& t, const ScanTiling& tiling);
+// The pipelined look-back scan (scan_pipelined.cpp, scan_pipeline.cuh): where it applies
+// (pipelined_scan_applies: sm_90 or later, one 4-byte input, 4-byte values, no mask, no
+// reductions folded in, no FUSEFLOW_SCAN_TILE, not FUSEFLOW_SCAN_PIPELINE=0), it is the second kernel of a plain scan in
+// place of the staged tile, launched from staged_scan_from() elements.
+bool pipelined_scan_applies(const ScanGroup& g, const Target& target);
+Kernel emit_scan_pipelined(const ScanGroup& g, const Target& target);
 // Three kernels: per-block reduce, scan of the block sums, scan of each block's chunk.
 std::vector<Kernel> emit_scan_reduce_then_scan(const ScanGroup& g, const Target& t);
 
@@ -183,8 +189,9 @@ Kernel emit_reduce_by_key(const ScanGroup& g, const Target& t);
 Type segmented_piece_type(const ScanGroup& g);
 
 // The steps that append a scan's launches for n elements: one block per tile, with the
-// look-back status it needs (lookback; with `staged`, kernel + 1 is the staged-tile kernel
-// `staged`, launched instead from staged_scan_from() elements); three launches sharing the
+// look-back status it needs (lookback; with `staged`, kernel + 1 is the staged-tile or the
+// pipelined kernel `staged`, launched instead from staged_scan_from() elements, its grid
+// at most its max_grid when that is set); three launches sharing the
 // block sums (reduce_then_scan, kernels first .. first + 2). No launch when n is 0.
 std::function<void(std::int64_t, ScheduleBuilder&)> lookback_step(int kernel, const Kernel& k, const Type& t,
                                                                   const Kernel* staged = nullptr);

@@ -58,8 +58,11 @@ TEST_CASE("a masked scan written with select plans as one look-back kernel (and 
   const ff::codegen::Plan plan = ff::codegen::plan(p, sm90());
   REQUIRE(plan.kernels.size() == 2);
   CHECK(plan.kernels[0].name == "ff_scan_lookback_f32_plus");
-  CHECK(plan.kernels[1].name == "ff_scan_lookback_staged_f32_plus");
+  CHECK(plan.kernels[1].name == "ff_scan_pipelined_f32_plus");
   CHECK(plan.schedule(1000).launches.size() == 1);  // one of them runs
+  const ff::codegen::Plan on_a100 = ff::codegen::plan(p, ff::codegen::Target::preset("sm_80"));
+  REQUIRE(on_a100.kernels.size() == 2);
+  CHECK(on_a100.kernels[1].name == "ff_scan_lookback_staged_f32_plus");
 }
 
 TEST_CASE("a filter feeding a reduction is still a masked reduction") {
@@ -70,11 +73,12 @@ TEST_CASE("a filter feeding a reduction is still a masked reduction") {
 TEST_CASE("the look-back scan kernel says its look-back is deterministic and skips bounds checks on full tiles") {
   auto x = ff::input<float>("x");
   const ff::codegen::Plan plan = ff::codegen::plan(ff::Program(ff::scan(x, ff::plus)), sm90());
-  REQUIRE(plan.kernels.size() == 2);  // the tile in registers, and the staged tile for large n
-  for (const auto& k : plan.kernels) {
-    CHECK(k.summary.find("deterministic look-back") != std::string::npos);
-    CHECK(k.source.find("if (base + kTile <= n)") != std::string::npos);
-  }
+  REQUIRE(plan.kernels.size() == 2);  // the tile in registers, and the pipelined scan for large n
+  for (const auto& k : plan.kernels) CHECK(k.summary.find("deterministic look-back") != std::string::npos);
+  CHECK(plan.kernels[0].source.find("if (base + kTile <= n)") != std::string::npos);
+  const ff::codegen::Plan on_a100 = ff::codegen::plan(ff::Program(ff::scan(x, ff::plus)), ff::codegen::Target::preset("sm_80"));
+  REQUIRE(on_a100.kernels.size() == 2);  // there the staged tile for large n
+  for (const auto& k : on_a100.kernels) CHECK(k.source.find("if (base + kTile <= n)") != std::string::npos);
 }
 
 TEST_CASE("a reduction whose filter reads another reduction's result runs after it") {
@@ -389,9 +393,10 @@ TEST_CASE("FUSEFLOW_FILTER_TILE sets the compaction's tile shape, and one too bi
   CHECK(source_of() == automatic);
 }
 
-TEST_CASE("a plain scan of 4-byte values takes the staged tile from 2^24 elements; other scans keep one kernel") {
+TEST_CASE("a plain scan of 4-byte values takes the staged tile from 2^24 elements on sm_80; other scans keep one kernel") {
   auto x = ff::input<float>("x");
-  const ff::codegen::Plan plan = ff::codegen::plan(ff::Program(ff::scan(x, ff::plus)), sm90());
+  const ff::codegen::Target sm80 = ff::codegen::Target::preset("sm_80");
+  const ff::codegen::Plan plan = ff::codegen::plan(ff::Program(ff::scan(x, ff::plus)), sm80);
   REQUIRE(plan.kernels.size() == 2);
   const ff::codegen::Kernel& small = plan.kernels[0];
   const ff::codegen::Kernel& staged = plan.kernels[1];
@@ -414,8 +419,53 @@ TEST_CASE("a plain scan of 4-byte values takes the staged tile from 2^24 element
   CHECK(plan.schedule(0).launches.empty());
   // Not staged: 8-byte values, an epilogue over the input, a reduction folded in.
   auto d = ff::input<double>("d");
+  CHECK(ff::codegen::plan(ff::Program(ff::scan(d, ff::plus)), sm80).kernels.size() == 1);
+  ff::Expr s = ff::scan(x, ff::plus);
+  CHECK(ff::codegen::plan(ff::Program(s - x), sm80).kernels.size() == 1);
+  CHECK(ff::codegen::plan(ff::outputs(s, ff::reduce(x, ff::max)), sm80).kernels.size() == 1);
+}
+
+TEST_CASE("on sm_90 a plain scan of 4-byte values takes the pipelined scan from 2^24 elements, persistent blocks") {
+  auto x = ff::input<float>("x");
+  const ff::codegen::Plan plan = ff::codegen::plan(ff::Program(ff::scan(x, ff::plus)), sm90());
+  REQUIRE(plan.kernels.size() == 2);
+  const ff::codegen::Kernel& k = plan.kernels[1];
+  CHECK(k.name == "ff_scan_pipelined_f32_plus");
+  // Producer, reducer, look-back and 8 scanner warps: 11 * 32 threads; tiles of 8192
+  // elements in 6 stages of 32 KB (by hand: 6 * 8192 * 4 = 196608 bytes).
+  CHECK(k.block == 352);
+  CHECK(k.items_per_block_step == 8192);
+  CHECK(k.shared_bytes == 196608);
+  CHECK(k.source.find("cp.async") == std::string::npos);  // the PTX is in scan_pipeline.cuh
+  CHECK(k.source.find("#include <fuseflow/scan_pipeline.cuh>") != std::string::npos);
+  const std::int64_t from = std::int64_t{1} << 24;
+  CHECK(plan.schedule(from - 1).launches.at(0).kernel == 0);
+  const ff::codegen::Launch at = plan.schedule(from).launches.at(0);
+  CHECK(at.kernel == 1);
+  CHECK(at.grid == 132);  // one block per SM of the preset, fewer than the 2048 tiles
+  // 2048 tiles and 64 groups of 32, a 64-bit status word each (by hand: 2112 * 8).
+  CHECK(at.status_bytes == 16896);
+  // Fewer tiles than SMs: a block each (FUSEFLOW_SCAN_STAGED_FROM=0: the second kernel at
+  // every size).
+  ::setenv("FUSEFLOW_SCAN_STAGED_FROM", "0", 1);
+  const ff::codegen::Plan everywhere = ff::codegen::plan(ff::Program(ff::scan(x, ff::plus)), sm90());
+  ::unsetenv("FUSEFLOW_SCAN_STAGED_FROM");
+  const ff::codegen::Launch few = everywhere.schedule(3 * 8192 + 1).launches.at(0);
+  CHECK(few.kernel == 1);
+  CHECK(few.grid == 4);
+  // 8-byte values and folded reductions keep one kernel; an epilogue over the input is
+  // fine here (the stage holds the input while the scanners store).
+  auto d = ff::input<double>("d");
   CHECK(ff::codegen::plan(ff::Program(ff::scan(d, ff::plus)), sm90()).kernels.size() == 1);
   ff::Expr s = ff::scan(x, ff::plus);
-  CHECK(ff::codegen::plan(ff::Program(s - x), sm90()).kernels.size() == 1);
   CHECK(ff::codegen::plan(ff::outputs(s, ff::reduce(x, ff::max)), sm90()).kernels.size() == 1);
+  const ff::codegen::Plan epilogue = ff::codegen::plan(ff::Program(s - x), sm90());
+  REQUIRE(epilogue.kernels.size() == 2);
+  CHECK(epilogue.kernels[1].name == "ff_scan_pipelined_f32_plus");
+  // FUSEFLOW_SCAN_PIPELINE=0: the staged tile, as on sm_80.
+  ::setenv("FUSEFLOW_SCAN_PIPELINE", "0", 1);
+  const ff::codegen::Plan off = ff::codegen::plan(ff::Program(ff::scan(x, ff::plus)), sm90());
+  ::unsetenv("FUSEFLOW_SCAN_PIPELINE");
+  REQUIRE(off.kernels.size() == 2);
+  CHECK(off.kernels[1].name == "ff_scan_lookback_staged_f32_plus");
 }

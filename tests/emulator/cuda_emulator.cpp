@@ -94,9 +94,12 @@ struct Hooks {  // must match emulator_prelude.hpp's ff_emu::Hooks
   void (*sync_warp)();
   unsigned (*shuffle)(unsigned, int);
   unsigned (*ballot)(int);
+  void (*spin)();
 };
 
-enum class Wait { none, block, warp, done };
+// What a switched-out fiber waits for: a barrier, a warp step, its next turn (spin: an
+// mbarrier's phase that other threads complete), or nothing more (done).
+enum class Wait { none, block, warp, spin, done };
 
 struct Fiber {
   void* sp = nullptr;  // saved stack pointer while switched out
@@ -136,6 +139,7 @@ void yield(Wait why) {
 
 void sync_block() { yield(Wait::block); }
 void sync_warp() { yield(Wait::warp); }
+void spin() { yield(Wait::spin); }
 
 unsigned shuffle(unsigned value, int source) {
   Scheduler& s = scheduler();
@@ -192,6 +196,10 @@ bool run_block(std::string& error) {
                static_cast<unsigned>(t) / (s.block_dim.x * s.block_dim.y)};
     f.sp = fresh_stack(s.stacks + static_cast<std::size_t>(t) * kStackBytes, kStackBytes);
   }
+  // Rounds in a row in which only spinning threads ran: a block whose threads spin that
+  // long waits for a phase no thread will complete.
+  long long spin_rounds = 0;
+  constexpr long long kMaxSpinRounds = 1ll << 24;
   for (;;) {
     for (int t = 0; t < threads; ++t) {
       Fiber& f = s.fibers[static_cast<std::size_t>(t)];
@@ -226,6 +234,20 @@ bool run_block(std::string& error) {
         if (f.wait == Wait::block) f.wait = Wait::none;
       released = true;
     }
+    // Spinning threads take their next turn; the others wait where they are.
+    bool spinning = false;
+    for (Fiber& f : s.fibers)
+      if (f.wait == Wait::spin) {
+        f.wait = Wait::none;
+        spinning = true;
+      }
+    spin_rounds = released ? 0 : spin_rounds + (spinning ? 1 : 0);
+    if (spinning && spin_rounds > kMaxSpinRounds) {
+      error = "deadlock: the threads of block (" + std::to_string(s.block_idx.x) + ", " + std::to_string(s.block_idx.y) +
+              ") spin on barrier phases that never complete";
+      return false;
+    }
+    if (spinning) continue;
     if (!released) {
       error = "deadlock: the threads of block (" + std::to_string(s.block_idx.x) + ", " + std::to_string(s.block_idx.y) +
               ") wait at barriers no group of them completes (a __syncthreads or warp step some threads skip)";
@@ -552,7 +574,7 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction function, unsigned int grid_x, unsign
     void* m = mmap(nullptr, kStackBytes * kMaxThreads, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
     s.stacks = static_cast<char*>(m);
-    s.hooks = Hooks{&s.current_index, &s.block_idx, &s.block_dim, &s.grid_dim, sync_block, sync_warp, shuffle, ballot};
+    s.hooks = Hooks{&s.current_index, &s.block_idx, &s.block_dim, &s.grid_dim, sync_block, sync_warp, shuffle, ballot, spin};
   }
   const auto* f = reinterpret_cast<const Function*>(function);
   s.entry = f->entry;

@@ -52,6 +52,9 @@ struct Hooks {
   unsigned (*shuffle)(unsigned value, int source);
   // Every lane offers `predicate` and gets the warp's ballot.
   unsigned (*ballot)(int predicate);
+  // The thread waits for something other threads of the block do (an mbarrier's phase):
+  // it yields, and runs again after every other thread has had its turn.
+  void (*spin)();
 };
 inline const Hooks* hooks = nullptr;
 
@@ -255,6 +258,47 @@ template <class A, class B>
 inline std::common_type_t<A, B> max(A a, B b) {
   return a < b ? b : a;
 }
+
+// scan_pipeline.cuh's mbarriers and bulk copies, without PTX. A barrier's 64-bit word:
+// bits 0-15 the arrivals a phase needs, 16-31 the arrivals still missing, 32-62 the bytes
+// of copies still expected, 63 the parity of the phase in progress. A bulk copy is a
+// memcpy that completes its bytes at once (every access is immediately visible here).
+#define FF_HOST_BARRIERS 1
+namespace ff {
+namespace emu_barrier {
+constexpr unsigned long long kCount = 0xffffull, kMissingShift = 16, kBytesShift = 32, kPhaseBit = 1ull << 63;
+inline unsigned long long missing(unsigned long long b) { return (b >> kMissingShift) & 0xffffull; }
+inline unsigned long long bytes(unsigned long long b) { return (b >> kBytesShift) & 0x7fffffffull; }
+inline void settle(unsigned long long* bar, unsigned long long missing_now, unsigned long long bytes_now) {
+  unsigned long long b = *bar;
+  if (missing_now == 0 && bytes_now == 0) {  // the phase completes: the next one starts
+    missing_now = b & kCount;
+    b ^= kPhaseBit;
+  }
+  *bar = (b & (kPhaseBit | kCount)) | (missing_now << kMissingShift) | (bytes_now << kBytesShift);
+}
+}  // namespace emu_barrier
+inline void barrier_init(unsigned long long* bar, unsigned arrivals) {
+  *bar = static_cast<unsigned long long>(arrivals) | (static_cast<unsigned long long>(arrivals) << 16);
+}
+inline void barrier_arrive(unsigned long long* bar) {
+  emu_barrier::settle(bar, emu_barrier::missing(*bar) - 1, emu_barrier::bytes(*bar));
+}
+inline void barrier_arrive_expect(unsigned long long* bar, unsigned bytes) {
+  emu_barrier::settle(bar, emu_barrier::missing(*bar) - 1, emu_barrier::bytes(*bar) + bytes);
+}
+inline bool barrier_done(unsigned long long* bar, unsigned parity) {
+  const bool done = (*bar >> 63) != parity;
+  if (!done) ::ff_emu::hooks->spin();
+  return done;
+}
+inline void bulk_copy_to_shared(void* dst, const void* src, unsigned bytes, unsigned long long* bar) {
+  std::memcpy(dst, src, bytes);
+  emu_barrier::settle(bar, emu_barrier::missing(*bar), emu_barrier::bytes(*bar) - bytes);
+}
+inline void fence_barrier_init() {}
+inline void fence_proxy_async() {}
+}  // namespace ff
 
 // Calls kernel f with the argument values cuLaunchKernel's `args` point to.
 template <class... A, std::size_t... I>

@@ -157,17 +157,24 @@ TEST_CASE("a max-scan of f32 is exact") {
                                           n, -1e6, 1e6);
 }
 
-// Plain scans of 4-byte values take a staged tile (elements re-read from shared memory,
-// 11264 per tile) from 2^24 elements; FUSEFLOW_SCAN_STAGED_FROM=0 gives it to programs
-// planned while it is set, at every size, so the sizes above cover its first, middle and
-// last tiles.
-struct StagedEverywhere {
-  StagedEverywhere() { setenv("FUSEFLOW_SCAN_STAGED_FROM", "0", 1); }
-  ~StagedEverywhere() { unsetenv("FUSEFLOW_SCAN_STAGED_FROM"); }
+// Plain scans of 4-byte values take a second kernel from 2^24 elements: the pipelined
+// scan on sm_90 and later, else a staged tile (elements re-read from shared memory, 11264
+// per tile). FUSEFLOW_SCAN_STAGED_FROM=0 gives it to programs planned while it is set, at
+// every size, so the sizes below cover first, middle and last tiles;
+// FUSEFLOW_SCAN_PIPELINE=0 takes the staged tile on sm_90 too.
+struct SecondKernelEverywhere {
+  explicit SecondKernelEverywhere(bool pipelined) {
+    setenv("FUSEFLOW_SCAN_STAGED_FROM", "0", 1);
+    if (!pipelined) setenv("FUSEFLOW_SCAN_PIPELINE", "0", 1);
+  }
+  ~SecondKernelEverywhere() {
+    unsetenv("FUSEFLOW_SCAN_STAGED_FROM");
+    unsetenv("FUSEFLOW_SCAN_PIPELINE");
+  }
 };
 
 TEST_CASE("the staged tile of large scans, at every size: sums, exclusive, in place, max, a mask, a map before") {
-  const StagedEverywhere staged;
+  const SecondKernelEverywhere staged(false);
   const std::vector<std::int64_t> sizes = ff::test::capped({1, 31, 1000, 11263, 11264, 11265, 3 * 11264 + 5, (1 << 20) + 7});
   for (std::int64_t n : sizes) {
     run_sum<int>(n, ff::inclusive, ff::strategy::automatic);
@@ -186,6 +193,70 @@ TEST_CASE("the staged tile of large scans, at every size: sums, exclusive, in pl
   const ff::codegen::Plan plan = ff::codegen::plan(ff::Program(ff::scan(x, ff::plus)), ff::codegen::Target::preset("sm_90"));
   REQUIRE(plan.kernels.size() == 2);
   CHECK(plan.kernels[1].name == "ff_scan_lookback_staged_f32_plus");
+  CHECK(plan.schedule(1000).launches.at(0).kernel == 1);
+}
+
+// "The first non-zero element so far": associative, identity 0, not commutative, 4 bytes,
+// so the pipelined reducer folds each round across the warp in order.
+ff::Monoid first_nonzero() {
+  return ff::monoid<int>([](auto a, auto b) { return ff::select(a != 0, a, b); }, 0, ff::non_commutative,
+                         "first_nonzero");
+}
+
+TEST_CASE("the pipelined scan (sm_90), at every size: sums, exclusive, in place, max, maps before and after, "
+          "a non-commutative monoid, unaligned views") {
+  if (runtime().properties().cc_major < 9) {
+    MESSAGE("left out: the pipelined scan needs sm_90 (the device is older)");
+    return;
+  }
+  const SecondKernelEverywhere pipelined(true);
+  // Tiles of 8192: one element; a few; one tile and its edges; more tiles than the 6
+  // stages; more tiles than SMs (blocks go round the ring many times); 2^24 + 3.
+  const std::vector<std::int64_t> sizes = ff::test::capped(
+      {1, 3, 4, 5, 31, 1000, 8191, 8192, 8193, 6 * 8192 + 5, (1 << 20) + 7, 300 * 8192 + 1, (1 << 24) + 3});
+  for (std::int64_t n : sizes) {
+    run_sum<int>(n, ff::inclusive, ff::strategy::automatic);
+    run_sum<int>(n, ff::exclusive, ff::strategy::automatic);
+    run_sum<float>(n, ff::inclusive, ff::strategy::automatic);
+    run_sum<float>(n, ff::exclusive, ff::strategy::automatic);
+    run_sum<int>(n, ff::inclusive, ff::strategy::automatic, true);
+    run_sum<unsigned>(n, ff::exclusive, ff::strategy::automatic, true);
+    run_against_reference<float, float>("pipelined max-scan", [](const ff::Expr& x) {
+      return ff::Program(ff::scan(x, ff::max));
+    }, n, -1e6, 1e6);
+    run_against_reference<int, int>("pipelined scan with a map before and an epilogue over the input", [](const ff::Expr& x) {
+      return ff::Program(ff::scan(ff::select(x > 0, x * 3 - 1, 0), ff::plus, ff::exclusive) * 2 + x);
+    }, n, -1000, 1000);
+    run_against_reference<int, int>("pipelined scan of a non-commutative monoid", [](const ff::Expr& x) {
+      // Mostly zeros, so the first non-zero element moves along the array.
+      return ff::Program(ff::scan(ff::select(x > 990, x, 0), first_nonzero()));
+    }, n, -1000, 1000);
+    run_against_reference<int, float>("pipelined scan, i32 input, f32 values, two outputs", [](const ff::Expr& x) {
+      ff::Expr s = ff::scan(ff::cast<float>(x) * 0.5f, ff::plus);
+      return ff::outputs(s, s * 2.0f);
+    }, n, -1000, 1000);
+  }
+  // Views that start 4 bytes past an aligned address: the input is copied without the
+  // bulk copy engine, the output is written without 16-byte stores.
+  ff::Runtime& rt = runtime();
+  for (std::int64_t n : ff::test::capped({1000, 8193, (1 << 20) + 7})) {
+    auto host = random_values<int>(n + 2, -1000, 1000);
+    auto dev = rt.upload(host);
+    auto out = rt.upload(std::vector<int>(static_cast<std::size_t>(n) + 1, -7));
+    auto x = ff::input<int>("x");
+    ff::Expr scanned = ff::scan(x, ff::plus);
+    const auto count = static_cast<std::size_t>(n);
+    rt.run(scanned, {{x, ff::device_span<int>(dev.data() + sizeof(int), count)},
+                     {scanned, ff::device_span<int>(out.data() + sizeof(int), count)}});
+    std::vector<int> got = out.download(), want(count + 1, -7);
+    unsigned sum = 0;
+    for (std::size_t i = 1; i <= count; ++i) want[i] = static_cast<int>(sum += static_cast<unsigned>(host[i]));
+    check_exact(got, want, "pipelined scan of unaligned views, n = " + std::to_string(n));
+  }
+  auto x = ff::input<float>("x");
+  const ff::codegen::Plan plan = ff::codegen::plan(ff::Program(ff::scan(x, ff::plus)), ff::codegen::Target::preset("sm_90"));
+  REQUIRE(plan.kernels.size() == 2);
+  CHECK(plan.kernels[1].name == "ff_scan_pipelined_f32_plus");
   CHECK(plan.schedule(1000).launches.at(0).kernel == 1);
 }
 
@@ -225,8 +296,12 @@ TEST_CASE("a map before the scan (prologue) and after it (epilogue) are fused in
       return ff::Program(ff::scan(x * 3 - 1, ff::plus, ff::exclusive, s) * 2 + x);
     };
   };
-  CHECK(ff::codegen::plan(build(ff::strategy::automatic)(ff::input<int>("x")), ff::codegen::Target::preset("sm_90"))
-            .kernels.size() == 1);
+  // One scan kernel (and on sm_90 the pipelined scan for large n), no map kernel.
+  const ff::codegen::Plan plan =
+      ff::codegen::plan(build(ff::strategy::automatic)(ff::input<int>("x")), ff::codegen::Target::preset("sm_90"));
+  REQUIRE(plan.kernels.size() == 2);
+  CHECK(plan.kernels[0].name == "ff_scan_lookback_i32_plus_exclusive");
+  CHECK(plan.kernels[1].name == "ff_scan_pipelined_i32_plus_exclusive");
   for (ff::Strategy s : kStrategies)
     for (std::int64_t n : kSizes) run_against_reference<int, int>(describe("prologue + epilogue", n, s), build(s), n, -1000, 1000);
 }

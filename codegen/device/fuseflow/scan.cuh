@@ -218,13 +218,26 @@ __device__ T group_look_back(const StatusEntries<T>& groups, long long group, Co
 // Termination: tile ids come from an atomic counter, so every predecessor is running or
 // done; aggregates are published unconditionally, and group 0's last tile publishes
 // GP(0) = GA(0) at once.
+//
+// tile_exclusive_prefix_published is the same after step (1): for a tile whose aggregate
+// someone already published (the pipelined scan's reducer warp, scan_pipeline.cuh).
+template <typename T, typename Combine>
+__device__ T tile_exclusive_prefix_published(const ScanTileStatus<T>& status, long long tile, const T& aggregate,
+                                             Combine combine, T identity, T* stash, int stash_windows);
+
 template <typename T, typename Combine>
 __device__ T tile_exclusive_prefix(const ScanTileStatus<T>& status, long long tile, const T& aggregate,
                                    Combine combine, T identity, T* stash, int stash_windows) {
+  if (threadIdx.x % kWarpSize == 0) status.tiles.publish(tile, kTileAggregate, aggregate);
+  return tile_exclusive_prefix_published(status, tile, aggregate, combine, identity, stash, stash_windows);
+}
+
+template <typename T, typename Combine>
+__device__ T tile_exclusive_prefix_published(const ScanTileStatus<T>& status, long long tile, const T& aggregate,
+                                             Combine combine, T identity, T* stash, int stash_windows) {
   const int lane = threadIdx.x % kWarpSize;
   const long long group = tile / kTilesPerGroup;
   const int r = static_cast<int>(tile % kTilesPerGroup);
-  if (lane == 0) status.tiles.publish(tile, kTileAggregate, aggregate);
 
   // (2) The aggregates of the tiles before this one in its group, folded left to right.
   T within = identity;

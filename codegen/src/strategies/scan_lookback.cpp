@@ -88,6 +88,7 @@ std::function<void(std::int64_t, ScheduleBuilder&)> lookback_step(int kernel, co
   // The staged-tile kernel (kernel + 1) from `from` elements on.
   const std::int64_t staged_tile = staged ? staged->items_per_block_step : 0;
   const std::int64_t from = staged ? staged_scan_from() : INT64_MAX;
+  const int staged_grid = staged ? staged->max_grid : 0;  // the pipelined kernel: persistent blocks
   // Fused reductions: one fold per tile (the Scratch argument), and a launch even for n = 0,
   // whose one tile stores nothing and gives each reduction its identity.
   std::size_t fold_bytes = 0;
@@ -101,7 +102,7 @@ std::function<void(std::int64_t, ScheduleBuilder&)> lookback_step(int kernel, co
     Launch l;
     l.kernel = use_staged ? kernel + 1 : kernel;
     l.n = n;
-    l.grid = static_cast<int>(tiles);
+    l.grid = static_cast<int>(use_staged && staged_grid > 0 ? std::min<std::int64_t>(tiles, staged_grid) : tiles);
     l.status_bytes = lookback_status_bytes(t, tiles);
     if (fold_bytes) l.scratch.push_back(b.allocate(static_cast<std::size_t>(tiles) * fold_bytes));
     b.launch(std::move(l));

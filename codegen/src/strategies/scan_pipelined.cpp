@@ -1,0 +1,144 @@
+// Scan, any monoid, sm_90 and later: the pipelined look-back scan (scan_pipeline.cuh). A
+// persistent block per SM whose warps have roles: a producer brings tiles into a ring of
+// shared-memory stages with the bulk copy engine, a reducer publishes each tile's
+// aggregate as soon as its data lands, a look-back warp finds each tile's prefix, and
+// scanner warps scan and store. The look-back's waits overlap the next tiles' loads, which
+// a one-tile-per-block scan cannot do. Same deterministic look-back as the plain kernel.
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include "../scan_context.hpp"
+#include "../tile_override.hpp"
+
+namespace fuseflow::codegen {
+
+namespace {
+// Measured on the H100 (bench/RESULTS.md, ninth run; a prototype sweep of tiles 4096 ..
+// 16384, 3 .. 12 stages, 4 .. 8 scanners, 1 .. 4 look-back warps): tiles of 8192
+// elements, 6 stages (192 KB of shared memory, one block per SM), 8 scanner warps and one
+// look-back warp: 798 us for the f32 sum at 2^28 (CUB 877, the staged tile 884).
+constexpr int kTile = 8192;
+constexpr int kStages = 6;
+constexpr int kScanWarps = 8;
+}  // namespace
+
+bool pipelined_scan_applies(const ScanGroup& g, const Target& target) {
+  TileOverride o;
+  if (tile_override("FUSEFLOW_SCAN_TILE", 32, o)) return false;  // a study picks its one tile
+  // FUSEFLOW_SCAN_PIPELINE=0, read when a program is planned: the staged tile instead (the
+  // tests run it on the H100 this way; without it only sm_80 plans would have it).
+  const char* env = std::getenv("FUSEFLOW_SCAN_PIPELINE");
+  if (env && std::string(env) == "0") return false;
+  const auto& inputs = g.leaves.inputs;
+  const std::size_t stages = static_cast<std::size_t>(kStages) * kTile * 4;
+  return target.cc_major >= 9 && g.op->kind == OpKind::Scan && inputs.size() == 1 && inputs[0].type().size() == 4 &&
+         g.op->monoid.type().size() == 4 && g.reduces.empty() && !g.mask.valid() &&
+         stages + 4096 <= target.shared_per_block_optin;
+}
+
+Kernel emit_scan_pipelined(const ScanGroup& g, const Target& target) {
+  ScanTiling tiling;  // only the launch bounds: one block per SM
+  tiling.block = (3 + kScanWarps) * 32;
+  tiling.min_blocks = 1;
+  ScanKernelWriter k(g, scan_kernel_name(g, "pipelined"), tiling);
+  const Type& type = g.op->monoid.type();
+  const std::string t = k.acc();
+  const std::string in = k.types().name(g.leaves.inputs[0].type());
+  const std::string x = "in_" + k.input_name(0);
+  const bool commutative = g.op->monoid.is_commutative();
+
+  SourceWriter w;
+  w.line("namespace {");
+  w.line("constexpr int kTile = " + std::to_string(kTile) + ";  // elements per tile");
+  w.line("constexpr int kStages = " + std::to_string(kStages) + ";  // tiles a block holds at once (" +
+         std::to_string(kStages * kTile * 4 / 1024) + " KB of shared memory)");
+  w.line("constexpr int kScanWarps = " + std::to_string(kScanWarps) +
+         ";  // scanner warps, each scans kTile / kScanWarps elements of a tile");
+  w.line("constexpr int kBlock = (3 + kScanWarps) * 32;  // producer, reducer, look-back, scanners");
+  w.line("constexpr int kMinBlocks = 1;  // one block per SM: the stages take most of its shared memory");
+  w.line("}  // namespace");
+  w.line();
+  const std::vector<Arg> args = k.args(true, true, lookback_args(type));
+  k.open_kernel(w, args);
+  k.emit_functions(w, true, true);
+  w.line();
+  w.comment("The ring: kStages input stages (dynamic shared memory) and the barriers, tile ids,\n"
+            "aggregates and carries that pass between the roles.");
+  w.line("extern __shared__ __align__(128) unsigned char stage_storage[];");
+  w.line(in + "* const stages = reinterpret_cast<" + in + "*>(stage_storage);");
+  w.line("__shared__ ff::ScanPipeline<" + t + ", kStages, kScanWarps> pipeline;");
+  w.line("const long long tiles = (n + kTile - 1) / kTile;");
+  w.line("if (threadIdx.x == 0) ff::pipeline_init(pipeline);");
+  w.line("__syncthreads();");
+  w.line("const int warp = threadIdx.x / 32;");
+  w.open("if (warp == 0)");
+  w.comment("Producer: tile ids from the counter, each tile's input copied into the next free stage.");
+  w.line("ff::produce_tiles<kTile>(pipeline, stages, " + x + ", n, tiles, tile_counter);");
+  w.line("return;");
+  w.close();
+  w.comment("Status entries carry the launch's epoch (scan.cuh): nothing clears them between launches.");
+  w.line("const ff::ScanTileStatus<" + t + "> status(tile_status, tiles, epoch);");
+  w.open("if (warp == 1)");
+  w.comment(commutative ? "Reducer: each segment's total and the tile's aggregate, published at once (a commutative\n"
+                          "monoid: each lane folds its own elements, then the lanes)."
+                        : "Reducer: each segment's total and the tile's aggregate, published at once (the monoid\n"
+                          "is not commutative: each round of 128 elements is folded across the warp in order).");
+  w.line(std::string("ff::reduce_tiles<kTile, ") + (commutative ? "true" : "false") +
+         ">(pipeline, stages, n, status, element, combine, identity);");
+  w.line("return;");
+  w.close();
+  w.open("if (warp == 2)");
+  w.comment("Look-back: each tile's exclusive prefix (deterministic, scan.cuh), then each segment's carry.");
+  w.line("ff::look_back_tiles(pipeline, status, combine, identity);");
+  w.line("return;");
+  w.close();
+  w.comment("Scanners: warp 3 + s scans segment s of every tile and stores it, the epilogue applied to\n"
+            "each element on the way; four consecutive elements per lane, one 16-byte store where\n"
+            "the output is 4-byte and aligned.");
+  std::vector<std::string> quads, four, one;
+  for (std::size_t j = 0; j < g.outputs.size(); ++j) {
+    const std::string o = "out" + std::to_string(g.output_ids[j]);
+    const bool scan_itself = g.outputs[j].kind() == ExprKind::Result;
+    const auto value = [&](const std::string& k_index, const std::string& i) {
+      return scan_itself ? "scanned" + k_index : "epilogue" + std::to_string(j) + "(scanned" + k_index + ", x" + k_index +
+                                                     ", " + i + ")";
+    };
+    quads.push_back("const bool quads_" + o + " = ff::aligned16(" + o + ");");
+    four.push_back("ff::store_four(" + o + " + i, quads_" + o + ",");
+    four.push_back("               " + value("[0]", "i") + ", " + value("[1]", "i + 1") + ",");
+    four.push_back("               " + value("[2]", "i + 2") + ", " + value("[3]", "i + 3") + ");");
+    one.push_back(o + "[i] = " + value("", "i") + ";");
+  }
+  for (const auto& l : quads) w.line(l);
+  w.open("const auto store4 = [&](const long long i, const " + t + " (&scanned)[4], const " + in + " (&x)[4])");
+  for (const auto& l : four) w.line(l);
+  w.close("};");
+  w.open("const auto store1 = [&](const long long i, const " + t + " scanned, const " + in + " x)");
+  for (const auto& l : one) w.line(l);
+  w.close("};");
+  w.line(std::string("ff::scan_tiles<kTile, ") + (k.inclusive() ? "true" : "false") +
+         ">(pipeline, stages, warp - 3, n, element, combine, identity, store4, store1);");
+  w.close();
+
+  Kernel out;
+  out.name = k.name();
+  out.strategy = Strategy::Lookback;
+  out.block = tiling.block;
+  out.max_grid = target.sm_count;  // persistent: one block per SM
+  out.any_grid = false;            // the schedule sizes the grid: min(tiles, SMs)
+  out.in_place = true;             // a tile's input is in its stage before any of its outputs is stored
+  out.items_per_block_step = kTile;
+  out.shared_bytes = static_cast<std::size_t>(kStages) * kTile * 4;
+  out.args = args;
+  out.summary = "pipelined look-back (sm_90): one block per SM, tiles of " + std::to_string(kTile) + " elements in a ring of " +
+                std::to_string(kStages) + " shared-memory stages filled by the bulk copy engine; warps: producer, reducer, "
+                "look-back, " + std::to_string(kScanWarps) + " scanners; deterministic look-back";
+  out.why = "instead of the kernel before it from " + std::to_string(staged_scan_from()) +
+            " elements: the look-back's waits overlap the next tiles' loads";
+  out.source = k.assemble("strategy: " + out.summary, w.str(), {"fuseflow/scan_pipeline.cuh"});
+  return out;
+}
+
+}  // namespace fuseflow::codegen
