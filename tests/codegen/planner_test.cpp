@@ -431,10 +431,10 @@ TEST_CASE("on sm_90 a plain scan of 4-byte values takes the pipelined scan from 
   REQUIRE(plan.kernels.size() == 2);
   const ff::codegen::Kernel& k = plan.kernels[1];
   CHECK(k.name == "ff_scan_pipelined_f32_plus");
-  // Producer, reducer, look-back and 8 scanner warps: 11 * 32 threads; tiles of 8192
-  // elements in 6 stages of 32 KB (by hand: 6 * 8192 * 4 = 196608 bytes).
+  // Producer, reducer, look-back and 8 scanner warps: 11 * 32 threads; tiles of 12288
+  // elements in 4 stages of 48 KB (by hand: 4 * 12288 * 4 = 196608 bytes).
   CHECK(k.block == 352);
-  CHECK(k.items_per_block_step == 8192);
+  CHECK(k.items_per_block_step == 12288);
   CHECK(k.shared_bytes == 196608);
   CHECK(k.source.find("cp.async") == std::string::npos);  // the PTX is in scan_pipeline.cuh
   CHECK(k.source.find("#include <fuseflow/scan_pipeline.cuh>") != std::string::npos);
@@ -442,17 +442,18 @@ TEST_CASE("on sm_90 a plain scan of 4-byte values takes the pipelined scan from 
   CHECK(plan.schedule(from - 1).launches.at(0).kernel == 0);
   const ff::codegen::Launch at = plan.schedule(from).launches.at(0);
   CHECK(at.kernel == 1);
-  CHECK(at.grid == 132);  // one block per SM of the preset, fewer than the 2048 tiles
-  // 2048 tiles and 64 groups of 32, a 64-bit status word each (by hand: 2112 * 8).
-  CHECK(at.status_bytes == 16896);
+  CHECK(at.grid == 132);  // one block per SM of the preset, fewer than the 1366 tiles
+  // 2^24 / 12288 = 1365.3: 1366 tiles and 43 groups of 32, a 64-bit status word each (by
+  // hand: 1409 * 8).
+  CHECK(at.status_bytes == 11272);
   // Fewer tiles than SMs: a block each (FUSEFLOW_SCAN_STAGED_FROM=0: the second kernel at
   // every size).
   ::setenv("FUSEFLOW_SCAN_STAGED_FROM", "0", 1);
   const ff::codegen::Plan everywhere = ff::codegen::plan(ff::Program(ff::scan(x, ff::plus)), sm90());
   ::unsetenv("FUSEFLOW_SCAN_STAGED_FROM");
-  const ff::codegen::Launch few = everywhere.schedule(3 * 8192 + 1).launches.at(0);
+  const ff::codegen::Launch few = everywhere.schedule(2 * 12288 + 1).launches.at(0);
   CHECK(few.kernel == 1);
-  CHECK(few.grid == 4);
+  CHECK(few.grid == 3);
   // 8-byte values and folded reductions keep one kernel; an epilogue over the input is
   // fine here (the stage holds the input while the scanners store).
   auto d = ff::input<double>("d");

@@ -210,10 +210,10 @@ TEST_CASE("the pipelined scan (sm_90), at every size: sums, exclusive, in place,
     return;
   }
   const SecondKernelEverywhere pipelined(true);
-  // Tiles of 8192: one element; a few; one tile and its edges; more tiles than the 6
+  // Tiles of 12288: one element; a few; one tile and its edges; more tiles than the 4
   // stages; more tiles than SMs (blocks go round the ring many times); 2^24 + 3.
   const std::vector<std::int64_t> sizes = ff::test::capped(
-      {1, 3, 4, 5, 31, 1000, 8191, 8192, 8193, 6 * 8192 + 5, (1 << 20) + 7, 300 * 8192 + 1, (1 << 24) + 3});
+      {1, 3, 4, 5, 31, 1000, 12287, 12288, 12289, 4 * 12288 + 5, (1 << 20) + 7, 300 * 12288 + 1, (1 << 24) + 3});
   for (std::int64_t n : sizes) {
     run_sum<int>(n, ff::inclusive, ff::strategy::automatic);
     run_sum<int>(n, ff::exclusive, ff::strategy::automatic);

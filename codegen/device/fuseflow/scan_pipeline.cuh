@@ -211,8 +211,8 @@ __device__ __forceinline__ T fold_four(const Quad<In>& x, int e, int valid, long
 // every round of 128 elements is folded across the warp in order first. Every tile but
 // the last is full: no bounds checks, and the segments unrolled, so the warp has many
 // shared-memory reads in flight: the sooner an aggregate is out, the less other tiles'
-// look-backs wait (bench/RESULTS.md, ninth run: 857 us at 2^28 with a loop per segment,
-// 794 unrolled).
+// look-backs wait (bench/RESULTS.md, ninth run, tiles of 8192: 857 us at 2^28 with a loop
+// per segment, 794 unrolled).
 template <int kTile, bool kCommutative, typename In, typename T, int kStages, int kScanWarps, typename Element,
           typename Combine>
 __device__ void reduce_tiles(ScanPipeline<T, kStages, kScanWarps>& p, const In* stages, long long n,

@@ -15,12 +15,12 @@
 namespace fuseflow::codegen {
 
 namespace {
-// Measured on the H100 (bench/RESULTS.md, ninth run; a prototype sweep of tiles 4096 ..
-// 16384, 3 .. 12 stages, 4 .. 8 scanners, 1 .. 4 look-back warps): tiles of 8192
-// elements, 6 stages (192 KB of shared memory, one block per SM), 8 scanner warps and one
-// look-back warp: 798 us for the f32 sum at 2^28 (CUB 877, the staged tile 884).
-constexpr int kTile = 8192;
-constexpr int kStages = 6;
+// Measured on the H100 (bench/RESULTS.md, ninth run; prototype sweeps of tiles 4096 ..
+// 16384, 3 .. 12 stages, 4 .. 16 scanners, f32 sum): tiles of 12288 elements, 4 stages
+// (192 KB of shared memory, one block per SM), 8 scanner warps: 764 us at 2^28 against
+// 793 for 8192 x 6 and 780 for 16384 x 3 (CUB 875), 56.8 us at 2^24 (CUB 63.3).
+constexpr int kTile = 12288;
+constexpr int kStages = 4;
 constexpr int kScanWarps = 8;
 }  // namespace
 
