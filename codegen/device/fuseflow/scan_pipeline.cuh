@@ -133,7 +133,7 @@ __device__ __forceinline__ unsigned ring_parity(long long use) {
 template <typename T, int kStages, int kScanWarps>
 __device__ void pipeline_init(ScanPipeline<T, kStages, kScanWarps>& p) {
   for (int s = 0; s < kStages; ++s) {
-    barrier_init(&p.loaded[s], 1);
+    barrier_init(&p.loaded[s], kWarpSize);  // every producer lane arrives after its own stores
     barrier_init(&p.reduced[s], 1);
     barrier_init(&p.carried[s], 1);
     barrier_init(&p.freed[s], kScanWarps);
@@ -161,18 +161,16 @@ __device__ void produce_tiles(ScanPipeline<T, kStages, kScanWarps>& p, In* stage
     }
     id = __shfl_sync(kFullMask, id, 0);
     if (id >= tiles) {
-      if (lane == 0) {
-        p.tile[s] = -1;
-        barrier_arrive(&p.loaded[s]);
-      }
+      if (lane == 0) p.tile[s] = -1;
+      barrier_arrive(&p.loaded[s]);
       return;
     }
     const long long base = static_cast<long long>(id) * kTile;
     const long long valid = n - base < kTile ? n - base : kTile;
     In* stage = stages + static_cast<long long>(s) * kTile;
     const long long by_copy = bulk ? valid / 4 * 4 : 0;  // elements the copy engine brings
+    // The rest with ordinary loads and stores; each lane's arrival releases its own stores.
     for (long long e = by_copy + lane; e < valid; e += kWarpSize) stage[e] = in[base + e];
-    __syncwarp();
     if (lane == 0) {
       p.tile[s] = id;
       if (by_copy > 0) {
@@ -181,11 +179,10 @@ __device__ void produce_tiles(ScanPipeline<T, kStages, kScanWarps>& p, In* stage
         fence_proxy_async();
         barrier_arrive_expect(&p.loaded[s], static_cast<unsigned>(by_copy * sizeof(In)));
         bulk_copy_to_shared(stage, in + base, static_cast<unsigned>(by_copy * sizeof(In)), &p.loaded[s]);
-      } else {
-        __threadfence_block();
-        barrier_arrive(&p.loaded[s]);
+        continue;
       }
     }
+    barrier_arrive(&p.loaded[s]);
   }
 }
 
