@@ -927,6 +927,79 @@ void bench_sort(const Context& c, std::size_t n) {
   add_row(r);
 }
 
+// The program's one kernel, loaded from its generated source, launched on the runtime's
+// stream with caller-owned inputs, output and scratch.
+// Tile status is at most 4 + 2 * 8 bytes per tile here (flags, aggregates and prefixes of
+// a pair); 32 per tile is room enough.
+struct DirectKernel {
+  ff::KernelHandle handle;
+  ff::codegen::Kernel kernel;
+  std::unique_ptr<DeviceBuffer> counters;  // the tile counter (Ticket 1), left zeroed by the kernel; a count
+  std::unique_ptr<DeviceBuffer> status;    // look-back status, never cleared: one epoch per launch
+  unsigned epoch = 0;
+  std::size_t planned_n = 0;
+  int grid = 0;
+
+  DirectKernel(ff::Runtime& rt, const ff::Program& p, std::size_t n) {
+    ff::codegen::Plan plan = ff::codegen::plan(p, ff::codegen::Target::preset("sm_90"));
+    // The kernel run picks for n (a plain scan has a second one for large n: the pipelined
+    // scan on sm_90), with its grid and dynamic shared memory.
+    const ff::codegen::Schedule schedule = plan.schedule((std::int64_t)n);
+    if (schedule.launches.size() != 1) throw std::runtime_error("direct kernel: expected one launch");
+    kernel = plan.kernels.at((std::size_t)schedule.launches[0].kernel);
+    planned_n = n;
+    grid = schedule.launches[0].grid;  // one block per tile, or per SM for the pipelined scan
+    counters = std::make_unique<DeviceBuffer>(4 * sizeof(unsigned));
+    status = std::make_unique<DeviceBuffer>(32 * tiles(n));
+    CK(cudaMemset(counters->ptr, 0, 4 * sizeof(unsigned)));
+    CK(cudaMemset(status->ptr, 0, 32 * tiles(n)));
+    std::vector<ff::Header> headers;
+    for (const auto& h : ff::codegen::device_headers()) headers.push_back({h.name, h.text});
+    handle = rt.load_kernel(kernel.source, kernel.name, rt.compile_options(), headers);
+  }
+
+  // A compaction's survivor count (its one output's OutputCount argument).
+  unsigned long long* count() const { return reinterpret_cast<unsigned long long*>(counters->as<unsigned>() + 2); }
+
+  std::size_t tiles(std::size_t n) const {
+    return (n + kernel.items_per_block_step - 1) / kernel.items_per_block_step;
+  }
+
+  void launch(ff::Runtime& rt, cudaStream_t stream, const std::vector<const void*>& inputs, void* output,
+              std::size_t n) {
+    if (++epoch > ff::codegen::kMaxLookbackEpoch) {
+      CK(cudaMemsetAsync(status->ptr, 0, 32 * tiles(n), stream));
+      epoch = 1;
+    }
+    std::vector<CUdeviceptr> ptrs;
+    long long length = (long long)n;
+    ptrs.reserve(kernel.args.size());
+    std::vector<void*> args;
+    for (const auto& a : kernel.args) {
+      switch (a.kind) {
+        case ff::codegen::Arg::Kind::Input: ptrs.push_back((CUdeviceptr)inputs.at((std::size_t)a.index)); break;
+        case ff::codegen::Arg::Kind::Output: ptrs.push_back((CUdeviceptr)output); break;
+        case ff::codegen::Arg::Kind::Ticket:
+          ptrs.push_back((CUdeviceptr)(counters->as<unsigned>() + a.index));
+          break;
+        case ff::codegen::Arg::Kind::TileStatus: ptrs.push_back((CUdeviceptr)status->ptr); break;
+        case ff::codegen::Arg::Kind::OutputCount: ptrs.push_back((CUdeviceptr)count()); break;
+        case ff::codegen::Arg::Kind::Length:
+        case ff::codegen::Arg::Kind::Epoch: ptrs.push_back(0); break;
+        default: throw std::runtime_error("direct kernel: unexpected kernel argument " + a.name);
+      }
+    }
+    for (std::size_t i = 0; i < kernel.args.size(); ++i) {
+      const auto kind = kernel.args[i].kind;
+      args.push_back(kind == ff::codegen::Arg::Kind::Length  ? (void*)&length
+                     : kind == ff::codegen::Arg::Kind::Epoch ? (void*)&epoch
+                                                             : (void*)&ptrs[i]);
+    }
+    if (n != planned_n) throw std::runtime_error("direct kernel: launched for another n than planned");
+    rt.launch(handle, ff::Dim3{(unsigned)grid}, ff::Dim3{(unsigned)kernel.block}, kernel.shared_bytes, args.data());
+  }
+};
+
 // --- filter (stream compaction): x > 0 over f32 in (-1, 1], half kept ------------------
 // fuseflow: the catalog's filter_positive (one pass; the survivor count stays on the
 // device); CUB: DeviceSelect::If with the same predicate. Both results are compared
@@ -976,6 +1049,30 @@ void bench_filter(const Context& c, std::size_t n) {
       check = "ok (all " + std::to_string(kept) + " survivors = CUB)";
     }
   }
+  // The kernel alone: the one the schedule picks for n, launched with a preallocated
+  // output (rt.run allocates one per call); checked against CUB too.
+  DirectKernel direct(rt, program, n);
+  DeviceBuffer direct_out(n * sizeof(float) + 16);
+  auto direct_call = [&](std::size_t k) {
+    direct.launch(rt, c.stream, {xs.as<float>() + k * n}, direct_out.ptr, n);
+    if (!g_device_mode) CK(cudaStreamSynchronize(c.stream));
+  };
+  {
+    const bool mode = g_device_mode;
+    g_device_mode = false;
+    direct_call(0);
+    g_device_mode = mode;
+    unsigned long long count = 0;
+    CK(cudaMemcpy(&count, direct.count(), sizeof count, cudaMemcpyDeviceToHost));
+    std::vector<float> got(kept), want(kept);
+    CK(cudaMemcpy(want.data(), cub_out.ptr, kept * sizeof(float), cudaMemcpyDeviceToHost));
+    if (count == kept) CK(cudaMemcpy(got.data(), direct_out.ptr, kept * sizeof(float), cudaMemcpyDeviceToHost));
+    if (count != kept || got != want) {
+      check = "MISMATCH";
+      report_mismatch("filter x > 0 n=" + std::to_string(n) + ", the kernel alone: " + std::to_string(count) +
+                      " survivors, CUB " + std::to_string(kept) + (count == kept ? ", elements differ" : ""));
+    }
+  }
   const std::size_t moved = (n + kept) * sizeof(float);
   DeviceBuffer copy_out(moved / 2 + 16);
   std::vector<std::function<void(std::size_t)>> variants = {
@@ -990,6 +1087,7 @@ void bench_filter(const Context& c, std::size_t n) {
                            c.stream));
         if (!g_device_mode) CK(cudaStreamSynchronize(c.stream));
       },
+      direct_call,
   };
   const std::vector<double> t = time_interleaved(c.stream, c.warmup, c.reps, nbuf, variants);
   g_keep_alive.clear();
@@ -1007,6 +1105,12 @@ void bench_filter(const Context& c, std::size_t n) {
   r.nbuf = nbuf;
   r.reps = c.reps;
   add_row(r);
+  Row v = r;  // the same run's kernel alone
+  v.op = r.op + " kernel";
+  v.ff_us = t[3];
+  std::snprintf(extra, sizeof extra, "the same kernel, preallocated output; ceil = D2D copy %.2f us", t[2]);
+  v.check = extra;
+  add_row(v);
 }
 
 // --- NVRTC compile: first run of a fresh program -----------------------------------------
@@ -1155,74 +1259,6 @@ struct ToPair {
   }
 };
 
-// The program's one kernel, loaded from its generated source, launched on the runtime's
-// stream with caller-owned inputs, output and scratch.
-// Tile status is at most 4 + 2 * 8 bytes per tile here (flags, aggregates and prefixes of
-// a pair); 32 per tile is room enough.
-struct DirectScanKernel {
-  ff::KernelHandle handle;
-  ff::codegen::Kernel kernel;
-  std::unique_ptr<DeviceBuffer> counters;  // the tile counter (Ticket 1), left zeroed by the kernel
-  std::unique_ptr<DeviceBuffer> status;    // look-back status, never cleared: one epoch per launch
-  unsigned epoch = 0;
-  std::size_t planned_n = 0;
-  int grid = 0;
-
-  DirectScanKernel(ff::Runtime& rt, const ff::Program& p, std::size_t n) {
-    ff::codegen::Plan plan = ff::codegen::plan(p, ff::codegen::Target::preset("sm_90"));
-    // The kernel run picks for n (a plain scan has a second one for large n: the pipelined
-    // scan on sm_90), with its grid and dynamic shared memory.
-    const ff::codegen::Schedule schedule = plan.schedule((std::int64_t)n);
-    if (schedule.launches.size() != 1) throw std::runtime_error("direct scan: expected one launch");
-    kernel = plan.kernels.at((std::size_t)schedule.launches[0].kernel);
-    planned_n = n;
-    grid = schedule.launches[0].grid;  // one block per tile, or per SM for the pipelined scan
-    counters = std::make_unique<DeviceBuffer>(2 * sizeof(unsigned));
-    status = std::make_unique<DeviceBuffer>(32 * tiles(n));
-    CK(cudaMemset(counters->ptr, 0, 2 * sizeof(unsigned)));
-    CK(cudaMemset(status->ptr, 0, 32 * tiles(n)));
-    std::vector<ff::Header> headers;
-    for (const auto& h : ff::codegen::device_headers()) headers.push_back({h.name, h.text});
-    handle = rt.load_kernel(kernel.source, kernel.name, rt.compile_options(), headers);
-  }
-
-  std::size_t tiles(std::size_t n) const {
-    return (n + kernel.items_per_block_step - 1) / kernel.items_per_block_step;
-  }
-
-  void launch(ff::Runtime& rt, cudaStream_t stream, const std::vector<const void*>& inputs, void* output,
-              std::size_t n) {
-    if (++epoch > ff::codegen::kMaxLookbackEpoch) {
-      CK(cudaMemsetAsync(status->ptr, 0, 32 * tiles(n), stream));
-      epoch = 1;
-    }
-    std::vector<CUdeviceptr> ptrs;
-    long long length = (long long)n;
-    ptrs.reserve(kernel.args.size());
-    std::vector<void*> args;
-    for (const auto& a : kernel.args) {
-      switch (a.kind) {
-        case ff::codegen::Arg::Kind::Input: ptrs.push_back((CUdeviceptr)inputs.at((std::size_t)a.index)); break;
-        case ff::codegen::Arg::Kind::Output: ptrs.push_back((CUdeviceptr)output); break;
-        case ff::codegen::Arg::Kind::Ticket:
-          ptrs.push_back((CUdeviceptr)(counters->as<unsigned>() + a.index));
-          break;
-        case ff::codegen::Arg::Kind::TileStatus: ptrs.push_back((CUdeviceptr)status->ptr); break;
-        case ff::codegen::Arg::Kind::Length:
-        case ff::codegen::Arg::Kind::Epoch: ptrs.push_back(0); break;
-        default: throw std::runtime_error("direct scan: unexpected kernel argument " + a.name);
-      }
-    }
-    for (std::size_t i = 0; i < kernel.args.size(); ++i) {
-      const auto kind = kernel.args[i].kind;
-      args.push_back(kind == ff::codegen::Arg::Kind::Length  ? (void*)&length
-                     : kind == ff::codegen::Arg::Kind::Epoch ? (void*)&epoch
-                                                             : (void*)&ptrs[i]);
-    }
-    if (n != planned_n) throw std::runtime_error("direct scan: launched for another n than planned");
-    rt.launch(handle, ff::Dim3{(unsigned)grid}, ff::Dim3{(unsigned)kernel.block}, kernel.shared_bytes, args.data());
-  }
-};
 
 // Relative 1e-3, or absolute 1e-3 for values near zero (a recurrence's x).
 bool close_float(float got, float want) {
@@ -1290,7 +1326,7 @@ void bench_scan(const Context& c, int kind, std::size_t n) {
     std::vector<ff::Result> r = ff_call(rt, program, bindings(k));
     for (auto& x : r) g_keep_alive.push_back(std::move(x));
   };
-  DirectScanKernel direct(rt, program, n);
+  DirectKernel direct(rt, program, n);
   DeviceBuffer direct_out(out_bytes);
   auto direct_call = [&](std::size_t k) {
     std::vector<const void*> ins = {xs.as<char>() + k * n * 4};

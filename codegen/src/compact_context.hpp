@@ -37,6 +37,13 @@ struct CompactTiling {
 CompactTiling compact_tiling(const CompactGroup& g, const Target& t);
 
 Kernel emit_filter_compact(const CompactGroup& g, const Target& t);
+// The pipelined compaction (scan_pipeline.cuh, compact_tiles): where it applies (sm_90 or
+// later, one 4-byte scalar input, a value of at most 4 bytes per survivor, since survivors
+// are compacted over their inputs in the stage; no FUSEFLOW_FILTER_TILE, not
+// FUSEFLOW_SCAN_PIPELINE=0) it is the filter's second kernel, launched from
+// staged_scan_from() elements like the pipelined scan.
+bool pipelined_compact_applies(const CompactGroup& g, const Target& t);
+Kernel emit_filter_compact_pipelined(const CompactGroup& g, const Target& t);
 
 // The filter whose result program output `output` is, or maps (possibly with parameters,
 // reductions' results and index(), the position among the survivors); nullptr when it

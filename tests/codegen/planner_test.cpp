@@ -114,7 +114,7 @@ std::size_t occurrences(const std::string& text, const std::string& what) {
 TEST_CASE("a filter's result as a program output is one compaction kernel with a counted output") {
   auto x = ff::input<float>("x");
   const ff::codegen::Plan plan = ff::codegen::plan(ff::Program(ff::filter(x, x > 0.0f)), sm90());
-  REQUIRE(plan.kernels.size() == 1);
+  REQUIRE(plan.kernels.size() == 2);  // and on sm_90 the pipelined compaction for large n
   const ff::codegen::Kernel& k = plan.kernels[0];
   CHECK(k.name == "ff_filter_compact_f32");
   CHECK(k.summary.find("compact (single pass, stable)") != std::string::npos);
@@ -129,7 +129,36 @@ TEST_CASE("a filter's result as a program output is one compaction kernel with a
   CHECK(plan.schedule(0).launches.at(0).grid == 1);
   CHECK(plan.schedule(tile).launches.at(0).grid == 1);
   CHECK(plan.schedule(tile + 1).launches.at(0).grid == 2);
-  CHECK(plan.schedule((std::int64_t{1} << 31) + 17).launches.at(0).grid == ((std::int64_t{1} << 31) + 17 + tile - 1) / tile);
+  CHECK(plan.schedule((std::int64_t{1} << 24) - 1).launches.at(0).kernel == 0);
+  // From 2^24 the pipelined compaction: one block per SM (10 warps), tiles of 13312 in 4
+  // stages (4 * 13312 * 4 = 212992 bytes), 64-bit counts in the status (two words per
+  // entry: by hand, at 2^24 ceil(2^24 / 13312) = 1261 tiles in ceil(1261 / 32) = 40
+  // groups, (1261 + 40) * 16 bytes).
+  const ff::codegen::Kernel& pipelined = plan.kernels[1];
+  CHECK(pipelined.name == "ff_filter_compact_pipelined_f32");
+  CHECK(pipelined.block == 320);
+  CHECK(pipelined.items_per_block_step == 13312);
+  CHECK(pipelined.shared_bytes == 212992);
+  CHECK(count_args(pipelined, ff::codegen::Arg::Kind::OutputCount) == 1);
+  const ff::codegen::Launch at = plan.schedule(std::int64_t{1} << 24).launches.at(0);
+  CHECK(at.kernel == 1);
+  CHECK(at.grid == 132);
+  CHECK(at.status_bytes == 20816);
+  CHECK(plan.schedule((std::int64_t{1} << 31) + 17).launches.at(0).grid == 132);
+  // sm_80, or FUSEFLOW_SCAN_PIPELINE=0: the one kernel, one block per tile at every size.
+  const ff::codegen::Plan on_a100 = ff::codegen::plan(ff::Program(ff::filter(x, x > 0.0f)), ff::codegen::Target::preset("sm_80"));
+  REQUIRE(on_a100.kernels.size() == 1);
+  CHECK(on_a100.schedule((std::int64_t{1} << 31) + 17).launches.at(0).grid ==
+        ((std::int64_t{1} << 31) + 17 + on_a100.kernels[0].items_per_block_step - 1) / on_a100.kernels[0].items_per_block_step);
+  ::setenv("FUSEFLOW_SCAN_PIPELINE", "0", 1);
+  CHECK(ff::codegen::plan(ff::Program(ff::filter(x, x > 0.0f)), sm90()).kernels.size() == 1);
+  ::unsetenv("FUSEFLOW_SCAN_PIPELINE");
+  // Two inputs: no pipelined kernel (it stages one 4-byte input); nor for survivors wider
+  // than 4 bytes (compacted over their inputs in the stage).
+  auto y = ff::input<float>("y");
+  CHECK(ff::codegen::plan(ff::Program(ff::filter(x + y, x > y)), sm90()).kernels.size() == 1);
+  CHECK(ff::codegen::plan(ff::Program(ff::filter(ff::cast<double>(x), x > 0.0f)), sm90()).kernels.size() == 1);
+  CHECK(ff::codegen::plan(ff::Program(ff::filter(ff::zip(x, ff::index()), x > 0.0f)), sm90()).kernels.size() == 1);
 }
 
 TEST_CASE("filter -> map: the map is applied to the survivors in the compaction kernel") {
@@ -138,13 +167,21 @@ TEST_CASE("filter -> map: the map is applied to the survivors in the compaction 
   ff::Expr kept = ff::filter(x, x > t);
   ff::Program p(ff::outputs(kept * 2.0f, kept, ff::cast<double>(kept) + ff::cast<double>(ff::index())));
   const ff::codegen::Plan plan = ff::codegen::plan(p, sm90());
-  REQUIRE(plan.kernels.size() == 1);  // three outputs of one filter: one kernel, one pass
-  const ff::codegen::Kernel& k = plan.kernels[0];
-  CHECK(count_args(k, ff::codegen::Arg::Kind::Output) == 3);
-  CHECK(count_args(k, ff::codegen::Arg::Kind::OutputCount) == 3);
-  CHECK(k.source.find("out0[at] = epilogue0(kept, at);") != std::string::npos);
-  CHECK(k.source.find("out1[at] = kept;") != std::string::npos);
-  CHECK(k.source.find("out2[at] = epilogue2(kept, at);") != std::string::npos);
+  // Three outputs of one filter: one kernel, one pass (and its pipelined twin for large n,
+  // which writes with streaming stores).
+  REQUIRE(plan.kernels.size() == 2);
+  for (const ff::codegen::Kernel& k : plan.kernels) {
+    CHECK(count_args(k, ff::codegen::Arg::Kind::Output) == 3);
+    CHECK(count_args(k, ff::codegen::Arg::Kind::OutputCount) == 3);
+  }
+  const std::string& one = plan.kernels[0].source;
+  CHECK(one.find("out0[at] = epilogue0(kept, at);") != std::string::npos);
+  CHECK(one.find("out1[at] = kept;") != std::string::npos);
+  CHECK(one.find("out2[at] = epilogue2(kept, at);") != std::string::npos);
+  const std::string& pipelined = plan.kernels[1].source;
+  CHECK(pipelined.find("__stcs(out0 + at, static_cast<float>(epilogue0(kept, at)));") != std::string::npos);
+  CHECK(pipelined.find("__stcs(out1 + at, static_cast<float>(kept));") != std::string::npos);
+  CHECK(pipelined.find("__stcs(out2 + at, static_cast<double>(epilogue2(kept, at)));") != std::string::npos);
   for (const auto& s : plan.output_shapes) CHECK(s.counted);
   const std::string notes = ff::explain(p);
   CHECK(notes.find("filter -> map: output 0's map is applied to the survivors in ff_filter_compact_f32") != std::string::npos);
@@ -155,10 +192,13 @@ TEST_CASE("two filters are two compaction kernels; a filter feeding a reduction 
   auto x = ff::input<int>("x");
   ff::Program p(ff::outputs(ff::filter(x, x > 0), ff::filter(x, x < 0), ff::reduce(ff::filter(x, x > 5), ff::plus)));
   const ff::codegen::Plan plan = ff::codegen::plan(p, sm90());
-  REQUIRE(plan.kernels.size() == 3);
+  REQUIRE(plan.kernels.size() == 5);
   CHECK(plan.kernels[0].name == "ff_reduce_chunked_i32_plus");
   CHECK(plan.kernels[1].name == "ff_filter_compact_i32");
-  CHECK(plan.kernels[2].name == "ff_filter_compact_i32");
+  CHECK(plan.kernels[2].name == "ff_filter_compact_pipelined_i32");
+  CHECK(plan.kernels[3].name == "ff_filter_compact_i32");
+  CHECK(plan.kernels[4].name == "ff_filter_compact_pipelined_i32");
+  CHECK(plan.schedule(1000).launches.size() == 3);
   CHECK(plan.output_shapes[0].counted);
   CHECK(plan.output_shapes[1].counted);
 }
@@ -167,17 +207,19 @@ TEST_CASE("a compaction whose predicate reads a reduction's result runs after it
   auto x = ff::input<float>("x");
   ff::Expr mean = ff::reduce(x, ff::plus) / 1000.0f;
   const ff::codegen::Plan plan = ff::codegen::plan(ff::Program(ff::filter(x, x > mean)), sm90());
-  REQUIRE(plan.kernels.size() == 2);
+  REQUIRE(plan.kernels.size() == 3);
   CHECK(plan.kernels[0].name == "ff_reduce_chunked_f32_plus");
   CHECK(plan.kernels[1].name == "ff_filter_compact_f32");
   CHECK(plan.kernels[1].source.find("= *s0;") != std::string::npos);
+  CHECK(plan.kernels[2].name == "ff_filter_compact_pipelined_f32");
+  CHECK(plan.kernels[2].source.find("= *s0;") != std::string::npos);
 }
 
 TEST_CASE("a filter of a filter's result compacts once with both predicates") {
   auto x = ff::input<int>("x");
   ff::Expr positive = ff::filter(x, x > 0);
   const ff::codegen::Plan plan = ff::codegen::plan(ff::Program(ff::filter(positive * 3, positive < 100)), sm90());
-  REQUIRE(plan.kernels.size() == 1);
+  REQUIRE(plan.kernels.size() == 2);  // and the pipelined compaction for large n
   const std::string& s = plan.kernels[0].source;
   CHECK(s.find("x > 0") != std::string::npos);
   CHECK(s.find("x < 100") != std::string::npos);

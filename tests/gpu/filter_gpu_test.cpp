@@ -155,7 +155,11 @@ TEST_CASE("filter -> map: maps of the survivors are applied before the store, in
   auto x = ff::input<std::int32_t>("x");
   ff::Expr kept = ff::filter(x * 3, x > 0);
   ff::Program prog(ff::outputs(kept * 2 + 1, kept, ff::cast<long long>(kept) * 1000000 + ff::index()));
-  CHECK(ff::codegen::plan(prog, ff::codegen::Target::preset("sm_90")).kernels.size() == 1);
+  // One kernel (and on sm_90 its pipelined twin for large n), no map kernel.
+  const ff::codegen::Plan plan = ff::codegen::plan(prog, ff::codegen::Target::preset("sm_90"));
+  REQUIRE(plan.kernels.size() == 2);
+  CHECK(plan.kernels[0].name == "ff_filter_compact_i32");
+  CHECK(plan.kernels[1].name == "ff_filter_compact_pipelined_i32");
   for (std::int64_t n : kSizes) {
     auto host = random_values<std::int32_t>(n, -1000, 1000);
     const std::string what = "filter -> map, n = " + std::to_string(n);
@@ -204,6 +208,70 @@ TEST_CASE("a filter over two inputs, a filter of a filter's result, and a predic
       check_exact(got[o].download<std::int32_t>(), want[o].array.to_vector<std::int32_t>(),
                   "output " + std::to_string(o) + ", n = " + std::to_string(n));
   }
+}
+
+// From 2^24 elements a compaction of one 4-byte input runs pipelined on sm_90
+// (scan_pipeline.cuh, compact_tiles); FUSEFLOW_SCAN_STAGED_FROM=0 gives it to programs
+// planned while it is set, at every size.
+struct PipelinedEverywhere {
+  PipelinedEverywhere() { setenv("FUSEFLOW_SCAN_STAGED_FROM", "0", 1); }
+  ~PipelinedEverywhere() { unsetenv("FUSEFLOW_SCAN_STAGED_FROM"); }
+};
+
+TEST_CASE("the pipelined compaction (sm_90), at every size: keep all, none, half; maps after; a "
+          "reduction in the predicate; a misaligned view") {
+  if (runtime().properties().cc_major < 9) {
+    MESSAGE("left out: the pipelined compaction needs sm_90 (the device is older)");
+    return;
+  }
+  const PipelinedEverywhere pipelined;
+  // Tiles of 13312 in 4 stages, 8 segments of 1664 (13 rounds of 128) per tile; a tile is
+  // written out two tiles after it is ranked, so 1-3 tiles per block end the ring early.
+  const std::vector<std::int64_t> sizes = ff::test::capped({1, 3, 4, 5, 127, 128, 129, 1000, 1664, 1665, 13311, 13312,
+                                                            13313, 2 * 13312 + 1, 4 * 13312 + 5, (1 << 20) + 7,
+                                                            300 * 13312 + 1, (1 << 24) + 3});
+  auto x = ff::input<float>("x");
+  auto t = ff::param<float>("t");
+  ff::Program thresholds(ff::filter(x, x > t));
+  auto xi = ff::input<std::int32_t>("x");
+  ff::Expr kept = ff::filter(xi * 3, xi > 0);
+  ff::Program maps(ff::outputs(kept * 2 + 1, kept, ff::cast<long long>(kept) * 1000000 + ff::index()));
+  // An exact reduction in the predicate (a float sum would round differently from the
+  // reference and move elements near the threshold).
+  ff::Program above_half_max(ff::filter(xi, xi > ff::reduce(xi, ff::max) / 2));
+  for (const ff::Program* p : {&thresholds, &maps, &above_half_max}) {
+    const ff::codegen::Plan plan = ff::codegen::plan(*p, ff::codegen::Target::preset("sm_90"));
+    CHECK(plan.kernels.back().name.find("ff_filter_compact_pipelined_") == 0);
+  }
+  for (std::int64_t n : sizes) {
+    auto host = random_values<float>(n, -1000, 1000);
+    for (float threshold : {-2000.0f, 2000.0f, 0.0f})
+      run_against_reference<float, float>("pipelined filter(x > " + std::to_string(threshold) + "), n = " + std::to_string(n),
+                                          thresholds, x, host, {{t, ff::Value(threshold)}});
+    auto hi = random_values<std::int32_t>(n, -1000, 1000);
+    const std::string what = "pipelined filter -> map, n = " + std::to_string(n);
+    run_against_reference<std::int32_t, std::int32_t>(what + ", output 0", maps, xi, hi, {}, 0);
+    run_against_reference<std::int32_t, std::int32_t>(what + ", output 1", maps, xi, hi, {}, 1);
+    run_against_reference<std::int32_t, long long>(what + ", output 2 (index)", maps, xi, hi, {}, 2);
+    run_against_reference<std::int32_t, std::int32_t>("pipelined filter(x > max / 2), n = " + std::to_string(n), above_half_max,
+                                                      xi, hi);
+  }
+  // A view 4 bytes past an aligned address: copied by the producer warp, no bulk copy.
+  ff::Runtime& rt = runtime();
+  for (std::int64_t n : ff::test::capped({1000, 13313, (1 << 20) + 7})) {
+    auto host = random_values<float>(n + 1, -1, 1);
+    auto dev = rt.upload(host);
+    ff::device_span<float> shifted(dev.data() + sizeof(float), static_cast<std::size_t>(n));
+    std::vector<float> got = rt.run(ff::filter(x, x > 0.0f), {{x, shifted}}).download<float>();
+    std::vector<float> want;
+    for (std::int64_t i = 1; i <= n; ++i)
+      if (host[static_cast<std::size_t>(i)] > 0.0f) want.push_back(host[static_cast<std::size_t>(i)]);
+    check_exact(got, want, "pipelined, misaligned f32, n = " + std::to_string(n));
+  }
+  const ff::codegen::Plan plan = ff::codegen::plan(thresholds, ff::codegen::Target::preset("sm_90"));
+  REQUIRE(plan.kernels.size() == 2);
+  CHECK(plan.kernels[1].name == "ff_filter_compact_pipelined_f32");
+  CHECK(plan.schedule(1000).launches.at(0).kernel == 1);
 }
 
 TEST_CASE("misaligned inputs take the element-wise loads and give the same survivors") {

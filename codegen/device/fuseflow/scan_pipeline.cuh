@@ -37,6 +37,10 @@
 
 namespace ff {
 
+// The same ring compacts a stream (compact_tiles below, the filter's pipelined kernel):
+// the values passed on are survivor counts, and compacting warps take the reducer's and
+// the scanners' places.
+
 // ---- mbarrier and bulk copy (PTX, sm_90) ----------------------------------------------
 // A host that runs this header without PTX defines FF_HOST_BARRIERS and provides these
 // functions itself (the CPU emulator's prelude, tests/emulator).
@@ -130,11 +134,13 @@ __device__ __forceinline__ unsigned ring_parity(long long use) {
 }
 
 // One thread, before the roles start (then a __syncthreads()).
+// `reducers`: the warps that arrive on `reduced` (the reducer; a compaction's compacting
+// warps).
 template <typename T, int kStages, int kScanWarps>
-__device__ void pipeline_init(ScanPipeline<T, kStages, kScanWarps>& p) {
+__device__ void pipeline_init(ScanPipeline<T, kStages, kScanWarps>& p, unsigned reducers = 1) {
   for (int s = 0; s < kStages; ++s) {
     barrier_init(&p.loaded[s], kWarpSize);  // every producer lane arrives after its own stores
-    barrier_init(&p.reduced[s], 1);
+    barrier_init(&p.reduced[s], reducers);
     barrier_init(&p.carried[s], 1);
     barrier_init(&p.freed[s], kScanWarps);
   }
@@ -267,9 +273,11 @@ __device__ void reduce_tiles(ScanPipeline<T, kStages, kScanWarps>& p, const In* 
 }
 
 // The look-back warp: each tile's exclusive prefix, then the carry into each segment.
-template <typename T, int kStages, int kScanWarps, typename Combine>
+// `finish(tile, prefix, aggregate)` runs in lane 0 once the tile's prefix is known (a
+// compaction's last tile writes its count there).
+template <typename T, int kStages, int kScanWarps, typename Combine, typename Finish>
 __device__ void look_back_tiles(ScanPipeline<T, kStages, kScanWarps>& p, const ScanTileStatus<T>& status,
-                                Combine combine, T identity) {
+                                Combine combine, T identity, Finish finish) {
   const int lane = threadIdx.x % kWarpSize;
   for (long long use = 0;; ++use) {
     const int s = ring_stage<kStages>(use);
@@ -282,6 +290,7 @@ __device__ void look_back_tiles(ScanPipeline<T, kStages, kScanWarps>& p, const S
     T carry = tile_exclusive_prefix_published(status, tile, p.aggregate[s], combine, identity, p.stash,
                                               kPipelineStashWindows);
     if (lane == 0) {
+      finish(tile, carry, p.aggregate[s]);
       for (int w = 0; w < kScanWarps; ++w) {
         p.carry[s][w] = carry;
         carry = combine(carry, p.segment_total[s][w]);
@@ -289,6 +298,11 @@ __device__ void look_back_tiles(ScanPipeline<T, kStages, kScanWarps>& p, const S
       barrier_arrive(&p.carried[s]);
     }
   }
+}
+template <typename T, int kStages, int kScanWarps, typename Combine>
+__device__ void look_back_tiles(ScanPipeline<T, kStages, kScanWarps>& p, const ScanTileStatus<T>& status,
+                                Combine combine, T identity) {
+  look_back_tiles(p, status, combine, identity, [](long long, const T&, const T&) {});
 }
 
 // One round of a scanner: lane `lane` scans its four elements (x, at segment offset e and
@@ -371,6 +385,132 @@ __device__ void scan_tiles(ScanPipeline<T, kStages, kScanWarps>& p, const In* st
     }
     __syncwarp();
     if (lane == 0) barrier_arrive(&p.freed[s]);
+  }
+}
+
+// ---- stream compaction on the ring ------------------------------------------------------
+// The filter's pipelined kernel uses the ring with other roles: warp 0 the producer as
+// above, warp 1 look_back_tiles over survivor counts (64-bit), and kScanWarps compacting
+// warps. There is no reducer warp: a compacting warp first compacts its segment of the
+// stage in place (pass 1, which needs no carry), and the last of them to finish publishes
+// the tile's count, so counts are out as early as a reducer would have them. The carry,
+// the segment's first output position, is needed only by pass 2, which writes the
+// compacted segment out; a warp runs it kDepth tiles later, after the next tiles' pass 1,
+// so the look-back's waits overlap work (a stage is held kDepth tiles longer; the ring
+// needs kStages >= kDepth + 2 for the producer to keep one stage loading).
+// bench/RESULTS.md, tenth run: the study behind these choices.
+
+// Pass 1 of one round of 128 elements: lane l holds elements e .. e + 3 of the segment (x,
+// at global index i; with kChecked, those at e >= left are not there). Each survivor's
+// value goes to its rank among the segment's survivors, `kept` before the round, in
+// `compacted` (the segment's start in the stage, viewed as values): ranks never pass the
+// positions they come from, and every lane has read its four before any lane writes (the
+// ballots), so the segment compacts in place. `x` is a copy: read from the stage before
+// any lane writes (by reference, the compiler could re-read it after the writes, which may
+// land on it). Returns the round's survivor count.
+template <bool kChecked, typename In, typename V, typename Keep, typename Value>
+__device__ __forceinline__ unsigned compact_four_in_place(const Quad<In> x, int e, long long left, long long i,
+                                                          unsigned kept, V* compacted, Keep& keep, Value& value) {
+  const unsigned lower_lanes = (1u << (threadIdx.x % kWarpSize)) - 1u;
+  bool flags[4];
+#pragma unroll
+  for (int k = 0; k < 4; ++k) flags[k] = (!kChecked || e + k < left) && keep(x.e[k], i + k);
+  unsigned rank = kept, total = 0;
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const unsigned votes = __ballot_sync(kFullMask, flags[k]);
+    rank += __popc(votes & lower_lanes);
+    total += __popc(votes);
+  }
+  __syncwarp();
+#pragma unroll
+  for (int k = 0; k < 4; ++k)
+    if (flags[k]) compacted[rank++] = value(x.e[k], i + k);
+  return total;
+}
+
+// A compacting warp (`segment` 0 .. kScanWarps - 1). For the block's u-th tile: pass 1
+// compacts the segment's survivors (keep(x, i), each as value(x, i), of type V, no wider
+// than In) to the front of its part of the stage and counts them; the warp that completes
+// the tile's count (`arrived[s]`, a shared word per stage, zero between tiles) publishes it
+// in `status` and in p.aggregate. Pass 2 of tile u - kDepth waits for that tile's carry
+// and writes its survivors to consecutive positions, coalesced: `store(at, value)`, then
+// frees the stage.
+template <int kTile, int kDepth, typename In, typename V, int kStages, int kScanWarps, typename Keep,
+          typename Value, typename Store>
+__device__ void compact_tiles(ScanPipeline<unsigned long long, kStages, kScanWarps>& p, In* stages,
+                              unsigned* arrived, int segment, long long n,
+                              const ScanTileStatus<unsigned long long>& status, Keep keep, Value value, Store store) {
+  constexpr int kSegment = kTile / kScanWarps;
+  constexpr int kRounds = kSegment / 128;
+  static_assert(kSegment % 128 == 0, "a segment is whole rounds of 4 elements per lane");
+  static_assert(sizeof(V) <= sizeof(In), "survivors are compacted over their inputs");
+  static_assert(kStages >= kDepth + 2, "a stage loading while kDepth + 1 are held");
+  constexpr unsigned kArrival = 1u << 20;  // arrived[s]: arrivals * kArrival + the tile's count so far
+  static_assert(kTile < kArrival && kScanWarps < 4096, "counts and arrivals share 32 bits");
+  const int lane = threadIdx.x % kWarpSize;
+  const auto segment_of = [&](const int s) { return stages + static_cast<long long>(s) * kTile + segment * kSegment; };
+  // Pass 1 of use `use`; false when the ring has ended.
+  const auto rank = [&](const long long use) {
+    const int s = ring_stage<kStages>(use);
+    barrier_wait(&p.loaded[s], ring_parity<kStages>(use));
+    const long long tile = p.tile[s];
+    if (tile < 0) {
+      if (lane == 0) barrier_arrive(&p.reduced[s]);  // the look-back warp's last use
+      return false;
+    }
+    const long long base = tile * kTile + segment * kSegment;
+    const long long left = n - base;  // elements of the segment before n (may be <= 0)
+    In* const own = segment_of(s);
+    const Quad<In>* quads = reinterpret_cast<const Quad<In>*>(own);
+    V* const compacted = reinterpret_cast<V*>(own);
+    unsigned kept = 0;
+    if (left >= kSegment) {
+#pragma unroll 4
+      for (int r = 0; r < kRounds; ++r) {
+        const int e = r * 128 + lane * 4;
+        kept += compact_four_in_place<false>(quads[e / 4], e, left, base + e, kept, compacted, keep, value);
+      }
+    } else {
+      for (int r = 0; r < kRounds && r * 128 < left; ++r) {
+        const int e = r * 128 + lane * 4;
+        kept += compact_four_in_place<true>(quads[e / 4], e, left, base + e, kept, compacted, keep, value);
+      }
+    }
+    if (lane == 0) {
+      p.segment_total[s][segment] = kept;
+      // One atomic adds the segment's count and its arrival: the warp that brings the
+      // arrivals to kScanWarps holds the tile's count.
+      const unsigned after = atomicAdd(&arrived[s], kept + kArrival) + kept + kArrival;
+      if (after / kArrival == kScanWarps) {
+        const unsigned long long count = after % kArrival;
+        status.tiles.publish(tile, kTileAggregate, count);
+        p.aggregate[s] = count;
+        atomicExch(&arrived[s], 0u);  // for the stage's next tile, which comes after this tile's `freed`
+      }
+      barrier_arrive(&p.reduced[s]);
+    }
+    return true;
+  };
+  // Pass 2 of use `use`.
+  const auto write = [&](const long long use) {
+    const int s = ring_stage<kStages>(use);
+    barrier_wait(&p.carried[s], ring_parity<kStages>(use));
+    const V* const compacted = reinterpret_cast<const V*>(segment_of(s));
+    const unsigned kept = static_cast<unsigned>(p.segment_total[s][segment]);
+    const long long first = static_cast<long long>(p.carry[s][segment]);
+#pragma unroll 4
+    for (unsigned j = lane; j < kept; j += kWarpSize) store(first + j, compacted[j]);
+    __syncwarp();
+    if (lane == 0) barrier_arrive(&p.freed[s]);
+  };
+  for (long long use = 0;; ++use) {
+    if (!rank(use)) {
+      for (long long u = use - kDepth; u < use; ++u)
+        if (u >= 0) write(u);
+      return;
+    }
+    if (use >= kDepth) write(use - kDepth);
   }
 }
 

@@ -14,9 +14,12 @@
 // (filter -> map), and the last tile writes the total count to the device. Stable:
 // survivors keep their input order. Reads n elements, writes the survivors.
 #include <algorithm>
+#include <cstdlib>
 #include <set>
+#include <string>
 
 #include "../compact_context.hpp"
+#include "../scan_context.hpp"
 #include "../tile_override.hpp"
 
 namespace fuseflow::codegen {
@@ -35,6 +38,69 @@ constexpr std::size_t kMaxStageBytes = 64 * 1024;  // the survivors' stage, in d
 // while a block waits on the look-back; a thread's loads are <= 128 bytes, so the 64
 // registers this leaves hold them without spilling.
 constexpr int kMinBlocks = 2;
+}  // namespace
+
+namespace {
+
+// keep(inputs..., i) and value(inputs..., i): the predicate and the value of element i;
+// epilogue_j(kept, at): output j of the survivor written at position `at` (filter -> map;
+// index() is the position among the survivors).
+void emit_compact_functions(SourceWriter& w, CudaTypes& types, const CompactGroup& g,
+                            const std::vector<std::string>& names) {
+  const ReduceGroup& l = g.leaves;
+  const std::string value_type = types.name(g.value.type());
+  std::string params;
+  for (std::size_t j = 0; j < l.inputs.size(); ++j) params += "const " + types.name(l.inputs[j].type()) + " " + names[j] + ", ";
+  params += "const long long i";
+  // Inputs by their parameter names (names[j]); only scalar results remain after the
+  // planner substituted the filters.
+  auto leaf_of = [&](const Expr& leaf) { return elementwise_leaf(l, names, leaf, "a filter"); };
+  w.open("const auto keep = [&](" + params + ") -> bool");
+  {
+    ExprEmitter e(w, types, leaf_of);
+    w.line("return " + e.emit(g.keep) + ";");
+  }
+  w.close("};");
+  w.open("const auto value = [&](" + params + ") -> " + value_type);
+  {
+    ExprEmitter e(w, types, leaf_of);
+    w.line("return " + e.emit(g.value) + ";");
+  }
+  w.close("};");
+  for (std::size_t j = 0; j < g.outputs.size(); ++j) {
+    const Expr& o = g.outputs[j];
+    if (o.kind() == ExprKind::Result) continue;  // the filter's result itself: stored as it is
+    w.open("const auto epilogue" + std::to_string(j) + " = [&](const " + value_type + " kept, const long long at) -> " +
+           types.name(o.type()));
+    ExprEmitter e(w, types, [&](const Expr& leaf) -> std::string {
+      if (leaf.kind() == ExprKind::Result && leaf.node().op == g.op) return "kept";
+      if (leaf.kind() == ExprKind::Index) return "at";
+      return leaf_of(leaf);
+    });
+    w.line("return " + e.emit(o) + ";");
+    w.close("};");
+  }
+}
+
+// The arguments of a compaction kernel: the elementwise ones, each output with its
+// device-written count, the look-back's tile counter, status and epoch.
+std::vector<Arg> compact_args(const CompactGroup& g, std::vector<std::string>& names, std::vector<std::string>& outs) {
+  std::vector<Arg> args = elementwise_args(g.leaves, names);
+  for (std::size_t j = 0; j < g.outputs.size(); ++j) {
+    outs.push_back("out" + std::to_string(g.output_ids[j]));
+    args.push_back({Arg::Kind::Output, g.output_ids[j], outs.back(), g.outputs[j].type()});
+    args.push_back({Arg::Kind::OutputCount, g.output_ids[j], outs.back() + "_count", ScalarType::U64});
+  }
+  for (const Arg& a : lookback_args(ScalarType::U64)) args.push_back(a);
+  return args;
+}
+
+// The store of one survivor to every output, the map after the filter applied on the way.
+std::string store_survivor(const CompactGroup& g, const std::vector<std::string>& outs, std::size_t j) {
+  return outs[j] + "[at] = " +
+         (g.outputs[j].kind() == ExprKind::Result ? "kept" : "epilogue" + std::to_string(j) + "(kept, at)") + ";";
+}
+
 }  // namespace
 
 CompactTiling compact_tiling(const CompactGroup& g, const Target& target) {
@@ -80,15 +146,8 @@ Kernel emit_filter_compact(const CompactGroup& g, const Target& target) {
   CudaTypes types;
   const std::string value_type = types.name(g.value.type());
 
-  std::vector<std::string> names;
-  std::vector<Arg> args = elementwise_args(l, names);
-  std::vector<std::string> outs;
-  for (std::size_t j = 0; j < g.outputs.size(); ++j) {
-    outs.push_back("out" + std::to_string(g.output_ids[j]));
-    args.push_back({Arg::Kind::Output, g.output_ids[j], outs.back(), g.outputs[j].type()});
-    args.push_back({Arg::Kind::OutputCount, g.output_ids[j], outs.back() + "_count", ScalarType::U64});
-  }
-  for (const Arg& a : lookback_args(ScalarType::U64)) args.push_back(a);
+  std::vector<std::string> names, outs;
+  const std::vector<Arg> args = compact_args(g, names, outs);
 
   const std::string name = "ff_filter_compact_" + short_type_name(g.value.type());
   SourceWriter w;
@@ -102,40 +161,7 @@ Kernel emit_filter_compact(const CompactGroup& g, const Target& target) {
   w.line();
   open_elementwise_kernel(w, types, name, tiling.block, args, l, tiling.min_blocks);
 
-  // keep(inputs..., i) and value(inputs..., i): the predicate and the value of element i.
-  std::string params;
-  for (std::size_t j = 0; j < l.inputs.size(); ++j) params += "const " + types.name(l.inputs[j].type()) + " " + names[j] + ", ";
-  params += "const long long i";
-  // Inputs by their parameter names (names[j]); only scalar results remain after the
-  // planner substituted the filters.
-  auto leaf_of = [&](const Expr& leaf) { return elementwise_leaf(l, names, leaf, "a filter"); };
-  w.open("const auto keep = [&](" + params + ") -> bool");
-  {
-    ExprEmitter e(w, types, leaf_of);
-    w.line("return " + e.emit(g.keep) + ";");
-  }
-  w.close("};");
-  w.open("const auto value = [&](" + params + ") -> " + value_type);
-  {
-    ExprEmitter e(w, types, leaf_of);
-    w.line("return " + e.emit(g.value) + ";");
-  }
-  w.close("};");
-  // epilogue_j(kept, at): output j of the survivor written at position `at` (filter -> map;
-  // index() is the position among the survivors).
-  for (std::size_t j = 0; j < g.outputs.size(); ++j) {
-    const Expr& o = g.outputs[j];
-    if (o.kind() == ExprKind::Result) continue;  // the filter's result itself: stored as it is
-    w.open("const auto epilogue" + std::to_string(j) + " = [&](const " + value_type + " kept, const long long at) -> " +
-           types.name(o.type()));
-    ExprEmitter e(w, types, [&](const Expr& leaf) -> std::string {
-      if (leaf.kind() == ExprKind::Result && leaf.node().op == g.op) return "kept";
-      if (leaf.kind() == ExprKind::Index) return "at";
-      return leaf_of(leaf);
-    });
-    w.line("return " + e.emit(o) + ";");
-    w.close("};");
-  }
+  emit_compact_functions(w, types, g, names);
   w.line();
   w.comment("Warp w's survivors in order, from w * kWarpTile: kTile elements of dynamic shared memory.");
   w.line("extern __shared__ __align__(16) unsigned char stage[];");
@@ -248,8 +274,7 @@ Kernel emit_filter_compact(const CompactGroup& g, const Target& target) {
   w.open("for (unsigned int s = lane; s < mine; s += 32)");
   w.line("const long long at = first + s;");
   w.line("const " + value_type + " kept = survivors[warp * kWarpTile + s];");
-  for (std::size_t j = 0; j < g.outputs.size(); ++j)
-    w.line(outs[j] + "[at] = " + (g.outputs[j].kind() == ExprKind::Result ? "kept" : "epilogue" + std::to_string(j) + "(kept, at)") + ";");
+  for (std::size_t j = 0; j < g.outputs.size(); ++j) w.line(store_survivor(g, outs, j));
   w.close();
   w.close();
 
@@ -269,6 +294,128 @@ Kernel emit_filter_compact(const CompactGroup& g, const Target& target) {
               std::to_string(stage_bytes) + " bytes), tile offsets by decoupled look-back over survivor counts, count written by the last tile";
   k.why = "a filter's compacted array is a program output: one pass reads n elements and writes the survivors";
   k.source = kernel_source(name, l.program_text, "strategy: " + k.summary, {"compact.cuh"}, types, w.str());
+  return k;
+}
+
+
+namespace {
+// The pipelined compaction (scan_pipeline.cuh, compact_tiles): the pipelined scan's ring
+// and producer, the look-back warp over survivor counts, and compacting warps that rank
+// and compact their segment of a stage in place, then write it kPipeDepth tiles later.
+// Tiles of 13312 in 4 stages (208 KB), pass 2 two tiles behind: the fastest shape of the
+// tenth run's study (bench/RESULTS.md; 12288 x 4, 16384 x 3 and 10240 x 5 were 1-5%
+// slower at 2^28, a one-tile delay 4-20%).
+constexpr int kPipeTile = 13312;
+constexpr int kPipeStages = 4;
+constexpr int kPipeWarps = 8;
+constexpr int kPipeDepth = 2;
+constexpr std::size_t kPipeStaticBytes = 8192;  // the ring's control state, with room
+
+// The store of one survivor to output j in the pipelined kernel: a streaming store
+// (__stcs: written once, not kept in the caches) for the scalar types it has.
+std::string stream_survivor(const CompactGroup& g, CudaTypes& types, const std::vector<std::string>& outs,
+                            std::size_t j) {
+  const Type t = g.outputs[j].type();
+  const std::string v = g.outputs[j].kind() == ExprKind::Result ? "kept" : "epilogue" + std::to_string(j) + "(kept, at)";
+  if (!t.is_scalar() || t.is_bool()) return outs[j] + "[at] = " + v + ";";
+  return "__stcs(" + outs[j] + " + at, static_cast<" + types.name(t) + ">(" + v + "));";
+}
+}  // namespace
+
+bool pipelined_compact_applies(const CompactGroup& g, const Target& target) {
+  TileOverride o;
+  if (tile_override("FUSEFLOW_FILTER_TILE", 16, o)) return false;  // a study picks its one tile
+  const char* env = std::getenv("FUSEFLOW_SCAN_PIPELINE");
+  if (env && std::string(env) == "0") return false;
+  const auto& inputs = g.leaves.inputs;
+  const std::size_t stages = static_cast<std::size_t>(kPipeStages) * kPipeTile * 4;
+  return target.cc_major >= 9 && inputs.size() == 1 && inputs[0].type().size() == 4 && inputs[0].type().is_scalar() &&
+         g.value.type().size() <= 4 && stages + kPipeStaticBytes <= target.shared_per_block_optin;
+}
+
+Kernel emit_filter_compact_pipelined(const CompactGroup& g, const Target& target) {
+  CudaTypes types;
+  const std::string value_type = types.name(g.value.type());
+  const std::string in = types.name(g.leaves.inputs[0].type());
+  std::vector<std::string> names, outs;
+  const std::vector<Arg> args = compact_args(g, names, outs);
+  const int block = (2 + kPipeWarps) * 32;
+
+  const std::string name = "ff_filter_compact_pipelined_" + short_type_name(g.value.type());
+  SourceWriter w;
+  w.line("namespace {");
+  w.line("constexpr int kTile = " + std::to_string(kPipeTile) + ";  // elements per tile");
+  w.line("constexpr int kStages = " + std::to_string(kPipeStages) + ";  // tiles a block holds at once (" +
+         std::to_string(kPipeStages * kPipeTile * 4 / 1024) + " KB of shared memory)");
+  w.line("constexpr int kScanWarps = " + std::to_string(kPipeWarps) +
+         ";  // compacting warps, each takes kTile / kScanWarps elements of a tile");
+  w.line("constexpr int kDepth = " + std::to_string(kPipeDepth) +
+         ";  // a warp writes a tile's survivors out after ranking the next kDepth tiles");
+  w.line("}  // namespace");
+  w.line();
+  open_elementwise_kernel(w, types, name, block, args, g.leaves, 1);
+  emit_compact_functions(w, types, g, names);
+  w.line();
+  w.comment("The ring: kStages input stages (dynamic shared memory) and the barriers, tile ids,\n"
+            "survivor counts and output positions that pass between the roles; `arrived` counts\n"
+            "the compacting warps done with each stage's tile.");
+  w.line("extern __shared__ __align__(128) unsigned char stage_storage[];");
+  w.line(in + "* const stages = reinterpret_cast<" + in + "*>(stage_storage);");
+  w.line("__shared__ ff::ScanPipeline<unsigned long long, kStages, kScanWarps> pipeline;");
+  w.line("__shared__ unsigned int arrived[kStages];");
+  w.line("const long long tiles = (n + kTile - 1) / kTile;");
+  w.open("if (threadIdx.x == 0)");
+  w.line("for (int s = 0; s < kStages; ++s) arrived[s] = 0;");
+  w.line("ff::pipeline_init(pipeline, kScanWarps);  // every compacting warp arrives on `reduced`");
+  w.close();
+  w.line("__syncthreads();");
+  w.line("const int warp = threadIdx.x / 32;");
+  w.open("if (warp == 0)");
+  w.comment("Producer: tile ids from the counter, each tile's input copied into the next free stage.");
+  w.line("ff::produce_tiles<kTile>(pipeline, stages, in_" + names[0] + ", n, tiles, tile_counter);");
+  w.line("return;");
+  w.close();
+  w.comment("Survivor counts are 64-bit; status entries carry the launch's epoch (scan.cuh).");
+  w.line("const ff::ScanTileStatus<unsigned long long> status(tile_status, tiles, epoch);");
+  w.open("if (warp == 1)");
+  w.comment("Look-back: each tile's first output position, then each segment's; the last tile\n"
+            "writes the total count.");
+  w.line("const auto plus = [](const unsigned long long a, const unsigned long long b) { return a + b; };");
+  w.open("const auto finish = [&](const long long tile, const unsigned long long before, const unsigned long long count)");
+  w.open("if ((tile + 1) * kTile >= n)");
+  for (const auto& o : outs) w.line("*" + o + "_count = before + count;");
+  w.close();
+  w.close("};");
+  w.line("ff::look_back_tiles(pipeline, status, plus, 0ull, finish);");
+  w.line("return;");
+  w.close();
+  w.comment("Compacting warps: warp 2 + s ranks the survivors of segment s of every tile and\n"
+            "compacts them in place (the last to finish publishes the tile's count), then writes\n"
+            "them out in order, the map after the filter applied to each on the way.");
+  w.open("const auto store = [&](const long long at, const " + value_type + " kept)");
+  for (std::size_t j = 0; j < g.outputs.size(); ++j) w.line(stream_survivor(g, types, outs, j));
+  w.close("};");
+  w.line("ff::compact_tiles<kTile, kDepth, " + in + ", " + value_type +
+         ">(pipeline, stages, arrived, warp - 2, n, status, keep, value, store);");
+  w.close();
+
+  Kernel k;
+  k.name = name;
+  k.block = block;
+  k.shared_bytes = static_cast<std::size_t>(kPipeStages) * kPipeTile * 4;
+  k.max_grid = target.sm_count;  // persistent: one block per SM
+  k.any_grid = false;
+  k.items_per_block_step = kPipeTile;
+  k.args = args;
+  k.summary = "pipelined compaction (sm_90, stable): one block per SM, tiles of " + std::to_string(kPipeTile) +
+              " elements in a ring of " + std::to_string(kPipeStages) +
+              " shared-memory stages filled by the bulk copy engine; warps: producer, look-back, " +
+              std::to_string(kPipeWarps) + " compacting warps (survivors ranked by ballots and compacted in place, "
+              "the tile's count published by the last, written out " + std::to_string(kPipeDepth) +
+              " tiles later); count written by the last tile";
+  k.why = "instead of the kernel before it from " + std::to_string(staged_scan_from()) +
+          " elements: the look-back's waits overlap the next tiles' loads and ranking";
+  k.source = kernel_source(name, g.leaves.program_text, "strategy: " + k.summary, {"scan_pipeline.cuh"}, types, w.str());
   return k;
 }
 
