@@ -1,6 +1,7 @@
 // GPU execution tests for segmented reductions by offsets, segmented scans (by offsets and
 // by key) and reduce_by_key: every segment-length shape (none, all empty, one, lengths 1
-// and 3, random 10..50, power law, one huge segment among tiny ones) at every size,
+// and 3, random 10..50, power law, 0..32 with a few longer, one huge segment among tiny
+// ones) at every size,
 // outputs poisoned (FUSEFLOW_POISON=1), compared with the CPU reference: integers and the
 // non-commutative maximum segment sum exactly, f32 sums by relative error against f64.
 #include <doctest/doctest.h>
@@ -44,6 +45,13 @@ const std::vector<Shape>& shapes() {
          return static_cast<std::int64_t>(std::pow(u, -1.0 / 1.2)) - 1;
        }},
       {"random 0..4 (many empty)", [] { return std::uniform_int_distribution<std::int64_t>(0, 4)(rng()); }},
+      // Short segments, empty ones among them, and now and then a longer one: tiles of
+      // all-short segments next to tiles with one longer segment.
+      {"0..32, one in 1000 of 33..40", [] {
+         return std::uniform_int_distribution<int>(0, 999)(rng()) == 0
+                    ? std::uniform_int_distribution<std::int64_t>(33, 40)(rng())
+                    : std::uniform_int_distribution<std::int64_t>(0, 32)(rng());
+       }},
   };
   return all;
 }
