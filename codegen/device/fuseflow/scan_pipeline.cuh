@@ -496,6 +496,7 @@ __device__ void compact_tiles(ScanPipeline<unsigned long long, kStages, kScanWar
   const auto write = [&](const long long use) {
     const int s = ring_stage<kStages>(use);
     barrier_wait(&p.carried[s], ring_parity<kStages>(use));
+    __syncwarp();  // the lanes' compacting stores of pass 1, before other lanes read them
     const V* const compacted = reinterpret_cast<const V*>(segment_of(s));
     const unsigned kept = static_cast<unsigned>(p.segment_total[s][segment]);
     const long long first = static_cast<long long>(p.carry[s][segment]);
