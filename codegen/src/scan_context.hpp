@@ -49,6 +49,14 @@ std::optional<ScanTiling> staged_scan_tiling(const ScanGroup& g);
 // The element count from which a scan with a staged tile takes it: 2^24, or
 // FUSEFLOW_SCAN_STAGED_FROM=<n> (tests run it at every size with 0).
 std::int64_t staged_scan_from();
+// FUSEFLOW_SCAN_PIPELINE=0, read when a program is planned: no pipelined kernels (the
+// pipelined scan, the pipelined compaction); the kernels they replace run instead (the
+// tests run those on the H100 this way).
+bool pipelines_disabled();
+// The ring's constants of a pipelined kernel (scan_pipeline.cuh), one line each: kTile,
+// kStages (with the shared memory they take) and kScanWarps (`warps_are`: what those
+// warps do, for its comment).
+void emit_pipeline_ring(SourceWriter& w, int tile, int stages, int warps, const std::string& warps_are);
 
 // Writes the pieces of a scan kernel: signature, functions, tile load, thread and block
 // scan, the store through shared memory with the epilogue.

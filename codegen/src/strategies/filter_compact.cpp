@@ -325,8 +325,7 @@ std::string stream_survivor(const CompactGroup& g, CudaTypes& types, const std::
 bool pipelined_compact_applies(const CompactGroup& g, const Target& target) {
   TileOverride o;
   if (tile_override("FUSEFLOW_FILTER_TILE", 16, o)) return false;  // a study picks its one tile
-  const char* env = std::getenv("FUSEFLOW_SCAN_PIPELINE");
-  if (env && std::string(env) == "0") return false;
+  if (pipelines_disabled()) return false;  // FUSEFLOW_SCAN_PIPELINE=0: the one kernel
   const auto& inputs = g.leaves.inputs;
   const std::size_t stages = static_cast<std::size_t>(kPipeStages) * kPipeTile * 4;
   return target.cc_major >= 9 && inputs.size() == 1 && inputs[0].type().size() == 4 && inputs[0].type().is_scalar() &&
@@ -344,11 +343,7 @@ Kernel emit_filter_compact_pipelined(const CompactGroup& g, const Target& target
   const std::string name = "ff_filter_compact_pipelined_" + short_type_name(g.value.type());
   SourceWriter w;
   w.line("namespace {");
-  w.line("constexpr int kTile = " + std::to_string(kPipeTile) + ";  // elements per tile");
-  w.line("constexpr int kStages = " + std::to_string(kPipeStages) + ";  // tiles a block holds at once (" +
-         std::to_string(kPipeStages * kPipeTile * 4 / 1024) + " KB of shared memory)");
-  w.line("constexpr int kScanWarps = " + std::to_string(kPipeWarps) +
-         ";  // compacting warps, each takes kTile / kScanWarps elements of a tile");
+  emit_pipeline_ring(w, kPipeTile, kPipeStages, kPipeWarps, "compacting warps, each takes");
   w.line("constexpr int kDepth = " + std::to_string(kPipeDepth) +
          ";  // a warp writes a tile's survivors out after ranking the next kDepth tiles");
   w.line("}  // namespace");

@@ -94,6 +94,11 @@ std::int64_t staged_scan_from() {
   return v && *v ? std::max<std::int64_t>(0, std::atoll(v)) : std::int64_t{1} << 24;
 }
 
+bool pipelines_disabled() {
+  const char* v = std::getenv("FUSEFLOW_SCAN_PIPELINE");
+  return v && std::string(v) == "0";
+}
+
 std::string scan_kernel_name(const ScanGroup& g, const char* strategy) {
   const Monoid& m = g.op->monoid;
   return std::string("ff_scan_") + strategy + "_" + short_type_name(m.type()) + "_" + sanitize(m.name()) +

@@ -24,13 +24,20 @@ constexpr int kStages = 4;
 constexpr int kScanWarps = 8;
 }  // namespace
 
+void emit_pipeline_ring(SourceWriter& w, int tile, int stages, int warps, const std::string& warps_are) {
+  w.line("constexpr int kTile = " + std::to_string(tile) + ";  // elements per tile");
+  w.line("constexpr int kStages = " + std::to_string(stages) + ";  // tiles a block holds at once (" +
+         std::to_string(stages * tile * 4 / 1024) + " KB of shared memory)");
+  w.line("constexpr int kScanWarps = " + std::to_string(warps) + ";  // " + warps_are +
+         " kTile / kScanWarps elements of a tile");
+}
+
 bool pipelined_scan_applies(const ScanGroup& g, const Target& target) {
   TileOverride o;
   if (tile_override("FUSEFLOW_SCAN_TILE", 32, o)) return false;  // a study picks its one tile
-  // FUSEFLOW_SCAN_PIPELINE=0, read when a program is planned: the staged tile instead (the
-  // tests run it on the H100 this way; without it only sm_80 plans would have it).
-  const char* env = std::getenv("FUSEFLOW_SCAN_PIPELINE");
-  if (env && std::string(env) == "0") return false;
+  // With FUSEFLOW_SCAN_PIPELINE=0 the staged tile instead (without it only sm_80 plans
+  // would have it).
+  if (pipelines_disabled()) return false;
   const auto& inputs = g.leaves.inputs;
   const std::size_t stages = static_cast<std::size_t>(kStages) * kTile * 4;
   return target.cc_major >= 9 && g.op->kind == OpKind::Scan && inputs.size() == 1 && inputs[0].type().size() == 4 &&
@@ -51,11 +58,7 @@ Kernel emit_scan_pipelined(const ScanGroup& g, const Target& target) {
 
   SourceWriter w;
   w.line("namespace {");
-  w.line("constexpr int kTile = " + std::to_string(kTile) + ";  // elements per tile");
-  w.line("constexpr int kStages = " + std::to_string(kStages) + ";  // tiles a block holds at once (" +
-         std::to_string(kStages * kTile * 4 / 1024) + " KB of shared memory)");
-  w.line("constexpr int kScanWarps = " + std::to_string(kScanWarps) +
-         ";  // scanner warps, each scans kTile / kScanWarps elements of a tile");
+  emit_pipeline_ring(w, kTile, kStages, kScanWarps, "scanner warps, each scans");
   w.line("constexpr int kBlock = (3 + kScanWarps) * 32;  // producer, reducer, look-back, scanners");
   w.line("constexpr int kMinBlocks = 1;  // one block per SM: the stages take most of its shared memory");
   w.line("}  // namespace");
