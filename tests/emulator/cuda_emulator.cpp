@@ -200,8 +200,18 @@ bool run_block(std::string& error) {
   // long waits for a phase no thread will complete.
   long long spin_rounds = 0;
   constexpr long long kMaxSpinRounds = 1ll << 24;
+  // Each round runs the ready threads up to their next wait, in thread order or in reverse
+  // order, picked by a fixed pseudo-random sequence (the same every run): between two warp
+  // steps a lane's stores come before a lower lane's accesses about as often as after, as
+  // on the GPU, where the lanes run together, whatever the number of steps in a loop. (In
+  // thread order only, a kernel that re-read shared memory a higher lane had just written
+  // over passed here and failed on the H100.)
+  std::uint32_t order = 0x9e3779b9u;
   for (;;) {
-    for (int t = 0; t < threads; ++t) {
+    order = order * 1664525u + 1013904223u;
+    const bool reverse = (order >> 31) != 0;
+    for (int i = 0; i < threads; ++i) {
+      const int t = reverse ? threads - 1 - i : i;
       Fiber& f = s.fibers[static_cast<std::size_t>(t)];
       if (f.wait != Wait::none) continue;
       s.current = t;
