@@ -6,9 +6,8 @@
 // are the survivor count, which the kernel writes on the device (OutputShape::counted).
 // A filter feeding a reduction is not planned here: it stays a masked reduction.
 #include <algorithm>
-#include <set>
-
 #include <optional>
+#include <set>
 
 #include "compact_context.hpp"
 #include "scan_context.hpp"
@@ -31,29 +30,6 @@ std::string describe(const Expr& leaf) {
   return std::string("the result of ") + op_name(leaf.node().op->kind);
 }
 
-// Appends the launch of compaction kernel `kernel` for n elements: one block per tile (at
-// least one, so that n = 0 writes the count 0) and look-back status for 64-bit counts
-// (scan.cuh's ScanTileStatus). With `pipelined`, kernel + 1 (one block per SM at most)
-// runs instead from staged_scan_from() elements.
-std::function<void(std::int64_t, ScheduleBuilder&)> compact_step(int kernel, std::int64_t tile,
-                                                                 const Kernel* pipelined) {
-  const std::int64_t from = pipelined ? staged_scan_from() : INT64_MAX;
-  const std::int64_t pipe_tile = pipelined ? pipelined->items_per_block_step : 1;
-  const int pipe_grid = pipelined ? pipelined->max_grid : 0;
-  return [=](std::int64_t n, ScheduleBuilder& b) {
-    const bool pipe = n >= from && n > 0;
-    const std::int64_t per_tile = pipe ? pipe_tile : tile;
-    const std::int64_t tiles = std::max<std::int64_t>(1, (n + per_tile - 1) / per_tile);
-    if (tiles > 0x7fffffff)
-      throw GraphError("filter: " + std::to_string(n) + " elements need more tiles than a launch can have");
-    Launch l;
-    l.kernel = pipe ? kernel + 1 : kernel;
-    l.n = n;
-    l.grid = static_cast<int>(pipe ? std::min<std::int64_t>(tiles, pipe_grid) : tiles);
-    l.status_bytes = lookback_status_bytes(ScalarType::U64, tiles);
-    b.launch(std::move(l));
-  };
-}
 
 }  // namespace
 
@@ -104,7 +80,9 @@ void plan_filters(const ArrayOpContext& c, const std::vector<int>& output_ids, c
     // Large compactions on sm_90: a second kernel, the pipelined one.
     std::optional<Kernel> pipelined;
     if (pipelined_compact_applies(g, t)) pipelined = emit_filter_compact_pipelined(g, t);
-    plan.steps.push_back(compact_step(index, k.items_per_block_step, pipelined ? &*pipelined : nullptr));
+    // One block per tile (at least one: n = 0 writes the count 0), 64-bit counts in the
+    // look-back status; from staged_scan_from() elements the pipelined kernel instead.
+    plan.steps.push_back(lookback_step(index, k, ScalarType::U64, pipelined ? &*pipelined : nullptr, true));
     for (std::size_t j = 0; j < g.outputs.size(); ++j) {
       plan.output_shapes[static_cast<std::size_t>(g.output_ids[j])].counted = true;
       if (g.outputs[j].kind() != ExprKind::Result)

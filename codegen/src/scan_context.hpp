@@ -200,9 +200,13 @@ Type segmented_piece_type(const ScanGroup& g);
 // look-back status it needs (lookback; with `staged`, kernel + 1 is the staged-tile or the
 // pipelined kernel `staged`, launched instead from staged_scan_from() elements, its grid
 // at most its max_grid when that is set); three launches sharing the
-// block sums (reduce_then_scan, kernels first .. first + 2). No launch when n is 0.
+// block sums (reduce_then_scan, kernels first .. first + 2). No launch when n is 0, unless
+// the kernel folds reductions or `launch_empty` (a compaction, whose one tile writes the
+// count 0). A GraphError when the grid would pass 2^31 - 1 blocks. Compaction uses it too
+// (filter_plan.cpp), with 64-bit survivor counts for `t`.
 std::function<void(std::int64_t, ScheduleBuilder&)> lookback_step(int kernel, const Kernel& k, const Type& t,
-                                                                  const Kernel* staged = nullptr);
+                                                                  const Kernel* staged = nullptr,
+                                                                  bool launch_empty = false);
 std::function<void(std::int64_t, ScheduleBuilder&)> reduce_then_scan_step(int first, const Kernel& k, const Type& t);
 
 // Bytes of look-back tile status for `tiles` tiles of values of type t (scan.cuh's

@@ -83,7 +83,7 @@ Kernel emit_scan_lookback(const ScanGroup& g, const Target& /*target: one block 
 }
 
 std::function<void(std::int64_t, ScheduleBuilder&)> lookback_step(int kernel, const Kernel& k, const Type& t,
-                                                                  const Kernel* staged) {
+                                                                  const Kernel* staged, bool launch_empty) {
   const std::int64_t tile = k.items_per_block_step;
   // The staged-tile kernel (kernel + 1) from `from` elements on.
   const std::int64_t staged_tile = staged ? staged->items_per_block_step : 0;
@@ -94,15 +94,19 @@ std::function<void(std::int64_t, ScheduleBuilder&)> lookback_step(int kernel, co
   std::size_t fold_bytes = 0;
   for (const Arg& a : k.args)
     if (a.kind == Arg::Kind::Scratch) fold_bytes = a.type.size();
+  const std::string name = k.name;
   return [=](std::int64_t n, ScheduleBuilder& b) {
-    if (n == 0 && fold_bytes == 0) return;
+    if (n == 0 && fold_bytes == 0 && !launch_empty) return;
     const bool use_staged = n >= from && n > 0;
     const std::int64_t per_tile = use_staged ? staged_tile : tile;
     const std::int64_t tiles = std::max<std::int64_t>(1, (n + per_tile - 1) / per_tile);
+    const std::int64_t grid = use_staged && staged_grid > 0 ? std::min<std::int64_t>(tiles, staged_grid) : tiles;
+    if (grid > 0x7fffffff)
+      throw GraphError(name + ": " + std::to_string(n) + " elements need more tiles than a launch can have");
     Launch l;
     l.kernel = use_staged ? kernel + 1 : kernel;
     l.n = n;
-    l.grid = static_cast<int>(use_staged && staged_grid > 0 ? std::min<std::int64_t>(tiles, staged_grid) : tiles);
+    l.grid = static_cast<int>(grid);
     l.status_bytes = lookback_status_bytes(t, tiles);
     if (fold_bytes) l.scratch.push_back(b.allocate(static_cast<std::size_t>(tiles) * fold_bytes));
     b.launch(std::move(l));
