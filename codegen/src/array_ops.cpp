@@ -116,6 +116,44 @@ std::function<void(std::int64_t, ScheduleBuilder&)> step_for(int index, const Ke
   };
 }
 
+// The segmented reduce's launches: with s segments (s + 1 offsets), the short-segment pass
+// over s segments, then the merge path over n + s items (elements + segment ends); nothing
+// without segments. The two share the mask of segments the first leaves to the second.
+std::function<void(std::int64_t, ScheduleBuilder&)> segmented_reduce_step(int first, const std::vector<Kernel>& ks,
+                                                                          int domain) {
+  const bool short_pass = ks.size() == 2;
+  const Kernel& merge = ks.back();
+  const int merge_index = first + static_cast<int>(ks.size()) - 1;
+  const int short_per_block = ks.front().items_per_block_step, short_grid = ks.front().max_grid;
+  const int merge_per_block = merge.items_per_block_step, merge_grid = merge.max_grid;
+  std::vector<std::size_t> carries;  // the merge path's per-block carries (not the mask)
+  for (const auto& a : merge.args)
+    if (a.kind == Arg::Kind::Scratch && a.name != "deferred")
+      carries.push_back(static_cast<std::size_t>(merge_grid) * a.type.size());
+  return [=](std::int64_t n, ScheduleBuilder& b) {
+    const std::int64_t count = b.length(domain);
+    if (count < 1) throw GraphError("segmented_reduce: the offsets are empty; s segments need s + 1 offsets");
+    const std::int64_t segments = count - 1;
+    if (segments == 0) return;
+    Launch m;
+    m.kernel = merge_index;
+    m.n = n;
+    m.grid = grid_for(n + segments, merge_per_block, merge_grid);
+    for (std::size_t bytes : carries) m.scratch.push_back(b.allocate(bytes));
+    if (short_pass) {
+      const std::size_t mask = b.allocate(static_cast<std::size_t>((segments + 31) / 32) * sizeof(std::uint32_t));
+      m.scratch.push_back(mask);
+      Launch s;
+      s.kernel = first;
+      s.n = n;
+      s.grid = grid_for(segments, short_per_block, short_grid);
+      s.scratch = {mask};
+      b.launch(std::move(s));
+    }
+    b.launch(std::move(m));
+  };
+}
+
 }  // namespace
 
 bool is_array_op(const Expr& e) {
@@ -159,15 +197,11 @@ void plan_array_op(const ArrayOpContext& c, const std::shared_ptr<const OpNode>&
   const int domain = offsets_domain(c, offsets, "segmented_reduce", plan);
   const int check = static_cast<int>(plan.checked_offsets.size());
   plan.checked_offsets.push_back(node);
-  Kernel k = emit_segmented_reduce(node, leaves, offsets, domain, output, check, t);
+  std::vector<Kernel> ks = emit_segmented_reduce(node, leaves, offsets, domain, output, check, t);
   shape.domain = domain;
   shape.less = 1;
-  plan.steps.push_back(step_for(index, k, [domain](std::int64_t n, ScheduleBuilder& b) -> std::int64_t {
-    const std::int64_t count = b.length(domain);
-    if (count < 1) throw GraphError("segmented_reduce: the offsets are empty; s segments need s + 1 offsets");
-    return count - 1 == 0 ? 0 : n + count - 1;  // elements + segment ends; none without segments
-  }));
-  plan.kernels.push_back(std::move(k));
+  plan.steps.push_back(segmented_reduce_step(index, ks, domain));
+  for (auto& k : ks) plan.kernels.push_back(std::move(k));
 }
 
 std::int64_t OutputShape::length(const std::vector<std::int64_t>& lengths) const {

@@ -50,9 +50,13 @@ void plan_array_op(const ArrayOpContext& c, const std::shared_ptr<const OpNode>&
 // The emitters. `leaves` lists the inputs, parameters and scalar results the op's
 // element-wise expressions read; for segmented_reduce, `offsets` lists the offsets'.
 Kernel emit_histogram(const OpNode& op, const ReduceGroup& leaves, int output, const Target& t);
-// `check` is the index of its offsets_invalid flag (Plan::checked_offsets).
-Kernel emit_segmented_reduce(const std::shared_ptr<const OpNode>& op, const ReduceGroup& leaves, const ReduceGroup& offsets, int offsets_domain,
-                             int output, int check, const Target& t);
+// `check` is the index of its offsets_invalid flag (Plan::checked_offsets). Returns the
+// short-segment pass and the merge-path kernel, in launch order (the merge path alone
+// under FUSEFLOW_SEGMENTED_SHORT=0); with two, both take the mask of segments the first
+// left as their last Scratch argument (one bit per segment, rounded up to words).
+std::vector<Kernel> emit_segmented_reduce(const std::shared_ptr<const OpNode>& op, const ReduceGroup& leaves,
+                                          const ReduceGroup& offsets, int offsets_domain, int output, int check,
+                                          const Target& t);
 
 // Counting sort: the tile counts, the scan of the counts, the scatter (three kernels, in
 // that order), and the step that launches them. `outputs` lists the program outputs that

@@ -189,7 +189,8 @@ struct Executor {
   std::mutex mutex;
   std::map<std::vector<const ExprNode*>, std::unique_ptr<PreparedProgram>> programs;
   // Counters kernels leave zeroed (Arg::Kind::Ticket): [0] the reductions' last-block
-  // ticket, [1] the look-back scans' tile counter.
+  // ticket, [1] the look-back scans' tile counter, [2] the segmented reduce's "segments
+  // left to the merge path" flag.
   std::unique_ptr<DeviceArray<unsigned>> tickets;
   // Look-back status (scan.cuh's ScanTileStatus), kept across runs and never cleared
   // between launches: each launch writes and accepts only entries of its own epoch.
@@ -298,8 +299,8 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
   detail::check_output_bindings(program, plan, bound, lengths);
   const std::int64_t n = lengths[0];
   if (!ex.tickets) {
-    ex.tickets = std::make_unique<DeviceArray<unsigned>>(alloc<unsigned>(2));
-    zero(ex.tickets->data(), 2 * sizeof(unsigned));
+    ex.tickets = std::make_unique<DeviceArray<unsigned>>(alloc<unsigned>(codegen::kTickets));
+    zero(ex.tickets->data(), codegen::kTickets * sizeof(unsigned));
   }
   const codegen::Schedule schedule = plan.schedule(lengths);
   CUdeviceptr scratch_base = schedule.scratch_bytes ? scratch(schedule.scratch_bytes) : 0;

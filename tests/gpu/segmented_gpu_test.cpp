@@ -45,6 +45,9 @@ const std::vector<Shape>& shapes() {
          return static_cast<std::int64_t>(std::pow(u, -1.0 / 1.2)) - 1;
        }},
       {"random 0..4 (many empty)", [] { return std::uniform_int_distribution<std::int64_t>(0, 4)(rng()); }},
+      // Both sides of the short-segment pass's limit (8): about half the segments are left
+      // to the merge path, which skips no tile and writes only those.
+      {"random 7..10", [] { return std::uniform_int_distribution<std::int64_t>(7, 10)(rng()); }},
       // Short segments, empty ones among them, and now and then a longer one: tiles of
       // all-short segments next to tiles with one longer segment.
       {"0..32, one in 1000 of 33..40", [] {
@@ -277,6 +280,21 @@ void check_every_op(const std::vector<int>& offsets, std::int64_t n, const std::
 TEST_CASE("every segmented op matches the reference for every shape and size") {
   for (const auto& s : shapes())
     for (std::int64_t n : kSizes) check_every_op(offsets_for(s, n), n, s.name + ", n = " + std::to_string(n));
+}
+
+// FUSEFLOW_SEGMENTED_SHORT=0: the merge path alone, for programs planned while it is set,
+// so that it is checked on every shape too (after the short pass it sees only segments of
+// more than 8 elements and the tiles that hold one).
+struct MergePathAlone {
+  MergePathAlone() { setenv("FUSEFLOW_SEGMENTED_SHORT", "0", 1); }
+  ~MergePathAlone() { unsetenv("FUSEFLOW_SEGMENTED_SHORT"); }
+};
+
+TEST_CASE("the merge path alone matches the reference for every shape and size") {
+  const MergePathAlone alone;
+  for (const auto& s : shapes())
+    for (std::int64_t n : kSizes) check_all(offsets_for(s, n), n, s.name + ", merge path alone, n = " + std::to_string(n));
+  for (std::int64_t n : kSizes) check_all({0, static_cast<int>(n)}, n, "one segment, merge path alone, n = " + std::to_string(n));
 }
 
 TEST_CASE("one segment holding every element") {

@@ -100,8 +100,128 @@ struct TileSpan {
   long long i0, j0;
   int ends, elements, items;
   bool valid;  // false when the offsets decrease across the tile (ends or elements < 0)
+  bool needed;  // a segment `which` writes lies in it (else the tile is skipped, not even loaded)
   bool fast;   // no segment end, a full tile, vector-aligned: read straight into registers
 };
+
+// ---- Short segments first --------------------------------------------------------------
+//
+// Most segment-length shapes that are slow for the merge path are made of short segments
+// (millions of segments of 3): there the tile's staging, head bytes, scans and barriers cost
+// more than the bytes. So a first kernel, reduce_short_segments, takes every segment of at
+// most kShort elements, one thread each: a warp reads 32 consecutive offsets at once (each
+// offset once: a segment's end is the next lane's start), each thread folds its segment left
+// to right with unrolled, predicated loads (the warp's loads land on a few consecutive cache
+// lines), and the sums are written coalesced. A longer segment is left to the load-balanced
+// kernel: its bit is set in a mask (one 32-bit word per 32 segments, every word written), and
+// the block sets `any_deferred`. The load-balanced kernel then runs with DeferredSegments:
+// it returns at once when no segment was left, skips every tile in which no left segment
+// lies (without loading it), and writes only the left segments. A segment is either folded
+// by one thread in order, or by the merge path in order: non-commutative monoids stay exact.
+
+// Which segments reduce_by_offsets computes and writes: every one (no short-segment pass
+// ran before it).
+struct EverySegment {
+  static constexpr bool kSkips = false;  // no tile is skipped
+  __device__ __forceinline__ bool any() const { return true; }
+  __device__ __forceinline__ bool writes(long long) const { return true; }
+  __device__ __forceinline__ bool any_in(long long, long long) const { return true; }
+  __device__ __forceinline__ void reset() const {}
+};
+
+// Only the segments reduce_short_segments left: bit s % 32 of mask[s / 32]. `any_deferred`
+// is set when it left one; the last block of reduce_by_offsets zeroes it again.
+struct DeferredSegments {
+  static constexpr bool kSkips = true;
+  const unsigned* mask;
+  unsigned* any_deferred;
+  __device__ __forceinline__ bool any() const { return *any_deferred != 0u; }
+  __device__ __forceinline__ bool writes(long long s) const { return (mask[s >> 5] >> (s & 31)) & 1u; }
+  // Whether a left segment is among segments lo .. hi (none when lo > hi). Every word is
+  // read, with no early exit, so that the loads are in flight together.
+  __device__ __forceinline__ bool any_in(long long lo, long long hi) const {
+    if (lo > hi) return false;
+    const long long w0 = lo >> 5, w1 = hi >> 5;
+    unsigned found = 0u;
+#pragma unroll 4
+    for (long long w = w0; w <= w1; ++w) {
+      unsigned bits = mask[w];
+      if (w == w0) bits &= ~0u << (lo & 31);
+      if (w == w1) bits &= ~0u >> (31 - (hi & 31));
+      found |= bits;
+    }
+    return found != 0u;
+  }
+  __device__ __forceinline__ void reset() const { *any_deferred = 0u; }
+};
+
+// The short-segment pass, called by every thread of every block of the grid (any grid:
+// warps stride over chunks of kPerThread x 32 consecutive segments; thread `lane` of a warp
+// takes segments chunk + lane + 32 j). offset_at(s) is offsets[s] clamped to [0, n]; a
+// segment whose end is below its start sets *invalid (and is neither folded nor left).
+template <int kThreads, int kPerThread, int kShort, typename T, typename ValueAt, typename OffsetAt, typename Combine>
+__device__ __forceinline__ void reduce_short_segments(const long long segments, ValueAt value_at, OffsetAt offset_at,
+                                                      Combine combine, const T identity, T* out,
+                                                      unsigned* deferred_mask, unsigned* any_deferred,
+                                                      unsigned* invalid) {
+  static_assert(kThreads % kWarpSize == 0, "whole warps");
+  constexpr int kChunk = kWarpSize * kPerThread;
+  constexpr int kWarps = kThreads / kWarpSize;
+  __shared__ bool warp_deferred[kWarps];
+  const int lane = threadIdx.x % kWarpSize;
+  const long long stride = (long long)gridDim.x * kWarps * kChunk;
+  bool deferred = false;
+  for (long long chunk = ((long long)blockIdx.x * kWarps + threadIdx.x / kWarpSize) * kChunk; chunk < segments;
+       chunk += stride) {
+    // Segment s = chunk + lane + 32 j spans [start[j], end[j]).
+    long long start[kPerThread], end[kPerThread];
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      const long long s = chunk + lane + kWarpSize * j;
+      start[j] = s <= segments ? offset_at(s) : 0;
+    }
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      end[j] = shfl_down(start[j], 1);
+      // Lane 31's end is the start of the next row's lane 0 (or of the next chunk).
+      const long long next_row = shfl_idx(start[j + 1 < kPerThread ? j + 1 : j], 0);
+      if (lane == kWarpSize - 1) {
+        const long long s = chunk + kWarpSize * (j + 1);
+        end[j] = j + 1 < kPerThread ? next_row : (s <= segments ? offset_at(s) : 0);
+      }
+    }
+    T sum[kPerThread];
+    bool folded[kPerThread];
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      const long long s = chunk + lane + kWarpSize * j;
+      const long long length = end[j] - start[j];
+      if (s < segments && length < 0) *invalid = 1u;
+      folded[j] = s < segments && length >= 0 && length <= kShort;
+      sum[j] = identity;
+#pragma unroll
+      for (int k = 0; k < kShort; ++k)
+        if (folded[j] && k < length) sum[j] = combine(sum[j], value_at(start[j] + k));
+    }
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      const long long s = chunk + lane + kWarpSize * j;
+      if (folded[j]) out[s] = sum[j];
+      const unsigned left = __ballot_sync(kFullMask, s < segments && !folded[j] && end[j] >= start[j]);
+      if (lane == 0 && chunk + kWarpSize * j < segments) deferred_mask[(chunk >> 5) + j] = left;
+      deferred = deferred || left != 0u;
+    }
+  }
+  // `deferred` is the same in the whole warp (it comes from ballots): one flag per warp, one
+  // store per block at most.
+  if (lane == 0) warp_deferred[threadIdx.x / kWarpSize] = deferred;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    bool any = false;
+    for (int w = 0; w < kWarps; ++w) any = any || warp_deferred[w];
+    if (any) *any_deferred = 1u;
+  }
+}
 
 // The whole reduction, called by every thread of every block of the grid.
 //   segments: m; value_at(i): the (mapped) value of element i; vector_at(i, v): the mapped
@@ -110,7 +230,9 @@ struct TileSpan {
 //   offsets[s], clamped to [0, n] so that bad offsets never read or write out of bounds.
 //   out: m results; carry_segment, carry_value, head_value: one per block (scratch);
 //   ticket: a zeroed counter, left zeroed; invalid: set to 1 when an offset is less than
-//   the one before it (the segments concerned get unspecified values).
+//   the one before it (the segments concerned get unspecified values); which:
+//   EverySegment, or DeferredSegments after reduce_short_segments (then a tile holding no
+//   segment it left is skipped, and only those segments are written).
 //
 // Per tile (kThreads x kItems items), software-pipelined: the next tile's values and
 // segment ends are loaded into registers while this one is reduced, so a block always has
@@ -135,11 +257,15 @@ struct TileSpan {
 // with its predecessor. Decreasing offsets either leave that so (and the loads find
 // them) or make some tile's range run backwards, which is flagged too.
 template <int kThreads, int kItems, int kVec, typename T, typename ValueAt, typename VectorAt, typename OffsetAt,
-          typename Combine>
+          typename Combine, typename Which = EverySegment>
 __device__ __forceinline__ void reduce_by_offsets(const long long segments, ValueAt value_at, VectorAt vector_at,
                                                   const bool vectors_aligned, OffsetAt offset_at, Combine combine,
                                                   const T identity, T* out, long long* carry_segment, T* carry_value,
-                                                  T* head_value, unsigned* ticket, unsigned* invalid) {
+                                                  T* head_value, unsigned* ticket, unsigned* invalid,
+                                                  const Which which = Which{}) {
+  // After the short-segment pass: nothing to do when it left no segment (the whole grid
+  // returns, so no ticket is drawn and the flag stays zero).
+  if (!which.any()) return;
   constexpr int kTile = kThreads * kItems;
   constexpr int kPadded = kTile + kTile / kWarpSize;
   constexpr int kRow = kThreads + kThreads / kWarpSize;  // padded slots of kThreads consecutive elements
@@ -155,6 +281,7 @@ __device__ __forceinline__ void reduce_by_offsets(const long long segments, Valu
   constexpr int kHeadWords = (kTile + 3) / 4 + 4;
   __shared__ unsigned heads[kHeadWords];
   __shared__ long long tile_segment[kThreads];  // segment ends before each tile of a batch
+  __shared__ bool tile_needed[Which::kSkips ? kThreads : 1];  // a segment `which` writes lies in the tile
   __shared__ T thread_open[kThreads];  // the value open at each thread's first element
   __shared__ unsigned char thread_first_head[kThreads];  // each thread's first head (kItems: none)
   __shared__ T warp_tail[kWarps];    // each warp's inclusive scan of tails
@@ -194,6 +321,7 @@ __device__ __forceinline__ void reduce_by_offsets(const long long segments, Valu
     s.i0 = i0;
     s.j0 = d0 - i0;
     s.valid = i1 >= i0 && d1 - i1 >= s.j0;  // the same for the whole block: barriers stay matched
+    s.needed = !Which::kSkips || tile_needed[Which::kSkips ? t : 0];
     s.ends = (int)(i1 - i0);
     s.elements = (int)(d1 - i1 - s.j0);
     s.items = (int)(d1 - d0);
@@ -202,7 +330,7 @@ __device__ __forceinline__ void reduce_by_offsets(const long long segments, Valu
     return s;
   };
   const auto load = [&](const TileSpan& s) {
-    if (!s.valid) return;
+    if (!s.valid || !s.needed) return;
     if constexpr (kVectorTiles) {
       if (s.fast) {
         const long long at = first + s.j0 + (long long)threadIdx.x * kItems;
@@ -246,6 +374,13 @@ __device__ __forceinline__ void reduce_by_offsets(const long long segments, Valu
     __syncthreads();
     if (block_segment < 0) block_segment = open_segment = tile_segment[0];
     const int batch_tiles = (int)min((long long)(kThreads - 1), (d_end - batch + kTile - 1) / kTile);
+    if constexpr (Which::kSkips) {
+      // Tile t's segments are tile_segment[t] .. tile_segment[t + 1] (the last one open at its end).
+      if (threadIdx.x < batch_tiles)
+        tile_needed[threadIdx.x] =
+            which.any_in(tile_segment[threadIdx.x], min(tile_segment[threadIdx.x + 1], segments - 1));
+      __syncthreads();
+    }
     TileSpan next = span_of(batch, 0);
     if (batch_tiles > 0) load(next);
     for (int t = 0; t < batch_tiles; ++t) {
@@ -259,7 +394,7 @@ __device__ __forceinline__ void reduce_by_offsets(const long long segments, Valu
       if (cur.fast) {  // before the registers take the next tile
 #pragma unroll
         for (int k = 0; k < kItems; ++k) tail = combine(tail, staged_value[k]);
-      } else if (cur.valid) {
+      } else if (cur.valid && cur.needed) {
         // Stage the values and the ends; each end inside the tile marks where a segment
         // starts (several empty segments may mark the same element).
         // Element k * kThreads + t sits at padded(t) + k * kRow (kThreads is a multiple of 32):
@@ -286,6 +421,14 @@ __device__ __forceinline__ void reduce_by_offsets(const long long segments, Valu
       }
       if (!cur.valid) {
         if (threadIdx.x == 0) *invalid = 1u;
+        continue;
+      }
+      if (!cur.needed) {
+        // Every segment here was folded by the short-segment pass, and so is the one open at
+        // the tile's end, if any: whatever a later tile adds to it is never written, so it
+        // starts from the identity. (The tile was not loaded, and it stages nothing.)
+        open = identity;
+        open_segment = cur.i0 + cur.ends;
         continue;
       }
       // A staged tile: fold this thread's elements from shared memory.
@@ -391,7 +534,7 @@ __device__ __forceinline__ void reduce_by_offsets(const long long segments, Valu
           const long long s = cur.i0 + k;
           // The block's first segment began before it: earlier blocks hold its start.
           if (s == block_segment) store_global_words(head_value + blockIdx.x, v);
-          else out[s] = v;
+          else if (which.writes(s)) out[s] = v;
         }
         __syncthreads();  // values, ends and thread_open are rewritten by the next tile
       } else {
@@ -408,6 +551,7 @@ __device__ __forceinline__ void reduce_by_offsets(const long long segments, Valu
 
   // The last block completes each block's head with the carries of the blocks before it.
   if (!take_last_block_ticket(ticket)) return;
+  if (threadIdx.x == 0) which.reset();  // every block has read it: the next launch finds it zero
   const long long blocks = gridDim.x;
   const long long per_thread = (blocks + kThreads - 1) / kThreads;
   const long long lo = min(blocks, (long long)threadIdx.x * per_thread), hi = min(blocks, lo + per_thread);
@@ -420,7 +564,7 @@ __device__ __forceinline__ void reduce_by_offsets(const long long segments, Valu
   for (long long b = lo; b < hi; ++b) {
     const Carry<T> c = carry_of(b);
     const long long starts_in = b == 0 ? 0 : load_global_coherent(carry_segment + b - 1);
-    if (c.segment != starts_in && starts_in >= 0 && starts_in < segments) {
+    if (c.segment != starts_in && starts_in >= 0 && starts_in < segments && which.writes(starts_in)) {
       const T head = load_global_coherent(head_value + b);
       out[starts_in] = running.segment == starts_in ? combine(running.value, head) : head;
     }

@@ -1,26 +1,36 @@
-// Segmented reduce by offsets (CSR), any monoid: "merge path" (load-balanced).
+// Segmented reduce by offsets (CSR), any monoid: short segments one per thread, then the
+// "merge path" (load-balanced) for the rest.
 //
-// Why one strategy: the segment lengths are only known on the device, at run time, and
-// the three shapes that matter (one huge segment, random lengths 10..50, millions of
-// segments of 3) want different thread/warp/block-per-segment kernels, each of which is
-// slow on one of the others. Splitting the merge of segment ends and elements evenly
-// (ff::segmented::reduce_by_offsets in <fuseflow/segmented.cuh>) costs the same per item
-// for every shape, empty segments included: one pass over the elements and the offsets,
-// one write per segment, no second kernel. A block owns a contiguous range of tiles and
-// carries the open segment from tile to tile in order; the last block completes the
-// segments that cross block boundaries. Order is preserved throughout, so non-commutative
-// monoids (maximum segment sum) are exact, and floats give the same bits on every run.
+// The segment lengths are only known on the device, at run time, and the three shapes that
+// matter (one huge segment, random lengths 10..50, millions of segments of 3) want
+// different thread/warp/block-per-segment kernels, each of which is slow on one of the
+// others. So two kernels, each doing what it is fast at, decided per segment on the device:
+//  1. ff_segmented_short_*: a thread per segment of at most 8 elements, folded in order
+//     from unrolled loads (segments of 3 at the copy's speed); each longer segment gets a
+//     bit in a mask, and a flag says whether there was one.
+//  2. ff_segmented_reduce_*: splits the merge of segment ends and elements evenly
+//     (ff::segmented::reduce_by_offsets in <fuseflow/segmented.cuh>), so it costs the same
+//     per item for every shape: one huge segment, skew, empty segments. A block owns a
+//     contiguous range of tiles and carries the open segment from tile to tile in order;
+//     the last block completes the segments that cross block boundaries. After the short
+//     pass it returns at once when the flag is clear, skips the tiles that hold no segment
+//     left to it (without loading them), and writes only those segments.
+// Order is preserved throughout, so non-commutative monoids (maximum segment sum) are
+// exact, and floats give the same bits on every run. FUSEFLOW_SEGMENTED_SHORT=0 plans the
+// merge path alone.
 //
-// Where the time goes, and what keeps it down: the next tile is loaded into registers
-// while the current one is reduced (a block always has a tile's loads in flight); a tile
-// with no segment end (inside a long segment) is read with 16-byte vector loads straight
-// into registers and never staged; other tiles stage ends and values in padded
-// (conflict-free) shared memory, mark where segments start with a bit per element, and
-// each thread folds its consecutive elements with no branch per element; threads join
+// Where the merge path's time goes, and what keeps it down: the next tile is loaded into
+// registers while the current one is reduced (a block always has a tile's loads in
+// flight); a tile with no segment end (inside a long segment) is read with 16-byte vector
+// loads straight into registers and never staged; other tiles stage ends and values in
+// padded (conflict-free) shared memory, mark where segments start with a byte per element,
+// and each thread folds its consecutive elements with no branch per element; threads join
 // their partial segments with a ballot plus one shuffle per step (no 64-bit segment ids),
 // and one thread per segment end reads its segment's value and writes it, coalesced.
 // Tiles of 256 x 16 items for 4-byte values.
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
 #include "../array_ops.hpp"
 #include "../tile_override.hpp"
@@ -29,10 +39,10 @@ namespace fuseflow::codegen {
 
 // Static shared memory of a tile: per item one 4-byte end and one value (padded by one
 // slot in 32), a head byte per item (as words, plus 4), and per thread its tile_segment,
-// open value and first head.
+// open value, first head and whether its tile of a batch is needed (after the short pass).
 std::size_t segmented_shared_bytes(const SegmentedTuning& s, const Type& acc) {
   const std::size_t tile = static_cast<std::size_t>(s.tile()), block = static_cast<std::size_t>(s.block);
-  return (tile + tile / 32) * (4 + acc.size()) + ((tile + 3) / 4 + 4) * 4 + block * (8 + acc.size() + 1) +
+  return (tile + tile / 32) * (4 + acc.size()) + ((tile + 3) / 4 + 4) * 4 + block * (8 + acc.size() + 1 + 1) +
          (block / 32) * (4 + acc.size() + 8 + acc.size());
 }
 
@@ -59,17 +69,120 @@ SegmentedTuning segmented_tuning(const Type& acc) {
   return s;
 }
 
-Kernel emit_segmented_reduce(const std::shared_ptr<const OpNode>& node, const ReduceGroup& leaves, const ReduceGroup& offsets, int offsets_domain,
-                             int output, int check, const Target& t) {
-  const OpNode& op = *node;
-  ReduceGroup g = leaves;
-  g.reduces = {FusedReduce{node, op.values, Expr(), -1}};
+namespace {
+
+// FUSEFLOW_SEGMENTED_SHORT=0 plans the merge-path kernel alone (tests, measurements).
+bool short_pass_wanted() {
+  const char* v = std::getenv("FUSEFLOW_SEGMENTED_SHORT");
+  return !(v && std::string(v) == "0");
+}
+
+// The short-segment pass: threads per block, segments per thread (warp-striped), and the
+// longest segment one thread folds. Measured on the H100 at 2^28 (bench/RESULTS.md): a
+// thread per segment reads segments of 3 and of 1..8 at the copy's speed; longer ones are
+// better split by the merge path (a thread folding 10..50 elements reads them uncoalesced).
+constexpr int kShortBlock = 256;
+constexpr int kShortMax = 8;
+int short_per_thread(const Type& acc) { return acc.size() <= 4 ? 2 : 1; }
+
+// What both kernels read: the inputs, n, the offsets, parameters and scalar results; then
+// the output.
+std::vector<Arg> element_args(ReduceKernelWriter& k, const ReduceGroup& leaves, const ReduceGroup& offsets,
+                              int offsets_domain, int output) {
+  std::vector<Arg> args;
+  for (std::size_t j = 0; j < leaves.inputs.size(); ++j)
+    args.push_back({Arg::Kind::Input, leaves.input_ids[j], "in_" + k.input_name(j), leaves.inputs[j].type()});
+  args.push_back({Arg::Kind::Length, 0, "n", ScalarType::I64});
+  for (const Arg& a : offsets_args(offsets, offsets_domain)) args.push_back(a);
+  for (std::size_t j = 0; j < leaves.params.size(); ++j)
+    args.push_back({Arg::Kind::Param, leaves.param_ids[j], "p_" + sanitize(leaves.params[j].node().name),
+                    leaves.params[j].type()});
+  for (int s : leaves.scalars_read)
+    args.push_back({Arg::Kind::Scalar, s, "s" + std::to_string(s), leaves.slot_types[static_cast<std::size_t>(s)]});
+  args.push_back({Arg::Kind::Output, output, "out", k.acc_type()});
+  return args;
+}
+
+// value_at(i): the mapped value of element i.
+void emit_value_at(SourceWriter& w, ReduceKernelWriter& k, const ReduceGroup& leaves) {
+  std::vector<std::string> loads;
+  for (std::size_t j = 0; j < leaves.inputs.size(); ++j) loads.push_back("in_" + k.input_name(j) + "[i]");
+  w.line("const auto value_at = [&](const long long i) -> " + k.acc() + " { return " + k.element_call(loads, "i") + "; };");
+}
+
+// The translation unit: the header comment (program, strategy), includes, tuple types, body.
+std::string kernel_source(const std::string& name, const ReduceGroup& g, const std::string& strategy, CudaTypes& types,
+                          const SourceWriter& body) {
+  SourceWriter head;
+  head.line("// fuseflow kernel " + name);
+  head.line("//");
+  head.comment(g.program_text);
+  head.line("//");
+  head.comment("strategy: " + strategy);
+  head.line("#include <fuseflow/collectives.cuh>");
+  head.line("#include <fuseflow/segmented.cuh>");
+  head.line();
+  std::string defs = types.definitions();
+  return head.str() + (defs.empty() ? "" : defs + "\n") + body.str();
+}
+
+const char* kClampNote =
+    "Offsets are clamped to [0, n], so bad ones never read or write out of bounds; one outside [0, n] or below its "
+    "predecessor sets offsets_invalid, which run() reports as an error. An empty segment gives the identity.";
+
+Kernel emit_short_pass(const OpNode& op, const ReduceGroup& g, const ReduceGroup& offsets, int offsets_domain,
+                       int output, int check, const Target& t) {
+  const Type& acc = op.monoid.type();
+  const std::string name = "ff_segmented_short_" + short_type_name(acc) + "_" + sanitize(op.monoid.name());
+  ReduceKernelWriter k(g, name, ReduceKernelWriter::Partials::None);
+  const int per_thread = short_per_thread(acc);
+  std::vector<Arg> args = element_args(k, g, offsets, offsets_domain, output);
+  args.push_back({Arg::Kind::Scratch, 0, "deferred", ScalarType::U32});
+  args.push_back({Arg::Kind::Ticket, 2, "any_deferred", ScalarType::U32});
+  args.push_back({Arg::Kind::InvalidFlag, check, "offsets_invalid", ScalarType::U32});
+
+  SourceWriter w;
+  w.line("namespace {");
+  w.line("constexpr int kBlock = " + std::to_string(kShortBlock) + ";");
+  w.line("constexpr int kPerThread = " + std::to_string(per_thread) + ";  // segments per thread per step (32 apart)");
+  w.line("constexpr int kShort = " + std::to_string(kShortMax) + ";  // the longest segment a thread folds");
+  w.line("}  // namespace");
+  w.line();
+  w.line("extern \"C\" __global__ void __launch_bounds__(kBlock) " + name + "(");
+  emit_kernel_parameters(w, k.types(), args);
+  k.emit_functions(w);
+  emit_offset_at(w, k.types(), op, offsets, "a segment ending before its start is flagged too");
+  emit_value_at(w, k, g);
+  w.line("ff::segmented::reduce_short_segments<kBlock, kPerThread, kShort>(offsets_count - 1, value_at, offset_at, combine,");
+  w.line("                                                                 identity, out, deferred, any_deferred,");
+  w.line("                                                                 offsets_invalid);");
+  w.close();
+
+  Kernel out;
+  out.name = name;
+  out.block = kShortBlock;
+  out.max_grid = t.sm_count * std::max(1, t.max_threads_per_sm / kShortBlock);
+  out.items_per_block_step = kShortBlock * per_thread;  // segments
+  out.args = args;
+  out.summary = "segmented reduce, short segments first: a thread per segment of at most " + std::to_string(kShortMax) +
+                " elements (" + std::to_string(per_thread) + " per thread per step, each warp reading 32 consecutive "
+                "offsets once), folded in order with unrolled loads; longer segments are left to the merge path "
+                "(a bit each in `deferred`), which runs only if one was left; grid <= " +
+                std::to_string(out.max_grid) + " blocks of " + std::to_string(kShortBlock);
+  out.why = "millions of short segments are faster one per thread than through the merge path's tiles; the bits "
+            "leave skewed lengths to the load-balanced kernel";
+  out.source = kernel_source(name, g, out.summary + "\n" + kClampNote, k.types(), w);
+  return out;
+}
+
+Kernel emit_merge_path(const OpNode& op, const ReduceGroup& g, const ReduceGroup& offsets, int offsets_domain,
+                       int output, int check, bool after_short, const Target& t) {
   const Type& acc = op.monoid.type();
   const std::string name = "ff_segmented_reduce_" + short_type_name(acc) + "_" + sanitize(op.monoid.name());
   ReduceKernelWriter k(g, name, ReduceKernelWriter::Partials::None);
   const SegmentedTuning tuning = segmented_tuning(acc);
   // Tiles holding no segment end load vectors (1: they are staged like the others).
-  const int vec = vector_load_width(leaves);
+  const int vec = vector_load_width(g);
   const bool vector_tiles = vec > 1 && tuning.items % vec == 0;
   const std::size_t smem = segmented_shared_bytes(tuning, acc);
   // Resident blocks per SM: by threads, by shared memory, and at most 4 so that each
@@ -81,21 +194,13 @@ Kernel emit_segmented_reduce(const std::shared_ptr<const OpNode>& node, const Re
 
   CudaTypes& types = k.types();
   const std::string acc_name = k.acc();
-  std::vector<Arg> args;
-  for (std::size_t j = 0; j < leaves.inputs.size(); ++j)
-    args.push_back({Arg::Kind::Input, leaves.input_ids[j], "in_" + k.input_name(j), leaves.inputs[j].type()});
-  args.push_back({Arg::Kind::Length, 0, "n", ScalarType::I64});
-  for (const Arg& a : offsets_args(offsets, offsets_domain)) args.push_back(a);
-  for (std::size_t j = 0; j < leaves.params.size(); ++j)
-    args.push_back({Arg::Kind::Param, leaves.param_ids[j], "p_" + sanitize(leaves.params[j].node().name),
-                    leaves.params[j].type()});
-  for (int s : leaves.scalars_read)
-    args.push_back({Arg::Kind::Scalar, s, "s" + std::to_string(s), leaves.slot_types[static_cast<std::size_t>(s)]});
-  args.push_back({Arg::Kind::Output, output, "out", acc});
+  std::vector<Arg> args = element_args(k, g, offsets, offsets_domain, output);
   args.push_back({Arg::Kind::Scratch, 0, "carry_segment", ScalarType::I64});
   args.push_back({Arg::Kind::Scratch, 1, "carry_value", acc});
   args.push_back({Arg::Kind::Scratch, 2, "head_value", acc});
+  if (after_short) args.push_back({Arg::Kind::Scratch, 3, "deferred", ScalarType::U32});
   args.push_back({Arg::Kind::Ticket, 0, "ticket", ScalarType::U32});
+  if (after_short) args.push_back({Arg::Kind::Ticket, 2, "any_deferred", ScalarType::U32});
   args.push_back({Arg::Kind::InvalidFlag, check, "offsets_invalid", ScalarType::U32});
 
   SourceWriter w;
@@ -111,13 +216,12 @@ Kernel emit_segmented_reduce(const std::shared_ptr<const OpNode>& node, const Re
   k.emit_functions(w);
   // offset_at(s): offsets[s] (any integral map of the offsets' inputs), clamped to [0, n].
   emit_offset_at(w, types, op, offsets, "reduce_by_offsets flags decreasing ones");
-  std::vector<std::string> loads, vector_loads, misaligned;
-  for (std::size_t j = 0; j < leaves.inputs.size(); ++j) {
-    loads.push_back("in_" + k.input_name(j) + "[i]");
+  emit_value_at(w, k, g);
+  std::vector<std::string> vector_loads, misaligned;
+  for (std::size_t j = 0; j < g.inputs.size(); ++j) {
     vector_loads.push_back(k.input_name(j) + "_v.v[k]");
     misaligned.push_back("ff::misalignment<kVec>(in_" + k.input_name(j) + ")");
   }
-  w.line("const auto value_at = [&](const long long i) -> " + acc_name + " { return " + k.element_call(loads, "i") + "; };");
   w.comment(vector_tiles ? "A tile holding no segment end is read with vector loads straight into registers, when every\n"
                            "input is aligned to a whole vector (otherwise it is staged like the others)."
                          : "Vector loads would not fit the tile layout (kItems % kVec != 0, or tuple inputs): every tile is\n"
@@ -126,15 +230,19 @@ Kernel emit_segmented_reduce(const std::shared_ptr<const OpNode>& node, const Re
   for (std::size_t j = 0; j < misaligned.size(); ++j) aligned += (j ? " | " : "") + misaligned[j];
   w.line("const bool vectors_aligned = " + (aligned.empty() ? std::string("true") : "(" + aligned + ") == 0") + ";");
   w.open("const auto vector_at = [&](const long long i, " + acc_name + "* v)");
-  for (std::size_t j = 0; j < leaves.inputs.size(); ++j)
-    w.line("const ff::Vec<" + types.name(leaves.inputs[j].type()) + ", kVec> " + k.input_name(j) + "_v = ff::load_vec<kVec>(in_" +
+  for (std::size_t j = 0; j < g.inputs.size(); ++j)
+    w.line("const ff::Vec<" + types.name(g.inputs[j].type()) + ", kVec> " + k.input_name(j) + "_v = ff::load_vec<kVec>(in_" +
            k.input_name(j) + " + i);");
   w.line("#pragma unroll");
   w.line("for (int k = 0; k < kVec; ++k) v[k] = " + k.element_call(vector_loads, "i + k") + ";");
   w.close("};");
+  if (after_short)
+    w.comment("Only the segments the short-segment pass left (their bits in `deferred`): the kernel returns at once\n"
+              "when there is none, and skips the tiles that hold none.");
   w.line("ff::segmented::reduce_by_offsets<kBlock, kItems, kVec>(offsets_count - 1, value_at, vector_at, vectors_aligned, offset_at,");
   w.line("                                                       combine, identity, out, carry_segment, carry_value, head_value,");
-  w.line("                                                       ticket, offsets_invalid);");
+  w.line(std::string("                                                       ticket, offsets_invalid") +
+         (after_short ? ", ff::segmented::DeferredSegments{deferred, any_deferred});" : ");"));
   w.close();
 
   Kernel out;
@@ -150,25 +258,28 @@ Kernel emit_segmented_reduce(const std::shared_ptr<const OpNode>& node, const Re
                               : std::string("every tile staged")) +
                 ", the next tile prefetched into registers, grid <= " +
                 std::to_string(max_grid) + " (" + std::to_string(blocks_per_sm) + " x " + std::to_string(t.sm_count) +
-                " SMs), each block a contiguous range of tiles";
+                " SMs), each block a contiguous range of tiles" +
+                (after_short ? "; only the segments the short pass left, tiles without one skipped" : "");
   out.why = "segment lengths are known only on the device: splitting elements and segment ends evenly is fast for "
             "one huge segment, random lengths and millions of tiny or empty segments alike, and keeps element order" +
             std::string(op.monoid.is_commutative() ? "" : " (the monoid is non-commutative)");
-  SourceWriter head;
-  head.line("// fuseflow kernel " + name);
-  head.line("//");
-  head.comment(g.program_text);
-  head.line("//");
-  head.comment("strategy: " + out.summary +
-               "\nOffsets are clamped to [0, n], so bad ones never read or write out of bounds; one outside [0, n] or "
-               "below its predecessor sets offsets_invalid, which run() reports as an error. An empty segment gives the "
-               "identity.");
-  head.line("#include <fuseflow/collectives.cuh>");
-  head.line("#include <fuseflow/segmented.cuh>");
-  head.line();
-  std::string defs = types.definitions();
-  out.source = head.str() + (defs.empty() ? "" : defs + "\n") + w.str();
+  out.source = kernel_source(name, g, out.summary + "\n" + kClampNote, types, w);
   return out;
+}
+
+}  // namespace
+
+std::vector<Kernel> emit_segmented_reduce(const std::shared_ptr<const OpNode>& node, const ReduceGroup& leaves,
+                                          const ReduceGroup& offsets, int offsets_domain, int output, int check,
+                                          const Target& t) {
+  const OpNode& op = *node;
+  ReduceGroup g = leaves;
+  g.reduces = {FusedReduce{node, op.values, Expr(), -1}};
+  std::vector<Kernel> kernels;
+  const bool after_short = short_pass_wanted();
+  if (after_short) kernels.push_back(emit_short_pass(op, g, offsets, offsets_domain, output, check, t));
+  kernels.push_back(emit_merge_path(op, g, offsets, offsets_domain, output, check, after_short, t));
+  return kernels;
 }
 
 }  // namespace fuseflow::codegen

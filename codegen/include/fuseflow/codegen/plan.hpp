@@ -19,6 +19,8 @@ namespace fuseflow::codegen {
 // Epochs of the look-back status: 30 bits beside a 2-bit flag (scan.cuh's StatusEntries,
 // whose kMaxLookbackEpoch is the same).
 constexpr unsigned kMaxLookbackEpoch = (1u << 30) - 1;
+// How many counters Arg::Kind::Ticket indexes (the runtime allocates them once, zeroed).
+constexpr int kTickets = 3;
 
 // One kernel argument, resolved by the executor when it launches.
 struct Arg {
@@ -35,7 +37,9 @@ struct Arg {
     Scratch,     // T* to scratch buffer `index` (contents unspecified at the start of a run)
     Ticket,      // unsigned* to a zeroed counter that kernels leave zeroed: `index` 0 is the
                  // last-block ticket of reductions, 1 the tile counter of look-back scans
-                 // (scan.cuh's draw_tile_id); a kernel may use both
+                 // (scan.cuh's draw_tile_id), 2 the flag the segmented reduce's short pass
+                 // sets when it leaves segments to its second kernel (which zeroes it); a
+                 // kernel may use several
     TileStatus,  // void* to the look-back status (scan.cuh's ScanTileStatus), at least
                  // Launch::status_bytes long; it is not cleared between launches (see Epoch)
     Epoch,       // unsigned by value: the launch's look-back epoch, 1 ... kMaxLookbackEpoch,
