@@ -117,8 +117,10 @@ std::function<void(std::int64_t, ScheduleBuilder&)> step_for(int index, const Ke
 }
 
 // The segmented reduce's launches: with s segments (s + 1 offsets), the short-segment pass
-// over s segments, then the merge path over n + s items (elements + segment ends); nothing
-// without segments. The two share the mask of segments the first leaves to the second.
+// over s segments when they average at most kShortSegment elements (n <= kShortSegment x
+// s: the merge path's kernel makes the same test, and takes every segment when it fails),
+// then the merge path over n + s items (elements + segment ends); nothing without
+// segments. The two share the mask of segments the first leaves to the second.
 std::function<void(std::int64_t, ScheduleBuilder&)> segmented_reduce_step(int first, const std::vector<Kernel>& ks,
                                                                           int domain) {
   const bool short_pass = ks.size() == 2;
@@ -140,7 +142,7 @@ std::function<void(std::int64_t, ScheduleBuilder&)> segmented_reduce_step(int fi
     m.n = n;
     m.grid = grid_for(n + segments, merge_per_block, merge_grid);
     for (std::size_t bytes : carries) m.scratch.push_back(b.allocate(bytes));
-    if (short_pass) {
+    if (short_pass && n <= kShortSegment * segments) {
       const std::size_t mask = b.allocate(static_cast<std::size_t>((segments + 31) / 32) * sizeof(std::uint32_t));
       m.scratch.push_back(mask);
       Launch s;
@@ -149,6 +151,8 @@ std::function<void(std::int64_t, ScheduleBuilder&)> segmented_reduce_step(int fi
       s.grid = grid_for(segments, short_per_block, short_grid);
       s.scratch = {mask};
       b.launch(std::move(s));
+    } else if (short_pass) {
+      m.scratch.push_back(0);  // the mask, which the merge path does not read then
     }
     b.launch(std::move(m));
   };

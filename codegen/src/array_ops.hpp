@@ -75,10 +75,15 @@ std::function<void(std::int64_t, ScheduleBuilder&)> counting_sort_step(int first
 // The offsets of a segmented op (segment_offsets.cpp): their kernel arguments (an
 // off_<name> pointer per input, then offsets_count, the length of their domain) and the
 // device lambda offset_at(s), offsets[s] clamped to [0, n] and flagged in offsets_invalid
-// when outside; `note` says in the comment who flags decreasing offsets.
+// when outside; `note` says in the comment who flags decreasing offsets; `flag` is the
+// statement that flags one (a kernel may set a local and store it once, at its end).
 std::vector<Arg> offsets_args(const ReduceGroup& offsets, int domain);
 void emit_offset_at(SourceWriter& w, CudaTypes& types, const OpNode& op, const ReduceGroup& offsets,
-                    const std::string& note);
+                    const std::string& note, const std::string& flag = "*offsets_invalid = 1u");
+
+// The longest segment the segmented reduce's short pass folds (a thread each); the pass
+// runs when the segments average at most this many elements (n <= this x segments).
+inline constexpr std::int64_t kShortSegment = 8;
 
 // Tuning of the segmented reduction, shared by its emitter and its schedule step.
 struct SegmentedTuning {

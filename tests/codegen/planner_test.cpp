@@ -390,6 +390,48 @@ TEST_CASE("scan kernels that write their outputs tile by tile may write in place
   CHECK(!ff::codegen::plan(ff::Program(x * 2.0f), sm90()).kernels[0].in_place);
 }
 
+TEST_CASE("a segmented reduce runs the short-segment pass when its segments average at most 8 elements") {
+  auto x = ff::input<float>("x");
+  auto o = ff::input<int>("offsets");
+  const ff::codegen::Plan p = ff::codegen::plan(ff::Program(ff::segmented_reduce(x, o, ff::plus)), sm90());
+  REQUIRE(p.kernels.size() == 2);
+  CHECK(p.kernels[0].name == "ff_segmented_short_f32_plus");
+  CHECK(p.kernels[1].name == "ff_segmented_reduce_f32_plus");
+  CHECK_FALSE(p.kernels[0].any_grid);  // a block per 512 segments, all launched at once
+  // lengths: n, then the offsets' (segments + 1).
+  const auto launches = [&](std::int64_t n, std::int64_t segments) { return p.schedule({n, segments + 1}).launches; };
+  // 1000 segments of 3: both, the short pass with ceil(1000 / 512) = 2 blocks, the merge
+  // path over 3000 + 1000 items = one tile of 4096.
+  const std::vector<ff::codegen::Launch> short3 = launches(3000, 1000);
+  REQUIRE(short3.size() == 2);
+  CHECK(short3[0].kernel == 0);
+  CHECK(short3[0].grid == 2);
+  CHECK(short3[1].kernel == 1);
+  CHECK(short3[1].grid == 1);
+  // They share the mask: the short pass's only scratch is the merge path's last (after the
+  // three carry arrays), 1000 bits in 32 words.
+  REQUIRE(short3[0].scratch.size() == 1);
+  REQUIRE(short3[1].scratch.size() == 4);
+  CHECK(short3[0].scratch[0] == short3[1].scratch[3]);
+  // An average of 8 elements still takes the pass; 9, or one long segment, does not.
+  CHECK(launches(8000, 1000).size() == 2);
+  CHECK(launches(8001, 1000).size() == 1);
+  CHECK(launches(9000, 1000).at(0).kernel == 1);
+  CHECK(launches(std::int64_t{1} << 28, 1).size() == 1);
+  // 2^28 elements in segments of 3: 2^28 / 3 segments, a block per 512.
+  const std::int64_t m = (std::int64_t{1} << 28) / 3;
+  CHECK(launches(3 * m, m).at(0).grid == (m + 511) / 512);
+  CHECK(launches(1000, 0).empty());
+  // FUSEFLOW_SEGMENTED_SHORT=0: the merge path alone, without the mask and the flag.
+  ::setenv("FUSEFLOW_SEGMENTED_SHORT", "0", 1);
+  const ff::codegen::Plan alone = ff::codegen::plan(ff::Program(ff::segmented_reduce(x, o, ff::plus)), sm90());
+  ::unsetenv("FUSEFLOW_SEGMENTED_SHORT");
+  REQUIRE(alone.kernels.size() == 1);
+  CHECK(alone.kernels[0].source.find("DeferredSegments") == std::string::npos);
+  REQUIRE(alone.schedule({3000, 1001}).launches.size() == 1);
+  CHECK(alone.schedule({3000, 1001}).launches[0].scratch.size() == 3);
+}
+
 TEST_CASE("FUSEFLOW_SEGMENTED_TILE sets the segmented reduce's tile shape, and a bad one is a GraphError") {
   auto x = ff::input<float>("x");
   auto o = ff::input<int>("offsets");

@@ -45,9 +45,17 @@ const std::vector<Shape>& shapes() {
          return static_cast<std::int64_t>(std::pow(u, -1.0 / 1.2)) - 1;
        }},
       {"random 0..4 (many empty)", [] { return std::uniform_int_distribution<std::int64_t>(0, 4)(rng()); }},
-      // Both sides of the short-segment pass's limit (8): about half the segments are left
-      // to the merge path, which skips no tile and writes only those.
-      {"random 7..10", [] { return std::uniform_int_distribution<std::int64_t>(7, 10)(rng()); }},
+      // Both sides of the short-segment pass's limit (8 elements; it runs when the segments
+      // average at most 8): a third of the segments are left to the merge path, whose
+      // tiles all hold some, and which writes only those.
+      {"random 5..10", [] { return std::uniform_int_distribution<std::int64_t>(5, 10)(rng()); }},
+      // Short segments and, one in 2000, a long one (average about 5): the short pass
+      // runs, and the merge path skips the tiles between the long ones.
+      {"0..8, one in 2000 of 9..5000", [] {
+         return std::uniform_int_distribution<int>(0, 1999)(rng()) == 0
+                    ? std::uniform_int_distribution<std::int64_t>(9, 5000)(rng())
+                    : std::uniform_int_distribution<std::int64_t>(0, 8)(rng());
+       }},
       // Short segments, empty ones among them, and now and then a longer one: tiles of
       // all-short segments next to tiles with one longer segment.
       {"0..32, one in 1000 of 33..40", [] {

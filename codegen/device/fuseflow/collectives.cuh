@@ -42,6 +42,21 @@ __device__ __forceinline__ T shfl_idx(const T& value, int lane) {
   return shuffle_words(value, [lane](unsigned w) { return __shfl_sync(kFullMask, w, lane); });
 }
 
+// Stores a value that is written once and not read again by this kernel (__stcs: evict
+// first, so streams of results do not push the inputs' lines out of the caches). Plain
+// structs go word by word; values of other sizes or alignments take a plain store.
+template <typename T>
+__device__ __forceinline__ void store_streaming(T* p, const T& value) {
+  if constexpr (sizeof(T) % 4 == 0 && alignof(T) >= 4) {
+    unsigned words[sizeof(T) / 4];
+    memcpy(words, &value, sizeof(T));
+#pragma unroll
+    for (int k = 0; k < (int)(sizeof(T) / 4); ++k) __stcs(reinterpret_cast<unsigned*>(p) + k, words[k]);
+  } else {
+    *p = value;
+  }
+}
+
 // Reduces a full warp in lane order; lane 0 ends with x0 . x1 . ... . x31.
 // After the step with offset d, lanes that are multiples of 2d hold the combination of
 // the 2d consecutive lanes starting at them, so operands are always adjacent ranges.

@@ -20,7 +20,7 @@ std::vector<Arg> offsets_args(const ReduceGroup& offsets, int domain) {
 }
 
 void emit_offset_at(SourceWriter& w, CudaTypes& types, const OpNode& op, const ReduceGroup& offsets,
-                    const std::string& note) {
+                    const std::string& note, const std::string& flag) {
   w.line("// Offsets outside [0, n] are clamped, so nothing is read out of bounds, and flagged: the runtime");
   w.line("// reports them after the run (" + note + ").");
   w.open("const auto offset_at = [&](const long long i) -> long long");
@@ -31,7 +31,7 @@ void emit_offset_at(SourceWriter& w, CudaTypes& types, const OpNode& op, const R
     throw GraphError(std::string("codegen: unexpected leaf in ") + op_name(op.kind) + "'s offsets: " + to_string(leaf));
   }, "o");
   w.line("const long long offset = (long long)" + e.emit(op.offsets) + ";");
-  w.line("if (offset < 0 || offset > n) *offsets_invalid = 1u;");
+  w.line("if (offset < 0 || offset > n) " + flag + ";");
   w.line("return offset < 0 ? 0 : (offset > n ? n : offset);");
   w.close("};");
 }

@@ -30,6 +30,7 @@
 // Tiles of 256 x 16 items for 4-byte values.
 #include <algorithm>
 #include <cstdlib>
+#include <limits>
 #include <string>
 
 #include "../array_ops.hpp"
@@ -77,12 +78,12 @@ bool short_pass_wanted() {
   return !(v && std::string(v) == "0");
 }
 
-// The short-segment pass: threads per block, segments per thread (warp-striped), and the
-// longest segment one thread folds. Measured on the H100 at 2^28 (bench/RESULTS.md): a
-// thread per segment reads segments of 3 and of 1..8 at the copy's speed; longer ones are
-// better split by the merge path (a thread folding 10..50 elements reads them uncoalesced).
+// The short-segment pass: threads per block and segments per thread (warp-striped); the
+// longest segment one thread folds is kShortSegment. Measured on the H100 at 2^28
+// (bench/RESULTS.md, eleventh run): segments of 3 in 640 us (the merge path: 1218), with 2
+// segments per thread 12% faster than 4; longer segments are better split by the merge
+// path (a thread folding 10..50 elements reads them uncoalesced).
 constexpr int kShortBlock = 256;
-constexpr int kShortMax = 8;
 int short_per_thread(const Type& acc) { return acc.size() <= 4 ? 2 : 1; }
 
 // What both kernels read: the inputs, n, the offsets, parameters and scalar results; then
@@ -145,30 +146,37 @@ Kernel emit_short_pass(const OpNode& op, const ReduceGroup& g, const ReduceGroup
   w.line("namespace {");
   w.line("constexpr int kBlock = " + std::to_string(kShortBlock) + ";");
   w.line("constexpr int kPerThread = " + std::to_string(per_thread) + ";  // segments per thread per step (32 apart)");
-  w.line("constexpr int kShort = " + std::to_string(kShortMax) + ";  // the longest segment a thread folds");
+  w.line("constexpr int kShort = " + std::to_string(kShortSegment) + ";  // the longest segment a thread folds");
   w.line("}  // namespace");
   w.line();
   w.line("extern \"C\" __global__ void __launch_bounds__(kBlock) " + name + "(");
   emit_kernel_parameters(w, k.types(), args);
   k.emit_functions(w);
-  emit_offset_at(w, k.types(), op, offsets, "a segment ending before its start is flagged too");
+  w.line("bool out_of_range = false;  // stored once, at the end: a store in the loop would slow it by 10%");
+  emit_offset_at(w, k.types(), op, offsets, "a segment ending before its start is flagged too", "out_of_range = true");
   emit_value_at(w, k, g);
-  w.line("ff::segmented::reduce_short_segments<kBlock, kPerThread, kShort>(offsets_count - 1, value_at, offset_at, combine,");
+  w.line("ff::segmented::reduce_short_segments<kBlock, kPerThread, kShort>(n, offsets_count - 1, value_at, offset_at, combine,");
   w.line("                                                                 identity, out, deferred, any_deferred,");
   w.line("                                                                 offsets_invalid);");
+  w.line("if (out_of_range) *offsets_invalid = 1u;");
   w.close();
 
   Kernel out;
   out.name = name;
   out.block = kShortBlock;
-  out.max_grid = t.sm_count * std::max(1, t.max_threads_per_sm / kShortBlock);
+  // A warp per chunk of segments, all launched at once: measured on the H100 at 2^28, 1-6%
+  // faster than a resident grid striding over them (segments of 3, 1..8).
+  out.max_grid = std::numeric_limits<int>::max();
+  out.any_grid = false;
   out.items_per_block_step = kShortBlock * per_thread;  // segments
   out.args = args;
-  out.summary = "segmented reduce, short segments first: a thread per segment of at most " + std::to_string(kShortMax) +
+  out.summary = "segmented reduce, short segments first: a thread per segment of at most " + std::to_string(kShortSegment) +
                 " elements (" + std::to_string(per_thread) + " per thread per step, each warp reading 32 consecutive "
                 "offsets once), folded in order with unrolled loads; longer segments are left to the merge path "
-                "(a bit each in `deferred`), which runs only if one was left; grid <= " +
-                std::to_string(out.max_grid) + " blocks of " + std::to_string(kShortBlock);
+                "(a bit each in `deferred`), which returns at once if none was left; launched when the segments "
+                "average at most " + std::to_string(kShortSegment) + " elements (n <= " + std::to_string(kShortSegment) +
+                " x segments), else the merge path takes every segment; a block of " + std::to_string(kShortBlock) +
+                " per " + std::to_string(kShortBlock * per_thread) + " segments";
   out.why = "millions of short segments are faster one per thread than through the merge path's tiles; the bits "
             "leave skewed lengths to the load-balanced kernel";
   out.source = kernel_source(name, g, out.summary + "\n" + kClampNote, k.types(), w);
@@ -209,6 +217,9 @@ Kernel emit_merge_path(const OpNode& op, const ReduceGroup& g, const ReduceGroup
   w.line("constexpr int kItems = " + std::to_string(tuning.items) + ";  // merge items (elements + segment ends) per thread per tile");
   w.line("constexpr int kVec = " + std::to_string(vec) + ";  // elements per vector load in tiles with no segment end");
   w.line("constexpr int kMinBlocks = " + std::to_string(blocks_per_sm) + ";  // resident blocks per SM (the grid is sized for them)");
+  if (after_short)
+    w.line("constexpr long long kShortAverage = " + std::to_string(kShortSegment) +
+           ";  // the short pass ran when n <= this x segments");
   w.line("}  // namespace");
   w.line();
   w.line("extern \"C\" __global__ void __launch_bounds__(kBlock, kMinBlocks) " + name + "(");
@@ -236,13 +247,16 @@ Kernel emit_merge_path(const OpNode& op, const ReduceGroup& g, const ReduceGroup
   w.line("#pragma unroll");
   w.line("for (int k = 0; k < kVec; ++k) v[k] = " + k.element_call(vector_loads, "i + k") + ";");
   w.close("};");
-  if (after_short)
+  if (after_short) {
     w.comment("Only the segments the short-segment pass left (their bits in `deferred`): the kernel returns at once\n"
-              "when there is none, and skips the tiles that hold none.");
+              "when there is none, and skips the tiles that hold none. Every segment when the pass did not run\n"
+              "(the segments average more than kShortAverage elements).");
+    w.line("const bool every = n > kShortAverage * (offsets_count - 1);");
+  }
   w.line("ff::segmented::reduce_by_offsets<kBlock, kItems, kVec>(offsets_count - 1, value_at, vector_at, vectors_aligned, offset_at,");
   w.line("                                                       combine, identity, out, carry_segment, carry_value, head_value,");
   w.line(std::string("                                                       ticket, offsets_invalid") +
-         (after_short ? ", ff::segmented::DeferredSegments{deferred, any_deferred});" : ");"));
+         (after_short ? ", ff::segmented::DeferredSegments{deferred, any_deferred, every});" : ");"));
   w.close();
 
   Kernel out;
