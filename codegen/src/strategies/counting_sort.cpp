@@ -90,16 +90,8 @@ void emit_element_function(SourceWriter& w, CudaTypes& types, const ReduceGroup&
 
 std::string source(const std::string& name, const ReduceGroup& g, const std::string& summary, const std::string& note,
                    const CudaTypes& types, const SourceWriter& body) {
-  SourceWriter head;
-  head.line("// fuseflow kernel " + name);
-  head.line("//");
-  head.comment(g.program_text);
-  head.line("//");
-  head.comment("strategy: " + summary + (note.empty() ? "" : "\n" + note));
-  head.line("#include <fuseflow/counting_sort.cuh>");
-  head.line();
-  std::string defs = types.definitions();
-  return head.str() + (defs.empty() ? "" : defs + "\n") + body.str();
+  return kernel_source(name, g.program_text, "strategy: " + summary + (note.empty() ? "" : "\n" + note),
+                       {"counting_sort.cuh"}, types, body.str());
 }
 
 const char* kWhy =

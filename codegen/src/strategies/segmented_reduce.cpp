@@ -112,19 +112,10 @@ void emit_value_at(SourceWriter& w, ReduceKernelWriter& k, const ReduceGroup& le
 }
 
 // The translation unit: the header comment (program, strategy), includes, tuple types, body.
-std::string kernel_source(const std::string& name, const ReduceGroup& g, const std::string& strategy, CudaTypes& types,
-                          const SourceWriter& body) {
-  SourceWriter head;
-  head.line("// fuseflow kernel " + name);
-  head.line("//");
-  head.comment(g.program_text);
-  head.line("//");
-  head.comment("strategy: " + strategy);
-  head.line("#include <fuseflow/collectives.cuh>");
-  head.line("#include <fuseflow/segmented.cuh>");
-  head.line();
-  std::string defs = types.definitions();
-  return head.str() + (defs.empty() ? "" : defs + "\n") + body.str();
+std::string segmented_source(const std::string& name, const ReduceGroup& g, const std::string& strategy,
+                             const CudaTypes& types, const SourceWriter& body) {
+  return kernel_source(name, g.program_text, "strategy: " + strategy, {"collectives.cuh", "segmented.cuh"}, types,
+                       body.str());
 }
 
 const char* kClampNote =
@@ -179,7 +170,7 @@ Kernel emit_short_pass(const OpNode& op, const ReduceGroup& g, const ReduceGroup
                 " per " + std::to_string(kShortBlock * per_thread) + " segments";
   out.why = "millions of short segments are faster one per thread than through the merge path's tiles; the bits "
             "leave skewed lengths to the load-balanced kernel";
-  out.source = kernel_source(name, g, out.summary + "\n" + kClampNote, k.types(), w);
+  out.source = segmented_source(name, g, out.summary + "\n" + kClampNote, k.types(), w);
   return out;
 }
 
@@ -277,7 +268,7 @@ Kernel emit_merge_path(const OpNode& op, const ReduceGroup& g, const ReduceGroup
   out.why = "segment lengths are known only on the device: splitting elements and segment ends evenly is fast for "
             "one huge segment, random lengths and millions of tiny or empty segments alike, and keeps element order" +
             std::string(op.monoid.is_commutative() ? "" : " (the monoid is non-commutative)");
-  out.source = kernel_source(name, g, out.summary + "\n" + kClampNote, types, w);
+  out.source = segmented_source(name, g, out.summary + "\n" + kClampNote, types, w);
   return out;
 }
 
