@@ -123,7 +123,7 @@ const char* kClampNote =
     "predecessor sets offsets_invalid, which run() reports as an error. An empty segment gives the identity.";
 
 Kernel emit_short_pass(const OpNode& op, const ReduceGroup& g, const ReduceGroup& offsets, int offsets_domain,
-                       int output, int check, const Target& t) {
+                       int output, int check) {
   const Type& acc = op.monoid.type();
   const std::string name = "ff_segmented_short_" + short_type_name(acc) + "_" + sanitize(op.monoid.name());
   ReduceKernelWriter k(g, name, ReduceKernelWriter::Partials::None);
@@ -282,7 +282,7 @@ std::vector<Kernel> emit_segmented_reduce(const std::shared_ptr<const OpNode>& n
   g.reduces = {FusedReduce{node, op.values, Expr(), -1}};
   std::vector<Kernel> kernels;
   const bool after_short = short_pass_wanted();
-  if (after_short) kernels.push_back(emit_short_pass(op, g, offsets, offsets_domain, output, check, t));
+  if (after_short) kernels.push_back(emit_short_pass(op, g, offsets, offsets_domain, output, check));
   kernels.push_back(emit_merge_path(op, g, offsets, offsets_domain, output, check, after_short, t));
   return kernels;
 }
