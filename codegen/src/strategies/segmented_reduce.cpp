@@ -5,16 +5,18 @@
 // matter (one huge segment, random lengths 10..50, millions of segments of 3) want
 // different thread/warp/block-per-segment kernels, each of which is slow on one of the
 // others. So two kernels, each doing what it is fast at, decided per segment on the device:
-//  1. ff_segmented_short_*: a thread per segment of at most 8 elements, folded in order
-//     from unrolled loads (segments of 3 at the copy's speed); each longer segment gets a
-//     bit in a mask, and a flag says whether there was one.
+//  1. ff_segmented_short_*, launched when the segments average at most 8 elements (n <= 8 x
+//     segments, which the host knows): a thread per segment of at most 8 elements, folded
+//     in order from unrolled loads (segments of 3 at the copy's speed); each longer segment
+//     gets a bit in a mask, and a flag says whether there was one.
 //  2. ff_segmented_reduce_*: splits the merge of segment ends and elements evenly
 //     (ff::segmented::reduce_by_offsets in <fuseflow/segmented.cuh>), so it costs the same
 //     per item for every shape: one huge segment, skew, empty segments. A block owns a
 //     contiguous range of tiles and carries the open segment from tile to tile in order;
 //     the last block completes the segments that cross block boundaries. After the short
 //     pass it returns at once when the flag is clear, skips the tiles that hold no segment
-//     left to it (without loading them), and writes only those segments.
+//     left to it (without loading them), and writes only those segments; when the short
+//     pass was not launched (the same test, made in the kernel) it takes every segment.
 // Order is preserved throughout, so non-commutative monoids (maximum segment sum) are
 // exact, and floats give the same bits on every run. FUSEFLOW_SEGMENTED_SHORT=0 plans the
 // merge path alone.
