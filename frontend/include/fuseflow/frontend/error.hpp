@@ -19,4 +19,20 @@ class GraphError : public Error {
   explicit GraphError(const std::string& message) : Error("fuseflow: " + message) {}
 };
 
+// An option or environment value is wrong: FUSEFLOW_SCAN_TILE=abc, a cache limit of 0 ...
+// The message names the option, the value given and what was expected.
+class ConfigError : public Error {
+ public:
+  explicit ConfigError(const std::string& message) : Error("fuseflow: " + message) {}
+};
+
+// A broken invariant inside fuseflow itself, never the user's doing: the message says
+// what broke and asks for a report.
+class InternalError : public Error {
+ public:
+  explicit InternalError(const std::string& message)
+      : Error("fuseflow: internal error: " + message +
+              " (this is a bug in fuseflow; please report it with the program, e.g. its FUSEFLOW_DUMP output)") {}
+};
+
 }  // namespace fuseflow

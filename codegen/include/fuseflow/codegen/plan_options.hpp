@@ -1,0 +1,37 @@
+#pragma once
+// What the caller may override in a plan: tile shapes and thresholds for tuning studies
+// and tests. The defaults are the strategies' tuning policies (per target); a field left
+// unset keeps the policy's value. The runtime fills these from its configuration (the
+// FUSEFLOW_* variables, read once in runtime/src/config.cpp); codegen never reads the
+// environment. Every field is part of the plan, so the kernel cache keeps variants apart.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace fuseflow::codegen {
+
+// A tile: threads per block, items per thread and, when > 0, blocks per SM asked of
+// __launch_bounds__.
+struct TileShape {
+  int block = 0;
+  int items = 0;
+  int min_blocks = 0;
+  bool operator==(const TileShape&) const = default;
+};
+
+struct PlanOptions {
+  std::optional<TileShape> scan_tile;       // FUSEFLOW_SCAN_TILE: every look-back scan's tile
+  std::optional<TileShape> filter_tile;     // FUSEFLOW_FILTER_TILE: the compaction's tile
+  std::optional<TileShape> segmented_tile;  // FUSEFLOW_SEGMENTED_TILE: the merge path's tile
+  // FUSEFLOW_SCAN_STAGED_FROM: the element count from which scans and compactions take
+  // their large-n kernel (the policy says 2^24).
+  std::optional<std::int64_t> scan_staged_from;
+  bool scan_pipeline = true;    // FUSEFLOW_SCAN_PIPELINE=0: no pipelined (sm_90) kernels
+  bool segmented_short = true;  // FUSEFLOW_SEGMENTED_SHORT=0: the merge path alone
+
+  bool operator==(const PlanOptions&) const = default;
+  // A stable text of every field set, for cache keys and explain(); empty for defaults.
+  std::string key() const;
+};
+
+}  // namespace fuseflow::codegen
