@@ -1,0 +1,263 @@
+#!/usr/bin/env python3
+"""Compare two sets of fuseflow-bench runs (a baseline and the current tree), as
+scripts/bench_compare.sh makes them: RUNS/<side>/r<round>/<group>/bench*.csv.
+
+usage: compare.py RUNS [--threshold PCT] [--full FILE] [--baseline-name S] [--current-name S]
+
+Rows are matched by (mode, op, n); a row measured in several rounds keeps its best
+(lowest) time on each side. Prints a short table (ratios current / baseline, one line per
+op, one column per size, '!' where the current tree is more than PCT percent slower) and
+the flagged rows; --full writes every row side by side (both times, the ratio, CUB's
+times on the same runs) plus the compile and latency figures. Exit status 0, also when
+rows are flagged: the table is the verdict, not the status.
+"""
+import argparse
+import csv
+import glob
+import math
+import os
+import statistics
+import sys
+from collections import defaultdict
+
+SIDES = ("baseline", "current")
+
+
+def num(s):
+    try:
+        v = float(s)
+    except (TypeError, ValueError):
+        return math.nan
+    return v
+
+
+def best(values):
+    vals = [v for v in values if not math.isnan(v)]
+    return min(vals) if vals else math.nan
+
+
+def load(runs, side, name):
+    """Every row of every bench CSV called `name` under runs/side, with its round."""
+    rows = []
+    for path in sorted(glob.glob(os.path.join(runs, side, "r*", "*", name))):
+        rnd = path.split(os.sep)[-3]
+        with open(path, newline="") as f:
+            for r in csv.DictReader(f):
+                r["_round"] = rnd
+                rows.append(r)
+    return rows
+
+
+def main_rows(runs):
+    """{side: {(mode, op, n): {"ff": best us, "cub": best us, "check": str}}}"""
+    out = {}
+    for side in SIDES:
+        acc = defaultdict(lambda: {"ff": [], "cub": [], "check": set()})
+        for r in load(runs, side, "bench.csv"):
+            key = (r["mode"], r["op"], int(r["n"]))
+            acc[key]["ff"].append(num(r["fuseflow_us"]))
+            acc[key]["cub"].append(num(r["cub_us"]))
+            acc[key]["check"].add(r.get("check", ""))
+        out[side] = {k: {"ff": best(v["ff"]), "cub": best(v["cub"]), "check": v["check"]} for k, v in acc.items()}
+    return out
+
+
+def size_label(n):
+    if n > 0 and n & (n - 1) == 0:
+        return "2^%d" % (n.bit_length() - 1)
+    return str(n)
+
+
+def fmt_ratio(r, threshold):
+    if math.isnan(r):
+        return "   -   "
+    flag = "!" if r > 1 + threshold / 100 else " "
+    return "%s%.3f" % (flag, r)
+
+
+def ordered_keys(rows):
+    """Keys in the order the benchmark printed them (the current side's first)."""
+    seen, order = set(), []
+    for side in ("current", "baseline"):
+        for k in rows[side]:
+            if k not in seen:
+                seen.add(k)
+                order.append(k)
+    return order
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("runs")
+    ap.add_argument("--threshold", type=float, default=2.0, help="percent slower that flags a row (default 2)")
+    ap.add_argument("--full", help="write every row side by side to this file")
+    ap.add_argument("--baseline-name", default="baseline")
+    ap.add_argument("--current-name", default="current")
+    ap.add_argument("--max-flagged", type=int, default=25, help="flagged rows listed in the short output")
+    args = ap.parse_args()
+    thr = args.threshold
+
+    rows = main_rows(args.runs)
+    keys = ordered_keys(rows)
+    base, cur = rows["baseline"], rows["current"]
+    rounds = {side: sorted({os.path.basename(os.path.dirname(p)) for p in
+                            glob.glob(os.path.join(args.runs, side, "r*", "*"))}) for side in SIDES}
+
+    short, full = [], []
+    def both(line=""):
+        short.append(line)
+        full.append(line)
+
+    both("==== fuseflow-bench: %s / %s ====" % (args.current_name, args.baseline_name))
+    both("rows matched by (mode, op, n); each side's best of %d round(s); ratio = current us / baseline us "
+         "(< 1: faster); '!' = more than %g%% slower" % (max(len(rounds["current"]), 1), thr))
+
+    # --- the short grid: one line per (mode, op), one column per power-of-two size ------
+    flagged, mismatches, one_side = [], [], []
+    cub_ratios = []
+    ratio = {}
+    for k in keys:
+        b, c = base.get(k), cur.get(k)
+        if b is None or c is None:
+            one_side.append(k)
+            continue
+        ratio[k] = c["ff"] / b["ff"] if b["ff"] > 0 else math.nan
+        if not math.isnan(c["cub"]) and not math.isnan(b["cub"]) and b["cub"] > 0:
+            cub_ratios.append(c["cub"] / b["cub"])
+        if ratio[k] > 1 + thr / 100:
+            flagged.append(k)
+    for side, rs in (("baseline", base), ("current", cur)):
+        for k, v in rs.items():
+            if any("MISMATCH" in ch for ch in v["check"]):
+                mismatches.append((side, k))
+
+    for mode in dict.fromkeys(k[0] for k in keys):
+        pow2 = sorted({k[2] for k in keys if k[0] == mode and k[2] & (k[2] - 1) == 0})
+        other = [k for k in keys if k[0] == mode and k[2] & (k[2] - 1) != 0]
+        ops = list(dict.fromkeys(k[1] for k in keys if k[0] == mode and k[2] in pow2))
+        both("")
+        both("%-6s %-21s" % (mode, "op") + "".join("%8s" % size_label(n) for n in pow2))
+        for op in ops:
+            cells = []
+            for n in pow2:
+                k = (mode, op, n)
+                if k in ratio:
+                    cells.append("%8s" % fmt_ratio(ratio[k], thr))
+                elif k in base or k in cur:
+                    cells.append("%8s" % ("cur only" if k in cur else "base only"))
+                else:
+                    cells.append("%8s" % "")
+            both("%-6s %-21s" % ("", op[:21]) + "".join(cells))
+        if other:
+            cells = ["%s %s %s" % (op, size_label(n), fmt_ratio(ratio.get((mode, op, n), math.nan), thr).strip())
+                     for (_, op, n) in other]
+            both("%-6s other sizes: %s" % ("", "; ".join(cells)))
+
+    both("")
+    if cub_ratios:
+        q = sorted(cub_ratios)
+        lo, hi = q[int(0.05 * (len(q) - 1))], q[int(0.95 * (len(q) - 1))]
+        both("CUB in the same runs, current / baseline (the machine's drift; CUB did not change): median %.3f, "
+             "5th..95th percentile %.3f..%.3f over %d rows" % (statistics.median(q), lo, hi, len(q)))
+    geo = {}
+    for mode in dict.fromkeys(k[0] for k in ratio):
+        rs = [ratio[k] for k in ratio if k[0] == mode and ratio[k] > 0]
+        if rs:
+            geo[mode] = math.exp(sum(math.log(r) for r in rs) / len(rs))
+    if geo:
+        both("fuseflow, geometric mean of the ratios: " +
+             ", ".join("%s %.3f (%d rows)" % (m, g, sum(1 for k in ratio if k[0] == m)) for m, g in geo.items()))
+
+    # --- compile and latency --------------------------------------------------------------
+    comp = {side: defaultdict(lambda: defaultdict(list)) for side in SIDES}
+    for side in SIDES:
+        for r in load(args.runs, side, "bench_compile.csv"):
+            for f in ("cold_first_run_ms", "default_cache_first_run_ms", "warm_run_us"):
+                comp[side][r["program"]][f].append(num(r[f]))
+    progs = [p for p in comp["current"] if p in comp["baseline"]]
+    if progs:
+        both("")
+        both("compile (compile group): cold first run ms and warm run us, baseline -> current")
+        for p in progs:
+            b, c = comp["baseline"][p], comp["current"][p]
+            bc, cc = best(b["cold_first_run_ms"]), best(c["cold_first_run_ms"])
+            bw, cw = best(b["warm_run_us"]), best(c["warm_run_us"])
+            both("  %-16s cold %8.2f -> %8.2f ms (%+.1f%%)   warm %7.2f -> %7.2f us (%+.1f%%)" %
+                 (p, bc, cc, 100 * (cc / bc - 1) if bc > 0 else math.nan, bw, cw,
+                  100 * (cw / bw - 1) if bw > 0 else math.nan))
+
+    lat = {side: defaultdict(lambda: defaultdict(list)) for side in SIDES}
+    for side in SIDES:
+        for r in load(args.runs, side, "bench_latency.csv"):
+            for f in ("run_us", "async_us", "rebuilt_us"):
+                lat[side][(r["program"], int(r["n"]), r["impl"])][f].append(num(r[f]))
+    lkeys = list(dict.fromkeys(list(lat["baseline"]) + list(lat["current"])))
+    if lkeys:
+        both("")
+        both("latency (host us per call; best of the rounds): run / async / rebuilt, baseline -> current"
+             " (torch and CuPy: in the full file)")
+        for k in lkeys:
+            def trio(side):
+                d = lat[side].get(k)
+                if not d:
+                    return "        -"
+                return "/".join("%.2f" % best(d[f]) if not math.isnan(best(d[f])) else "-"
+                                for f in ("run_us", "async_us", "rebuilt_us"))
+            line = "  %-7s %-6s %-9s %24s -> %s" % (k[0], size_label(k[1]), k[2], trio("baseline"), trio("current"))
+            full.append(line)
+            if k[2] == "fuseflow":
+                short.append(line)
+
+    # --- flagged rows, mismatches ---------------------------------------------------------
+    both("")
+    def detail(k):
+        b, c = base[k], cur[k]
+        cub = ""
+        if not math.isnan(b["cub"]) and not math.isnan(c["cub"]) and b["cub"] > 0:
+            cub = "; CUB %+.1f%%" % (100 * (c["cub"] / b["cub"] - 1))
+        return "  %-6s %-21s %-5s %10.2f -> %10.2f us (%+.1f%%)%s" % (
+            k[0], k[1], size_label(k[2]), b["ff"], c["ff"], 100 * (ratio[k] - 1), cub)
+    both("more than %g%% slower: %d of %d rows" % (thr, len(flagged), len(ratio)))
+    for i, k in enumerate(flagged):
+        line = detail(k)
+        full.append(line)
+        if i < args.max_flagged:
+            short.append(line)
+    if len(flagged) > args.max_flagged:
+        short.append("  ... %d more in the full file" % (len(flagged) - args.max_flagged))
+    if one_side:
+        both("rows on one side only: %d (%s)" % (len(one_side), ", ".join(
+            "%s %s %s" % (k[0], k[1], size_label(k[2])) for k in one_side[:6]) + (" ..." if len(one_side) > 6 else "")))
+    if mismatches:
+        both("MISMATCH reported by the benchmark in %d rows: %s" % (len(mismatches), ", ".join(
+            "%s: %s %s %s" % (s, k[0], k[1], size_label(k[2])) for s, k in mismatches[:6])))
+    else:
+        both("results checked in every run: no mismatch reported")
+
+    # --- the full table -------------------------------------------------------------------
+    full.append("")
+    full.append("every row (us): mode, op, n, %s fuseflow, %s fuseflow, ratio, flag, CUB %s, CUB %s, CUB ratio"
+                % (args.baseline_name, args.current_name, args.baseline_name, args.current_name))
+    full.append("%-6s %-36s %-5s %11s %11s %7s %1s %11s %11s %7s" %
+                ("mode", "op", "n", "base ff", "cur ff", "ratio", "", "base CUB", "cur CUB", "ratio"))
+    for k in keys:
+        b, c = base.get(k), cur.get(k)
+        bf = b["ff"] if b else math.nan
+        cf = c["ff"] if c else math.nan
+        bc = b["cub"] if b else math.nan
+        cc = c["cub"] if c else math.nan
+        r = cf / bf if bf > 0 else math.nan
+        rc = cc / bc if bc > 0 else math.nan
+        full.append("%-6s %-36s %-5s %11.2f %11.2f %7.3f %1s %11.2f %11.2f %7.3f" %
+                    (k[0], k[1][:36], size_label(k[2]), bf, cf, r, "!" if k in flagged else "", bc, cc, rc))
+
+    print("\n".join(short))
+    if args.full:
+        with open(args.full, "w") as f:
+            f.write("\n".join(full) + "\n")
+        print("full table: %s" % args.full)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
