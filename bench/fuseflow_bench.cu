@@ -26,7 +26,8 @@
 // This file: main and the order of the groups. The harness (options, timing, buffers,
 // inputs, the ceiling) is harness.hpp/.cu, the printed records records.cu, and each op
 // group has a file of its own: reduce, scan, histogram, segmented, sort, filter, keyed,
-// compile, course (.cu).
+// compile, course, latency (.cu). The latency group (small programs, host time per call,
+// beside torch and CuPy run by latency_anchors.py) writes bench_latency.csv.
 #include <cuda.h>
 #include <cuda_runtime.h>
 
@@ -132,6 +133,7 @@ int run(const Options& opt) {
   }
   c.reps = opt.quick ? 10 : 50;
   if (opt.wants("course")) bench_course(c);
+  if (opt.wants("latency")) bench_latency(c, opt);
   CK(cudaFreeHost(c.host_out));
 
   const std::string dir = out_dir();

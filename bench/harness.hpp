@@ -178,6 +178,7 @@ void bench_filter(const Context& c, std::size_t n);                            /
 void bench_scans(const Context& c, int lg);                                    // scan.cu
 void bench_keyed(const Context& c, std::size_t n, int op);                     // keyed.cu
 void bench_course(const Context& c);                                           // course.cu
+void bench_latency(const Context& c, const Options& opt);                      // latency.cu
 
 // --- NVRTC compile: first run of a fresh program (compile.cu) ----------------------------
 struct CompileRow {
