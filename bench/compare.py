@@ -2,13 +2,14 @@
 """Compare two sets of fuseflow-bench runs (a baseline and the current tree), as
 scripts/bench_compare.sh makes them: RUNS/<side>/r<round>/<group>/bench*.csv.
 
-usage: compare.py RUNS [--threshold PCT] [--full FILE] [--baseline-name S] [--current-name S]
+usage: compare.py RUNS [--threshold PCT] [--full FILE] [--markdown FILE] [--baseline-name S] [--current-name S]
 
 Rows are matched by (mode, op, n); a row measured in several rounds keeps its best
 (lowest) time on each side. Prints a short table (ratios current / baseline, one line per
 op, one column per size, '!' where the current tree is more than PCT percent slower) and
 the flagged rows; --full writes every row side by side (both times, the ratio, CUB's
-times on the same runs) plus the compile and latency figures. Exit status 0, also when
+times on the same runs) plus the compile and latency figures, --markdown the same rows as
+Markdown tables for bench/RESULTS.md. Exit status 0, also when
 rows are flagged: the table is the verdict, not the status.
 """
 import argparse
@@ -21,6 +22,8 @@ import sys
 from collections import defaultdict
 
 SIDES = ("baseline", "current")
+# The benchmark's groups in the order rows are listed (the order bench_compare.sh runs them).
+GROUP_ORDER = ["compile", "scan", "reduce", "histogram", "segmented", "sort", "filter", "keyed", "course", "latency"]
 
 
 def num(s):
@@ -40,25 +43,33 @@ def load(runs, side, name):
     """Every row of every bench CSV called `name` under runs/side, with its round."""
     rows = []
     for path in sorted(glob.glob(os.path.join(runs, side, "r*", "*", name))):
-        rnd = path.split(os.sep)[-3]
+        rnd, group = path.split(os.sep)[-3:-1]
         with open(path, newline="") as f:
             for r in csv.DictReader(f):
                 r["_round"] = rnd
+                r["_group"] = group
                 rows.append(r)
     return rows
 
 
 def main_rows(runs):
-    """{side: {(mode, op, n): {"ff": best us, "cub": best us, "check": str}}}"""
+    """{side: {(mode, op, n): {"ff": best us, "cub": best us, "check": str, "rank": sort key}}}"""
     out = {}
     for side in SIDES:
-        acc = defaultdict(lambda: {"ff": [], "cub": [], "check": set()})
+        acc = defaultdict(lambda: {"ff": [], "cub": [], "check": set(), "group": ""})
+        first = {}  # op -> the order it was first printed in
         for r in load(runs, side, "bench.csv"):
             key = (r["mode"], r["op"], int(r["n"]))
             acc[key]["ff"].append(num(r["fuseflow_us"]))
             acc[key]["cub"].append(num(r["cub_us"]))
             acc[key]["check"].add(r.get("check", ""))
-        out[side] = {k: {"ff": best(v["ff"]), "cub": best(v["cub"]), "check": v["check"]} for k, v in acc.items()}
+            acc[key]["group"] = r["_group"]
+            first.setdefault(r["op"], len(first))
+        def rank(k, g):
+            gi = GROUP_ORDER.index(g) if g in GROUP_ORDER else len(GROUP_ORDER)
+            return (0 if k[0] == "device" else 1, gi, g, first[k[1]], k[2])
+        out[side] = {k: {"ff": best(v["ff"]), "cub": best(v["cub"]), "check": v["check"],
+                         "rank": rank(k, v["group"])} for k, v in acc.items()}
     return out
 
 
@@ -76,14 +87,12 @@ def fmt_ratio(r, threshold):
 
 
 def ordered_keys(rows):
-    """Keys in the order the benchmark printed them (the current side's first)."""
-    seen, order = set(), []
-    for side in ("current", "baseline"):
-        for k in rows[side]:
-            if k not in seen:
-                seen.add(k)
-                order.append(k)
-    return order
+    """Keys by mode, group, op (in the order the benchmark printed them) and size."""
+    ranks = {}
+    for side in ("baseline", "current"):
+        for k, v in rows[side].items():
+            ranks[k] = v["rank"]  # the current side's order wins
+    return sorted(ranks, key=lambda k: ranks[k])
 
 
 def main():
@@ -91,6 +100,7 @@ def main():
     ap.add_argument("runs")
     ap.add_argument("--threshold", type=float, default=2.0, help="percent slower that flags a row (default 2)")
     ap.add_argument("--full", help="write every row side by side to this file")
+    ap.add_argument("--markdown", help="write the side-by-side tables as Markdown (for RESULTS.md) to this file")
     ap.add_argument("--baseline-name", default="baseline")
     ap.add_argument("--current-name", default="current")
     ap.add_argument("--max-flagged", type=int, default=25, help="flagged rows listed in the short output")
@@ -251,11 +261,36 @@ def main():
         full.append("%-6s %-36s %-5s %11.2f %11.2f %7.3f %1s %11.2f %11.2f %7.3f" %
                     (k[0], k[1][:36], size_label(k[2]), bf, cf, r, "!" if k in flagged else "", bc, cc, rc))
 
+    if args.markdown:
+        md = ["Before / after, us (each side's best of %d round(s)); ratio = after / before; "
+              "**bold**: more than %g%% slower. CUB in the same runs: its own ratio." %
+              (max(len(rounds["current"]), 1), thr)]
+        for mode in dict.fromkeys(k[0] for k in keys):
+            md += ["", "**%s**" % mode, "",
+                   "| op | n | %s | %s | ratio | CUB %s | CUB %s | CUB ratio |" %
+                   (args.baseline_name, args.current_name, args.baseline_name, args.current_name),
+                   "|---|---|---|---|---|---|---|---|"]
+            for k in (k for k in keys if k[0] == mode):
+                b, c = base.get(k), cur.get(k)
+                vals = [b["ff"] if b else math.nan, c["ff"] if c else math.nan,
+                        b["cub"] if b else math.nan, c["cub"] if c else math.nan]
+                r = vals[1] / vals[0] if vals[0] > 0 else math.nan
+                rc = vals[3] / vals[2] if vals[2] > 0 else math.nan
+                cell = lambda v: "-" if math.isnan(v) else "%.2f" % v
+                rs = "-" if math.isnan(r) else ("**%.3f**" if k in flagged else "%.3f") % r
+                md.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                    k[1], size_label(k[2]), cell(vals[0]), cell(vals[1]), rs, cell(vals[2]), cell(vals[3]),
+                    "-" if math.isnan(rc) else "%.3f" % rc))
+        with open(args.markdown, "w") as f:
+            f.write("\n".join(md) + "\n")
+
     print("\n".join(short))
     if args.full:
         with open(args.full, "w") as f:
             f.write("\n".join(full) + "\n")
         print("full table: %s" % args.full)
+    if args.markdown:
+        print("markdown: %s" % args.markdown)
     return 0
 
 

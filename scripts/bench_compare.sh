@@ -4,7 +4,8 @@
 # (baseline and current back to back for each group, alternating which goes first), and
 # prints the two side by side: the ratio current / baseline per row, '!' on rows more than
 # 2% slower, CUB's own ratio as the machine's drift, and the flagged rows. The full table
-# (every row, both times) goes to $OUT/bench_compare.txt, every run's log and CSV files to
+# (every row, both times) goes to $OUT/bench_compare.txt, the same as Markdown tables for
+# bench/RESULTS.md to $OUT/bench_compare.md, every run's log and CSV files to
 # $OUT/bench_compare_runs.tar.gz.
 #
 #   bash scripts/bench_compare.sh BASELINE_DIR [options] [-- fuseflow-bench arguments]
@@ -31,7 +32,7 @@ set -uo pipefail
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 start=$SECONDS
 
-usage() { sed -n '2,31p' "${BASH_SOURCE[0]}"; }
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "${BASH_SOURCE[0]}"; }
 [[ $# -ge 1 ]] || { usage >&2; exit 2; }
 case "$1" in -h|--help) usage; exit 0 ;; esac
 baseline_src="$(cd "$repo_root" && realpath -m "$1")"; shift
@@ -152,14 +153,15 @@ done
 # --- comparison ----------------------------------------------------------------------------
 section "comparison"
 full="$work/bench_compare.txt"
-python3 "$repo_root/bench/compare.py" "$runs" --threshold "$threshold" --full "$full" \
+python3 "$repo_root/bench/compare.py" "$runs" --threshold "$threshold" --full "$full" --markdown "$work/bench_compare.md" \
   --baseline-name "baseline" --current-name "current"
 compare_rc=$?
 if [[ -n "${OUT:-}" ]]; then
   mkdir -p "$OUT"
   cp "$full" "$OUT/bench_compare.txt" 2>/dev/null
+  cp "$work/bench_compare.md" "$OUT/bench_compare.md" 2>/dev/null
   tar czf "$OUT/bench_compare_runs.tar.gz" -C "$work" runs build-baseline.log build-current.log 2>/dev/null
-  echo "wrote \$OUT/bench_compare.txt and \$OUT/bench_compare_runs.tar.gz"
+  echo "wrote \$OUT/bench_compare.txt, bench_compare.md (Markdown, for RESULTS.md) and bench_compare_runs.tar.gz"
 fi
 echo "time: $((SECONDS - start))s"
 exit $compare_rc
