@@ -11,12 +11,15 @@
 #   bash scripts/bench_compare.sh BASELINE_DIR [options] [-- fuseflow-bench arguments]
 #
 # BASELINE_DIR: a source tree of fuseflow (e.g. .carry/baseline, filled here with
-#   mkdir -p .carry/baseline && git archive <commit> | tar x -C .carry/baseline
+#   rm -rf .carry/baseline && mkdir -p .carry/baseline && git archive <commit> | tar x -C .carry/baseline
+#   git log -1 --format='%h %s' <commit> > .carry/baseline/COMMIT
 # and carried with the device tool's carry [".carry"]).
 #
 # Options:
-#   --quick          device time only (--device-only): about half the time; what
-#                    RESULTS.md's runs report
+#   --quick          device time only (--device-only): about half the time, same sizes
+#                    and repetitions; what RESULTS.md's runs report
+#   --smoke          the benchmark's own --quick and --device-only (sizes up to 2^20, 10
+#                    repetitions): a check that both trees build and run, not a verdict
 #   --groups LIST    comma-separated groups (default: every group the current tree has:
 #                    compile,scan,reduce,histogram,segmented,sort,filter,keyed,course,latency)
 #   --rounds N       run every group N times on each side and keep each row's best (default
@@ -46,6 +49,7 @@ rounds=1 budget=480 threshold=2 jobs="$(nproc 2>/dev/null || echo 16)" build=1 b
 while (($#)); do
   case "$1" in
     --quick) bench_args+=(--device-only) ;;
+    --smoke) bench_args+=(--device-only --quick) ;;
     --groups) groups="${2:?--groups needs a list}"; shift ;;
     --rounds) rounds="${2:?--rounds needs a number}"; shift ;;
     --budget) budget="${2:?--budget needs seconds}"; shift ;;
@@ -68,7 +72,14 @@ rm -rf "$runs"
 mkdir -p "$runs" "$work/bin"
 
 section() { printf '\n==== %s (%ds) ====\n' "$*" "$((SECONDS - start))"; }
-describe() { git -C "$1" log -1 --format='%h %s' 2>/dev/null | cut -c1-70 || true; }
+# A tree's commit: its COMMIT file (write one beside a git archive), else its own git
+# checkout's HEAD (not that of a repository it merely sits in).
+describe() {
+  if [[ -f "$1/COMMIT" ]]; then head -c 70 "$1/COMMIT"
+  elif [[ "$(git -C "$1" rev-parse --show-toplevel 2>/dev/null)" == "$1" ]]; then
+    git -C "$1" log -1 --format='%h %s' | cut -c1-70
+  fi
+}
 
 section "device"
 nvidia-smi -L 2>&1 | head -n 2
