@@ -4,36 +4,34 @@
 #include <cmath>
 #include <limits>
 #include <sstream>
+#include <type_traits>
 
 #include "program_parser.hpp"
 #include "textual_form.hpp"
 
 namespace fuseflow::textual_form {
 
-const char* scalar_type_name(ScalarType s) {
-  static const std::vector<std::string> all = [] {
-    std::vector<std::string> out;
-    for (int k = 0; k < kScalarTypes; ++k) out.push_back(scalar_name(static_cast<ScalarType>(k)));
-    return out;
-  }();
-  return all[static_cast<std::size_t>(s)].c_str();
-}
-
-const char* builtin_monoid_name(MonoidKind k) {
-  static const std::vector<std::string> all = [] {
-    std::vector<std::string> out;
-    for (int i = 0; i < kBuiltinMonoids; ++i) out.push_back(Monoid::builtin(static_cast<MonoidKind>(i)).name());
-    return out;
-  }();
-  return all[static_cast<std::size_t>(k)].c_str();
-}
-
-int math_arity(MathFn fn) {
-  switch (fn) {
-    case MathFn::Min: case MathFn::Max: case MathFn::Pow: return 2;
-    case MathFn::Fma: return 3;
-    default: return 1;
+const ScalarInfo* literal_type(const std::string& suffix, bool fractional) {
+  const ScalarInfo* floating = nullptr;
+  for (const ScalarInfo& s : all_scalar_types()) {
+    if (!s.literal_suffix || suffix != s.literal_suffix || s.kind == ScalarKind::Logical) continue;
+    if (!s.is_floating() && !fractional) return &s;
+    if (s.is_floating() && !floating) floating = &s;
   }
+  return floating;
+}
+
+std::string literal_forms() {
+  std::string forms, conversion;
+  for (const ScalarInfo& s : all_scalar_types()) {
+    if (s.kind == ScalarKind::Logical) continue;
+    if (!s.literal_suffix) {
+      if (conversion.empty()) conversion = std::string(s.name) + "(2)";
+      continue;
+    }
+    forms += (s.is_floating() ? "2.5" : "2") + std::string(s.literal_suffix) + " (" + s.name + "), ";
+  }
+  return forms.substr(0, forms.size() - 2) + " or " + conversion;
 }
 
 const char* ordinal(std::size_t i) {
@@ -73,11 +71,11 @@ Type Parser::type(const std::string& where) {
     return Type::tuple(std::move(fields));
   }
   if (t.kind == Tok::Name)
-    if (auto s = lookup<ScalarType>(t.text, kScalarTypes, scalar_type_name)) {
+    if (auto s = lookup<ScalarType>(t.text, kScalarTypeCount, scalar_type_name)) {
       next();
       return *s;
     }
-  fail(t, "expected a type " + where + " (" + names<ScalarType>(kScalarTypes, scalar_type_name) +
+  fail(t, "expected a type " + where + " (" + names<ScalarType>(kScalarTypeCount, scalar_type_name) +
               ", or a tuple such as (f32, i64)), found " + found(t));
 }
 
@@ -101,26 +99,20 @@ Value Parser::number(const Token& t, bool negative) {
     v = std::copysign(v, negative ? -1.0 : 1.0);
     return single ? Value(static_cast<float>(v)) : Value(v);
   }
-  const std::string& digits = t.text;
-  const char* first = digits.data();
-  const char* last = first + digits.size();
-  bool fractional = digits.find_first_of(".eE") != std::string::npos;
-  if (t.suffix == "f" || (t.suffix.empty() && fractional)) {
-    bool single = t.suffix == "f";
-    float f = 0;
-    double d = 0;
-    auto result = single ? std::from_chars(first, last, f) : std::from_chars(first, last, d);
-    if (result.ec != std::errc() || result.ptr != last)
-      fail(t, found(t) + " is out of range for " + (single ? "f32" : "f64"));
-    return single ? Value(negative ? -f : f) : Value(negative ? -d : d);
-  }
-  const std::map<std::string, ScalarType> integers = {
-      {"", ScalarType::I32}, {"L", ScalarType::I64}, {"u", ScalarType::U32}, {"uL", ScalarType::U64}};
-  auto type = integers.find(t.suffix);
-  if (fractional || type == integers.end())
-    fail(t, "cannot read the number " + found(t) +
-                ": numbers are written 2 (i32), 2L (i64), 2u (u32), 2uL (u64), 2.5f (f32), 2.5 (f64) or i8(2)");
-  return integer(t, type->second, negative);
+  const bool fractional = t.text.find_first_of(".eE") != std::string::npos;
+  const ScalarInfo* type = literal_type(t.suffix, fractional);
+  if (!type) fail(t, "cannot read the number " + found(t) + ": numbers are written " + literal_forms());
+  if (!type->is_floating()) return integer(t, type->type, negative);
+  return visit_scalar(type->type, [&](auto zero) {
+    using F = decltype(zero);
+    F v = 0;
+    if constexpr (std::is_floating_point_v<F>) {
+      const char* last = t.text.data() + t.text.size();
+      auto result = std::from_chars(t.text.data(), last, v);
+      if (result.ec != std::errc() || result.ptr != last) fail(t, found(t) + " is out of range for " + type->name);
+    }
+    return Value(negative ? static_cast<F>(-v) : v);
+  });
 }
 
 // The integer `t` (digits, no suffix needed) as a scalar of type s, range-checked.
@@ -137,7 +129,10 @@ Value Parser::integer(const Token& t, ScalarType s, bool negative) {
 }
 
 bool Parser::is_negatable_literal(const Token& t) const {
-  if (t.kind == Tok::Number) return t.suffix != "u" && t.suffix != "uL";
+  if (t.kind == Tok::Number) {
+    const ScalarInfo* type = literal_type(t.suffix, false);
+    return !type || !type->is_unsigned_integer();
+  }
   return t.kind == Tok::Name && (t.text == "inf" || t.text == "inff" || t.text == "nan" || t.text == "nanf");
 }
 
@@ -165,7 +160,7 @@ Expr Parser::binary(int min_precedence) {
   for (;;) {
     const Token& t = peek();
     std::optional<BinaryOp> op;
-    if (t.kind == Tok::Symbol) op = lookup<BinaryOp>(t.text, kBinaryOps, binary_symbol);
+    if (t.kind == Tok::Symbol) op = lookup<BinaryOp>(t.text, kBinaryOpCount, binary_symbol);
     if (!op || binary_precedence(*op) < min_precedence) return lhs;
     next();
     Expr rhs = binary(binary_precedence(*op) + 1);
@@ -231,12 +226,12 @@ Expr Parser::named() {
     return checked(t, [&] { return Expr::select(args[0], args[1], args[2]); });
   }
   if (call)
-    if (auto fn = lookup<MathFn>(w, kMathFns, math_name)) {
-      std::vector<Expr> args = arguments(t, math_arity(*fn));
+    if (auto fn = lookup<MathFn>(w, kMathFnCount, math_name)) {
+      std::vector<Expr> args = arguments(t, static_cast<int>(math_info(*fn).arity));
       return checked(t, [&] { return Expr::call(*fn, args); });
     }
   if (call)
-    if (auto s = lookup<ScalarType>(w, kScalarTypes, scalar_type_name); s && Type(*s).is_integral() && *s != ScalarType::Bool)
+    if (auto s = lookup<ScalarType>(w, kScalarTypeCount, scalar_type_name); s && Type(*s).is_integral() && *s != ScalarType::Bool)
       return typed_integer(*s);
   if (scope_ == Scope::Combine && (w == "a" || w == "b")) return Expr::operand(w == "a" ? 0 : 1, operand_type_);
   return leaf(t, ExprKind::Input);

@@ -138,15 +138,15 @@ std::string Parser::given_name(const std::string& printed) const {
 Parser::MonoidRef Parser::monoid_ref(const std::string& op) {
   const Token& at = peek();
   if (at.kind != Tok::Name && at.kind != Tok::String)
-    fail(at, "expected a monoid (" + names<MonoidKind>(kBuiltinMonoids, builtin_monoid_name) + ", or one defined above) after " +
+    fail(at, "expected a monoid (" + names<MonoidKind>(kBuiltinMonoidCount, builtin_monoid_name) + ", or one defined above) after " +
                  op + "(, found " + found(at));
   next();
   MonoidRef ref;
   if (auto it = monoids_.find(at.text); it != monoids_.end()) ref.monoid = it->second.monoid;
-  else if (auto k = lookup<MonoidKind>(at.text, kBuiltinMonoids, builtin_monoid_name); k && at.kind == Tok::Name)
+  else if (auto k = lookup<MonoidKind>(at.text, kBuiltinMonoidCount, builtin_monoid_name); k && at.kind == Tok::Name)
     ref.monoid = Monoid::builtin(*k);
   else
-    fail(at, "unknown monoid " + found(at) + " (the built-in monoids are " + names<MonoidKind>(kBuiltinMonoids, builtin_monoid_name) +
+    fail(at, "unknown monoid " + found(at) + " (the built-in monoids are " + names<MonoidKind>(kBuiltinMonoidCount, builtin_monoid_name) +
                  "; define your own with a 'monoid' line before its use)");
   expect(":", "after the monoid's name");
   ref.type_at = &peek();
@@ -185,8 +185,8 @@ Strategy Parser::strategy() {
   expect("=", "after strategy");
   const Token& t = peek();
   std::optional<Strategy> s;
-  if (t.kind == Tok::Name) s = lookup<Strategy>(t.text, kStrategies, strategy_name);
-  if (!s) fail(t, "expected a strategy (" + names<Strategy>(kStrategies, strategy_name, 1) + ") after strategy=, found " + found(t));
+  if (t.kind == Tok::Name) s = lookup<Strategy>(t.text, kStrategyCount, strategy_name);
+  if (!s) fail(t, "expected a strategy (" + names<Strategy>(kStrategyCount, strategy_name, 1) + ") after strategy=, found " + found(t));
   next();
   return *s;
 }
@@ -274,8 +274,8 @@ void Parser::op_line() {
   expect("=", "after " + id.spelling);
   const Token& at = peek();
   std::optional<OpKind> kind;
-  if (at.kind == Tok::Name) kind = lookup<OpKind>(at.text, kOpKinds, op_name);
-  if (!kind) fail(at, "expected an op (" + names<OpKind>(kOpKinds, op_name) + ") after '=', found " + found(at));
+  if (at.kind == Tok::Name) kind = lookup<OpKind>(at.text, kOpKindCount, op_name);
+  if (!kind) fail(at, "expected an op (" + names<OpKind>(kOpKindCount, op_name) + ") after '=', found " + found(at));
   next();
   expect("(", "after " + at.text);
   std::vector<Expr> results = op_arguments(*kind, at);

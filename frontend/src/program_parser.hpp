@@ -28,16 +28,21 @@ std::string names(int count, const char* (*name)(E), int first = 0) {
   return s;
 }
 
-constexpr int kOpKinds = static_cast<int>(OpKind::CountingSort) + 1;
-constexpr int kStrategies = static_cast<int>(Strategy::ReduceThenScan) + 1;
-constexpr int kBinaryOps = static_cast<int>(BinaryOp::Or) + 1;
-constexpr int kMathFns = static_cast<int>(MathFn::Erf) + 1;
-constexpr int kScalarTypes = static_cast<int>(ScalarType::F64) + 1;
-constexpr int kBuiltinMonoids = static_cast<int>(MonoidKind::Custom);
+constexpr int kOpKindCount = static_cast<int>(OpKind::CountingSort) + 1;
+constexpr int kStrategyCount = static_cast<int>(Strategy::ReduceThenScan) + 1;
+constexpr int kBinaryOpCount = static_cast<int>(all_binary_ops().size());
+constexpr int kMathFnCount = static_cast<int>(all_math_fns().size());
+constexpr int kScalarTypeCount = static_cast<int>(all_scalar_types().size());
+constexpr int kBuiltinMonoidCount = static_cast<int>(all_builtin_monoids().size());
 
-const char* scalar_type_name(ScalarType s);
-const char* builtin_monoid_name(MonoidKind k);
-int math_arity(MathFn fn);
+// Names from the tables, as lookup() and names() take them.
+inline const char* scalar_type_name(ScalarType s) { return scalar_info(s).name; }
+inline const char* builtin_monoid_name(MonoidKind k) { return builtin_monoid_info(k).name; }
+// The scalar type of a number written with `suffix` (2L: i64; 2.5f, 2f: f32; 2.5: f64), or
+// nullptr when no type has that literal.
+const ScalarInfo* literal_type(const std::string& suffix, bool fractional);
+// How numbers are written, for a message: "2 (i32), 2L (i64), ... 2.5 (f64) or i8(2)".
+std::string literal_forms();
 const char* ordinal(std::size_t i);  // "first", "second", "third", "next"
 
 // The value of a constant expression: a constant, or a tuple built of constants.
@@ -48,7 +53,7 @@ std::optional<Value> constant_value(const Expr& e);
 class Parser {
  public:
   explicit Parser(std::string_view text) : tokens_(lex(text)) {
-    for (int k = 0; k < kBuiltinMonoids; ++k) monoid_names_.insert(builtin_monoid_name(static_cast<MonoidKind>(k)));
+    for (int k = 0; k < kBuiltinMonoidCount; ++k) monoid_names_.insert(builtin_monoid_name(static_cast<MonoidKind>(k)));
   }
 
   Program program();

@@ -245,8 +245,8 @@ class Compiler {
 
   // Every argument converted to the node's type (see apply_math), side by side.
   Range call(const ExprNode& n) {
-    if (n.args.size() != detail::math_arity(n.fn))
-      throw GraphError(std::string(math_name(n.fn)) + " takes " + std::to_string(detail::math_arity(n.fn)) +
+    if (n.args.size() != math_info(n.fn).arity)
+      throw GraphError(std::string(math_name(n.fn)) + " takes " + std::to_string(math_info(n.fn).arity) +
                        " argument(s), got " + std::to_string(n.args.size()));
     ScalarType t = n.type.scalar();
     Range args = alloc(static_cast<std::uint32_t>(n.args.size()));

@@ -1,6 +1,7 @@
 #include "reference_keys.hpp"
 
 #include <cstring>
+#include <type_traits>
 
 #include "fuseflow/frontend/reference.hpp"
 
@@ -8,29 +9,22 @@ namespace fuseflow {
 namespace cpu_reference {
 
 std::int64_t read_integer(ScalarType t, const std::byte* p) {
-  auto as = [p](auto zero) {
-    decltype(zero) v;
-    std::memcpy(&v, p, sizeof v);
-    return v;
-  };
-  switch (t) {
-    case ScalarType::I8: return as(std::int8_t{});
-    case ScalarType::I16: return as(std::int16_t{});
-    case ScalarType::I32: return as(std::int32_t{});
-    case ScalarType::I64: return as(std::int64_t{});
-    case ScalarType::U8: return as(std::uint8_t{});
-    case ScalarType::U16: return as(std::uint16_t{});
-    case ScalarType::U32: return as(std::uint32_t{});
-    case ScalarType::U64: {
-      std::uint64_t u = as(std::uint64_t{});
-      return u > static_cast<std::uint64_t>(INT64_MAX) ? INT64_MAX : static_cast<std::int64_t>(u);
+  if (!scalar_info(t).is_integral() || scalar_info(t).kind == ScalarKind::Logical)
+    throw GraphError("keys, bins and offsets must be integers, got " + scalar_name(t));
+  return visit_scalar(t, [p](auto zero) -> std::int64_t {
+    using T = decltype(zero);
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      T v;
+      std::memcpy(&v, p, sizeof v);
+      if constexpr (std::is_unsigned_v<T>) {
+        if (v > static_cast<std::uint64_t>(INT64_MAX)) return INT64_MAX;
+      }
+      return static_cast<std::int64_t>(v);
     }
-    default: throw GraphError("keys, bins and offsets must be integers, got " + scalar_name(t));
-  }
+    return 0;  // not reached: checked above
+  });
 }
 
-// Key equality as the device tests it, with C++ ==: floats by value (NaN differs from
-// itself, -0 equals +0), tuples field by field.
 bool keys_equal(const Value& a, const Value& b) {
   if (a.is_tuple()) {
     for (std::size_t f = 0; f < a.fields().size(); ++f)
@@ -41,7 +35,6 @@ bool keys_equal(const Value& a, const Value& b) {
   return a.as_uint() == b.as_uint();
 }
 
-// Start of each run of equal consecutive keys, then n.
 std::vector<std::size_t> key_runs(const Type& t, const std::byte* keys, std::size_t n) {
   std::vector<std::size_t> starts;
   std::size_t size = t.size();

@@ -129,27 +129,30 @@ TEST_CASE("large arrays evaluate in parallel and keep the sequential answer") {
   CHECK(same);
 }
 
-TEST_CASE("built-in monoids reduce and scan exactly as folding their combine expression") {
+TEST_CASE("every built-in monoid reduces and scans exactly as folding its combine expression, on every type") {
+  // The reduce and scan take the typed loop of the monoid's host function; evaluate_combine
+  // runs the compiled combine expression.
   std::mt19937_64 rng(7);
-  const std::vector<ff::Monoid> monoids{ff::plus, ff::times, ff::min, ff::max, ff::bit_and, ff::bit_or, ff::bit_xor};
-  const std::vector<ff::Type> types{ff::ScalarType::I8,  ff::ScalarType::U8,  ff::ScalarType::I16,
-                                    ff::ScalarType::U16, ff::ScalarType::I32, ff::ScalarType::U32,
-                                    ff::ScalarType::I64, ff::ScalarType::U64, ff::ScalarType::F32,
-                                    ff::ScalarType::F64};
-  for (const ff::Type& t : types) {
+  for (const ff::ScalarInfo& info : ff::all_scalar_types()) {
+    const ff::Type t = info.type;
     std::vector<ff::Value> values;
     for (int i = 0; i < 40; ++i) {
       std::uint64_t bits = rng();
       values.push_back(t.is_floating() ? ff::Value::from_double(t.scalar(), static_cast<double>(bits % 2001) / 8.0 - 125.0)
-                                       : ff::Value::from_uint(t.scalar(), bits));
+                                       : ff::Value::from_uint(t.scalar(), bits % 3 == 0 ? 0 : bits));
     }
     if (t.is_floating()) values[3] = ff::Value::from_double(t.scalar(), std::nan(""));
     auto x = ff::input("x", t);
     ff::HostBindings b;
     b.bind(x, ff::HostArray::from_values(t, values));
-    for (const ff::Monoid& m : monoids) {
-      if (t.is_floating() && m.kind() >= ff::MonoidKind::BitAnd) continue;
-      ff::Monoid typed = m.instantiate(t, "test");
+    for (const ff::BuiltinMonoidInfo& row : ff::all_builtin_monoids()) {
+      const ff::Monoid m = ff::Monoid::builtin(row.kind);
+      ff::Monoid typed;
+      try {
+        typed = m.instantiate(t, "test");
+      } catch (const ff::GraphError&) {
+        continue;  // the monoid does not apply to t (monoid_test checks which do)
+      }
       ff::Value acc = typed.identity();
       std::vector<ff::Value> prefixes;
       for (const auto& v : values) prefixes.push_back(acc = ff::evaluate_combine(typed, acc, v));
