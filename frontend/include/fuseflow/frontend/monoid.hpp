@@ -156,8 +156,9 @@ Monoid make_monoid(std::string name, const Type& t, F&& combine, const Expr& ide
 
 // A custom monoid over T: ff::monoid<ff::Tuple<int,int>>(combine, identity, ff::non_commutative).
 // combine(a, b) is traced once with symbolic a and b of type T and must return a T; the
-// identity must be a constant of type T. In debug builds (or FUSEFLOW_CHECK_MONOIDS=1)
-// the first op to use it checks its laws on its elements (frontend/src/monoid_laws.hpp).
+// identity must be a constant of type T. In debug builds (or after set_monoid_checks(true),
+// settings.hpp) the first op to use it checks its laws on its elements
+// (frontend/src/monoid_laws.hpp).
 template <class T, class F>
 Monoid monoid(F&& combine, const Expr& identity, Commutativity c, std::string name = "") {
   return detail::make_monoid(std::move(name), type_of<T>(), std::forward<F>(combine), identity, c);
