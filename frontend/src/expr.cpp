@@ -147,6 +147,9 @@ Expr Expr::select(const Expr& cond, const Expr& a, const Expr& b) {
 
 Expr Expr::call(MathFn fn, std::vector<Expr> args) {
   std::string what = math_name(fn);
+  if (args.size() != math_info(fn).arity)
+    throw GraphError(what + " takes " + std::to_string(math_info(fn).arity) + " argument(s), got " +
+                     std::to_string(args.size()));
   for (const auto& a : args) {
     require_valid(a, what);
     require_scalar(a, what);

@@ -264,7 +264,7 @@ std::vector<Expr> Parser::op_arguments(OpKind kind, const Token& at) {
       });
     }
   }
-  fail(at, "unknown op");
+  throw InternalError("parse: no rule for the arguments of " + op);
 }
 
 void Parser::op_line() {

@@ -86,7 +86,8 @@ class Evaluator {
 
   const OpResults& results_of(const OpNode& op) const {
     auto it = done_.find(&op);
-    if (it == done_.end()) throw GraphError(std::string("internal: ") + op_name(op.kind) + " used before it ran");
+    // Program::ops() lists every op after the ops it reads.
+    if (it == done_.end()) throw InternalError(std::string(op_name(op.kind)) + " used before it ran");
     return it->second;
   }
 

@@ -185,7 +185,8 @@ class Compiler {
       case ExprKind::Call: return call(n);
       case ExprKind::RawCuda: raw_cuda_error(n);
     }
-    throw GraphError("unknown expression kind");
+    throw InternalError("the CPU reference has no rule for expression kind " +
+                        std::to_string(static_cast<int>(n.kind)));
   }
 
   Range binary(const ExprNode& n) {
@@ -245,9 +246,9 @@ class Compiler {
 
   // Every argument converted to the node's type (see apply_math), side by side.
   Range call(const ExprNode& n) {
-    if (n.args.size() != math_info(n.fn).arity)
-      throw GraphError(std::string(math_name(n.fn)) + " takes " + std::to_string(math_info(n.fn).arity) +
-                       " argument(s), got " + std::to_string(n.args.size()));
+    if (n.args.size() != math_info(n.fn).arity)  // Expr::call checked it
+      throw InternalError(std::string("a call of ") + math_name(n.fn) + " has " + std::to_string(n.args.size()) +
+                          " arguments");
     ScalarType t = n.type.scalar();
     Range args = alloc(static_cast<std::uint32_t>(n.args.size()));
     for (std::uint32_t k = 0; k < n.args.size(); ++k) copy({args.base + k, 1}, scalar_in(n.args[k], t));
