@@ -53,7 +53,7 @@ std::optional<Value> constant_value(const Expr& e);
 class Parser {
  public:
   explicit Parser(std::string_view text) : tokens_(lex(text)) {
-    for (int k = 0; k < kBuiltinMonoidCount; ++k) monoid_names_.insert(builtin_monoid_name(static_cast<MonoidKind>(k)));
+    for (const BuiltinMonoidInfo& builtin : all_builtin_monoids()) monoid_names_.insert(builtin.name);
   }
 
   Program program();
