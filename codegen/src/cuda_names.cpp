@@ -6,22 +6,7 @@
 
 namespace fuseflow::codegen {
 
-std::string scalar_cuda_name(ScalarType s) {
-  switch (s) {
-    case ScalarType::Bool: return "bool";
-    case ScalarType::I8: return "signed char";
-    case ScalarType::I16: return "short";
-    case ScalarType::I32: return "int";
-    case ScalarType::I64: return "long long";
-    case ScalarType::U8: return "unsigned char";
-    case ScalarType::U16: return "unsigned short";
-    case ScalarType::U32: return "unsigned int";
-    case ScalarType::U64: return "unsigned long long";
-    case ScalarType::F32: return "float";
-    case ScalarType::F64: return "double";
-  }
-  return "?";
-}
+std::string scalar_cuda_name(ScalarType s) { return scalar_info(s).cuda_name; }
 
 std::string short_type_name(const Type& t) {
   if (t.is_scalar()) return scalar_name(t.scalar());
@@ -78,26 +63,17 @@ std::string CudaTypes::literal(const Value& v) {
     for (std::size_t i = 0; i < v.fields().size(); ++i) s += (i ? ", " : "") + literal(v.fields()[i]);
     return s + "}";
   }
-  switch (t.scalar()) {
-    case ScalarType::Bool: return v.as_bool() ? "true" : "false";
-    case ScalarType::F32: return float_literal(v.as_float(), true);
-    case ScalarType::F64: return float_literal(v.as_double(), false);
-    case ScalarType::I64: {
-      std::int64_t x = v.as_int();
-      if (x == INT64_MIN) return "(-9223372036854775807LL - 1)";
-      return std::to_string(x) + "LL";
-    }
-    case ScalarType::U64: return std::to_string(v.as_uint()) + "ULL";
-    case ScalarType::U32: return std::to_string(v.as_uint()) + "u";
-    case ScalarType::I32: {
-      std::int64_t x = v.as_int();
-      if (x == INT32_MIN) return "(-2147483647 - 1)";
-      return std::to_string(x);
-    }
-    default:
-      return "(" + scalar_cuda_name(t.scalar()) + ")" +
-             (t.is_signed_integer() ? std::to_string(v.as_int()) : std::to_string(v.as_uint()));
-  }
+  const ScalarInfo& info = scalar_info(t.scalar());
+  if (info.kind == ScalarKind::Logical) return v.as_bool() ? "true" : "false";
+  if (info.is_floating()) return float_literal(v.as_double(), info.size == 4);
+  const std::string digits = info.is_signed_integer() ? std::to_string(v.as_int()) : std::to_string(v.as_uint());
+  if (!info.cuda_literal_suffix) return "(" + std::string(info.cuda_name) + ")" + digits;
+  // The lowest value of a signed type has no literal (its magnitude does not fit): one
+  // more, minus 1.
+  const auto lowest = static_cast<std::int64_t>(~std::uint64_t{0} << (info.size * 8 - 1));
+  if (info.is_signed_integer() && v.as_int() == lowest)
+    return "(" + std::to_string(lowest + 1) + info.cuda_literal_suffix + " - 1)";
+  return digits + info.cuda_literal_suffix;
 }
 
 }  // namespace fuseflow::codegen

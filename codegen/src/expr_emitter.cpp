@@ -10,8 +10,7 @@ namespace {
 // while fuseflow defines it to wrap, as the CPU reference does: + - * and negation on
 // signed integers go through the unsigned type, e.g. (int)((unsigned int)a * (unsigned int)b).
 std::string wrapping(const Type& t, const std::string& a, const char* op, const std::string& b) {
-  std::string u = t.scalar() == ScalarType::I64 ? "unsigned long long" : "unsigned int";
-  std::string s = t.scalar() == ScalarType::I64 ? "long long" : "int";
+  const std::string s = scalar_info(t.scalar()).cuda_name, u = scalar_info(unsigned_of(t.scalar())).cuda_name;
   return "(" + s + ")((" + u + ")" + a + " " + op + " (" + u + ")" + b + ")";
 }
 
@@ -26,36 +25,22 @@ std::string math_call(MathFn fn, const Type& t, const std::vector<std::string>& 
   // Integer branches name their operands twice: parenthesise negative literals.
   std::vector<std::string> p;
   for (const auto& x : a) p.push_back(!x.empty() && x[0] == '-' ? "(" + x + ")" : x);
-  switch (fn) {
+  const MathFnInfo& info = math_info(fn);
+  switch (info.fn_class) {
     // Floats propagate NaN (fminf / fmaxf would drop it), as the CPU reference does: the
     // second operand wins when it is smaller (larger) or NaN, the first stays otherwise.
-    case MathFn::Min:
-      if (t.is_floating()) return "(" + p[1] + " < " + p[0] + " || " + p[1] + " != " + p[1] + " ? " + p[1] + " : " + p[0] + ")";
-      return "(" + p[0] + " < " + p[1] + " ? " + p[0] + " : " + p[1] + ")";
-    case MathFn::Max:
-      if (t.is_floating()) return "(" + p[0] + " < " + p[1] + " || " + p[1] + " != " + p[1] + " ? " + p[1] + " : " + p[0] + ")";
-      return "(" + p[0] + " > " + p[1] + " ? " + p[0] + " : " + p[1] + ")";
-    case MathFn::Abs:
-      if (t.is_floating()) return fcall("fabs");
+    case MathClass::MinMax: {
+      const bool is_min = fn == MathFn::Min;
+      if (t.is_floating())
+        return "(" + (is_min ? p[1] + " < " + p[0] : p[0] + " < " + p[1]) + " || " + p[1] + " != " + p[1] + " ? " +
+               p[1] + " : " + p[0] + ")";
+      return "(" + p[0] + (is_min ? " < " : " > ") + p[1] + " ? " + p[0] + " : " + p[1] + ")";
+    }
+    case MathClass::Abs:
+      if (t.is_floating()) return fcall(info.cuda_name);
       if (t.is_signed_integer()) return "(" + p[0] + " < 0 ? " + wrapping(t, "0", "-", p[0]) + " : " + p[0] + ")";
       return p[0];
-    case MathFn::Sqrt: return fcall("sqrt");
-    case MathFn::Rsqrt: return fcall("rsqrt");
-    case MathFn::Exp: return fcall("exp");
-    case MathFn::Exp2: return fcall("exp2");
-    case MathFn::Log: return fcall("log");
-    case MathFn::Log2: return fcall("log2");
-    case MathFn::Log10: return fcall("log10");
-    case MathFn::Sin: return fcall("sin");
-    case MathFn::Cos: return fcall("cos");
-    case MathFn::Tan: return fcall("tan");
-    case MathFn::Tanh: return fcall("tanh");
-    case MathFn::Pow: return fcall("pow");
-    case MathFn::Floor: return fcall("floor");
-    case MathFn::Ceil: return fcall("ceil");
-    case MathFn::Round: return fcall("round");
-    case MathFn::Fma: return fcall("fma");
-    case MathFn::Erf: return fcall("erf");
+    case MathClass::Float: return fcall(info.cuda_name);
   }
   return "?";
 }
@@ -90,36 +75,33 @@ std::string ExprEmitter::compute(const Expr& e) {
     case ExprKind::Result:
     case ExprKind::Operand: return leaf_(e);
     case ExprKind::Unary: {
-      std::string a = n.unary == UnaryOp::Not ? emit(n.args[0]) : conv(n.args[0], n.type);
-      if (n.unary == UnaryOp::Neg && n.type.is_signed_integer())
-        return fresh(n.type, wrapping(n.type, "0", "-", a));
+      const UnaryOpInfo& u = unary_info(n.unary);
+      std::string a = u.op_class == UnaryClass::Logical ? emit(n.args[0]) : conv(n.args[0], n.type);
+      if (u.wraps && n.type.is_signed_integer()) return fresh(n.type, wrapping(n.type, "0", u.symbol, a));
       // A negative literal operand keeps its own sign apart: -(-3.875), not --3.875.
       if (!a.empty() && a[0] == '-') a = "(" + a + ")";
-      return fresh(n.type, unary_symbol(n.unary) + a);
+      return fresh(n.type, u.symbol + a);
     }
     case ExprKind::Binary: {
       // Operands are converted explicitly to the operation's type, exactly as C++'s usual
       // arithmetic conversions would, so the text shows what is computed.
       Type op_type = n.type;
-      BinaryOp b = n.binary;
-      bool compare = b == BinaryOp::Lt || b == BinaryOp::Le || b == BinaryOp::Gt || b == BinaryOp::Ge ||
-                     b == BinaryOp::Eq || b == BinaryOp::Ne;
-      bool logical = b == BinaryOp::And || b == BinaryOp::Or;
-      if (compare) op_type = usual_arithmetic_conversion(n.args[0].type().scalar(), n.args[1].type().scalar());
+      const BinaryOpInfo& b = binary_info(n.binary);
+      if (b.op_class == BinaryClass::Comparison)
+        op_type = usual_arithmetic_conversion(n.args[0].type().scalar(), n.args[1].type().scalar());
       std::string lhs, rhs;
-      if (logical) {
+      if (b.op_class == BinaryClass::Logical) {
         lhs = emit(n.args[0]);
         rhs = emit(n.args[1]);
-      } else if (b == BinaryOp::Shl || b == BinaryOp::Shr) {
+      } else if (b.op_class == BinaryClass::Shift) {
         lhs = conv(n.args[0], n.type);
         rhs = emit(n.args[1]);
       } else {
         lhs = conv(n.args[0], op_type);
         rhs = conv(n.args[1], op_type);
       }
-      if ((b == BinaryOp::Add || b == BinaryOp::Sub || b == BinaryOp::Mul) && op_type.is_signed_integer())
-        return fresh(n.type, wrapping(op_type, lhs, binary_symbol(b), rhs));
-      return fresh(n.type, lhs + " " + binary_symbol(b) + " " + rhs);
+      if (b.wraps && op_type.is_signed_integer()) return fresh(n.type, wrapping(op_type, lhs, b.symbol, rhs));
+      return fresh(n.type, lhs + " " + b.symbol + " " + rhs);
     }
     case ExprKind::Select: {
       std::string c = emit(n.args[0]);

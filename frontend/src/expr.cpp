@@ -89,10 +89,10 @@ Expr Expr::unary(UnaryOp op, const Expr& a) {
   n.unary = op;
   n.args = {a};
   ScalarType s = a.type().scalar();
-  switch (op) {
-    case UnaryOp::Not: n.type = ScalarType::Bool; break;
-    case UnaryOp::Neg: n.type = a.type().is_floating() ? s : integer_promotion(s); break;
-    case UnaryOp::BitNot:
+  switch (unary_info(op).op_class) {
+    case UnaryClass::Logical: n.type = ScalarType::Bool; break;
+    case UnaryClass::Arithmetic: n.type = a.type().is_floating() ? s : integer_promotion(s); break;
+    case UnaryClass::Integral:
       if (!a.type().is_integral()) throw GraphError(what + " needs an integral operand, got " + a.type().name());
       n.type = integer_promotion(s);
       break;
@@ -111,24 +111,15 @@ Expr Expr::binary(BinaryOp op, const Expr& a, const Expr& b) {
   n.kind = ExprKind::Binary;
   n.binary = op;
   n.args = {a, b};
-  switch (op) {
-    case BinaryOp::Add: case BinaryOp::Sub: case BinaryOp::Mul: case BinaryOp::Div:
-      n.type = common;
-      break;
-    case BinaryOp::Mod: case BinaryOp::BitAnd: case BinaryOp::BitOr: case BinaryOp::BitXor:
-      if (!a.type().is_integral() || !b.type().is_integral())
-        throw GraphError(what + " needs integral operands, got " + a.type().name() + " and " + b.type().name());
-      n.type = common;
-      break;
-    case BinaryOp::Shl: case BinaryOp::Shr:
-      if (!a.type().is_integral() || !b.type().is_integral())
-        throw GraphError(what + " needs integral operands, got " + a.type().name() + " and " + b.type().name());
-      n.type = integer_promotion(a.type().scalar());
-      break;
-    case BinaryOp::Lt: case BinaryOp::Le: case BinaryOp::Gt: case BinaryOp::Ge:
-    case BinaryOp::Eq: case BinaryOp::Ne: case BinaryOp::And: case BinaryOp::Or:
-      n.type = ScalarType::Bool;
-      break;
+  const BinaryClass c = binary_info(op).op_class;
+  if ((c == BinaryClass::Integral || c == BinaryClass::Shift) && (!a.type().is_integral() || !b.type().is_integral()))
+    throw GraphError(what + " needs integral operands, got " + a.type().name() + " and " + b.type().name());
+  switch (c) {
+    case BinaryClass::Arithmetic:
+    case BinaryClass::Integral: n.type = common; break;
+    case BinaryClass::Shift: n.type = integer_promotion(a.type().scalar()); break;
+    case BinaryClass::Comparison:
+    case BinaryClass::Logical: n.type = ScalarType::Bool; break;
   }
   return make(std::move(n));
 }
@@ -156,6 +147,9 @@ Expr Expr::select(const Expr& cond, const Expr& a, const Expr& b) {
 
 Expr Expr::call(MathFn fn, std::vector<Expr> args) {
   std::string what = math_name(fn);
+  if (args.size() != math_info(fn).arity)
+    throw GraphError(what + " takes " + std::to_string(math_info(fn).arity) + " argument(s), got " +
+                     std::to_string(args.size()));
   for (const auto& a : args) {
     require_valid(a, what);
     require_scalar(a, what);
@@ -165,16 +159,15 @@ Expr Expr::call(MathFn fn, std::vector<Expr> args) {
   n.fn = fn;
   ScalarType common = args[0].type().scalar();
   for (const auto& a : args) common = usual_arithmetic_conversion(common, a.type().scalar());
-  switch (fn) {
-    case MathFn::Min: case MathFn::Max:
+  switch (math_info(fn).fn_class) {
+    case MathClass::MinMax:
       n.type = common;
       break;
-    case MathFn::Abs:
+    case MathClass::Abs:
       n.type = args[0].type().is_floating() ? args[0].type().scalar() : integer_promotion(args[0].type().scalar());
       break;
-    default:
-      // Float functions: f32 stays f32 (sqrtf), f64 and integers compute in f64 as
-      // std::sqrt(int) does.
+    case MathClass::Float:
+      // f32 stays f32 (sqrtf), f64 and integers compute in f64 as std::sqrt(int) does.
       n.type = common == ScalarType::F32 ? ScalarType::F32 : ScalarType::F64;
       break;
   }
@@ -240,81 +233,6 @@ Expr Expr::raw_cuda(std::string text, Type t, std::vector<Expr> args) {
   n.name = std::move(text);
   n.args = std::move(args);
   return make(std::move(n));
-}
-
-const char* unary_symbol(UnaryOp op) {
-  switch (op) {
-    case UnaryOp::Neg: return "-";
-    case UnaryOp::Not: return "!";
-    case UnaryOp::BitNot: return "~";
-  }
-  return "?";
-}
-
-const char* binary_symbol(BinaryOp op) {
-  switch (op) {
-    case BinaryOp::Add: return "+";
-    case BinaryOp::Sub: return "-";
-    case BinaryOp::Mul: return "*";
-    case BinaryOp::Div: return "/";
-    case BinaryOp::Mod: return "%";
-    case BinaryOp::BitAnd: return "&";
-    case BinaryOp::BitOr: return "|";
-    case BinaryOp::BitXor: return "^";
-    case BinaryOp::Shl: return "<<";
-    case BinaryOp::Shr: return ">>";
-    case BinaryOp::Lt: return "<";
-    case BinaryOp::Le: return "<=";
-    case BinaryOp::Gt: return ">";
-    case BinaryOp::Ge: return ">=";
-    case BinaryOp::Eq: return "==";
-    case BinaryOp::Ne: return "!=";
-    case BinaryOp::And: return "&&";
-    case BinaryOp::Or: return "||";
-  }
-  return "?";
-}
-
-int binary_precedence(BinaryOp op) {
-  switch (op) {
-    case BinaryOp::Mul: case BinaryOp::Div: case BinaryOp::Mod: return 10;
-    case BinaryOp::Add: case BinaryOp::Sub: return 9;
-    case BinaryOp::Shl: case BinaryOp::Shr: return 8;
-    case BinaryOp::Lt: case BinaryOp::Le: case BinaryOp::Gt: case BinaryOp::Ge: return 7;
-    case BinaryOp::Eq: case BinaryOp::Ne: return 6;
-    case BinaryOp::BitAnd: return 5;
-    case BinaryOp::BitXor: return 4;
-    case BinaryOp::BitOr: return 3;
-    case BinaryOp::And: return 2;
-    case BinaryOp::Or: return 1;
-  }
-  return 0;
-}
-
-const char* math_name(MathFn fn) {
-  switch (fn) {
-    case MathFn::Min: return "min";
-    case MathFn::Max: return "max";
-    case MathFn::Abs: return "abs";
-    case MathFn::Sqrt: return "sqrt";
-    case MathFn::Rsqrt: return "rsqrt";
-    case MathFn::Exp: return "exp";
-    case MathFn::Exp2: return "exp2";
-    case MathFn::Log: return "log";
-    case MathFn::Log2: return "log2";
-    case MathFn::Log10: return "log10";
-    case MathFn::Sin: return "sin";
-    case MathFn::Cos: return "cos";
-    case MathFn::Tan: return "tan";
-    case MathFn::Tanh: return "tanh";
-    case MathFn::Pow: return "pow";
-    case MathFn::Floor: return "floor";
-    case MathFn::Ceil: return "ceil";
-    case MathFn::Round: return "round";
-    case MathFn::Fma: return "fma";
-    case MathFn::Erf: return "erf";
-  }
-  return "?";
 }
 
 }  // namespace fuseflow

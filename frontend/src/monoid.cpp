@@ -15,50 +15,90 @@ const MonoidNode& Monoid::node() const {
 }
 
 namespace {
-const char* builtin_name(MonoidKind k) {
-  switch (k) {
-    case MonoidKind::Plus: return "plus";
-    case MonoidKind::Times: return "times";
-    case MonoidKind::Min: return "min";
-    case MonoidKind::Max: return "max";
-    case MonoidKind::LogicalAnd: return "logical_and";
-    case MonoidKind::LogicalOr: return "logical_or";
-    case MonoidKind::BitAnd: return "bit_and";
-    case MonoidKind::BitOr: return "bit_or";
-    case MonoidKind::BitXor: return "bit_xor";
-    case MonoidKind::ArgMin: return "argmin";
-    case MonoidKind::ArgMax: return "argmax";
-    case MonoidKind::Custom: return "custom";
-  }
-  return "?";
-}
 
 // The largest (or lowest) value of a scalar type; infinities for floats.
 Value extreme(ScalarType s, bool largest) {
-  switch (s) {
-    case ScalarType::F32:
-      return Value(largest ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity());
-    case ScalarType::F64:
-      return Value(largest ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity());
-    case ScalarType::Bool: return Value(largest);
-    default: break;
+  const ScalarInfo& info = scalar_info(s);
+  if (info.is_floating()) {
+    const double infinity = std::numeric_limits<double>::infinity();
+    return Value::from_double(s, largest ? infinity : -infinity);
   }
-  Type t(s);
-  int bits = static_cast<int>(scalar_size(s)) * 8;
-  if (t.is_unsigned_integer()) return Value::from_uint(s, largest ? ~std::uint64_t{0} : 0);
+  if (info.kind == ScalarKind::Logical) return Value(largest);
+  int bits = static_cast<int>(info.size) * 8;
+  if (info.is_unsigned_integer()) return Value::from_uint(s, largest ? ~std::uint64_t{0} : 0);
   std::uint64_t max_signed = (std::uint64_t{1} << (bits - 1)) - 1;
   return largest ? Value::from_uint(s, max_signed) : Value::from_uint(s, max_signed + 1);
 }
 
-[[noreturn]] void not_applicable(const std::string& op, MonoidKind k, const Type& t, const std::string& needs) {
-  throw GraphError(op + ": monoid " + builtin_name(k) + " needs " + needs + ", got " + t.name());
+Value identity_of(MonoidIdentity id, ScalarType s) {
+  switch (id) {
+    case MonoidIdentity::Zero: return Value::from_int(s, 0);
+    case MonoidIdentity::One: return Value::from_int(s, 1);
+    case MonoidIdentity::AllOnes: return Value::from_uint(s, ~std::uint64_t{0});
+    case MonoidIdentity::Largest: return extreme(s, true);
+    case MonoidIdentity::Lowest: return extreme(s, false);
+  }
+  throw InternalError("unknown monoid identity");
 }
+
+[[noreturn]] void not_applicable(const std::string& op, MonoidKind k, const Type& t, const std::string& needs) {
+  throw GraphError(op + ": monoid " + builtin_monoid_info(k).name + " needs " + needs + ", got " + t.name());
+}
+
+// Checks that a built-in applies to element type t.
+void require_elements(const std::string& op, MonoidKind k, const Type& t) {
+  const MonoidElements e = builtin_monoid_info(k).elements;
+  if (e == MonoidElements::ValueIndex) {
+    if (!t.is_tuple() || t.arity() != 2 || !t.fields()[0].is_scalar() || !t.fields()[1].is_integral() ||
+        t.fields()[1].is_bool())
+      not_applicable(op, k, t, "(value, index) pairs such as zip(x, index())");
+    return;
+  }
+  if (!t.is_scalar()) not_applicable(op, k, t, "a scalar element type (use a custom monoid for tuples)");
+  if (e == MonoidElements::Numeric && t.is_bool())
+    not_applicable(op, k, t, "a numeric type (bool: use logical_or / logical_and)");
+  if (e == MonoidElements::Bool && !t.is_bool()) not_applicable(op, k, t, "bool elements");
+  if (e == MonoidElements::Integral && !t.is_integral()) not_applicable(op, k, t, "an integral type");
+}
+
+// The combine function over operands a and b of type t, for each form of the table's
+// combine column.
+Expr combine_of(BinaryOp op, const Type& t, const Expr& a, const Expr& b) { return cast(t, Expr::binary(op, a, b)); }
+Expr combine_of(MathFn fn, const Type& t, const Expr& a, const Expr& b) { return cast(t, Expr::call(fn, {a, b})); }
+Expr combine_of(ArgBy by, const Type& t, const Expr& a, const Expr& b) {
+  Expr av = a[0], bv = b[0];  // one node each, so the kernel reads each field once
+  Expr better = Expr::binary(by.better, bv, av);
+  Expr tie = bv == av;
+  if (t.fields()[0].is_floating()) {
+    // NaN propagates, as through min and max: it ranks above every value (below, for
+    // argmin), so the result is the first NaN when there is one, whatever the order.
+    Expr b_nan = bv != bv, a_nan = av != av;
+    better = better || (b_nan && !a_nan);
+    tie = tie || (b_nan && a_nan);
+  }
+  tie = tie && b[1] < a[1];
+  return select(better || tie, b, a);
+}
+
+Expr builtin_combine(MonoidKind k, const Type& t, const Expr& a, const Expr& b) {
+  switch (k) {
+#define FUSEFLOW_MONOID_COMBINE(e, name, combine, ...) \
+  case MonoidKind::e: return combine_of(combine, t, a, b);
+    FUSEFLOW_BUILTIN_MONOIDS(FUSEFLOW_MONOID_COMBINE)
+#undef FUSEFLOW_MONOID_COMBINE
+    case MonoidKind::Custom: break;
+  }
+  throw InternalError("a custom monoid has no built-in combine function");
+}
+
 }  // namespace
 
 Monoid Monoid::builtin(MonoidKind kind) {
+  if (kind == MonoidKind::Custom)
+    throw GraphError("Monoid::builtin: Custom is not a built-in monoid; make a custom one with ff::monoid");
   auto n = std::make_shared<MonoidNode>();
   n->kind = kind;
-  n->name = builtin_name(kind);
+  n->name = builtin_monoid_info(kind).name;
   n->commutative = true;
   return Monoid(std::move(n));
 }
@@ -70,63 +110,17 @@ Monoid Monoid::instantiate(const Type& t, const std::string& op) const {
       throw GraphError(op + ": monoid " + self.name + " is over " + self.type.name() + " but the elements are " + t.name());
     return *this;
   }
+  require_elements(op, self.kind, t);
   auto n = std::make_shared<MonoidNode>(self);
   n->typed = true;
   n->type = t;
-  Expr a = Expr::operand(0, t), b = Expr::operand(1, t);
-  MonoidKind k = self.kind;
-  if (k == MonoidKind::ArgMin || k == MonoidKind::ArgMax) {
-    // (value, index) pairs; ties resolve to the lower index, so the result is the first
-    // extreme element whatever the combine order.
-    if (!t.is_tuple() || t.arity() != 2 || !t.fields()[0].is_scalar() || !t.fields()[1].is_integral() ||
-        t.fields()[1].is_bool())
-      not_applicable(op, k, t, "(value, index) pairs such as zip(x, index())");
-    bool is_max = k == MonoidKind::ArgMax;
-    Expr av = a[0], bv = b[0];  // one node each, so the kernel reads each field once
-    Expr better = is_max ? bv > av : bv < av;
-    Expr tie = bv == av;
-    if (t.fields()[0].is_floating()) {
-      // NaN propagates, as through min and max: it ranks above every value (below, for
-      // argmin), so the result is the first NaN when there is one, whatever the order.
-      Expr b_nan = bv != bv, a_nan = av != av;
-      better = better || (b_nan && !a_nan);
-      tie = tie || (b_nan && a_nan);
-    }
-    tie = tie && b[1] < a[1];
-    n->combine = select(better || tie, b, a);
-    n->identity = Value::tuple({extreme(t.fields()[0].scalar(), !is_max), extreme(t.fields()[1].scalar(), true)});
-    return Monoid(std::move(n));
-  }
-  if (!t.is_scalar()) not_applicable(op, k, t, "a scalar element type (use a custom monoid for tuples)");
-  ScalarType s = t.scalar();
-  switch (k) {
-    case MonoidKind::Plus:
-    case MonoidKind::Times:
-      if (t.is_bool()) not_applicable(op, k, t, "a numeric type (bool: use logical_or / logical_and)");
-      n->combine = cast(t, k == MonoidKind::Plus ? a + b : a * b);
-      n->identity = Value::from_int(s, k == MonoidKind::Plus ? 0 : 1);
-      break;
-    case MonoidKind::Min:
-    case MonoidKind::Max:
-      n->combine = cast(t, k == MonoidKind::Min ? fuseflow::min(a, b) : fuseflow::max(a, b));
-      n->identity = extreme(s, k == MonoidKind::Min);
-      break;
-    case MonoidKind::LogicalAnd:
-    case MonoidKind::LogicalOr:
-      if (!t.is_bool()) not_applicable(op, k, t, "bool elements");
-      n->combine = k == MonoidKind::LogicalAnd ? (a && b) : (a || b);
-      n->identity = Value(k == MonoidKind::LogicalAnd);
-      break;
-    case MonoidKind::BitAnd:
-    case MonoidKind::BitOr:
-    case MonoidKind::BitXor:
-      if (!t.is_integral()) not_applicable(op, k, t, "an integral type");
-      n->combine = cast(t, k == MonoidKind::BitAnd ? (a & b) : k == MonoidKind::BitOr ? (a | b) : (a ^ b));
-      n->identity = k == MonoidKind::BitAnd ? Value::from_uint(s, ~std::uint64_t{0}) : Value::from_uint(s, 0);
-      break;
-    default:
-      break;
-  }
+  n->combine = builtin_combine(self.kind, t, Expr::operand(0, t), Expr::operand(1, t));
+  const MonoidIdentity id = builtin_monoid_info(self.kind).identity;
+  if (t.is_tuple())  // (value, index): the value's identity, and the largest index
+    n->identity = Value::tuple(
+        {identity_of(id, t.fields()[0].scalar()), identity_of(MonoidIdentity::Largest, t.fields()[1].scalar())});
+  else
+    n->identity = identity_of(id, t.scalar());
   return Monoid(std::move(n));
 }
 

@@ -6,13 +6,13 @@
 // would reject a correct program.
 #include "monoid_laws.hpp"
 
+#include <atomic>
 #include <cmath>
-#include <cstdlib>
 #include <random>
-#include <string_view>
 #include <vector>
 
 #include "fuseflow/frontend/reference.hpp"
+#include "fuseflow/frontend/settings.hpp"
 
 namespace fuseflow::detail {
 namespace {
@@ -77,9 +77,13 @@ std::vector<Value> random_elements(const Expr& values, std::mt19937_64& rng) {
 
 }  // namespace
 
+namespace {
+// -1: not set (the build's default); 0: off; 1: on.
+std::atomic<int> monoid_checks_setting{-1};
+}  // namespace
+
 bool monoid_checks_enabled() {
-  const char* v = std::getenv("FUSEFLOW_CHECK_MONOIDS");
-  if (v && *v) return std::string_view(v) != "0";
+  if (std::optional<bool> set = monoid_checks()) return *set;
 #ifdef NDEBUG
   return false;
 #else
@@ -127,3 +131,17 @@ void check_monoid_laws(const Monoid& typed, const Expr& values, const std::strin
 }
 
 }  // namespace fuseflow::detail
+
+namespace fuseflow {
+
+void set_monoid_checks(std::optional<bool> enabled) {
+  detail::monoid_checks_setting.store(enabled ? (*enabled ? 1 : 0) : -1, std::memory_order_relaxed);
+}
+
+std::optional<bool> monoid_checks() {
+  const int set = detail::monoid_checks_setting.load(std::memory_order_relaxed);
+  if (set < 0) return std::nullopt;
+  return set == 1;
+}
+
+}  // namespace fuseflow

@@ -6,8 +6,8 @@
 
 namespace fuseflow::detail {
 
-// Whether ops check custom monoids: FUSEFLOW_CHECK_MONOIDS=1 turns the check on and =0
-// off; unset, it is on in debug builds of fuseflow (NDEBUG not defined).
+// Whether ops check custom monoids: as set_monoid_checks (settings.hpp) says; unset, on in
+// debug builds of fuseflow (NDEBUG not defined).
 bool monoid_checks_enabled();
 
 // When enabled: evaluates `values` (the elements `op` combines) on a few small random

@@ -205,8 +205,7 @@ std::string to_string(const Program& prog) {
   // so a later one is printed as "custom#2". A built-in's name is taken from the start.
   std::map<const MonoidNode*, std::string> monoids;
   std::set<std::string> monoid_names;
-  for (MonoidKind k = MonoidKind::Plus; k != MonoidKind::Custom; k = static_cast<MonoidKind>(static_cast<int>(k) + 1))
-    monoid_names.insert(Monoid::builtin(k).name());
+  for (const BuiltinMonoidInfo& builtin : all_builtin_monoids()) monoid_names.insert(builtin.name);
   Printer p(&ids);
   for (const auto& op : prog.ops()) {
     std::string monoid_ref;

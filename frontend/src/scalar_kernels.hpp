@@ -20,20 +20,6 @@ BinarySignature binary_signature(BinaryOp op, ScalarType a, ScalarType b);
 BinaryKernel binary_kernel(BinaryOp op, ScalarType operation);
 ScalarType unary_operand_type(UnaryOp op, ScalarType a);  // also the result type
 UnaryKernel unary_kernel(UnaryOp op, ScalarType operation);
-std::size_t math_arity(MathFn fn);
 MathKernel math_kernel(MathFn fn, ScalarType operation);  // every argument converted to it
-
-// min and max on floats propagate NaN: a NaN operand gives NaN (std::fmin and CUDA's fminf
-// return the other operand instead). With NaN absorbing, the min and max monoids keep their
-// laws (+-inf stay identities, NaN or not), so the order a reduction combines in cannot
-// change its answer. The generated CUDA spells the same rule (codegen/src/expr_emitter.cpp).
-template <class F>
-F min_propagating_nan(F a, F b) {
-  return (b < a || b != b) ? b : a;
-}
-template <class F>
-F max_propagating_nan(F a, F b) {
-  return (a < b || b != b) ? b : a;
-}
 
 }  // namespace fuseflow::detail

@@ -23,16 +23,10 @@ const std::vector<Type>& Type::fields() const {
   return fields_ ? *fields_ : none;
 }
 
-bool Type::is_integral() const { return is_scalar() && scalar_ != ScalarType::F32 && scalar_ != ScalarType::F64; }
-bool Type::is_floating() const { return is_scalar() && !is_integral(); }
-bool Type::is_signed_integer() const {
-  return is_scalar() && (scalar_ == ScalarType::I8 || scalar_ == ScalarType::I16 ||
-                         scalar_ == ScalarType::I32 || scalar_ == ScalarType::I64);
-}
-bool Type::is_unsigned_integer() const {
-  return is_scalar() && (scalar_ == ScalarType::U8 || scalar_ == ScalarType::U16 ||
-                         scalar_ == ScalarType::U32 || scalar_ == ScalarType::U64);
-}
+bool Type::is_integral() const { return is_scalar() && scalar_info(scalar_).is_integral(); }
+bool Type::is_floating() const { return is_scalar() && scalar_info(scalar_).is_floating(); }
+bool Type::is_signed_integer() const { return is_scalar() && scalar_info(scalar_).is_signed_integer(); }
+bool Type::is_unsigned_integer() const { return is_scalar() && scalar_info(scalar_).is_unsigned_integer(); }
 
 std::size_t Type::size() const {
   if (is_scalar()) return scalar_size(scalar_);
@@ -74,47 +68,15 @@ bool operator==(const Type& a, const Type& b) {
   return a.fields_ == b.fields_ || *a.fields_ == *b.fields_;
 }
 
-std::string scalar_name(ScalarType s) {
-  switch (s) {
-    case ScalarType::Bool: return "bool";
-    case ScalarType::I8: return "i8";
-    case ScalarType::I16: return "i16";
-    case ScalarType::I32: return "i32";
-    case ScalarType::I64: return "i64";
-    case ScalarType::U8: return "u8";
-    case ScalarType::U16: return "u16";
-    case ScalarType::U32: return "u32";
-    case ScalarType::U64: return "u64";
-    case ScalarType::F32: return "f32";
-    case ScalarType::F64: return "f64";
-  }
-  return "?";
-}
+std::string scalar_name(ScalarType s) { return scalar_info(s).name; }
 
-std::size_t scalar_size(ScalarType s) {
-  switch (s) {
-    case ScalarType::Bool:
-    case ScalarType::I8:
-    case ScalarType::U8: return 1;
-    case ScalarType::I16:
-    case ScalarType::U16: return 2;
-    case ScalarType::I32:
-    case ScalarType::U32:
-    case ScalarType::F32: return 4;
-    case ScalarType::I64:
-    case ScalarType::U64:
-    case ScalarType::F64: return 8;
-  }
-  return 0;
-}
+std::size_t scalar_size(ScalarType s) { return scalar_info(s).size; }
 
 int integer_rank(ScalarType s) {
-  switch (scalar_size(s)) {
-    case 1: return s == ScalarType::Bool ? 0 : 1;
-    case 2: return 2;
-    case 4: return 3;
-    default: return 4;
-  }
+  if (scalar_info(s).kind == ScalarKind::Logical) return 0;
+  int rank = 1;
+  for (std::size_t size = 1; size < scalar_size(s); size *= 2) ++rank;  // 1, 2, 4, 8 bytes -> 1 .. 4
+  return rank;
 }
 
 ScalarType integer_promotion(ScalarType a) {
@@ -122,17 +84,16 @@ ScalarType integer_promotion(ScalarType a) {
 }
 
 namespace {
-bool is_unsigned(ScalarType s) {
-  return s == ScalarType::U8 || s == ScalarType::U16 || s == ScalarType::U32 || s == ScalarType::U64;
-}
-ScalarType unsigned_of(ScalarType s) {
-  return integer_rank(s) == 3 ? ScalarType::U32 : ScalarType::U64;
-}
+bool is_unsigned(ScalarType s) { return scalar_info(s).is_unsigned_integer(); }
 }  // namespace
 
 ScalarType usual_arithmetic_conversion(ScalarType a, ScalarType b) {
-  if (a == ScalarType::F64 || b == ScalarType::F64) return ScalarType::F64;
-  if (a == ScalarType::F32 || b == ScalarType::F32) return ScalarType::F32;
+  const bool a_float = scalar_info(a).is_floating(), b_float = scalar_info(b).is_floating();
+  if (a_float || b_float) {  // the wider floating type
+    if (!b_float) return a;
+    if (!a_float) return b;
+    return scalar_size(a) >= scalar_size(b) ? a : b;
+  }
   a = integer_promotion(a);
   b = integer_promotion(b);
   if (a == b) return a;

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <ostream>
 #include <sstream>
 
@@ -17,57 +18,45 @@ Value Value::tuple(std::vector<Value> fields) {
   return v;
 }
 
-namespace {
-// Truncates an integer to the width and signedness of `t`, as static_cast does.
-std::int64_t wrap_signed(ScalarType t, std::uint64_t bits) {
-  switch (t) {
-    case ScalarType::I8: return static_cast<std::int8_t>(bits);
-    case ScalarType::I16: return static_cast<std::int16_t>(bits);
-    case ScalarType::I32: return static_cast<std::int32_t>(bits);
-    default: return static_cast<std::int64_t>(bits);
-  }
+template <class T>
+T Value::stored() const {
+  if constexpr (std::is_same_v<T, bool>) return bits_.u != 0;
+  else if constexpr (std::is_same_v<T, float>) return bits_.f;
+  else if constexpr (std::is_same_v<T, double>) return bits_.d;
+  else if constexpr (std::is_signed_v<T>) return static_cast<T>(bits_.i);
+  else return static_cast<T>(bits_.u);
 }
-std::uint64_t wrap_unsigned(ScalarType t, std::uint64_t bits) {
-  switch (t) {
-    case ScalarType::U8: return static_cast<std::uint8_t>(bits);
-    case ScalarType::U16: return static_cast<std::uint16_t>(bits);
-    case ScalarType::U32: return static_cast<std::uint32_t>(bits);
-    default: return bits;
-  }
-}
-}  // namespace
 
+// Integers convert modulo 2^width, as static_cast does in C++20.
 Value Value::from_uint(ScalarType t, std::uint64_t v) {
-  Value out;
-  out.type_ = t;
-  Type ty(t);
-  if (t == ScalarType::Bool) out.bits_.u = v != 0;
-  else if (t == ScalarType::F32) out.bits_.f = static_cast<float>(v);
-  else if (t == ScalarType::F64) out.bits_.d = static_cast<double>(v);
-  else if (ty.is_signed_integer()) out.bits_.i = wrap_signed(t, v);
-  else out.bits_.u = wrap_unsigned(t, v);
-  return out;
+  return visit_scalar(t, [v](auto zero) {
+    using T = decltype(zero);
+    if constexpr (std::is_same_v<T, bool>) return Value(v != 0);
+    else return Value(static_cast<T>(v));
+  });
 }
 
 Value Value::from_int(ScalarType t, std::int64_t v) {
-  if (t == ScalarType::F32) return Value(static_cast<float>(v));
-  if (t == ScalarType::F64) return Value(static_cast<double>(v));
-  return from_uint(t, static_cast<std::uint64_t>(v));
+  return visit_scalar(t, [t, v](auto zero) {
+    using T = decltype(zero);
+    if constexpr (std::is_floating_point_v<T>) return Value(static_cast<T>(v));
+    else return from_uint(t, static_cast<std::uint64_t>(v));
+  });
 }
 
 Value Value::from_double(ScalarType t, double v) {
-  Type ty(t);
-  if (t == ScalarType::F32) return Value(static_cast<float>(v));
-  if (t == ScalarType::F64) return Value(v);
-  if (t == ScalarType::Bool) return Value(v != 0.0);
+  const ScalarInfo& info = scalar_info(t);
+  if (info.is_floating())
+    return visit_scalar(t, [v](auto zero) { return Value(static_cast<decltype(zero)>(v)); });
+  if (info.kind == ScalarKind::Logical) return Value(v != 0.0);
   // Out-of-range float -> integer is undefined in C++; saturate like CUDA's cvt.rzi.
   if (std::isnan(v)) return from_int(t, 0);
-  if (ty.is_signed_integer()) {
-    double lo = -std::ldexp(1.0, static_cast<int>(scalar_size(t)) * 8 - 1);
+  if (info.is_signed_integer()) {
+    double lo = -std::ldexp(1.0, static_cast<int>(info.size) * 8 - 1);
     double hi = -lo - 1.0;
     return from_int(t, static_cast<std::int64_t>(std::fmin(std::fmax(v, lo), hi)));
   }
-  double hi = std::ldexp(1.0, static_cast<int>(scalar_size(t)) * 8);
+  double hi = std::ldexp(1.0, static_cast<int>(info.size) * 8);
   if (v <= 0) return from_uint(t, 0);
   if (v >= hi) return from_uint(t, ~std::uint64_t{0});
   return from_uint(t, static_cast<std::uint64_t>(v));
@@ -81,22 +70,16 @@ Value Value::from_bytes(const Type& t, const void* bytes) {
     for (std::size_t i = 0; i < t.arity(); ++i) fields.push_back(from_bytes(t.fields()[i], p + t.field_offset(i)));
     return tuple(std::move(fields));
   }
-  Value v;
-  v.type_ = t;
-  switch (t.scalar()) {
-    case ScalarType::Bool: v.bits_.u = *p != 0; break;
-    case ScalarType::I8: { std::int8_t x; std::memcpy(&x, p, 1); v.bits_.i = x; break; }
-    case ScalarType::I16: { std::int16_t x; std::memcpy(&x, p, 2); v.bits_.i = x; break; }
-    case ScalarType::I32: { std::int32_t x; std::memcpy(&x, p, 4); v.bits_.i = x; break; }
-    case ScalarType::I64: { std::int64_t x; std::memcpy(&x, p, 8); v.bits_.i = x; break; }
-    case ScalarType::U8: v.bits_.u = *p; break;
-    case ScalarType::U16: { std::uint16_t x; std::memcpy(&x, p, 2); v.bits_.u = x; break; }
-    case ScalarType::U32: { std::uint32_t x; std::memcpy(&x, p, 4); v.bits_.u = x; break; }
-    case ScalarType::U64: { std::uint64_t x; std::memcpy(&x, p, 8); v.bits_.u = x; break; }
-    case ScalarType::F32: std::memcpy(&v.bits_.f, p, 4); break;
-    case ScalarType::F64: std::memcpy(&v.bits_.d, p, 8); break;
-  }
-  return v;
+  return visit_scalar(t.scalar(), [p](auto zero) {
+    using T = decltype(zero);
+    if constexpr (std::is_same_v<T, bool>) {
+      return Value(*p != 0);
+    } else {
+      T x;
+      std::memcpy(&x, p, sizeof x);
+      return Value(x);
+    }
+  });
 }
 
 void Value::to_bytes(void* out) const {
@@ -106,17 +89,10 @@ void Value::to_bytes(void* out) const {
     for (std::size_t i = 0; i < fields_.size(); ++i) fields_[i].to_bytes(p + type_.field_offset(i));
     return;
   }
-  switch (type_.scalar()) {
-    case ScalarType::Bool: *p = bits_.u ? 1 : 0; break;
-    case ScalarType::I8: case ScalarType::I16: case ScalarType::I32: case ScalarType::I64:
-      std::memcpy(p, &bits_.i, type_.size());  // little-endian: the low bytes first
-      break;
-    case ScalarType::U8: case ScalarType::U16: case ScalarType::U32: case ScalarType::U64:
-      std::memcpy(p, &bits_.u, type_.size());
-      break;
-    case ScalarType::F32: std::memcpy(p, &bits_.f, 4); break;
-    case ScalarType::F64: std::memcpy(p, &bits_.d, 8); break;
-  }
+  visit_scalar(type_.scalar(), [this, p](auto zero) {
+    const auto x = stored<decltype(zero)>();
+    std::memcpy(p, &x, sizeof x);
+  });
 }
 
 const Value& Value::operator[](std::size_t i) const {
@@ -140,11 +116,7 @@ std::uint64_t Value::as_uint() const {
 
 double Value::as_double() const {
   if (is_tuple()) throw GraphError("a " + type_.name() + " tuple is not a number");
-  switch (type_.scalar()) {
-    case ScalarType::F32: return bits_.f;
-    case ScalarType::F64: return bits_.d;
-    default: return type_.is_signed_integer() ? static_cast<double>(bits_.i) : static_cast<double>(bits_.u);
-  }
+  return visit_scalar(type_.scalar(), [this](auto zero) { return static_cast<double>(stored<decltype(zero)>()); });
 }
 
 float Value::as_float() const {
@@ -185,28 +157,24 @@ std::string Value::to_string() const {
     for (std::size_t i = 0; i < fields_.size(); ++i) s += (i ? ", " : "") + fields_[i].to_string();
     return s + ")";
   }
-  std::ostringstream os;
-  switch (type_.scalar()) {
-    case ScalarType::Bool: return bits_.u ? "true" : "false";
-    case ScalarType::F32:
-      os.precision(9);
-      os << bits_.f;
-      if (std::isfinite(bits_.f) && os.str().find_first_of(".e") == std::string::npos) os << ".0";
-      os << "f";
-      return os.str();
-    case ScalarType::F64:
-      os.precision(17);
-      os << bits_.d;
-      if (std::isfinite(bits_.d) && os.str().find_first_of(".e") == std::string::npos) os << ".0";
-      return os.str();
-    case ScalarType::I32: return std::to_string(bits_.i);
-    case ScalarType::I64: return std::to_string(bits_.i) + "L";
-    case ScalarType::U32: return std::to_string(bits_.u) + "u";
-    case ScalarType::U64: return std::to_string(bits_.u) + "uL";
-    default:
-      return scalar_name(type_.scalar()) + "(" +
-             (type_.is_signed_integer() ? std::to_string(bits_.i) : std::to_string(bits_.u)) + ")";
-  }
+  const ScalarInfo& info = scalar_info(type_.scalar());
+  return visit_scalar(info.type, [this, &info](auto zero) -> std::string {
+    using T = decltype(zero);
+    const T x = stored<T>();
+    if constexpr (std::is_same_v<T, bool>) {
+      return x ? "true" : "false";
+    } else if constexpr (std::is_floating_point_v<T>) {
+      // Enough digits to read back the same value; a whole number keeps a ".0".
+      std::ostringstream os;
+      os.precision(std::numeric_limits<T>::max_digits10);
+      os << x;
+      if (std::isfinite(x) && os.str().find_first_of(".e") == std::string::npos) os << ".0";
+      return os.str() + info.literal_suffix;
+    } else {
+      std::string digits = std::to_string(x);
+      return info.literal_suffix ? digits + info.literal_suffix : std::string(info.name) + "(" + digits + ")";
+    }
+  });
 }
 
 std::ostream& operator<<(std::ostream& os, const Value& v) { return os << v.to_string(); }

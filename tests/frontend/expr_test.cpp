@@ -223,6 +223,12 @@ TEST_CASE("integer-only operators on floats throw a GraphError naming the operat
   CHECK_THROWS_WITH_AS(~x, "fuseflow: operator ~ needs an integral operand, got f32", ff::GraphError);
 }
 
+TEST_CASE("a math call with the wrong number of arguments throws naming the function and its arity") {
+  auto x = ff::input<float>("x");
+  CHECK_THROWS_WITH_AS(ff::Expr::call(ff::MathFn::Pow, {x}), "fuseflow: pow takes 2 argument(s), got 1", ff::GraphError);
+  CHECK_THROWS_WITH_AS(ff::Expr::call(ff::MathFn::Sqrt, {}), "fuseflow: sqrt takes 1 argument(s), got 0", ff::GraphError);
+}
+
 TEST_CASE("select with branches of different tuple types or a non-bool condition throws") {
   const auto x = ff::input<float>("x");
   const auto a = ff::zip(x, ff::index());

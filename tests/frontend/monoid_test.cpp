@@ -3,16 +3,15 @@
 // GraphError.
 #include <doctest/doctest.h>
 
-#include <stdlib.h>
-
 #include <cstdint>
-#include <cstdlib>
-#include <string>
 #include <limits>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "fuseflow/frontend/monoid.hpp"
 #include "fuseflow/frontend/program.hpp"
+#include "fuseflow/frontend/settings.hpp"
 #include "graph_error_of.hpp"
 
 namespace ff = fuseflow;
@@ -305,25 +304,21 @@ TEST_CASE("a combine function that uses an input, a parameter or the index throw
                        ff::GraphError);
 }
 
-// ---- the debug check of a custom monoid's laws (FUSEFLOW_CHECK_MONOIDS) ------------------
+// ---- the debug check of a custom monoid's laws (set_monoid_checks) -----------------------
 
 namespace {
 
-// Sets FUSEFLOW_CHECK_MONOIDS for one scope (the tests build with NDEBUG, where the check
-// is off unless asked for).
+// Turns the check on or off for one scope (the tests build with NDEBUG, where the check
+// is off unless asked for), then back to what it was.
 class MonoidChecks {
  public:
-  explicit MonoidChecks(const char* value) {
-    if (const char* old = std::getenv("FUSEFLOW_CHECK_MONOIDS")) old_ = old;
-    ::setenv("FUSEFLOW_CHECK_MONOIDS", value, 1);
-  }
-  ~MonoidChecks() {
-    if (old_.empty()) ::unsetenv("FUSEFLOW_CHECK_MONOIDS");
-    else ::setenv("FUSEFLOW_CHECK_MONOIDS", old_.c_str(), 1);
-  }
+  explicit MonoidChecks(bool enabled) : old_(ff::monoid_checks()) { ff::set_monoid_checks(enabled); }
+  ~MonoidChecks() { ff::set_monoid_checks(old_); }
+  MonoidChecks(const MonoidChecks&) = delete;
+  MonoidChecks& operator=(const MonoidChecks&) = delete;
 
  private:
-  std::string old_;
+  std::optional<bool> old_;
 };
 
 using ff::test::graph_error_of;
@@ -351,8 +346,8 @@ ff::Monoid matmul(ff::Commutativity c) {
 
 }  // namespace
 
-TEST_CASE("with FUSEFLOW_CHECK_MONOIDS=1 an identity that is not one is reported with the values") {
-  MonoidChecks on("1");
+TEST_CASE("with monoid checks on, an identity that is not one is reported with the values") {
+  MonoidChecks on(true);
   const auto x = ff::input<int>("x");
   // The first random element is -30: plus_from_one(1, -30) = -29.
   CHECK(graph_error_of([&] { ff::reduce(x, plus_from_one()); }) ==
@@ -361,8 +356,8 @@ TEST_CASE("with FUSEFLOW_CHECK_MONOIDS=1 an identity that is not one is reported
   CHECK(graph_error_of([&] { ff::scan(x, plus_from_one()); }).rfind("fuseflow: scan: monoid plus_from_one fails the identity law", 0) == 0);
 }
 
-TEST_CASE("with FUSEFLOW_CHECK_MONOIDS=1 a combine that is not associative is reported with the values") {
-  MonoidChecks on("1");
+TEST_CASE("with monoid checks on, a combine that is not associative is reported with the values") {
+  MonoidChecks on(true);
   const auto x = ff::input<int>("x");
   const auto off = ff::input<int>("off");
   // The values come from the fixed random elements and their combinations; the results
@@ -374,8 +369,8 @@ TEST_CASE("with FUSEFLOW_CHECK_MONOIDS=1 a combine that is not associative is re
             .rfind("fuseflow: segmented_reduce: monoid skewed is not associative", 0) == 0);
 }
 
-TEST_CASE("with FUSEFLOW_CHECK_MONOIDS=1 a monoid declared commutative that is not is reported") {
-  MonoidChecks on("1");
+TEST_CASE("with monoid checks on, a monoid declared commutative that is not is reported") {
+  MonoidChecks on(true);
   const auto x = ff::input<int>("x");
   const auto parts = ff::zip(x, x + 1, x - 1, x * 2);
   CHECK(graph_error_of([&] { ff::reduce(parts, matmul(ff::commutative)); }) ==
@@ -385,8 +380,8 @@ TEST_CASE("with FUSEFLOW_CHECK_MONOIDS=1 a monoid declared commutative that is n
   CHECK(graph_error_of([&] { ff::reduce(parts, matmul(ff::non_commutative)); }) == "(no GraphError thrown)");
 }
 
-TEST_CASE("with FUSEFLOW_CHECK_MONOIDS=1 lawful monoids pass, float ones up to rounding") {
-  MonoidChecks on("1");
+TEST_CASE("with monoid checks on, lawful monoids pass, float ones up to rounding") {
+  MonoidChecks on(true);
   const auto xi = ff::input<int>("x");
   CHECK(graph_error_of([&] {
           ff::reduce(ff::map(xi, [](auto v) { auto p = ff::max(v, 0); return ff::tuple(p, p, p, v); }), mssp());
@@ -412,13 +407,24 @@ TEST_CASE("with FUSEFLOW_CHECK_MONOIDS=1 lawful monoids pass, float ones up to r
   CHECK(graph_error_of([&] { ff::scan(ff::zip(xf * 0.37f, b), recurrence); }) == "(no GraphError thrown)");
 }
 
-TEST_CASE("the monoid check is off with FUSEFLOW_CHECK_MONOIDS=0 and skips elements it cannot evaluate") {
+TEST_CASE("set_monoid_checks decides until it is reset to the build's default") {
+  const std::optional<bool> before = ff::monoid_checks();
+  ff::set_monoid_checks(true);
+  CHECK(ff::monoid_checks() == std::optional<bool>(true));
+  ff::set_monoid_checks(false);
+  CHECK(ff::monoid_checks() == std::optional<bool>(false));
+  ff::set_monoid_checks(std::nullopt);
+  CHECK_FALSE(ff::monoid_checks().has_value());
+  ff::set_monoid_checks(before);
+}
+
+TEST_CASE("the monoid check is off when set off, and skips elements it cannot evaluate") {
   const auto x = ff::input<int>("x");
   {
-    MonoidChecks off("0");
+    MonoidChecks off(false);
     CHECK(graph_error_of([&] { ff::reduce(x, plus_from_one()); }) == "(no GraphError thrown)");
   }
-  MonoidChecks on("1");
+  MonoidChecks on(true);
   // Raw CUDA runs only on the device: nothing to check the laws on.
   CHECK(graph_error_of([&] { ff::reduce(ff::cuda_expr<int>("__popc($0)", x), plus_from_one()); }) ==
         "(no GraphError thrown)");

@@ -1,19 +1,19 @@
 // The textual form of programs (printer.cpp), checked against hand-written text: golden
 // tests and error messages depend on it, so it must be exact and stable.
 #include <doctest/doctest.h>
-#include <stdlib.h>
 
 #include <cstdint>
 #include <string>
 
 #include "fuseflow/frontend/program.hpp"
+#include "fuseflow/frontend/settings.hpp"
 
 namespace ff = fuseflow;
 
 namespace {
 // Some programs here combine with functions that are no monoids (a * 3 + b): they test
 // printing only, so the debug check of monoid laws (a debug build's default) is off.
-const int monoid_checks_off = ::setenv("FUSEFLOW_CHECK_MONOIDS", "0", 1);
+const bool monoid_checks_off = (ff::set_monoid_checks(false), true);
 
 using Mssp = ff::Tuple<int, int, int, int>;
 ff::Monoid mssp() {

@@ -193,3 +193,62 @@ TEST_CASE("scalar operations reject tuples and the wrong number of arguments") {
   CHECK(graph_error_of([] { ff::apply_binary(BinaryOp::Mod, Value(1.0f), Value(2.0f), ScalarType::F32); }) ==
         "fuseflow: operator % does not apply to f32");
 }
+
+TEST_CASE("every operator the type rules accept has a host function for its operand types") {
+  // The operator table gives each row a class (the type rule) and a host function (what
+  // the CPU reference computes); the two must agree on every pair of scalar types. The
+  // operands are 1 (of each type), so that no division is by zero.
+  std::size_t checked = 0;
+  for (const ff::ScalarInfo& a : ff::all_scalar_types()) {
+    const Value one_a = Value::from_int(a.type, 1);
+    for (const ff::UnaryOpInfo& op : ff::all_unary_ops()) {
+      ff::Type type;
+      try {
+        type = ff::Expr::unary(op.op, ff::Expr(one_a)).type();
+      } catch (const ff::GraphError&) {
+        continue;
+      }
+      CAPTURE(op.symbol);
+      CAPTURE(a.name);
+      CHECK(ff::apply_unary(op.op, one_a, type).type() == type);
+      ++checked;
+    }
+    for (const ff::MathFnInfo& fn : ff::all_math_fns()) {
+      std::vector<Value> args(fn.arity, one_a);
+      ff::Type type = ff::Expr::call(fn.fn, std::vector<ff::Expr>(fn.arity, ff::Expr(one_a))).type();
+      CAPTURE(fn.name);
+      CAPTURE(a.name);
+      CHECK(ff::apply_math(fn.fn, args, type).type() == type);
+      ++checked;
+    }
+    for (const ff::ScalarInfo& b : ff::all_scalar_types()) {
+      const Value one_b = Value::from_int(b.type, 1);
+      for (const ff::BinaryOpInfo& op : ff::all_binary_ops()) {
+        ff::Type type;
+        try {
+          type = node_type(op.op, one_a, one_b);
+        } catch (const ff::GraphError&) {
+          continue;
+        }
+        CAPTURE(op.symbol);
+        CAPTURE(a.name);
+        CAPTURE(b.name);
+        CHECK(ff::apply_binary(op.op, one_a, one_b, type).type() == type);
+        ++checked;
+      }
+    }
+  }
+  CHECK(checked > 1000);
+}
+
+TEST_CASE("a wrapping operator wraps on signed integers, and only the operators marked so") {
+  const Value lowest(std::numeric_limits<std::int32_t>::min()), highest(std::numeric_limits<std::int32_t>::max());
+  CHECK(ff::binary_info(BinaryOp::Add).wraps);
+  CHECK(binary(BinaryOp::Add, highest, Value(1)) == lowest);
+  CHECK(ff::binary_info(BinaryOp::Mul).wraps);
+  CHECK(binary(BinaryOp::Mul, highest, Value(2)) == Value(-2));
+  CHECK(ff::unary_info(UnaryOp::Neg).wraps);
+  CHECK(unary(UnaryOp::Neg, lowest) == lowest);
+  CHECK_FALSE(ff::binary_info(BinaryOp::Div).wraps);
+  CHECK_FALSE(ff::binary_info(BinaryOp::Shl).wraps);
+}

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "fuseflow/frontend/type.hpp"
@@ -66,6 +67,24 @@ TEST_CASE("scalar types have the sizes and names of their C++ counterparts") {
   CHECK(ff::scalar_name(ScalarType::I64) == "i64");
   CHECK(ff::scalar_name(ScalarType::F32) == "f32");
   CHECK(ff::scalar_name(ScalarType::F64) == "f64");
+}
+
+TEST_CASE("every row of the scalar type table agrees with its C++ type") {
+  for (const ff::ScalarInfo& row : ff::all_scalar_types()) {
+    CAPTURE(row.name);
+    ff::visit_scalar(row.type, [&row](auto zero) {
+      using T = decltype(zero);
+      CHECK(ff::type_of<T>() == Type(row.type));
+      CHECK(row.size == sizeof(T));
+      CHECK(row.is_floating() == std::is_floating_point_v<T>);
+      CHECK(row.is_signed_integer() == (std::is_signed_v<T> && std::is_integral_v<T>));
+      CHECK(row.is_unsigned_integer() == (std::is_unsigned_v<T> && !std::is_same_v<T, bool>));
+    });
+    CHECK(ff::scalar_name(row.type) == row.name);
+    CHECK(ff::scalar_info(row.type).type == row.type);
+  }
+  CHECK(ff::unsigned_of(ScalarType::I32) == ScalarType::U32);
+  CHECK(ff::unsigned_of(ScalarType::I64) == ScalarType::U64);
 }
 
 TEST_CASE("type_of maps each C++ arithmetic type to its fuseflow scalar") {

@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "fuseflow/frontend/operators.hpp"
 #include "fuseflow/frontend/type.hpp"
 #include "fuseflow/frontend/value.hpp"
 
@@ -34,20 +35,11 @@ enum class ExprKind : std::uint8_t {
   RawCuda,   // raw CUDA expression text with $0, $1 ... for its arguments
 };
 
-enum class UnaryOp : std::uint8_t { Neg, Not, BitNot };
-enum class BinaryOp : std::uint8_t {
-  Add, Sub, Mul, Div, Mod, BitAnd, BitOr, BitXor, Shl, Shr,
-  Lt, Le, Gt, Ge, Eq, Ne, And, Or,
-};
-enum class MathFn : std::uint8_t {
-  Min, Max, Abs, Sqrt, Rsqrt, Exp, Exp2, Log, Log2, Log10, Sin, Cos, Tan, Tanh, Pow,
-  Floor, Ceil, Round, Fma, Erf,
-};
-
-const char* unary_symbol(UnaryOp op);
-const char* binary_symbol(BinaryOp op);
-const char* math_name(MathFn fn);
-int binary_precedence(BinaryOp op);  // C++ precedence, higher binds tighter
+// UnaryOp, BinaryOp and MathFn, with their spellings and classes: operators.hpp.
+inline const char* unary_symbol(UnaryOp op) { return unary_info(op).symbol; }
+inline const char* binary_symbol(BinaryOp op) { return binary_info(op).symbol; }
+inline const char* math_name(MathFn fn) { return math_info(fn).name; }
+inline int binary_precedence(BinaryOp op) { return binary_info(op).precedence; }  // higher binds tighter
 
 class Expr;
 

@@ -5,6 +5,7 @@
 // type, and are commutative. A custom monoid traces its combine lambda over two symbolic
 // operands and says whether it is commutative; the DSL never assumes what it was not told.
 #include <memory>
+#include <span>
 #include <string>
 #include <type_traits>
 
@@ -12,9 +13,62 @@
 
 namespace fuseflow {
 
+// The built-in monoids, one row each: X(enum, name, combine, identity, elements).
+//   combine   a . b: a BinaryOp or MathFn, its result cast back to the element type; or
+//             ArgBy{op}: over (value, index) pairs, b wins when op(b.value, a.value), and
+//             ties go to the lower index (the first extreme element, whatever the order)
+//   identity  Zero, One, AllOnes, or Largest / Lowest (+inf / -inf for floats); for
+//             (value, index) pairs, the value's, with the largest index
+//   elements  what the element type must be: Numeric (not bool), Scalar, Bool, Integral,
+//             ValueIndex ((value, index) pairs, the index an integer)
+// Every built-in is commutative. The CPU reference runs the combine operator's host
+// function (operators.hpp) in a typed loop.
+#define FUSEFLOW_BUILTIN_MONOIDS(X)                             \
+  X(Plus, "plus", BinaryOp::Add, Zero, Numeric)                 \
+  X(Times, "times", BinaryOp::Mul, One, Numeric)                \
+  X(Min, "min", MathFn::Min, Largest, Scalar)                   \
+  X(Max, "max", MathFn::Max, Lowest, Scalar)                    \
+  X(LogicalAnd, "logical_and", BinaryOp::And, One, Bool)        \
+  X(LogicalOr, "logical_or", BinaryOp::Or, Zero, Bool)          \
+  X(BitAnd, "bit_and", BinaryOp::BitAnd, AllOnes, Integral)     \
+  X(BitOr, "bit_or", BinaryOp::BitOr, Zero, Integral)           \
+  X(BitXor, "bit_xor", BinaryOp::BitXor, Zero, Integral)        \
+  X(ArgMin, "argmin", ArgBy{BinaryOp::Lt}, Largest, ValueIndex) \
+  X(ArgMax, "argmax", ArgBy{BinaryOp::Gt}, Lowest, ValueIndex)
+
 enum class MonoidKind : std::uint8_t {
-  Plus, Times, Min, Max, LogicalAnd, LogicalOr, BitAnd, BitOr, BitXor, ArgMin, ArgMax, Custom,
+#define FUSEFLOW_MONOID_ENUM(e, ...) e,
+  FUSEFLOW_BUILTIN_MONOIDS(FUSEFLOW_MONOID_ENUM)
+#undef FUSEFLOW_MONOID_ENUM
+  Custom,
 };
+
+// The combine of argmin / argmax: b replaces a when `better`(b's value, a's value).
+struct ArgBy {
+  BinaryOp better;
+};
+enum class MonoidIdentity : std::uint8_t { Zero, One, AllOnes, Largest, Lowest };
+enum class MonoidElements : std::uint8_t { Numeric, Scalar, Bool, Integral, ValueIndex };
+
+struct BuiltinMonoidInfo {
+  MonoidKind kind;
+  const char* name;
+  MonoidIdentity identity;
+  MonoidElements elements;
+};
+
+inline constexpr BuiltinMonoidInfo kBuiltinMonoids[] = {
+#define FUSEFLOW_MONOID_ROW(e, name, combine, identity, elements) \
+  {MonoidKind::e, name, MonoidIdentity::identity, MonoidElements::elements},
+    FUSEFLOW_BUILTIN_MONOIDS(FUSEFLOW_MONOID_ROW)
+#undef FUSEFLOW_MONOID_ROW
+};
+
+// The row of a built-in (not Custom).
+constexpr const BuiltinMonoidInfo& builtin_monoid_info(MonoidKind k) {
+  return kBuiltinMonoids[static_cast<std::size_t>(k)];
+}
+constexpr std::span<const BuiltinMonoidInfo> all_builtin_monoids() { return kBuiltinMonoids; }
 
 enum class Commutativity : std::uint8_t { NonCommutative, Commutative };
 inline constexpr Commutativity commutative = Commutativity::Commutative;
@@ -102,8 +156,9 @@ Monoid make_monoid(std::string name, const Type& t, F&& combine, const Expr& ide
 
 // A custom monoid over T: ff::monoid<ff::Tuple<int,int>>(combine, identity, ff::non_commutative).
 // combine(a, b) is traced once with symbolic a and b of type T and must return a T; the
-// identity must be a constant of type T. In debug builds (or FUSEFLOW_CHECK_MONOIDS=1)
-// the first op to use it checks its laws on its elements (frontend/src/monoid_laws.hpp).
+// identity must be a constant of type T. In debug builds (or after set_monoid_checks(true),
+// settings.hpp) the first op to use it checks its laws on its elements
+// (frontend/src/monoid_laws.hpp).
 template <class T, class F>
 Monoid monoid(F&& combine, const Expr& identity, Commutativity c, std::string name = "") {
   return detail::make_monoid(std::move(name), type_of<T>(), std::forward<F>(combine), identity, c);

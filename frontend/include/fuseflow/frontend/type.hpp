@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-namespace fuseflow {
+#include "fuseflow/frontend/scalar_types.hpp"
 
-enum class ScalarType : std::uint8_t { Bool, I8, I16, I32, I64, U8, U16, U32, U64, F32, F64 };
+namespace fuseflow {
 
 class Type {
  public:
@@ -45,8 +45,8 @@ class Type {
   std::shared_ptr<const std::vector<Type>> fields_;
 };
 
-std::string scalar_name(ScalarType s);  // "i32"
-std::size_t scalar_size(ScalarType s);
+std::string scalar_name(ScalarType s);  // "i32" (scalar_info(s).name)
+std::size_t scalar_size(ScalarType s);  // scalar_info(s).size
 int integer_rank(ScalarType s);  // C++ conversion rank: bool 0, 8-bit 1 ... 64-bit 4
 
 // C++'s usual arithmetic conversions on two scalar types (integer promotion included):

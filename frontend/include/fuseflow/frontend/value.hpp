@@ -79,6 +79,9 @@ class Value {
   }
   template <class T>
   T scalar_as() const;
+  // The scalar as stored, T being its own C++ type (scalar_types.hpp): no conversion.
+  template <class T>
+  T stored() const;
   void require_type(const Type& t, const char* what) const;
 
   Type type_;
