@@ -157,7 +157,7 @@ TEST_CASE("random programs read back from their text, plan deterministically and
     if (bug == known.end() && !error.empty()) failures.push_back(error + "\n" + fz::describe(fz::generate(seed)));
     if (bug != known.end() && error.empty())
       failures.push_back("seed " + std::to_string(seed) + " hits known bug '" + bug->second +
-                         "' but compiles now: remove the bug from known_bug() (program_generator.cpp)\n" +
+                         "' but compiles now: remove the bug from known_bug() (describe.cpp)\n" +
                          fz::describe(fz::generate(seed)));
   }
 
@@ -216,7 +216,7 @@ TEST_CASE("the differential comparison accepts the f32 CPU reference against the
   CHECK(failures.empty());
 }
 
-// The shape of a seed comes from a Weyl sequence (program_generator.cpp, shape_draw), so
+// The shape of a seed comes from a Weyl sequence (generate_ops.cpp, shape_draw), so
 // the emulator's 60 seeds meet every shape; this holds the shares and weights to that.
 TEST_CASE("seeds 1..60 meet every shape at least 3 times") {
   std::map<std::string, int> count;

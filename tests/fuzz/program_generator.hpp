@@ -9,7 +9,7 @@
 //   filter -> reduce, outputs(reduce, reduce), a map over a reduction's result
 //   (x / reduce(x) style), a reduction or scan of a map that reads an earlier reduction,
 //   outputs(scan, reduce),
-// and the ops whose result has a length of its own (program_generator.cpp, "array ops"):
+// and the ops whose result has a length of its own (generate_array_ops.cpp):
 //   histogram (a random integral bin expression, casts of floats to int included, with
 //             bins out of range that are dropped; 1 to 2^17 bins, so both the shared-memory
 //             and the global-atomics paths; u32 or u64 counts),
@@ -217,7 +217,7 @@ std::string describe(const Case& c);
 // Known code generator bugs, detected from the case's structure: the reason (the bug's
 // name and symptom) when the case hits one, else "". The fuzz tests skip these cases and
 // list their seeds; the compile test also checks that they still fail, so a fix is
-// noticed and the entry removed. None now (see program_generator.cpp for the history).
+// noticed and the entry removed. None now (see describe.cpp for the history).
 std::string known_bug(const Case& c);
 
 // Writes a test's report (summary and failures) to $FUSEFLOW_FUZZ_REPORT_DIR/<name>.txt,

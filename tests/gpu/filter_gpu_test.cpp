@@ -352,7 +352,7 @@ TEST_CASE("two reductions of one filter's result are both masked") {
   }
 }
 
-TEST_CASE("a compaction over more than 2^31 elements uses 64-bit indexing") {
+TEST_CASE("a compaction over more than 2^31 elements uses 64-bit indexing" * doctest::test_suite("long")) {
   ff::Runtime& rt = runtime();
   const std::int64_t n = (1LL << 31) + 17;
   FF_TEST_NEEDS_ELEMENTS(n);

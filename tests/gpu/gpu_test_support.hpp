@@ -2,6 +2,12 @@
 // What every GPU test file shares: one Runtime per process, made after FUSEFLOW_POISON=1
 // is set so every output is poisoned before each run; one random generator; random
 // inputs; the size limit a sanitizer run sets.
+//
+// Long cases: a test case in the doctest test suite "long" (TEST_CASE("..." *
+// doctest::test_suite("long"))) runs under the CTest label gpu-long, every other one under
+// the label gpu (tests/gpu/CMakeLists.txt), so that `ctest -L '^gpu$'` stays short. The
+// long ones are the sweeps at 2^24 elements and more (the same checks as their short
+// twin, which runs every size up to 2^20 + 7) and the cases over 2^31 elements.
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>

@@ -25,7 +25,9 @@ namespace ff = fuseflow;
 
 namespace {
 
-const std::vector<std::int64_t> kSizes = ff::test::capped({0, 1, 31, 32, 33, 1000, 1023, 1025, (1 << 16) + 3, (1 << 20) + 7, 1 << 24});
+const std::vector<std::int64_t> kSizes = ff::test::capped({0, 1, 31, 32, 33, 1000, 1023, 1025, (1 << 16) + 3, (1 << 20) + 7});
+// The same sweeps at 2^24 elements, in the suite "long" (gpu_test_support.hpp).
+const std::vector<std::int64_t> kLongSizes = ff::test::capped({1 << 24});
 
 using ff::test::rng;
 using ff::test::runtime;
@@ -111,20 +113,49 @@ void check_keys(const std::vector<int>& keys, std::int64_t bins, const std::stri
   check_sort<int>(ff::counting_sort(k, bins), b, what + ", counting_sort");
 }
 
-}  // namespace
-
-TEST_CASE("sort_by_key of random keys over 1 to 4096 bins matches the reference at every size, stably") {
+void check_random_keys(const std::vector<std::int64_t>& sizes) {
   for (std::int64_t bins : {1LL, 2LL, 16LL, 256LL, 1024LL, 4096LL})
-    for (std::int64_t n : kSizes)
+    for (std::int64_t n : sizes)
       check_keys(keys_of(shapes()[0], n, bins), bins, "random, " + std::to_string(bins) + " bins, n = " + std::to_string(n));
 }
 
-TEST_CASE("all keys equal, already sorted, reversed, and keys outside the bins, at every size") {
+void check_shaped_keys(const std::vector<std::int64_t>& sizes) {
   for (std::size_t s = 1; s < shapes().size(); ++s)
     for (std::int64_t bins : {16LL, 256LL, 4096LL})
-      for (std::int64_t n : kSizes)
+      for (std::int64_t n : sizes)
         check_keys(keys_of(shapes()[s], n, bins), bins,
                    shapes()[s].name + ", " + std::to_string(bins) + " bins, n = " + std::to_string(n));
+}
+
+// x in [-0.25, 1.25): keys -2 .. 9, so some fall outside [0, 8) and sort last.
+void check_fused_key_map(const std::vector<std::int64_t>& sizes) {
+  auto x = ff::input<float>("x");
+  const ff::KeyedResult sorted = ff::sort_by_key(ff::cast<int>(x * 8.0f), ff::zip(x, ff::index()), 8);
+  const ff::Program program = ff::outputs(sorted.keys, sorted.values);
+  for (std::int64_t n : sizes) {
+    Bound b;
+    b.bind(x, ff::test::random_values<float>(n, -0.25, 1.25));
+    check_sort<int, ff::Tuple<float, long long>>(program, b, "cast<i32>(x * 8), n = " + std::to_string(n));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("sort_by_key of random keys over 1 to 4096 bins matches the reference at every size, stably") {
+  check_random_keys(kSizes);
+}
+
+TEST_CASE("sort_by_key of random keys over 1 to 4096 bins at 2^24 elements" * doctest::test_suite("long")) {
+  check_random_keys(kLongSizes);
+}
+
+TEST_CASE("all keys equal, already sorted, reversed, and keys outside the bins, at every size") {
+  check_shaped_keys(kSizes);
+}
+
+TEST_CASE("all keys equal, already sorted, reversed, and keys outside the bins, at 2^24 elements" *
+          doctest::test_suite("long")) {
+  check_shaped_keys(kLongSizes);
 }
 
 TEST_CASE("8192 bins, the most a counting sort takes, sort from registers with small blocks") {
@@ -133,15 +164,12 @@ TEST_CASE("8192 bins, the most a counting sort takes, sort from registers with s
 }
 
 TEST_CASE("a fused key map cast<i32>(x * 8) sorts f32 values with their index, stably") {
-  auto x = ff::input<float>("x");
-  const ff::KeyedResult sorted = ff::sort_by_key(ff::cast<int>(x * 8.0f), ff::zip(x, ff::index()), 8);
-  const ff::Program program = ff::outputs(sorted.keys, sorted.values);
-  for (std::int64_t n : kSizes) {
-    // x in [-0.25, 1.25): keys -2 .. 9, so some fall outside [0, 8) and sort last.
-    Bound b;
-    b.bind(x, ff::test::random_values<float>(n, -0.25, 1.25));
-    check_sort<int, ff::Tuple<float, long long>>(program, b, "cast<i32>(x * 8), n = " + std::to_string(n));
-  }
+  check_fused_key_map(kSizes);
+}
+
+TEST_CASE("a fused key map cast<i32>(x * 8) sorts f32 values with their index at 2^24 elements" *
+          doctest::test_suite("long")) {
+  check_fused_key_map(kLongSizes);
 }
 
 TEST_CASE("x % 16 of i32 (negative remainders sort last) carries u32 values; u8, u16 and i64 keys") {
@@ -201,7 +229,7 @@ TEST_CASE("a counting sort gives the same output on every run (scratch reused, c
   }
 }
 
-TEST_CASE("a sort_by_key of more than 2^31 u8 keys uses 64-bit positions and stays stable") {
+TEST_CASE("a sort_by_key of more than 2^31 u8 keys uses 64-bit positions and stays stable" * doctest::test_suite("long")) {
   const std::int64_t n = (1LL << 31) + 17;
   FF_TEST_NEEDS_ELEMENTS(n);
   std::vector<std::uint8_t> host(static_cast<std::size_t>(n));
