@@ -7,8 +7,12 @@
 #   bash scripts/device.sh --tests-only --filter 'gpu|runtime'
 #   bash scripts/device.sh --bench-only -- --sizes 1e6,1e8   # after `--`: benchmark args
 #   bash scripts/device.sh --carried    # a build made on the CPU machine (carry_build.sh)
+#   bash scripts/device.sh --long       # the long sweeps alone (label gpu-long, 4 at a time)
+#   bash scripts/bench_compare.sh DIR   # before/after benchmark against the tree in DIR
 #
-# Options: --tests-only, --bench-only, --filter REGEX (ctest -R), --build-dir DIR (default
+# Tests: the default run is every test but the emulator's and the long sweeps (label
+# gpu-long, about 5 minutes serially on an H100, so 4 at a time in their own call: --long).
+# Options: --long (the gpu-long label alone, no benchmark), --tests-only, --bench-only, --filter REGEX (ctest -R), --build-dir DIR (default
 # build-dev), --no-build (use DIR as it is), --carried (unpack build-ship/build-carry.tar.gz,
 # which scripts/carry_build.sh makes on the CPU machine, and run build-carry/ without
 # building: it saves the device the minute and a half a build takes there; carry
@@ -27,7 +31,7 @@ repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build_dir="$repo_root/build-dev"
 jobs="$(nproc 2>/dev/null || echo 16)"
 
-run_tests=1 run_bench=1 build=1 filter="" bench_args=()
+run_tests=1 run_bench=1 build=1 filter="" bench_args=() long=0
 while (($#)); do
   case "$1" in
     --build-dir) build_dir="$(cd "$repo_root" && realpath -m "${2:?--build-dir needs a directory}")"; shift ;;
@@ -36,6 +40,7 @@ while (($#)); do
       tar xzf "$repo_root/build-ship/build-carry.tar.gz" -C "$repo_root" || exit 2
       build_dir="$repo_root/build-carry" build=0 ;;
     --tests-only) run_bench=0 ;;
+    --long) long=1 run_bench=0 ;;
     --bench-only) run_tests=0 ;;
     --filter) filter="${2:?--filter needs a regular expression}"; shift ;;
     --filter=*) filter="${1#--filter=}" ;;
@@ -97,7 +102,7 @@ if command -v FileCheck >/dev/null 2>&1 && command -v lit >/dev/null 2>&1; then 
 
 # The benchmark is built once bench/CMakeLists.txt exists.
 bench_option=OFF
-[[ -f "$repo_root/bench/CMakeLists.txt" ]] && bench_option=ON
+[[ -f "$repo_root/bench/CMakeLists.txt" ]] && ((run_bench)) && bench_option=ON
 
 # --- configure and build -----------------------------------------------------------------
 if ((build)); then
@@ -134,9 +139,15 @@ if ((run_tests && build_rc == 0)) && [[ $build_tests == ON ]]; then
   section "ctest${filter:+ -R $filter}"
   # Not here: the emulator's tests (this machine runs the same binaries on the GPU) and the
   # goldens (no FileCheck), which a carried local build has registered.
-  ctest --test-dir "$build_dir" --output-on-failure --timeout 300 ${filter:+-R "$filter"} -LE emu -E '^golden$' \
-    2>&1 | tee "$OUT/ctest.log"
-  ctest_rc=$?
+  # CTest's -L/-LE take regular expressions: '^gpu-long$' names the long label alone.
+  if ((long)); then
+    ctest --test-dir "$build_dir" --output-on-failure -j 4 ${filter:+-R "$filter"} -L '^gpu-long$' \
+      2>&1 | tee "$OUT/ctest.log"
+  else
+    ctest --test-dir "$build_dir" --output-on-failure --timeout 300 ${filter:+-R "$filter"} -LE 'emu|gpu-long' \
+      -E '^golden$' 2>&1 | tee "$OUT/ctest.log"
+  fi
+  ctest_rc=${PIPESTATUS[0]}
 fi
 
 # --- benchmark ---------------------------------------------------------------------------
@@ -160,7 +171,7 @@ echo "device:    $(echo "$gpus" | head -n1)"
 echo "build:     $(status "$build_rc")   (log: build.log)"
 echo "tests:     $(status "$ctest_rc")"
 if [[ -f "$OUT/ctest.log" ]]; then
-  grep -E 'tests passed|tests failed out of' "$OUT/ctest.log" | sed 's/^/           /'
+  grep -E 'tests passed|tests failed out of|^(gpu|gpu-long) +=|Total Test time' "$OUT/ctest.log" | sed 's/^/           /'
   sed -n '/The following tests FAILED/,$p;/The following tests did not run/,/^$/p' "$OUT/ctest.log" \
     | head -n 30 | sed 's/^/           /'
 fi
