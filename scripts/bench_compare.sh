@@ -2,11 +2,13 @@
 # Before/after benchmark on the GPU machine, in one call: builds fuseflow-bench from a
 # baseline source tree and from this tree, runs both on the same GPU group by group
 # (baseline and current back to back for each group, alternating which goes first), and
-# prints the two side by side: the ratio current / baseline per row, '!' on rows more than
-# 2% slower, CUB's own ratio as the machine's drift, and the flagged rows. The full table
-# (every row, both times) goes to $OUT/bench_compare.txt, the same as Markdown tables for
-# bench/RESULTS.md to $OUT/bench_compare.md, every run's log and CSV files to
-# $OUT/bench_compare_runs.tar.gz.
+# prints the two side by side: the ratio current / baseline per row, CUB's own ratio as
+# that row's drift (CUB is the same code on both sides), the CUB-normalised ratio (ratio /
+# CUB ratio), '!' on rows more than 2% slower (judged on the normalised ratio where the
+# row's CUB moved more than 2%; bench/compare.py says when that holds), and the flagged
+# rows. The full table (every row, both times) goes to $OUT/bench_compare.txt, the same
+# as Markdown tables for bench/RESULTS.md to $OUT/bench_compare.md, every run's log and
+# CSV files to $OUT/bench_compare_runs.tar.gz.
 #
 #   bash scripts/bench_compare.sh BASELINE_DIR [options] [-- fuseflow-bench arguments]
 #
