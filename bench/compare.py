@@ -54,9 +54,16 @@ def load(runs, side, name):
     for path in sorted(glob.glob(os.path.join(runs, side, "r*", "*", name))):
         rnd, group = path.split(os.sep)[-3:-1]
         with open(path, newline="") as f:
+            prev_mode = ""
             for r in csv.DictReader(f):
                 r["_round"] = rnd
                 r["_group"] = group
+                # Benchmarks before the mode fix wrote "mssp CUB Reduce" without one; it is
+                # always the row right after "mssp 4xi32" of its mode.
+                if "mode" in r:
+                    if not r["mode"]:
+                        r["mode"] = prev_mode
+                    prev_mode = r["mode"]
                 rows.append(r)
     return rows
 
