@@ -11,6 +11,15 @@ the flagged rows; --full writes every row side by side (both times, the ratio, C
 times on the same runs) plus the compile and latency figures, --markdown the same rows as
 Markdown tables for bench/RESULTS.md. Exit status 0, also when
 rows are flagged: the table is the verdict, not the status.
+
+CUB-normalised ratio: CUB is the same code on both sides, so its own ratio in a row is
+that row's drift (the machine, the host's speed during that run). Every row with CUB
+times on both sides also gets (ff current / ff baseline) / (CUB current / CUB baseline),
+printed beside the raw ratio. Where the row's CUB moved by more than PCT percent either
+way, the '!' flag is judged on the normalised ratio (marked '*'), else on the raw one.
+Normalising assumes fuseflow and CUB are limited by the same thing in that row (both
+host-bound or both device-bound); where they are not (e.g. a fuseflow row of a few us
+beside a CUB row of hundreds), read the raw times.
 """
 import argparse
 import csv
@@ -45,9 +54,16 @@ def load(runs, side, name):
     for path in sorted(glob.glob(os.path.join(runs, side, "r*", "*", name))):
         rnd, group = path.split(os.sep)[-3:-1]
         with open(path, newline="") as f:
+            prev_mode = ""
             for r in csv.DictReader(f):
                 r["_round"] = rnd
                 r["_group"] = group
+                # Benchmarks before the mode fix wrote "mssp CUB Reduce" without one; it is
+                # always the row right after "mssp 4xi32" of its mode.
+                if "mode" in r:
+                    if not r["mode"]:
+                        r["mode"] = prev_mode
+                    prev_mode = r["mode"]
                 rows.append(r)
     return rows
 
@@ -79,11 +95,31 @@ def size_label(n):
     return str(n)
 
 
-def fmt_ratio(r, threshold):
-    if math.isnan(r):
-        return "   -   "
-    flag = "!" if r > 1 + threshold / 100 else " "
-    return "%s%.3f" % (flag, r)
+def mode_label(mode):
+    return mode or "(no mode)"  # rows written without one (an older benchmark's "mssp CUB Reduce")
+
+
+class Verdict:
+    """One row's ratios: raw (ff current / baseline), CUB's own, the CUB-normalised one, and
+    which of raw and normalised the '!' flag is judged on."""
+
+    def __init__(self, b, c, threshold):
+        self.raw = c["ff"] / b["ff"] if b["ff"] > 0 else math.nan
+        self.cub = c["cub"] / b["cub"] if b["cub"] > 0 and c["cub"] > 0 else math.nan
+        self.norm = self.raw / self.cub if self.cub > 0 else math.nan
+        # CUB moved more than the threshold either way: judge the row on the normalised ratio.
+        self.uses_norm = (not math.isnan(self.cub) and not math.isnan(self.norm) and
+                          abs(self.cub - 1) > threshold / 100)
+        self.judged = self.norm if self.uses_norm else self.raw
+        self.flagged = self.judged > 1 + threshold / 100
+
+    def cell(self):
+        """'!1.264/1.018*': flag, raw ratio, normalised ratio ('-' without CUB), '*' where the
+        flag was judged on the normalised one."""
+        if math.isnan(self.raw):
+            return "-"
+        norm = "-" if math.isnan(self.norm) else "%.3f" % self.norm
+        return "%s%.3f/%s%s" % ("!" if self.flagged else " ", self.raw, norm, "*" if self.uses_norm else " ")
 
 
 def ordered_keys(rows):
@@ -119,22 +155,26 @@ def main():
         full.append(line)
 
     both("==== fuseflow-bench: %s / %s ====" % (args.current_name, args.baseline_name))
-    both("rows matched by (mode, op, n); each side's best of %d round(s); ratio = current us / baseline us "
-         "(< 1: faster); '!' = more than %g%% slower" % (max(len(rounds["current"]), 1), thr))
+    both("rows matched by (mode, op, n); each side's best of %d round(s); cells: ratio/CUB-normalised ratio, "
+         "ratio = current us / baseline us (< 1: faster)" % max(len(rounds["current"]), 1))
+    both("CUB-normalised = ratio / (CUB current / CUB baseline in the same row); '!' = more than %g%% slower, "
+         "judged on the normalised ratio where the row's CUB moved more than %g%% (marked '*'), else on the ratio"
+         % (thr, thr))
 
     # --- the short grid: one line per (mode, op), one column per power-of-two size ------
     flagged, mismatches, one_side = [], [], []
     cub_ratios = []
-    ratio = {}
+    ratio, verdict = {}, {}
     for k in keys:
         b, c = base.get(k), cur.get(k)
         if b is None or c is None:
             one_side.append(k)
             continue
-        ratio[k] = c["ff"] / b["ff"] if b["ff"] > 0 else math.nan
-        if not math.isnan(c["cub"]) and not math.isnan(b["cub"]) and b["cub"] > 0:
-            cub_ratios.append(c["cub"] / b["cub"])
-        if ratio[k] > 1 + thr / 100:
+        verdict[k] = Verdict(b, c, thr)
+        ratio[k] = verdict[k].raw
+        if not math.isnan(verdict[k].cub):
+            cub_ratios.append(verdict[k].cub)
+        if verdict[k].flagged:
             flagged.append(k)
     for side, rs in (("baseline", base), ("current", cur)):
         for k, v in rs.items():
@@ -146,21 +186,21 @@ def main():
         other = [k for k in keys if k[0] == mode and k[2] & (k[2] - 1) != 0]
         ops = list(dict.fromkeys(k[1] for k in keys if k[0] == mode and k[2] in pow2))
         both("")
-        both("%-6s %-21s" % (mode, "op") + "".join("%8s" % size_label(n) for n in pow2))
+        both("%-6s %-21s" % (mode_label(mode), "op") + "".join("%14s" % size_label(n) for n in pow2))
         for op in ops:
             cells = []
             for n in pow2:
                 k = (mode, op, n)
-                if k in ratio:
-                    cells.append("%8s" % fmt_ratio(ratio[k], thr))
+                if k in verdict:
+                    cells.append("%14s" % verdict[k].cell())
                 elif k in base or k in cur:
-                    cells.append("%8s" % ("cur only" if k in cur else "base only"))
+                    cells.append("%14s" % ("cur only " if k in cur else "base only "))
                 else:
-                    cells.append("%8s" % "")
+                    cells.append("%14s" % "")
             both("%-6s %-21s" % ("", op[:21]) + "".join(cells))
         if other:
-            cells = ["%s %s %s" % (op, size_label(n), fmt_ratio(ratio.get((mode, op, n), math.nan), thr).strip())
-                     for (_, op, n) in other]
+            cells = ["%s %s %s" % (op, size_label(n), verdict[(mode, op, n)].cell().strip() if (mode, op, n) in verdict
+                                   else "-") for (_, op, n) in other]
             both("%-6s other sizes: %s" % ("", "; ".join(cells)))
 
     both("")
@@ -176,7 +216,16 @@ def main():
             geo[mode] = math.exp(sum(math.log(r) for r in rs) / len(rs))
     if geo:
         both("fuseflow, geometric mean of the ratios: " +
-             ", ".join("%s %.3f (%d rows)" % (m, g, sum(1 for k in ratio if k[0] == m)) for m, g in geo.items()))
+             ", ".join("%s %.3f (%d rows)" % (mode_label(m), g, sum(1 for k in ratio if k[0] == m))
+                       for m, g in geo.items()))
+    geo_norm = {}
+    for mode in dict.fromkeys(k[0] for k in verdict):
+        rs = [v.norm for k, v in verdict.items() if k[0] == mode and v.norm > 0]
+        if rs:
+            geo_norm[mode] = (math.exp(sum(math.log(r) for r in rs) / len(rs)), len(rs))
+    if geo_norm:
+        both("fuseflow, geometric mean of the CUB-normalised ratios: " +
+             ", ".join("%s %.3f (%d rows with CUB)" % (mode_label(m), g, cnt) for m, (g, cnt) in geo_norm.items()))
 
     # --- compile and latency --------------------------------------------------------------
     comp = {side: defaultdict(lambda: defaultdict(list)) for side in SIDES}
@@ -221,13 +270,16 @@ def main():
     # --- flagged rows, mismatches ---------------------------------------------------------
     both("")
     def detail(k):
-        b, c = base[k], cur[k]
+        b, c, v = base[k], cur[k], verdict[k]
         cub = ""
-        if not math.isnan(b["cub"]) and not math.isnan(c["cub"]) and b["cub"] > 0:
-            cub = "; CUB %+.1f%%" % (100 * (c["cub"] / b["cub"] - 1))
+        if not math.isnan(v.cub):
+            cub = "; CUB %+.1f%%; CUB-normalised %+.1f%%%s" % (
+                100 * (v.cub - 1), 100 * (v.norm - 1), " (judged on this)" if v.uses_norm else "")
         return "  %-6s %-21s %-5s %10.2f -> %10.2f us (%+.1f%%)%s" % (
             k[0], k[1], size_label(k[2]), b["ff"], c["ff"], 100 * (ratio[k] - 1), cub)
-    both("more than %g%% slower: %d of %d rows" % (thr, len(flagged), len(ratio)))
+    drifted = sum(1 for v in verdict.values() if v.uses_norm)
+    both("more than %g%% slower: %d of %d rows (%d rows judged on the CUB-normalised ratio, their CUB having "
+         "moved more than %g%%)" % (thr, len(flagged), len(ratio), drifted, thr))
     for i, k in enumerate(flagged):
         line = detail(k)
         full.append(line)
@@ -246,10 +298,11 @@ def main():
 
     # --- the full table -------------------------------------------------------------------
     full.append("")
-    full.append("every row (us): mode, op, n, %s fuseflow, %s fuseflow, ratio, flag, CUB %s, CUB %s, CUB ratio"
+    full.append("every row (us): mode, op, n, %s fuseflow, %s fuseflow, ratio, CUB %s, CUB %s, CUB ratio, "
+                "CUB-normalised ratio (* = the flag is judged on it), flag"
                 % (args.baseline_name, args.current_name, args.baseline_name, args.current_name))
-    full.append("%-6s %-36s %-5s %11s %11s %7s %1s %11s %11s %7s" %
-                ("mode", "op", "n", "base ff", "cur ff", "ratio", "", "base CUB", "cur CUB", "ratio"))
+    full.append("%-6s %-36s %-5s %11s %11s %7s %11s %11s %7s %8s %1s" %
+                ("mode", "op", "n", "base ff", "cur ff", "ratio", "base CUB", "cur CUB", "ratio", "norm", ""))
     for k in keys:
         b, c = base.get(k), cur.get(k)
         bf = b["ff"] if b else math.nan
@@ -258,29 +311,38 @@ def main():
         cc = c["cub"] if c else math.nan
         r = cf / bf if bf > 0 else math.nan
         rc = cc / bc if bc > 0 else math.nan
-        full.append("%-6s %-36s %-5s %11.2f %11.2f %7.3f %1s %11.2f %11.2f %7.3f" %
-                    (k[0], k[1][:36], size_label(k[2]), bf, cf, r, "!" if k in flagged else "", bc, cc, rc))
+        v = verdict.get(k)
+        norm = "%7.3f%s" % (v.norm, "*" if v.uses_norm else " ") if v and not math.isnan(v.norm) else "%8s" % "-"
+        full.append("%-6s %-36s %-5s %11.2f %11.2f %7.3f %11.2f %11.2f %7.3f %8s %1s" %
+                    (k[0], k[1][:36], size_label(k[2]), bf, cf, r, bc, cc, rc, norm, "!" if k in flagged else ""))
 
     if args.markdown:
-        md = ["Before / after, us (each side's best of %d round(s)); ratio = after / before; "
-              "**bold**: more than %g%% slower. CUB in the same runs: its own ratio." %
-              (max(len(rounds["current"]), 1), thr)]
+        md = ["Before / after, us (each side's best of %d round(s)); ratio = after / before; CUB in the same "
+              "runs: its own ratio; CUB-norm = ratio / CUB ratio. **bold**: more than %g%% slower, judged on "
+              "CUB-norm where the row's CUB moved more than %g%% (marked \\*), else on the ratio." %
+              (max(len(rounds["current"]), 1), thr, thr)]
         for mode in dict.fromkeys(k[0] for k in keys):
-            md += ["", "**%s**" % mode, "",
-                   "| op | n | %s | %s | ratio | CUB %s | CUB %s | CUB ratio |" %
+            md += ["", "**%s**" % mode_label(mode), "",
+                   "| op | n | %s | %s | ratio | CUB %s | CUB %s | CUB ratio | CUB-norm |" %
                    (args.baseline_name, args.current_name, args.baseline_name, args.current_name),
-                   "|---|---|---|---|---|---|---|---|"]
+                   "|---|---|---|---|---|---|---|---|---|"]
             for k in (k for k in keys if k[0] == mode):
                 b, c = base.get(k), cur.get(k)
                 vals = [b["ff"] if b else math.nan, c["ff"] if c else math.nan,
                         b["cub"] if b else math.nan, c["cub"] if c else math.nan]
                 r = vals[1] / vals[0] if vals[0] > 0 else math.nan
                 rc = vals[3] / vals[2] if vals[2] > 0 else math.nan
-                cell = lambda v: "-" if math.isnan(v) else "%.2f" % v
-                rs = "-" if math.isnan(r) else ("**%.3f**" if k in flagged else "%.3f") % r
-                md.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                v = verdict.get(k)
+                cell = lambda x: "-" if math.isnan(x) else "%.2f" % x
+                bold = lambda text, on: "**%s**" % text if on else text
+                flag = k in flagged
+                rs = "-" if math.isnan(r) else bold("%.3f" % r, flag and not (v and v.uses_norm))
+                ns = "-"
+                if v and not math.isnan(v.norm):
+                    ns = bold("%.3f" % v.norm, flag and v.uses_norm) + ("\\*" if v.uses_norm else "")
+                md.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
                     k[1], size_label(k[2]), cell(vals[0]), cell(vals[1]), rs, cell(vals[2]), cell(vals[3]),
-                    "-" if math.isnan(rc) else "%.3f" % rc))
+                    "-" if math.isnan(rc) else "%.3f" % rc, ns))
         with open(args.markdown, "w") as f:
             f.write("\n".join(md) + "\n")
 

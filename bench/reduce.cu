@@ -311,6 +311,7 @@ void bench_mssp(const Context& c, std::size_t n) {
   r.reps = c.reps;
   add_row(r);
   Row w = r;
+  w.mode = g_device_mode ? "device" : "sync";  // add_row set the mode of its own copy, not r's
   w.op = "mssp CUB Reduce";
   w.cub_us = t[3];
   w.cub_variant = "DeviceReduce::Reduce (non-commutative: unsupported)";

@@ -2,11 +2,13 @@
 # Before/after benchmark on the GPU machine, in one call: builds fuseflow-bench from a
 # baseline source tree and from this tree, runs both on the same GPU group by group
 # (baseline and current back to back for each group, alternating which goes first), and
-# prints the two side by side: the ratio current / baseline per row, '!' on rows more than
-# 2% slower, CUB's own ratio as the machine's drift, and the flagged rows. The full table
-# (every row, both times) goes to $OUT/bench_compare.txt, the same as Markdown tables for
-# bench/RESULTS.md to $OUT/bench_compare.md, every run's log and CSV files to
-# $OUT/bench_compare_runs.tar.gz.
+# prints the two side by side: the ratio current / baseline per row, CUB's own ratio as
+# that row's drift (CUB is the same code on both sides), the CUB-normalised ratio (ratio /
+# CUB ratio), '!' on rows more than 2% slower (judged on the normalised ratio where the
+# row's CUB moved more than 2%; bench/compare.py says when that holds), and the flagged
+# rows. The full table (every row, both times) goes to $OUT/bench_compare.txt, the same
+# as Markdown tables for bench/RESULTS.md to $OUT/bench_compare.md, every run's log and
+# CSV files to $OUT/bench_compare_runs.tar.gz.
 #
 #   bash scripts/bench_compare.sh BASELINE_DIR [options] [-- fuseflow-bench arguments]
 #
@@ -27,6 +29,11 @@
 #   --budget S       seconds from the start after which no more runs start (default 480,
 #                    builds included: leaves room for the comparison in a 10-minute call)
 #   --threshold PCT  percent slower that flags a row (default 2)
+#   --settle S       seconds of idle before every run (default 2; 0: none). In the first H100
+#                    comparison, every run that came right after a scan, sort or keyed run
+#                    (10 GB or more of device memory at 2^28) had its small-n rows 20-30%
+#                    slower, CUB's as much as fuseflow's, as if that process's teardown
+#                    were still going on (a guess: compare CUB's drift with --settle 0 and 2)
 #   --jobs N         build parallelism for each tree (default: nproc; both build at once)
 #   --no-build       use the builds already in build-compare/ (a warm machine)
 # Anything after `--` goes to both benchmarks (e.g. -- --min-log2 16 --max-log2 24).
@@ -45,7 +52,7 @@ baseline_src="$(cd "$repo_root" && realpath -m "$1")"; shift
 }
 
 groups="compile,scan,reduce,histogram,segmented,sort,filter,keyed,course,latency"
-rounds=1 budget=480 threshold=2 jobs="$(nproc 2>/dev/null || echo 16)" build=1 bench_args=()
+rounds=1 budget=480 threshold=2 settle=2 jobs="$(nproc 2>/dev/null || echo 16)" build=1 bench_args=()
 while (($#)); do
   case "$1" in
     --quick) bench_args+=(--device-only) ;;
@@ -54,6 +61,7 @@ while (($#)); do
     --rounds) rounds="${2:?--rounds needs a number}"; shift ;;
     --budget) budget="${2:?--budget needs seconds}"; shift ;;
     --threshold) threshold="${2:?--threshold needs a percentage}"; shift ;;
+    --settle) settle="${2:?--settle needs seconds}"; shift ;;
     --jobs) jobs="${2:?--jobs needs a number}"; shift ;;
     --no-build) build=0 ;;
     -h|--help) usage; exit 0 ;;
@@ -64,6 +72,7 @@ while (($#)); do
 done
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "bench_compare: --rounds wants a positive integer, not '$rounds'" >&2; exit 2; }
 [[ "$budget" =~ ^[0-9]+$ ]] || { echo "bench_compare: --budget wants seconds, not '$budget'" >&2; exit 2; }
+[[ "$settle" =~ ^[0-9]+$ ]] || { echo "bench_compare: --settle wants whole seconds, not '$settle'" >&2; exit 2; }
 
 work="$repo_root/build-compare"
 runs="$work/runs"
@@ -85,7 +94,7 @@ section "device"
 nvidia-smi -L 2>&1 | head -n 2
 echo "baseline: $baseline_src $(describe "$baseline_src")"
 echo "current:  $repo_root $(describe "$repo_root")"
-echo "groups: $groups; rounds: $rounds; benchmark arguments: ${bench_args[*]:-(none)}"
+echo "groups: $groups; rounds: $rounds; settle: ${settle}s before each run; benchmark arguments: ${bench_args[*]:-(none)}"
 
 # --- build both trees at once ------------------------------------------------------------
 build_tree() {  # side
@@ -155,7 +164,10 @@ for ((round = 1; round <= rounds; ++round)); do
     fi
     t0=$SECONDS
     if (((i + round) % 2)); then order=(current baseline); else order=(baseline current); fi
-    for side in "${order[@]}"; do run_one "$side" "$round" "$g"; done
+    for side in "${order[@]}"; do
+      ((settle > 0)) && sleep "$settle"
+      run_one "$side" "$round" "$g"
+    done
     ((round == 1)) && group_seconds[$g]=$((SECONDS - t0))
   done
 done
