@@ -1,145 +1,21 @@
-// The executor: Runtime::run. Binds a program's inputs and parameters, plans it once
-// (memoised per program), fetches its kernels from the kernel cache, lays out the
+// The executor: Runtime::run. Binds a program's inputs and parameters, plans it once per
+// structure (programs built apart but equal share one prepared plan: see program_key),
+// fetches its kernels from the kernel cache, lays out the
 // scratch it needs (scalar slots, block partials), launches the kernels in order on the
 // runtime's stream, and returns the results: scalars copied back in one transfer, arrays
 // left on the device.
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
-#include <map>
 #include <mutex>
 
 #include "fuseflow/codegen/plan.hpp"
+#include "fuseflow/runtime/config.hpp"
 #include "fuseflow/runtime/driver_api.hpp"
 #include "fuseflow/runtime/runtime.hpp"
 #include "bindings.hpp"
 #include "nvtx.hpp"
 
 namespace fuseflow {
-
-// ---- Result -------------------------------------------------------------------------
-
-Result Result::scalar(Value v) {
-  Result r;
-  r.value_ = std::move(v);
-  r.type_ = r.value_.type();
-  return r;
-}
-
-Result Result::array(std::shared_ptr<detail::DeviceContext> ctx, CUdeviceptr ptr, std::size_t n, Type t) {
-  Result r;
-  r.is_array_ = true;
-  r.ctx_ = std::move(ctx);
-  r.ptr_ = ptr;
-  r.owns_ = true;
-  r.size_ = n;
-  r.type_ = std::move(t);
-  return r;
-}
-
-Result Result::counted_array(std::shared_ptr<detail::DeviceContext> ctx, CUdeviceptr ptr, DeviceCount count, Type t) {
-  Result r = array(std::move(ctx), ptr, count.capacity, std::move(t));
-  // With no room there is nothing to count (and no kernel may have run: reduce_by_key of
-  // no elements launches none).
-  if (count.capacity > 0) r.count_ = count;
-  return r;
-}
-
-Result Result::caller_array(std::shared_ptr<detail::DeviceContext> ctx, CUdeviceptr ptr, std::size_t n, Type t) {
-  Result r = array(std::move(ctx), ptr, n, std::move(t));
-  r.owns_ = false;
-  r.caller_memory_ = true;
-  return r;
-}
-
-Result Result::pending_scalar(std::shared_ptr<detail::DeviceContext> ctx, CUdeviceptr ptr, Type t) {
-  Result r;
-  r.ctx_ = std::move(ctx);
-  r.pending_ = ptr;
-  r.type_ = std::move(t);
-  return r;
-}
-
-Result::Result(Result&& o) noexcept
-    : value_(std::move(o.value_)), pending_(std::exchange(o.pending_, 0)), ctx_(std::move(o.ctx_)), is_array_(o.is_array_), ptr_(std::exchange(o.ptr_, 0)),
-      owns_(std::exchange(o.owns_, false)), moved_out_(o.moved_out_), caller_memory_(o.caller_memory_), size_(o.size_),
-      count_(std::exchange(o.count_, {})), type_(std::move(o.type_)) {}
-
-Result& Result::operator=(Result&& o) noexcept {
-  if (this != &o) {
-    if (owns_ && ptr_) ctx_->free(ptr_);
-    value_ = std::move(o.value_);
-    pending_ = std::exchange(o.pending_, 0);
-    ctx_ = std::move(o.ctx_);
-    is_array_ = o.is_array_;
-    ptr_ = std::exchange(o.ptr_, 0);
-    owns_ = std::exchange(o.owns_, false);
-    moved_out_ = o.moved_out_;
-    caller_memory_ = o.caller_memory_;
-    size_ = o.size_;
-    count_ = std::exchange(o.count_, {});
-    type_ = std::move(o.type_);
-  }
-  return *this;
-}
-
-Result::~Result() {
-  if (owns_ && ptr_) ctx_->free(ptr_);
-}
-
-const Type& Result::type() const { return type_; }
-
-const Value& Result::value() const {
-  if (is_array_) throw GraphError("result: this result is an array of " + type_.name() + " on the device, not a scalar; use .array<T>() or .download<T>()");
-  if (pending_) {
-    std::vector<unsigned char> bytes(type_.size());
-    ctx_->copy_to_host(bytes.data(), pending_, bytes.size());
-    value_ = Value::from_bytes(type_, bytes.data());
-    pending_ = 0;
-  }
-  return value_;
-}
-
-std::size_t Result::size() const {
-  if (!is_array_) throw GraphError("result: this result is a scalar " + type_.name() + ", not an array");
-  if (moved_out_) throw GraphError("result: the array was already moved out");
-  if (count_.at != 0) {
-    size_ = detail::read_device_count(*ctx_, count_);
-    count_ = {};
-  }
-  return size_;
-}
-
-Result::Released Result::release(const Type& want) {
-  if (!is_array_) throw GraphError("result: this result is a scalar " + type_.name() + ", not an array");
-  if (want != type_) throw GraphError("result: the array holds " + type_.name() + ", asked for " + want.name());
-  if (caller_memory_)
-    throw GraphError("result: the array was written into the memory it was bound to, which the caller owns; use that "
-                     "memory (or download<T>())");
-  if (moved_out_) throw GraphError("result: the array was already moved out");
-  owns_ = false;
-  moved_out_ = true;
-  return {ctx_, std::exchange(ptr_, 0), size_, std::exchange(count_, {})};
-}
-
-void Result::copy_out(const Type& want, void* host) const {
-  size();
-  if (want != type_) throw GraphError("result: the array holds " + type_.name() + ", asked for " + want.name());
-  if (size() != 0) ctx_->copy_to_host(host, ptr_, size_ * type_.size());
-}
-
-namespace detail {
-
-std::size_t read_device_count(DeviceContext& context, const DeviceCount& count) {
-  unsigned long long n = 0;
-  context.copy_to_host(&n, count.at, sizeof n);
-  if (n > count.capacity)
-    throw Error("fuseflow: an array's element count on the device is " + std::to_string(n) + ", more than its " +
-                std::to_string(count.capacity) + " elements of room: the kernel that counts it did not write it");
-  return static_cast<std::size_t>(n);
-}
-
-}  // namespace detail
 
 // ---- Runtime::run -------------------------------------------------------------------
 
@@ -159,8 +35,9 @@ const std::vector<Header>& embedded_headers() {
 namespace detail {
 
 // A planned program, its loaded kernels, and the device buffer its reductions write.
+// Shared by every program of its structure; freed (buffers, and modules no other program
+// uses) when the program cache evicts it and no pending result still reads its scalars.
 struct PreparedProgram {
-  Program program;
   codegen::Plan plan;
   std::vector<KernelHandle> kernels;
   std::vector<int> resident_grid;  // per kernel: blocks resident at once on the whole device
@@ -169,25 +46,39 @@ struct PreparedProgram {
   CUdeviceptr scalars = 0;  // plan.scalar_bytes
   CUdeviceptr invalid_flags = 0;  // one unsigned per plan.checked_offsets
 
-  PreparedProgram(Program p, std::shared_ptr<DeviceContext> ctx) : program(std::move(p)), context(std::move(ctx)) {}
+  explicit PreparedProgram(std::shared_ptr<DeviceContext> ctx) : context(std::move(ctx)) {}
   PreparedProgram(const PreparedProgram&) = delete;
   PreparedProgram& operator=(const PreparedProgram&) = delete;
   ~PreparedProgram() {
     if (scalars) context->free(scalars);
     if (invalid_flags) context->free(invalid_flags);
   }
+  // What the program cache counts against its byte limit: device buffers and host text.
+  std::size_t bytes() const {
+    std::size_t total = sizeof *this + plan.scalar_bytes + plan.checked_offsets.size() * sizeof(unsigned);
+    for (const auto& k : plan.kernels) total += k.source.size() + k.name.size() + k.args.size() * sizeof(codegen::Arg);
+    return total;
+  }
 };
 
 struct Executor {
-  // FUSEFLOW_POISON=1 (the GPU tests set it): scalar slots and new output arrays (not
-  // those in the caller's memory) are filled with 0xff bytes before the kernels run, so
-  // an element a kernel failed to write shows up as a wrong answer instead of a lucky zero.
-  bool poison = [] {
-    const char* v = std::getenv("FUSEFLOW_POISON");
-    return v && std::string(v) == "1";
-  }();
+  explicit Executor(const RuntimeOptions& options)
+      : poison(*options.poison),
+        max_epoch(*options.lookback_epochs ? *options.lookback_epochs : codegen::kMaxLookbackEpoch),
+        programs(options.limits.programs, options.limits.program_bytes) {}
+
+  // Poison (RuntimeOptions::poison, FUSEFLOW_POISON=1; the GPU tests set it): scalar slots
+  // and new output arrays (not those in the caller's memory) are filled with 0xff bytes
+  // before the kernels run, so an element a kernel failed to write shows up as a wrong
+  // answer instead of a lucky zero.
+  const bool poison;
+  // Start the epochs again after this many launches (RuntimeOptions::lookback_epochs,
+  // FUSEFLOW_LOOKBACK_EPOCHS; tests reach the restart this way).
+  const unsigned max_epoch;
   std::mutex mutex;
-  std::map<std::vector<const ExprNode*>, std::unique_ptr<PreparedProgram>> programs;
+  // By program_key: structure, not object identity, so a program rebuilt in a loop finds
+  // the plan of the one before it.
+  LruCache<std::string, std::shared_ptr<PreparedProgram>> programs;
   // Counters kernels leave zeroed (Arg::Kind::Ticket): [0] the reductions' last-block
   // ticket, [1] the look-back scans' tile counter, [2] the segmented reduce's "segments
   // left to the merge path" flag.
@@ -197,13 +88,6 @@ struct Executor {
   std::unique_ptr<ScratchPool> status;
   CUdeviceptr status_ptr = 0;
   unsigned epoch = 0;  // the last launch's
-  // FUSEFLOW_LOOKBACK_EPOCHS=N (tests): start the epochs again after N launches instead of
-  // codegen::kMaxLookbackEpoch, so that a test reaches the restart.
-  unsigned max_epoch = [] {
-    const char* v = std::getenv("FUSEFLOW_LOOKBACK_EPOCHS");
-    const unsigned long long n = v && *v ? std::strtoull(v, nullptr, 10) : 0;
-    return n >= 1 && n < codegen::kMaxLookbackEpoch ? static_cast<unsigned>(n) : codegen::kMaxLookbackEpoch;
-  }();
 
   // Status memory of at least `bytes`. Memory new to the pool is zeroed: epoch 0 is no
   // launch's.
@@ -230,29 +114,51 @@ struct Executor {
 
 namespace {
 
-detail::PreparedProgram& prepare(Runtime& rt, detail::Executor& ex, const Program& program,
-                                 const std::shared_ptr<detail::DeviceContext>& context) {
-  std::vector<const ExprNode*> key;
-  for (const auto& o : program.outputs()) key.push_back(o.get());
-  auto it = ex.programs.find(key);
-  if (it != ex.programs.end()) return *it->second;
-  auto p = std::make_unique<detail::PreparedProgram>(program, context);
+// What decides whether two programs can share a plan and its kernels: the program's
+// textual form (to_string: inputs and parameters by name and type in a fixed order, ops,
+// constants, custom monoids in full; never node addresses, never parameter values, which
+// are bound per run), the device's architecture and SM count, and the plan options. The
+// plan does not depend on binding lengths (they reach the kernels as arguments), so they
+// are not in the key. Names are part of the text, and harmless: the frontend refuses two
+// leaves of one name in a program, so names identify leaves.
+std::string program_key(const Program& program, const DeviceProperties& props, const codegen::PlanOptions& options) {
+  return "target sm_" + std::to_string(props.cc_major) + std::to_string(props.cc_minor) + " x" +
+         std::to_string(props.sm_count) + "\noptions " + plan_options_text(options) + "\n" + to_string(program);
+}
+
+// codegen::plan with the caller's PlanOptions where codegen takes them (the codegen
+// refactor of issue 19 adds the parameter); before that, codegen reads the same
+// variables itself. Once both are merged this is `codegen::plan(program, target, options)`.
+template <class P>
+codegen::Plan plan_with_options(const P& program, const codegen::Target& target, const codegen::PlanOptions& options) {
+  if constexpr (requires { codegen::plan(program, target, options); })
+    return codegen::plan(program, target, options);
+  else
+    return codegen::plan(program, target);
+}
+
+std::shared_ptr<detail::PreparedProgram> prepare(Runtime& rt, detail::Executor& ex, const Program& program,
+                                                 const std::shared_ptr<detail::DeviceContext>& context) {
   const DeviceProperties& props = rt.properties();
+  const codegen::PlanOptions& options = *rt.options().plan;
+  std::string key = program_key(program, props, options);
+  if (std::shared_ptr<detail::PreparedProgram>* found = ex.programs.find(key)) return *found;
+  auto p = std::make_shared<detail::PreparedProgram>(context);
   codegen::Target target;
   target.cc_major = props.cc_major;
   target.cc_minor = props.cc_minor;
   target.sm_count = props.sm_count;
   target.max_threads_per_sm = props.max_threads_per_sm;
   target.shared_per_block_optin = props.shared_memory_per_block_optin;
-  p->plan = codegen::plan(program, target);
+  p->plan = plan_with_options(program, target, options);
   p->range_name = p->plan.kernels.empty() ? "fuseflow run" : "fuseflow run " + p->plan.kernels.front().name;
-  CompileOptions options = rt.compile_options();
+  CompileOptions compile = rt.compile_options();
   if (p->plan.scalar_bytes) p->scalars = context->allocate(p->plan.scalar_bytes);
   if (!p->plan.checked_offsets.empty())
     p->invalid_flags = context->allocate(p->plan.checked_offsets.size() * sizeof(unsigned));
   detail::DeviceContext::Scope scope(*context);
   for (const auto& k : p->plan.kernels) {
-    p->kernels.push_back(rt.load_kernel(k.source, k.name, options, embedded_headers()));
+    p->kernels.push_back(rt.load_kernel(k.source, k.name, compile, embedded_headers()));
     // Only a kernel that strides over its domain (any_grid) is launched with the resident
     // grid; the others (one block per tile) skip the occupancy query, which for more than
     // 48 KB of dynamic shared memory needs the kernel's opt-in first (Runtime::launch).
@@ -263,10 +169,26 @@ detail::PreparedProgram& prepare(Runtime& rt, detail::Executor& ex, const Progra
                "cuOccupancyMaxActiveBlocksPerMultiprocessor");
     p->resident_grid.push_back(std::max(1, per_sm) * props.sm_count);
   }
-  return *ex.programs.emplace(std::move(key), std::move(p)).first->second;
+  const std::size_t bytes = p->bytes() + key.size();
+  return ex.programs.insert(std::move(key), std::move(p), bytes);
 }
 
 }  // namespace
+
+RuntimeStats Runtime::stats() {
+  RuntimeStats s;
+  std::call_once(executor_once_, [this] { executor_ = std::make_shared<detail::Executor>(options_); });
+  {
+    std::lock_guard lock(executor_->mutex);
+    s.programs = executor_->programs.stats();
+  }
+  {
+    std::lock_guard lock(modules_mutex_);
+    s.modules = modules_.stats();
+  }
+  s.kernels = cache_.stats();
+  return s;
+}
 
 std::vector<Result> Runtime::run(const Program& program, const Bindings& bindings) {
   return execute(program, bindings, true);
@@ -283,7 +205,7 @@ Result Runtime::run_async(const Expr& result, const Bindings& bindings) {
 
 std::vector<Result> Runtime::execute(const Program& program, const Bindings& bindings, bool wait) {
   ensure_usable();
-  std::call_once(executor_once_, [this] { executor_ = std::make_shared<detail::Executor>(); });
+  std::call_once(executor_once_, [this] { executor_ = std::make_shared<detail::Executor>(options_); });
   detail::Executor& ex = *executor_;
   std::lock_guard<std::mutex> lock(ex.mutex);
 
@@ -291,7 +213,10 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
   detail::BoundLeaves bound = detail::bind_leaves(program, bindings);
   const std::vector<CUdeviceptr>& input_ptrs = bound.input_ptrs;
   const std::vector<Value>& params = bound.params;
-  detail::PreparedProgram& prep = prepare(*this, ex, program, context_);
+  // Held for the run: the cache may evict it meanwhile (another program's prepare), and a
+  // pending scalar of run_async keeps it until read.
+  const std::shared_ptr<detail::PreparedProgram> prepared = prepare(*this, ex, program, context_);
+  detail::PreparedProgram& prep = *prepared;
   const codegen::Plan& plan = prep.plan;
   // Nsight shows each run and each kernel by name.
   nvtx::ScopedRange run_range(prep.range_name);
@@ -299,8 +224,10 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
   detail::check_output_bindings(program, plan, bound, lengths);
   const std::int64_t n = lengths[0];
   if (!ex.tickets) {
-    ex.tickets = std::make_unique<DeviceArray<unsigned>>(alloc<unsigned>(codegen::kTickets));
-    zero(ex.tickets->data(), codegen::kTickets * sizeof(unsigned));
+    // Kept only once zeroed: a failed memset must not leave counters a later run trusts.
+    auto tickets = std::make_unique<DeviceArray<unsigned>>(alloc<unsigned>(codegen::kTickets));
+    zero(tickets->data(), codegen::kTickets * sizeof(unsigned));
+    ex.tickets = std::move(tickets);
   }
   const codegen::Schedule schedule = plan.schedule(lengths);
   CUdeviceptr scratch_base = schedule.scratch_bytes ? scratch(schedule.scratch_bytes) : 0;
@@ -418,7 +345,7 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
     } else {
       const codegen::ScalarSlot& s = plan.scalars[static_cast<std::size_t>(slot)];
       ordered.push_back(wait ? Result::scalar(Value::from_bytes(s.type, host.data() + s.offset))
-                             : Result::pending_scalar(context_, prep.scalars + s.offset, s.type));
+                             : Result::pending_scalar(context_, prep.scalars + s.offset, s.type, prepared));
     }
   }
   return ordered;

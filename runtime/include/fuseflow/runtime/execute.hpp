@@ -72,8 +72,10 @@ class Result {
   static Result array(std::shared_ptr<detail::DeviceContext> ctx, CUdeviceptr ptr, std::size_t n, Type t);
   // An array whose element count a kernel writes at `count.at` (inside the allocation at ptr).
   static Result counted_array(std::shared_ptr<detail::DeviceContext> ctx, CUdeviceptr ptr, DeviceCount count, Type t);
-  // A scalar still on the device (run_async): read on first use of value().
-  static Result pending_scalar(std::shared_ptr<detail::DeviceContext> ctx, CUdeviceptr ptr, Type t);
+  // A scalar still on the device (run_async): read on first use of value(). `owner` keeps
+  // the memory at ptr alive until then (the prepared program, should its cache evict it).
+  static Result pending_scalar(std::shared_ptr<detail::DeviceContext> ctx, CUdeviceptr ptr, Type t,
+                               std::shared_ptr<const void> owner = nullptr);
   // An array written into memory the caller bound it to: a view, never freed or moved out.
   static Result caller_array(std::shared_ptr<detail::DeviceContext> ctx, CUdeviceptr ptr, std::size_t n, Type t);
   Result(Result&&) noexcept;
@@ -140,6 +142,7 @@ class Result {
   mutable std::size_t size_ = 0;  // the capacity until a pending count is read
   mutable DeviceCount count_;     // a count not read from the device yet (at != 0)
   Type type_;
+  mutable std::shared_ptr<const void> owner_;  // what holds pending_'s memory
 };
 
 template <std::size_t I>
