@@ -13,6 +13,7 @@
 #include "fuseflow/runtime/driver_api.hpp"
 #include "fuseflow/runtime/runtime.hpp"
 #include "bindings.hpp"
+#include "device_target.hpp"
 #include "nvtx.hpp"
 
 namespace fuseflow {
@@ -45,6 +46,10 @@ struct PreparedProgram {
   std::shared_ptr<DeviceContext> context;
   CUdeviceptr scalars = 0;  // plan.scalar_bytes
   CUdeviceptr invalid_flags = 0;  // one unsigned per plan.checked_offsets
+  // Per plan.checked_offsets: the op's index in Program::ops(). The plan's own op belongs
+  // to the program first prepared; a later program of this structure explains its error
+  // with its own op (the same index), bound to its own inputs.
+  std::vector<std::size_t> checked_op_index;
 
   explicit PreparedProgram(std::shared_ptr<DeviceContext> ctx) : context(std::move(ctx)) {}
   PreparedProgram(const PreparedProgram&) = delete;
@@ -126,17 +131,6 @@ std::string program_key(const Program& program, const DeviceProperties& props, c
          std::to_string(props.sm_count) + "\noptions " + plan_options_text(options) + "\n" + to_string(program);
 }
 
-// codegen::plan with the caller's PlanOptions where codegen takes them (the codegen
-// refactor of issue 19 adds the parameter); before that, codegen reads the same
-// variables itself. Once both are merged this is `codegen::plan(program, target, options)`.
-template <class P>
-codegen::Plan plan_with_options(const P& program, const codegen::Target& target, const codegen::PlanOptions& options) {
-  if constexpr (requires { codegen::plan(program, target, options); })
-    return codegen::plan(program, target, options);
-  else
-    return codegen::plan(program, target);
-}
-
 std::shared_ptr<detail::PreparedProgram> prepare(Runtime& rt, detail::Executor& ex, const Program& program,
                                                  const std::shared_ptr<detail::DeviceContext>& context) {
   const DeviceProperties& props = rt.properties();
@@ -144,18 +138,19 @@ std::shared_ptr<detail::PreparedProgram> prepare(Runtime& rt, detail::Executor& 
   std::string key = program_key(program, props, options);
   if (std::shared_ptr<detail::PreparedProgram>* found = ex.programs.find(key)) return *found;
   auto p = std::make_shared<detail::PreparedProgram>(context);
-  codegen::Target target;
-  target.cc_major = props.cc_major;
-  target.cc_minor = props.cc_minor;
-  target.sm_count = props.sm_count;
-  target.max_threads_per_sm = props.max_threads_per_sm;
-  target.shared_per_block_optin = props.shared_memory_per_block_optin;
-  p->plan = plan_with_options(program, target, options);
+  const codegen::Target target = detail::device_target(props);
+  p->plan = detail::plan_with_options(program, target, options);
   p->range_name = p->plan.kernels.empty() ? "fuseflow run" : "fuseflow run " + p->plan.kernels.front().name;
   CompileOptions compile = rt.compile_options();
   if (p->plan.scalar_bytes) p->scalars = context->allocate(p->plan.scalar_bytes);
   if (!p->plan.checked_offsets.empty())
     p->invalid_flags = context->allocate(p->plan.checked_offsets.size() * sizeof(unsigned));
+  for (const auto& op : p->plan.checked_offsets) {
+    const auto& ops = program.ops();
+    const auto at = std::find(ops.begin(), ops.end(), op);
+    if (at == ops.end()) throw InternalError("prepare: a checked op of the plan is not among the program's ops");
+    p->checked_op_index.push_back(static_cast<std::size_t>(at - ops.begin()));
+  }
   detail::DeviceContext::Scope scope(*context);
   for (const auto& k : p->plan.kernels) {
     p->kernels.push_back(rt.load_kernel(k.source, k.name, compile, embedded_headers()));
@@ -331,7 +326,7 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
     std::vector<unsigned> flags(plan.checked_offsets.size());
     context_->copy_to_host(flags.data(), prep.invalid_flags, flag_bytes);
     for (std::size_t i = 0; i < flags.size(); ++i)
-      if (flags[i]) detail::throw_invalid_offsets(program, *plan.checked_offsets[i], bound, n, *context_);
+      if (flags[i]) detail::throw_invalid_offsets(program, *program.ops().at(prep.checked_op_index[i]), bound, n, *context_);
   }
   // Scalars come back in one copy (run), or stay on the device until read (run_async).
   std::vector<unsigned char> host(plan.scalar_bytes);

@@ -209,3 +209,36 @@ TEST_CASE("programs of distinct structure stay within the cache limits; eviction
   CHECK(rt.run(ff::reduce(x * 1.0f, ff::plus), {{x, xs}}).as<float>() == 6.0f);
   CHECK(rt.stats().programs.misses == static_cast<std::uint64_t>(distinct + 1));
 }
+
+TEST_CASE("explain prints the plan for this device and, given bindings, the launches for their sizes") {
+  ff::Runtime rt(memory_only());
+  const std::vector<float> host(5000, 1.0f);
+  auto xs = rt.upload(host);
+  const Affine a;
+  const std::string plan = rt.explain(a.sum);
+  INFO(plan);
+  CHECK(plan.find("fuseflow CPU emulator") != std::string::npos);  // the device's name
+  CHECK(plan.find("(sm_90, 8 SMs)") != std::string::npos);        // what the emulator reports
+  CHECK(plan.find("ff_reduce") != std::string::npos);
+  CHECK(plan.find("a run with") == std::string::npos);
+  const std::string run = rt.explain(a.sum, {{a.x, xs}, {a.p, 2.0f}});
+  INFO(run);
+  CHECK(run.find("a run with n = 5000: ") != std::string::npos);
+  CHECK(run.find("x 256 threads") != std::string::npos);
+  CHECK(rt.stats().programs.misses == 0);  // explaining prepares nothing
+  CHECK_THROWS_WITH_AS(rt.explain(a.sum, {{a.x, xs}}), doctest::Contains("'p' is not bound"), ff::GraphError);
+}
+
+TEST_CASE("invalid segment offsets in a program that shares an earlier one's plan are explained with its own inputs") {
+  ff::Runtime rt(memory_only());
+  auto xs = rt.upload(std::vector<float>{1, 2, 3, 4, 5, 6});
+  auto good = rt.upload(std::vector<int>{0, 2, 6});
+  auto bad = rt.upload(std::vector<int>{0, 4, 3});
+  auto segmented = [&](const ff::DeviceArray<int>& offsets) {
+    const ff::Expr x = ff::input<float>("x"), o = ff::input<int>("o");
+    return rt.run(ff::segmented_reduce(x, o, ff::plus), {{x, xs}, {o, offsets}}).download<float>();
+  };
+  CHECK(segmented(good) == std::vector<float>{3, 18});
+  CHECK_THROWS_WITH_AS(segmented(bad), doctest::Contains("offset 2 is 3, less than offset 1 (4)"), ff::GraphError);
+  CHECK(rt.stats().programs.misses == 1);  // the second program is the first's structure
+}

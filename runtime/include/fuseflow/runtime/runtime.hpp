@@ -201,6 +201,11 @@ class Runtime {
   Result run_async(const Expr& result, const Bindings& bindings = {});
   std::vector<Result> run_async(const Program& program, const Bindings& bindings = {});
 
+  // The plan of `program` for this device and these options, as text: the kernels, their
+  // strategies and why. Given bindings (checked as run checks them), also the launches a
+  // run with their sizes makes: grids, blocks, shared memory, scratch. Compiles nothing.
+  std::string explain(const Program& program, const Bindings& bindings = {});
+
   // --- state --------------------------------------------------------------------
   const DeviceProperties& properties() const noexcept { return properties_; }
   // The options in force: the caller's, with what was left unset from the environment.
