@@ -5,7 +5,9 @@
 // runtime's stream, and returns the results: scalars copied back in one transfer, arrays
 // left on the device.
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <functional>
 #include <mutex>
 
 #include "fuseflow/codegen/plan.hpp"
@@ -70,7 +72,8 @@ struct Executor {
   explicit Executor(const RuntimeOptions& options)
       : poison(*options.poison),
         max_epoch(*options.lookback_epochs ? *options.lookback_epochs : codegen::kMaxLookbackEpoch),
-        programs(options.limits.programs, options.limits.program_bytes) {}
+        programs(options.limits.programs, options.limits.program_bytes),
+        keys(kProgramsByIdentity, SIZE_MAX) {}
 
   // Poison (RuntimeOptions::poison, FUSEFLOW_POISON=1; the GPU tests set it): scalar slots
   // and new output arrays (not those in the caller's memory) are filled with 0xff bytes
@@ -84,6 +87,22 @@ struct Executor {
   // By program_key: structure, not object identity, so a program rebuilt in a loop finds
   // the plan of the one before it.
   LruCache<std::string, std::shared_ptr<PreparedProgram>> programs;
+  // The key of a program run lately, by the identity of its outputs, so that running the
+  // same Program object again costs a lookup instead of printing it. Each entry holds the
+  // program, so its nodes (and addresses) stay taken while the entry lives.
+  struct KnownProgram {
+    Program program;
+    std::string key;
+  };
+  struct NodesHash {
+    std::size_t operator()(const std::vector<const ExprNode*>& nodes) const noexcept {
+      std::size_t h = nodes.size();
+      for (const ExprNode* n : nodes) h = h * 0x9e3779b97f4a7c15ULL + std::hash<const ExprNode*>{}(n);
+      return h;
+    }
+  };
+  static constexpr std::size_t kProgramsByIdentity = 64;
+  LruCache<std::vector<const ExprNode*>, KnownProgram, NodesHash> keys;
   // Counters kernels leave zeroed (Arg::Kind::Ticket): [0] the reductions' last-block
   // ticket, [1] the look-back scans' tile counter, [2] the segmented reduce's "segments
   // left to the merge path" flag.
@@ -135,7 +154,11 @@ std::shared_ptr<detail::PreparedProgram> prepare(Runtime& rt, detail::Executor& 
                                                  const std::shared_ptr<detail::DeviceContext>& context) {
   const DeviceProperties& props = rt.properties();
   const codegen::PlanOptions& options = *rt.options().plan;
-  std::string key = program_key(program, props, options);
+  std::vector<const ExprNode*> outputs;
+  for (const Expr& o : program.outputs()) outputs.push_back(o.get());
+  const detail::Executor::KnownProgram* known = ex.keys.find(outputs);
+  if (!known) known = &ex.keys.insert(outputs, {program, program_key(program, props, options)}, 1);
+  const std::string& key = known->key;  // valid until ex.keys changes, which prepare does not do below
   if (std::shared_ptr<detail::PreparedProgram>* found = ex.programs.find(key)) return *found;
   auto p = std::make_shared<detail::PreparedProgram>(context);
   const codegen::Target target = detail::device_target(props);
@@ -165,7 +188,7 @@ std::shared_ptr<detail::PreparedProgram> prepare(Runtime& rt, detail::Executor& 
     p->resident_grid.push_back(std::max(1, per_sm) * props.sm_count);
   }
   const std::size_t bytes = p->bytes() + key.size();
-  return ex.programs.insert(std::move(key), std::move(p), bytes);
+  return ex.programs.insert(key, std::move(p), bytes);
 }
 
 }  // namespace

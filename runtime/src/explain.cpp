@@ -1,5 +1,6 @@
 // Runtime::explain: the plan of a program for this Runtime's device and options and, given
-// bindings, the launches a run with those sizes makes. Nothing is compiled or launched.
+// bindings, the launches a run with those sizes makes; Runtime::check_bindings: a run's
+// binding checks against that plan. Nothing is compiled or launched.
 #include <sstream>
 
 #include "fuseflow/runtime/runtime.hpp"
@@ -42,6 +43,12 @@ std::string Runtime::explain(const Program& program, const Bindings& bindings) {
     out << "\n";
   }
   return out.str();
+}
+
+void Runtime::check_bindings(const Program& program, const Bindings& bindings) {
+  const detail::BoundLeaves bound = detail::bind_leaves(program, bindings);
+  const codegen::Plan plan = detail::plan_with_options(program, detail::device_target(properties_), *options_.plan);
+  detail::check_output_bindings(program, plan, bound, detail::domain_lengths(program, plan, bound.input_lengths));
 }
 
 }  // namespace fuseflow

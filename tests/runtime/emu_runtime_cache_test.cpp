@@ -242,3 +242,16 @@ TEST_CASE("invalid segment offsets in a program that shares an earlier one's pla
   CHECK_THROWS_WITH_AS(segmented(bad), doctest::Contains("offset 2 is 3, less than offset 1 (4)"), ff::GraphError);
   CHECK(rt.stats().programs.misses == 1);  // the second program is the first's structure
 }
+
+TEST_CASE("Runtime::check_bindings checks as run does, against this device's plan") {
+  ff::Runtime rt(memory_only());
+  auto xs = rt.upload(std::vector<float>{1, 2, 3});
+  auto short_ys = rt.upload(std::vector<float>{1, 2});
+  const ff::Expr x = ff::input<float>("x"), y = ff::input<float>("y");
+  const ff::Expr sum = ff::reduce(x * y, ff::plus);
+  CHECK_NOTHROW(rt.check_bindings(sum, {{x, xs}, {y, xs}}));
+  CHECK_THROWS_WITH_AS(rt.check_bindings(sum, {{x, xs}, {y, short_ys}}),
+                       doctest::Contains("arrays of different lengths"), ff::GraphError);
+  CHECK_THROWS_WITH_AS(rt.check_bindings(sum, {{x, xs}}), doctest::Contains("input 'y' is not bound"), ff::GraphError);
+  CHECK(rt.stats().programs.misses == 0);  // nothing prepared
+}

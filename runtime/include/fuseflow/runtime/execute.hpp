@@ -52,7 +52,8 @@ using Bindings = std::vector<std::pair<Expr, Binding>>;
 // scalar, array results at most once to an array of their type and length, overlapping
 // no other result and an input only exactly and only where it is written in place,
 // nothing else bound, and inputs that must have one length (a map's operands) having it. Touches no device, so it works without a GPU. Throws GraphError naming
-// what is wrong, e.g. "fuseflow: run: input 'y' is not bound".
+// what is wrong, e.g. "fuseflow: run: input 'y' is not bound". The plan checked against is
+// sm_90's (no device is asked); Runtime::check_bindings checks against its device's.
 void check_bindings(const Program& program, const Bindings& bindings);
 
 // One result of a program. A reduction's value comes back to the host:

@@ -205,6 +205,10 @@ class Runtime {
   // strategies and why. Given bindings (checked as run checks them), also the launches a
   // run with their sizes makes: grids, blocks, shared memory, scratch. Compiles nothing.
   std::string explain(const Program& program, const Bindings& bindings = {});
+  // The checks run makes of `bindings` before it launches anything (GraphError naming what
+  // is wrong), against the plan for this device; ff::check_bindings, without a device,
+  // checks against sm_90's.
+  void check_bindings(const Program& program, const Bindings& bindings);
 
   // --- state --------------------------------------------------------------------
   const DeviceProperties& properties() const noexcept { return properties_; }
