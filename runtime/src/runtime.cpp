@@ -29,14 +29,14 @@ RuntimeOptions resolve(RuntimeOptions options) {
   if (!options.lookback_epochs) options.lookback_epochs = env.lookback_epochs;
   if (!options.plan) options.plan = env.plan;
   const CacheLimits& l = options.limits;
-  for (auto [name, value] : {std::pair<const char*, std::size_t>{"programs", l.programs},
-                             {"program_bytes", l.program_bytes},
-                             {"modules", l.modules},
-                             {"module_bytes", l.module_bytes},
-                             {"cache.memory_entries", options.cache->memory_entries},
-                             {"cache.memory_bytes", options.cache->memory_bytes}})
+  for (auto [name, value] : {std::pair<const char*, std::size_t>{"limits.programs", l.programs},
+                             {"limits.program_bytes", l.program_bytes},
+                             {"limits.modules", l.modules},
+                             {"limits.module_bytes", l.module_bytes},
+                             {"cache->memory_entries", options.cache->memory_entries},
+                             {"cache->memory_bytes", options.cache->memory_bytes}})
     if (value == 0)
-      throw ConfigError(std::string("RuntimeOptions: limits.") + name +
+      throw ConfigError(std::string("RuntimeOptions: ") + name +
                         " is 0; a cache limit must be at least 1 (an entry in use is always kept)");
   if (*options.lookback_epochs > codegen::kMaxLookbackEpoch)
     throw ConfigError("RuntimeOptions: lookback_epochs is " + std::to_string(*options.lookback_epochs) +
