@@ -1,197 +1,21 @@
-// The executor: Runtime::run. Binds a program's inputs and parameters, plans it once per
-// structure (programs built apart but equal share one prepared plan: see program_key),
-// fetches its kernels from the kernel cache, lays out the
-// scratch it needs (scalar slots, block partials), launches the kernels in order on the
-// runtime's stream, and returns the results: scalars copied back in one transfer, arrays
-// left on the device.
+// The executor: Runtime::run. Binds a program's inputs and parameters, finds its prepared
+// plan (prepared.cpp: planned once per structure, kernels loaded), lays out the scratch it
+// needs (scalar slots, block partials), launches the kernels in order on the runtime's
+// stream, and returns the results: scalars copied back in one transfer, arrays left on
+// the device.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <functional>
 #include <mutex>
 
 #include "fuseflow/codegen/plan.hpp"
-#include "fuseflow/runtime/config.hpp"
 #include "fuseflow/runtime/driver_api.hpp"
 #include "fuseflow/runtime/runtime.hpp"
+#include "../nvtx.hpp"
 #include "bindings.hpp"
-#include "device_target.hpp"
-#include "nvtx.hpp"
+#include "prepared.hpp"
 
 namespace fuseflow {
-
-// ---- Runtime::run -------------------------------------------------------------------
-
-namespace {
-
-const std::vector<Header>& embedded_headers() {
-  static const std::vector<Header> headers = [] {
-    std::vector<Header> out;
-    for (const auto& h : codegen::device_headers()) out.push_back({h.name, h.text});
-    return out;
-  }();
-  return headers;
-}
-
-}  // namespace
-
-namespace detail {
-
-// A planned program, its loaded kernels, and the device buffer its reductions write.
-// Shared by every program of its structure; freed (buffers, and modules no other program
-// uses) when the program cache evicts it and no pending result still reads its scalars.
-struct PreparedProgram {
-  codegen::Plan plan;
-  std::vector<KernelHandle> kernels;
-  std::vector<int> resident_grid;  // per kernel: blocks resident at once on the whole device
-  std::string range_name;          // NVTX range of a run: "fuseflow run <first kernel>"
-  std::shared_ptr<DeviceContext> context;
-  CUdeviceptr scalars = 0;  // plan.scalar_bytes
-  CUdeviceptr invalid_flags = 0;  // one unsigned per plan.checked_offsets
-  // Per plan.checked_offsets: the op's index in Program::ops(). The plan's own op belongs
-  // to the program first prepared; a later program of this structure explains its error
-  // with its own op (the same index), bound to its own inputs.
-  std::vector<std::size_t> checked_op_index;
-
-  explicit PreparedProgram(std::shared_ptr<DeviceContext> ctx) : context(std::move(ctx)) {}
-  PreparedProgram(const PreparedProgram&) = delete;
-  PreparedProgram& operator=(const PreparedProgram&) = delete;
-  ~PreparedProgram() {
-    if (scalars) context->free(scalars);
-    if (invalid_flags) context->free(invalid_flags);
-  }
-  // What the program cache counts against its byte limit: device buffers and host text.
-  std::size_t bytes() const {
-    std::size_t total = sizeof *this + plan.scalar_bytes + plan.checked_offsets.size() * sizeof(unsigned);
-    for (const auto& k : plan.kernels) total += k.source.size() + k.name.size() + k.args.size() * sizeof(codegen::Arg);
-    return total;
-  }
-};
-
-struct Executor {
-  explicit Executor(const RuntimeOptions& options)
-      : poison(*options.poison),
-        max_epoch(*options.lookback_epochs ? *options.lookback_epochs : codegen::kMaxLookbackEpoch),
-        programs(options.limits.programs, options.limits.program_bytes),
-        keys(kProgramsByIdentity, SIZE_MAX) {}
-
-  // Poison (RuntimeOptions::poison, FUSEFLOW_POISON=1; the GPU tests set it): scalar slots
-  // and new output arrays (not those in the caller's memory) are filled with 0xff bytes
-  // before the kernels run, so an element a kernel failed to write shows up as a wrong
-  // answer instead of a lucky zero.
-  const bool poison;
-  // Start the epochs again after this many launches (RuntimeOptions::lookback_epochs,
-  // FUSEFLOW_LOOKBACK_EPOCHS; tests reach the restart this way).
-  const unsigned max_epoch;
-  std::mutex mutex;
-  // By program_key: structure, not object identity, so a program rebuilt in a loop finds
-  // the plan of the one before it.
-  LruCache<std::string, std::shared_ptr<PreparedProgram>> programs;
-  // The key of a program run lately, by the identity of its outputs, so that running the
-  // same Program object again costs a lookup instead of printing it. Each entry holds the
-  // program, so its nodes (and addresses) stay taken while the entry lives.
-  struct KnownProgram {
-    Program program;
-    std::string key;
-  };
-  struct NodesHash {
-    std::size_t operator()(const std::vector<const ExprNode*>& nodes) const noexcept {
-      std::size_t h = nodes.size();
-      for (const ExprNode* n : nodes) h = h * 0x9e3779b97f4a7c15ULL + std::hash<const ExprNode*>{}(n);
-      return h;
-    }
-  };
-  static constexpr std::size_t kProgramsByIdentity = 64;
-  LruCache<std::vector<const ExprNode*>, KnownProgram, NodesHash> keys;
-  // Counters kernels leave zeroed (Arg::Kind::Ticket): [0] the reductions' last-block
-  // ticket, [1] the look-back scans' tile counter, [2] the segmented reduce's "segments
-  // left to the merge path" flag.
-  std::unique_ptr<DeviceArray<unsigned>> tickets;
-  // Look-back status (scan.cuh's ScanTileStatus), kept across runs and never cleared
-  // between launches: each launch writes and accepts only entries of its own epoch.
-  std::unique_ptr<ScratchPool> status;
-  CUdeviceptr status_ptr = 0;
-  unsigned epoch = 0;  // the last launch's
-
-  // Status memory of at least `bytes`. Memory new to the pool is zeroed: epoch 0 is no
-  // launch's.
-  CUdeviceptr lookback_status(Runtime& rt, const std::shared_ptr<DeviceContext>& context, std::size_t bytes) {
-    if (!status) status = std::make_unique<ScratchPool>(context);
-    const CUdeviceptr p = status->get(bytes);
-    if (p != status_ptr) rt.zero(p, status->capacity());
-    status_ptr = p;
-    return p;
-  }
-
-  // The next launch's epoch. When they run out the status is zeroed and they start again
-  // at 1, so no entry in it can carry the epoch handed out.
-  unsigned next_epoch(Runtime& rt) {
-    if (epoch == max_epoch) {
-      rt.zero(status_ptr, status->capacity());
-      epoch = 0;
-    }
-    return ++epoch;
-  }
-};
-
-}  // namespace detail
-
-namespace {
-
-// What decides whether two programs can share a plan and its kernels: the program's
-// textual form (to_string: inputs and parameters by name and type in a fixed order, ops,
-// constants, custom monoids in full; never node addresses, never parameter values, which
-// are bound per run), the device's architecture and SM count, and the plan options. The
-// plan does not depend on binding lengths (they reach the kernels as arguments), so they
-// are not in the key. Names are part of the text, and harmless: the frontend refuses two
-// leaves of one name in a program, so names identify leaves.
-std::string program_key(const Program& program, const DeviceProperties& props, const codegen::PlanOptions& options) {
-  return "target sm_" + std::to_string(props.cc_major) + std::to_string(props.cc_minor) + " x" +
-         std::to_string(props.sm_count) + "\noptions " + plan_options_text(options) + "\n" + to_string(program);
-}
-
-std::shared_ptr<detail::PreparedProgram> prepare(Runtime& rt, detail::Executor& ex, const Program& program,
-                                                 const std::shared_ptr<detail::DeviceContext>& context) {
-  const DeviceProperties& props = rt.properties();
-  const codegen::PlanOptions& options = *rt.options().plan;
-  std::vector<const ExprNode*> outputs;
-  for (const Expr& o : program.outputs()) outputs.push_back(o.get());
-  const detail::Executor::KnownProgram* known = ex.keys.find(outputs);
-  if (!known) known = &ex.keys.insert(outputs, {program, program_key(program, props, options)}, 1);
-  const std::string& key = known->key;  // valid until ex.keys changes, which prepare does not do below
-  if (std::shared_ptr<detail::PreparedProgram>* found = ex.programs.find(key)) return *found;
-  auto p = std::make_shared<detail::PreparedProgram>(context);
-  const codegen::Target target = detail::device_target(props);
-  p->plan = detail::plan_with_options(program, target, options);
-  p->range_name = p->plan.kernels.empty() ? "fuseflow run" : "fuseflow run " + p->plan.kernels.front().name;
-  CompileOptions compile = rt.compile_options();
-  if (p->plan.scalar_bytes) p->scalars = context->allocate(p->plan.scalar_bytes);
-  if (!p->plan.checked_offsets.empty())
-    p->invalid_flags = context->allocate(p->plan.checked_offsets.size() * sizeof(unsigned));
-  for (const auto& op : p->plan.checked_offsets) {
-    const auto& ops = program.ops();
-    const auto at = std::find(ops.begin(), ops.end(), op);
-    if (at == ops.end()) throw InternalError("prepare: a checked op of the plan is not among the program's ops");
-    p->checked_op_index.push_back(static_cast<std::size_t>(at - ops.begin()));
-  }
-  detail::DeviceContext::Scope scope(*context);
-  for (const auto& k : p->plan.kernels) {
-    p->kernels.push_back(rt.load_kernel(k.source, k.name, compile, embedded_headers()));
-    // Only a kernel that strides over its domain (any_grid) is launched with the resident
-    // grid; the others (one block per tile) skip the occupancy query, which for more than
-    // 48 KB of dynamic shared memory needs the kernel's opt-in first (Runtime::launch).
-    int per_sm = 0;
-    if (k.any_grid)
-      rt.check(detail::driver_api()->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, p->kernels.back().function(),
-                                                                                  k.block, k.shared_bytes),
-               "cuOccupancyMaxActiveBlocksPerMultiprocessor");
-    p->resident_grid.push_back(std::max(1, per_sm) * props.sm_count);
-  }
-  const std::size_t bytes = p->bytes() + key.size();
-  return ex.programs.insert(key, std::move(p), bytes);
-}
-
-}  // namespace
 
 RuntimeStats Runtime::stats() {
   RuntimeStats s;
@@ -233,7 +57,7 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
   const std::vector<Value>& params = bound.params;
   // Held for the run: the cache may evict it meanwhile (another program's prepare), and a
   // pending scalar of run_async keeps it until read.
-  const std::shared_ptr<detail::PreparedProgram> prepared = prepare(*this, ex, program, context_);
+  const std::shared_ptr<detail::PreparedProgram> prepared = detail::prepare(*this, ex, program, context_);
   detail::PreparedProgram& prep = *prepared;
   const codegen::Plan& plan = prep.plan;
   // Nsight shows each run and each kernel by name.
