@@ -5,6 +5,7 @@
 //   fuseflow-dump --list
 //   fuseflow-dump --example dot [--emit program|plan|cuda|ptx] [--arch sm_90|sm_80]
 //   fuseflow-dump --program dot.ff [--emit ...] [--arch ...]
+//   fuseflow-dump --help     (or -h: the usage on stdout; a bad argument: usage on stderr, exit 2)
 //
 // --emit ptx compiles every kernel with NVRTC (no GPU needed) and prints the PTX. A
 // program that does not parse or check prints the GraphError and exits with 1.
@@ -21,11 +22,17 @@
 namespace ff = fuseflow;
 
 namespace {
+void print_usage(std::ostream& out) {
+  out << "usage: fuseflow-dump --list\n"
+      << "       fuseflow-dump --example NAME [--emit program|plan|cuda|ptx] [--arch sm_90|sm_80]\n"
+      << "       fuseflow-dump --program FILE|- [--emit program|plan|cuda|ptx] [--arch sm_90|sm_80]\n"
+      << "       fuseflow-dump --help | -h\n";
+}
+
+// A bad command line: why, then the usage, on stderr; exit status 2.
 int usage(const char* why) {
-  std::cerr << "fuseflow-dump: " << why << "\n"
-            << "usage: fuseflow-dump --list\n"
-            << "       fuseflow-dump --example NAME [--emit program|plan|cuda|ptx] [--arch sm_90|sm_80]\n"
-            << "       fuseflow-dump --program FILE|- [--emit program|plan|cuda|ptx] [--arch sm_90|sm_80]\n";
+  std::cerr << "fuseflow-dump: " << why << "\n";
+  print_usage(std::cerr);
   return 2;
 }
 
@@ -47,6 +54,10 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
+    if (a == "--help" || a == "-h") {
+      print_usage(std::cout);
+      return 0;
+    }
     if (a == "--list") {
       for (const auto& e : ff::catalog::entries()) std::cout << e.name << "  " << e.description << "\n";
       return 0;

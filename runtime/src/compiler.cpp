@@ -17,6 +17,15 @@ void check_nvrtc(nvrtcResult result, const char* call) {
     throw Error(std::string("fuseflow: ") + call + " failed: " + nvrtc().nvrtcGetErrorString(result));
 }
 
+// The kernel being compiled: a failing NVRTC call is a CompileError for it, naming the call.
+struct Compiling {
+  std::string kernel, arch;
+  void check(nvrtcResult result, const char* call) const {
+    if (result != NVRTC_SUCCESS)
+      throw CompileError(kernel, arch, std::string(call) + " failed: " + nvrtc().nvrtcGetErrorString(result), "");
+  }
+};
+
 struct ProgramDeleter {
   void operator()(_nvrtcProgram* program) const noexcept {
     nvrtc().nvrtcDestroyProgram(&program);
@@ -24,28 +33,28 @@ struct ProgramDeleter {
 };
 using Program = std::unique_ptr<_nvrtcProgram, ProgramDeleter>;
 
-std::string program_log(nvrtcProgram program) {
+std::string program_log(const Compiling& site, nvrtcProgram program) {
   std::size_t size = 0;
-  check_nvrtc(nvrtc().nvrtcGetProgramLogSize(program, &size), "nvrtcGetProgramLogSize");
+  site.check(nvrtc().nvrtcGetProgramLogSize(program, &size), "nvrtcGetProgramLogSize");
   std::string log(size, '\0');
-  check_nvrtc(nvrtc().nvrtcGetProgramLog(program, log.data()), "nvrtcGetProgramLog");
+  site.check(nvrtc().nvrtcGetProgramLog(program, log.data()), "nvrtcGetProgramLog");
   while (!log.empty() && log.back() == '\0') log.pop_back();
   return log;
 }
 
-std::string program_ptx(nvrtcProgram program) {
+std::string program_ptx(const Compiling& site, nvrtcProgram program) {
   std::size_t size = 0;
-  check_nvrtc(nvrtc().nvrtcGetPTXSize(program, &size), "nvrtcGetPTXSize");
+  site.check(nvrtc().nvrtcGetPTXSize(program, &size), "nvrtcGetPTXSize");
   std::string ptx(size, '\0');  // size counts the terminating NUL, which the driver needs
-  check_nvrtc(nvrtc().nvrtcGetPTX(program, ptx.data()), "nvrtcGetPTX");
+  site.check(nvrtc().nvrtcGetPTX(program, ptx.data()), "nvrtcGetPTX");
   return ptx;
 }
 
-std::string program_cubin(nvrtcProgram program) {
+std::string program_cubin(const Compiling& site, nvrtcProgram program) {
   std::size_t size = 0;
-  check_nvrtc(nvrtc().nvrtcGetCUBINSize(program, &size), "nvrtcGetCUBINSize");
+  site.check(nvrtc().nvrtcGetCUBINSize(program, &size), "nvrtcGetCUBINSize");
   std::string cubin(size, '\0');
-  check_nvrtc(nvrtc().nvrtcGetCUBIN(program, cubin.data()), "nvrtcGetCUBIN");
+  site.check(nvrtc().nvrtcGetCUBIN(program, cubin.data()), "nvrtcGetCUBIN");
   return cubin;
 }
 
@@ -60,8 +69,9 @@ CompiledKernel Compiler::compile(std::string_view source, std::string_view kerne
     header_contents.push_back(header.content.c_str());
     header_names.push_back(header.name.c_str());
   }
+  const Compiling site{std::string(kernel_name), options.target()};
   nvrtcProgram raw = nullptr;
-  check_nvrtc(nvrtc().nvrtcCreateProgram(&raw, source_text.c_str(), program_name.c_str(),
+  site.check(nvrtc().nvrtcCreateProgram(&raw, source_text.c_str(), program_name.c_str(),
                                          static_cast<int>(headers.size()), header_contents.data(),
                                          header_names.data()),
               "nvrtcCreateProgram");
@@ -74,15 +84,17 @@ CompiledKernel Compiler::compile(std::string_view source, std::string_view kerne
       nvrtc().nvrtcCompileProgram(raw, static_cast<int>(flag_ptrs.size()), flag_ptrs.data());
 
   CompiledKernel compiled;
-  compiled.log = program_log(raw);
+  compiled.log = program_log(site, raw);
   if (result == NVRTC_ERROR_COMPILATION)
     throw CompileError(std::string(kernel_name), options.target(), compiled.log,
                        detail::source_excerpt(compiled.log, program_name, source, headers));
   if (result != NVRTC_SUCCESS)
-    throw Error("fuseflow: nvrtcCompileProgram failed for kernel '" + std::string(kernel_name) +
-                "': " + nvrtc().nvrtcGetErrorString(result) + "\n" + compiled.log);
+    throw CompileError(std::string(kernel_name), options.target(),
+                       std::string("nvrtcCompileProgram failed: ") + nvrtc().nvrtcGetErrorString(result) + "\n" +
+                           compiled.log,
+                       "");
   compiled.format = options.ptx ? BinaryFormat::ptx : BinaryFormat::cubin;
-  compiled.image = options.ptx ? program_ptx(raw) : program_cubin(raw);
+  compiled.image = options.ptx ? program_ptx(site, raw) : program_cubin(site, raw);
   return compiled;
 }
 

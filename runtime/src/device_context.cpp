@@ -53,32 +53,37 @@ DeviceContext::DeviceContext(int ordinal, CUstream user_stream) {
                     "the CUDA driver found no GPU");
   check(api.cuDeviceGet(&device_, ordinal), "cuDeviceGet");
   check(api.cuDevicePrimaryCtxRetain(&context_, device_), "cuDevicePrimaryCtxRetain");
-  Scope scope(*this);
-  if (user_stream) {
-    stream_ = user_stream;
-  } else {
-    // A blocking stream, so work the user queued on the legacy default stream (e.g. a
-    // cudaMemcpy filling a buffer we are about to read) is ordered before ours.
-    const CUresult created = api.cuStreamCreate(&stream_, CU_STREAM_DEFAULT);
-    if (created != CUDA_SUCCESS) {
-      api.cuDevicePrimaryCtxRelease(device_);
-      check(created, "cuStreamCreate");
+  // From here a failing call gives back what was taken: the destructor does not run for
+  // a constructor that throws.
+  try {
+    Scope scope(*this);
+    if (user_stream) {
+      stream_ = user_stream;
+    } else {
+      // A blocking stream, so work the user queued on the legacy default stream (e.g. a
+      // cudaMemcpy filling a buffer we are about to read) is ordered before ours.
+      check(api.cuStreamCreate(&stream_, CU_STREAM_DEFAULT), "cuStreamCreate");
+      owns_stream_ = true;
     }
-    owns_stream_ = true;
+    // Device memory comes from the stream-ordered allocator: an output array allocated and
+    // freed every run costs no device-wide synchronisation (cuMemFree waits for the whole
+    // GPU), and the pool keeps freed memory for reuse instead of returning it at each sync.
+    CUmemoryPool pool = nullptr;
+    check(api.cuDeviceGetDefaultMemPool(&pool, device_), "cuDeviceGetDefaultMemPool");
+    cuuint64_t keep_everything = ~cuuint64_t{0};
+    check(api.cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep_everything),
+          "cuMemPoolSetAttribute");
+  } catch (...) {
+    if (owns_stream_) api.cuStreamDestroy(stream_);
+    api.cuDevicePrimaryCtxRelease(device_);
+    throw;
   }
-  // Device memory comes from the stream-ordered allocator: an output array allocated and
-  // freed every run costs no device-wide synchronisation (cuMemFree waits for the whole
-  // GPU), and the pool keeps freed memory for reuse instead of returning it at each sync.
-  CUmemoryPool pool = nullptr;
-  check(api.cuDeviceGetDefaultMemPool(&pool, device_), "cuDeviceGetDefaultMemPool");
-  cuuint64_t keep_everything = ~cuuint64_t{0};
-  check(api.cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep_everything), "cuMemPoolSetAttribute");
 }
 
 DeviceContext::~DeviceContext() {
   const DriverApi& api = *driver_api();
   if (owns_stream_) {
-    Scope scope(*this);
+    Scope scope(*this, std::nothrow);
     api.cuStreamDestroy(stream_);
   }
   api.cuDevicePrimaryCtxRelease(device_);
@@ -112,8 +117,22 @@ void DeviceContext::ensure_usable() const {
 DeviceContext::Scope::Scope(const DeviceContext& context) {
   const DriverApi& api = *driver_api();
   CUcontext current = nullptr;
-  api.cuCtxGetCurrent(&current);
-  if (current != context.context()) pushed_ = api.cuCtxPushCurrent(context.context()) == CUDA_SUCCESS;
+  CUresult result = api.cuCtxGetCurrent(&current);
+  if (result == CUDA_SUCCESS && current != context.context()) {
+    result = api.cuCtxPushCurrent(context.context());
+    pushed_ = result == CUDA_SUCCESS;
+    if (!pushed_)
+      throw CudaError("cuCtxPushCurrent", result, cuda_error_name(result), "could not make the device's context current");
+  }
+  if (result != CUDA_SUCCESS)
+    throw CudaError("cuCtxGetCurrent", result, cuda_error_name(result), "could not read the current context");
+}
+
+DeviceContext::Scope::Scope(const DeviceContext& context, std::nothrow_t) noexcept {
+  const DriverApi& api = *driver_api();
+  CUcontext current = nullptr;
+  if (api.cuCtxGetCurrent(&current) == CUDA_SUCCESS && current != context.context())
+    pushed_ = api.cuCtxPushCurrent(context.context()) == CUDA_SUCCESS;
 }
 
 DeviceContext::Scope::~Scope() {
@@ -142,7 +161,7 @@ CUdeviceptr DeviceContext::allocate(std::size_t bytes) {
 
 void DeviceContext::free(CUdeviceptr ptr) noexcept {
   if (ptr == 0) return;
-  Scope scope(*this);
+  Scope scope(*this, std::nothrow);
   // Errors are ignored: a destructor cannot report them, and after a sticky error the
   // memory goes with the context anyway.
   driver_api()->cuMemFreeAsync(ptr, stream_);

@@ -4,9 +4,9 @@
 
 #include <dlfcn.h>
 
-#include <cstdlib>
 #include <mutex>
 
+#include "fuseflow/runtime/config.hpp"
 #include "fuseflow/runtime/error.hpp"
 
 #define FUSEFLOW_STRINGIFY_EXPANDED(x) FUSEFLOW_STRINGIFY(x)
@@ -23,8 +23,8 @@ struct LoadedDriver {
 
 // libcuda.so.1, or the library FUSEFLOW_CUDA_LIBRARY names (the tests' CPU emulator).
 std::string driver_library() {
-  const char* name = std::getenv("FUSEFLOW_CUDA_LIBRARY");
-  return name && *name ? name : "libcuda.so.1";
+  std::string name = read_library_environment().cuda_library;
+  return name.empty() ? "libcuda.so.1" : name;
 }
 
 LoadedDriver load_driver() {

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "fuseflow/runtime/config.hpp"
 #include "fuseflow/runtime/hash.hpp"
 #include "kernel_dump.hpp"
 
@@ -15,12 +16,6 @@ using Clock = std::chrono::steady_clock;
 
 double milliseconds_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
-std::optional<std::filesystem::path> env_path(const char* name) {
-  const char* value = std::getenv(name);
-  if (!value || !*value) return std::nullopt;
-  return std::filesystem::path(value);
 }
 
 const std::string& nvrtc_version_text() {
@@ -80,24 +75,7 @@ std::string key_from_parts(std::string_view kernel_name, std::string_view source
 
 }  // namespace
 
-CacheSettings CacheSettings::from_environment() {
-  CacheSettings settings;
-  const char* cache = std::getenv("FUSEFLOW_CACHE");
-  const bool disk_off = cache && std::string_view(cache) == "0";
-  if (!disk_off) {
-    if (auto dir = env_path("FUSEFLOW_CACHE_DIR")) {
-      settings.disk_dir = *dir;
-    } else if (auto xdg = env_path("XDG_CACHE_HOME")) {
-      settings.disk_dir = *xdg / "fuseflow";
-    } else if (auto home = env_path("HOME")) {
-      settings.disk_dir = *home / ".cache" / "fuseflow";
-    }
-  }
-  settings.dump_dir = env_path("FUSEFLOW_DUMP");
-  const char* log = std::getenv("FUSEFLOW_LOG");
-  settings.log = log && *log && std::string_view(log) != "0";
-  return settings;
-}
+CacheSettings CacheSettings::from_environment() { return read_environment().cache; }
 
 const char* to_string(CacheOutcome outcome) noexcept {
   switch (outcome) {
@@ -108,7 +86,8 @@ const char* to_string(CacheOutcome outcome) noexcept {
   return "?";
 }
 
-KernelCache::KernelCache(CacheSettings settings) : settings_(std::move(settings)) {
+KernelCache::KernelCache(CacheSettings settings)
+    : settings_(std::move(settings)), memory_(settings_.memory_entries, settings_.memory_bytes) {
   if (settings_.disk_dir) disk_ = std::make_unique<DiskCache>(*settings_.disk_dir);
 }
 
@@ -130,7 +109,12 @@ std::filesystem::path KernelCache::disk_entry_path(std::uint64_t hash) const {
 
 CacheStats KernelCache::stats() const {
   std::lock_guard lock(mutex_);
-  return stats_;
+  CacheStats s = stats_;
+  const LruStats memory = memory_.stats();
+  s.evictions = memory.evictions;
+  s.memory_entries = memory.entries;
+  s.memory_bytes = memory.bytes;
+  return s;
 }
 
 CacheResult KernelCache::get(std::string_view kernel_name, std::string_view source,
@@ -141,12 +125,11 @@ CacheResult KernelCache::get(std::string_view kernel_name, std::string_view sour
   result.hash = hash_parts(kernel_name, source, options_key, headers);
   {
     std::lock_guard lock(mutex_);
-    auto it = memory_.find(result.hash);
+    const MemoryEntry* entry = memory_.find(result.hash);
     // Compare the texts too, so even a 64-bit hash collision cannot return a wrong kernel.
-    if (it != memory_.end() && it->second.source == source &&
-        it->second.kernel_name == kernel_name && it->second.options_key == options_key) {
+    if (entry && entry->source == source && entry->kernel_name == kernel_name && entry->options_key == options_key) {
       ++stats_.memory_hits;
-      result.kernel = it->second.kernel;
+      result.kernel = entry->kernel;
       result.outcome = CacheOutcome::memory_hit;
     } else {
       ++stats_.misses;
@@ -161,23 +144,27 @@ CacheResult KernelCache::get(std::string_view kernel_name, std::string_view sour
     if (!result.kernel) {
       auto compiled = std::make_shared<const CompiledKernel>(
           Compiler::compile(source, kernel_name, options, headers));
-      const bool stored = disk_ && disk_->store(result.hash, key, encode_kernel(*compiled));
+      const bool tried = disk_ && disk_->enabled();
+      const bool stored = tried && disk_->store(result.hash, key, encode_kernel(*compiled));
       std::lock_guard lock(mutex_);
       ++stats_.compiles;
       if (stored) ++stats_.disk_writes;
+      if (tried && !stored) ++stats_.disk_write_failures;
       result.kernel = std::move(compiled);
     }
     {
       std::lock_guard lock(mutex_);
-      MemoryEntry& entry = memory_[result.hash];
+      const MemoryEntry* entry = memory_.find(result.hash);
       // If another thread got here first, share its object: callers rely on one object
       // per kernel (the Runtime keys loaded modules by it).
-      if (entry.kernel && entry.source == source && entry.kernel_name == kernel_name &&
-          entry.options_key == options_key) {
-        result.kernel = entry.kernel;
+      if (entry && entry->kernel && entry->source == source && entry->kernel_name == kernel_name &&
+          entry->options_key == options_key) {
+        result.kernel = entry->kernel;
       } else {
-        entry = MemoryEntry{std::string(kernel_name), std::string(source), options_key,
-                            result.kernel};
+        const std::size_t bytes = kernel_name.size() + source.size() + options_key.size() +
+                                  result.kernel->image.size() + result.kernel->log.size();
+        memory_.insert(result.hash,
+                       MemoryEntry{std::string(kernel_name), std::string(source), options_key, result.kernel}, bytes);
       }
     }
     if (settings_.dump_dir)

@@ -3,11 +3,11 @@
 #include <cuda.h>  // CUDA_VERSION: the toolkit we were built against
 #include <dlfcn.h>
 
-#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "fuseflow/frontend/error.hpp"
+#include "fuseflow/runtime/config.hpp"
 
 namespace fuseflow::detail {
 namespace {
@@ -15,13 +15,12 @@ namespace {
 // The soname of the NVRTC that matches the headers we were built with comes first; an
 // unversioned name and the toolkit's own directories cover installs off the loader path.
 // FUSEFLOW_NVRTC_LIBRARY (a path or a soname) replaces them all.
-std::vector<std::string> candidates() {
-  if (const char* chosen = std::getenv("FUSEFLOW_NVRTC_LIBRARY"); chosen && *chosen) return {chosen};
+std::vector<std::string> candidates(const LibraryConfig& config) {
+  if (!config.nvrtc_library.empty()) return {config.nvrtc_library};
   const std::string versioned = "libnvrtc.so." + std::to_string(CUDA_VERSION / 1000);
   std::vector<std::string> names = {versioned, "libnvrtc.so"};
   std::vector<std::string> dirs;
-  if (const char* cuda_path = std::getenv("CUDA_PATH"); cuda_path && *cuda_path)
-    dirs.push_back(std::string(cuda_path) + "/lib64/");
+  if (!config.cuda_path.empty()) dirs.push_back(config.cuda_path + "/lib64/");
   dirs.push_back("/usr/local/cuda/lib64/");
   for (const std::string& dir : dirs) {
     names.push_back(dir + versioned);
@@ -39,16 +38,16 @@ LoadedNvrtc load_nvrtc() {
   LoadedNvrtc loaded;
   void* library = nullptr;
   std::string tried;
-  for (const std::string& name : candidates()) {
+  const LibraryConfig config = read_library_environment();
+  for (const std::string& name : candidates(config)) {
     library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (library) break;
     tried += (tried.empty() ? "" : ", ") + name;
   }
   if (!library) {
-    const char* chosen = std::getenv("FUSEFLOW_NVRTC_LIBRARY");
     loaded.error = "fuseflow: NVRTC (libnvrtc.so." + std::to_string(CUDA_VERSION / 1000) +
                    ") could not be loaded (tried " + tried +
-                   (chosen && *chosen ? ", as FUSEFLOW_NVRTC_LIBRARY says" : "") +
+                   (config.nvrtc_library.empty() ? "" : ", as FUSEFLOW_NVRTC_LIBRARY says") +
                    "). fuseflow compiles kernels at run time and needs the CUDA " +
                    std::to_string(CUDA_VERSION / 1000) +
                    " NVRTC library: install the CUDA toolkit's NVRTC package (e.g. "

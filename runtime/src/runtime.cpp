@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <future>
 
+#include "fuseflow/codegen/plan.hpp"
+#include "fuseflow/runtime/config.hpp"
 #include "fuseflow/runtime/driver_api.hpp"
 
 namespace fuseflow {
@@ -18,21 +20,51 @@ std::shared_ptr<detail::DeviceContext> open_device_loading_nvrtc(const RuntimeOp
   return context;
 }
 
+// The caller's options, with every setting left unset taken from the environment (read
+// once, here); limits of 0 are refused.
+RuntimeOptions resolve(RuntimeOptions options) {
+  const EnvironmentConfig env = read_environment();
+  if (!options.cache) options.cache = env.cache;
+  if (!options.poison) options.poison = env.poison;
+  if (!options.lookback_epochs) options.lookback_epochs = env.lookback_epochs;
+  if (!options.plan) options.plan = env.plan;
+  const CacheLimits& l = options.limits;
+  for (auto [name, value] : {std::pair<const char*, std::size_t>{"limits.programs", l.programs},
+                             {"limits.program_bytes", l.program_bytes},
+                             {"limits.modules", l.modules},
+                             {"limits.module_bytes", l.module_bytes},
+                             {"cache->memory_entries", options.cache->memory_entries},
+                             {"cache->memory_bytes", options.cache->memory_bytes}})
+    if (value == 0)
+      throw ConfigError(std::string("RuntimeOptions: ") + name +
+                        " is 0; a cache limit must be at least 1 (an entry in use is always kept)");
+  if (*options.lookback_epochs > codegen::kMaxLookbackEpoch)
+    throw ConfigError("RuntimeOptions: lookback_epochs is " + std::to_string(*options.lookback_epochs) +
+                      ", more than the " + std::to_string(codegen::kMaxLookbackEpoch) + " epochs there are");
+  return options;
+}
+
 }  // namespace
 Runtime::Runtime() : Runtime(RuntimeOptions{}) {}
 
 Runtime::Runtime(RuntimeOptions options)
-    : context_(open_device_loading_nvrtc(options)),
-      properties_(read_device_properties(options.device)),
+    : options_(resolve(std::move(options))),
+      context_(open_device_loading_nvrtc(options_)),
+      properties_(read_device_properties(options_.device)),
       // A cubin from an NVRTC newer than the driver may not load; PTX for compute_XX can
       // be JIT-compiled by the driver instead.
-      ptx_fallback_(options.force_ptx || Compiler::version().encoded() > driver_version()),
-      cache_(options.cache ? std::move(*options.cache) : CacheSettings::from_environment()),
-      scratch_(context_) {}
+      ptx_fallback_(options_.force_ptx || Compiler::version().encoded() > driver_version()),
+      cache_(*options_.cache),
+      scratch_(context_),
+      modules_(options_.limits.modules, options_.limits.module_bytes) {}
 
-Runtime::~Runtime() {
-  detail::DeviceContext::Scope scope(*context_);
-  for (auto& [binary, kernel] : modules_) detail::driver_api()->cuModuleUnload(kernel->module);
+// Modules still used by a KernelHandle stay loaded until it goes (each holds the context).
+Runtime::~Runtime() = default;
+
+LoadedKernel::~LoadedKernel() {
+  if (!module || !context) return;
+  detail::DeviceContext::Scope scope(*context, std::nothrow);
+  detail::driver_api()->cuModuleUnload(module);
 }
 
 CompileOptions Runtime::compile_options() const {
@@ -51,22 +83,21 @@ KernelHandle Runtime::load_kernel(std::string_view source, std::string_view kern
   ensure_usable();
   const CacheResult found = cache_.get(kernel_name, source, options, headers);
   std::lock_guard lock(modules_mutex_);
-  auto it = modules_.find(found.kernel.get());
-  if (it != modules_.end()) return KernelHandle(it->second.get());
-  return KernelHandle(&load_module(found, kernel_name));
+  if (std::shared_ptr<LoadedKernel>* loaded = modules_.find(found.kernel.get())) return KernelHandle(*loaded);
+  return KernelHandle(load_module(found, kernel_name));
 }
 
-LoadedKernel& Runtime::load_module(const CacheResult& found, std::string_view kernel_name) {
+std::shared_ptr<LoadedKernel> Runtime::load_module(const CacheResult& found, std::string_view kernel_name) {
   detail::DeviceContext::Scope scope(*context_);
   const detail::DriverApi& api = *detail::driver_api();
-  auto kernel = std::make_unique<LoadedKernel>();
+  auto kernel = std::make_shared<LoadedKernel>();
   kernel->name = std::string(kernel_name);
   kernel->hash = found.hash;
   kernel->binary = found.kernel;
   check(api.cuModuleLoadData(&kernel->module, found.kernel->image.data()), "cuModuleLoadData");
+  kernel->context = context_;  // from here on the destructor unloads the module
   const CUresult got = api.cuModuleGetFunction(&kernel->function, kernel->module, kernel->name.c_str());
   if (got != CUDA_SUCCESS) {
-    api.cuModuleUnload(kernel->module);
     check(got, ("cuModuleGetFunction(" + kernel->name +
                 "): is the kernel declared extern \"C\" __global__ with that name?")
                    .c_str());
@@ -76,9 +107,8 @@ LoadedKernel& Runtime::load_module(const CacheResult& found, std::string_view ke
         "cuFuncGetAttribute(SHARED_SIZE_BYTES)");
   kernel->static_smem = static_cast<std::size_t>(std::max(0, static_smem));
   kernel->dynamic_smem_limit = 48 * 1024 - std::min<std::size_t>(48 * 1024, kernel->static_smem);
-  LoadedKernel& loaded = *kernel;
-  modules_.emplace(found.kernel.get(), std::move(kernel));
-  return loaded;
+  const std::size_t bytes = found.kernel->image.size() + kernel->name.size() + sizeof(LoadedKernel);
+  return modules_.insert(found.kernel.get(), std::move(kernel), bytes);
 }
 
 void Runtime::launch(const KernelHandle& handle, Dim3 grid, Dim3 block, std::size_t dynamic_smem,

@@ -316,7 +316,92 @@ struct Program {
   std::string log, image;
 };
 
+// ---- fault injection (tests) -------------------------------------------------------------
+// A test makes the k-th driver or NVRTC call from now fail (ff_emu_fail_driver_call(k)),
+// then checks that fuseflow reports it (CudaError / CompileError naming the call) and
+// leaks nothing: the counts of live allocations, modules and context retains are back
+// where they were. Release calls (free, unload, destroy, release, pop) never fail: fuseflow
+// ignores their results in destructors, as it must. A failed allocation reports
+// CUDA_ERROR_OUT_OF_MEMORY, any other call CUDA_ERROR_UNKNOWN (not sticky: the context
+// stays usable), an NVRTC call NVRTC_ERROR_INTERNAL_ERROR.
+
+struct Faults {
+  std::mutex mutex;
+  long driver_calls = 0, nvrtc_calls = 0;      // counted since the last arm
+  long driver_fail_at = 0, nvrtc_fail_at = 0;  // 0: none armed
+  std::string last;                            // the call made to fail last
+  long allocations = 0, modules = 0, contexts = 0, programs = 0;  // live now
+};
+Faults& faults() {
+  static Faults f;
+  return f;
+}
+
+bool fail(const char* call, long Faults::*calls, long Faults::*fail_at) {
+  Faults& f = faults();
+  std::lock_guard<std::mutex> lock(f.mutex);
+  ++(f.*calls);
+  if (f.*fail_at == 0 || f.*calls != f.*fail_at) return false;
+  f.*fail_at = 0;
+  f.last = call;
+  return true;
+}
+void count(long Faults::*what, long delta) {
+  std::lock_guard<std::mutex> lock(faults().mutex);
+  faults().*what += delta;
+}
+
+#define FF_EMU_DRIVER_FAULT(call, code) \
+  if (fail(#call, &Faults::driver_calls, &Faults::driver_fail_at)) return code
+#define FF_EMU_NVRTC_FAULT(call) \
+  if (fail(#call, &Faults::nvrtc_calls, &Faults::nvrtc_fail_at)) return NVRTC_ERROR_INTERNAL_ERROR
+
 }  // namespace
+
+extern "C" {
+// k >= 1: the k-th call from now fails (once); 0: none. Either way the count restarts.
+void ff_emu_fail_driver_call(long k) {
+  std::lock_guard<std::mutex> lock(faults().mutex);
+  faults().driver_calls = 0;
+  faults().driver_fail_at = k;
+  faults().last.clear();
+}
+void ff_emu_fail_nvrtc_call(long k) {
+  std::lock_guard<std::mutex> lock(faults().mutex);
+  faults().nvrtc_calls = 0;
+  faults().nvrtc_fail_at = k;
+  faults().last.clear();
+}
+long ff_emu_driver_calls() {
+  std::lock_guard<std::mutex> lock(faults().mutex);
+  return faults().driver_calls;
+}
+long ff_emu_nvrtc_calls() {
+  std::lock_guard<std::mutex> lock(faults().mutex);
+  return faults().nvrtc_calls;
+}
+// The name of the call made to fail last ("" when none); valid until the next fault.
+const char* ff_emu_last_fault() {
+  std::lock_guard<std::mutex> lock(faults().mutex);
+  return faults().last.c_str();
+}
+long ff_emu_live_allocations() {
+  std::lock_guard<std::mutex> lock(faults().mutex);
+  return faults().allocations;
+}
+long ff_emu_live_modules() {
+  std::lock_guard<std::mutex> lock(faults().mutex);
+  return faults().modules;
+}
+long ff_emu_live_programs() {
+  std::lock_guard<std::mutex> lock(faults().mutex);
+  return faults().programs;
+}
+long ff_emu_live_contexts() {
+  std::lock_guard<std::mutex> lock(faults().mutex);
+  return faults().contexts;
+}
+}  // extern "C"
 
 // ---- the NVRTC API ---------------------------------------------------------------------
 
@@ -332,6 +417,7 @@ const char* nvrtcGetErrorString(nvrtcResult result) {
 
 // Not a real NVRTC version: cache entries of the emulator never match real ones.
 nvrtcResult nvrtcVersion(int* major, int* minor) {
+  FF_EMU_NVRTC_FAULT(nvrtcVersion);
   *major = 0;
   *minor = 1;
   return NVRTC_SUCCESS;
@@ -339,21 +425,25 @@ nvrtcResult nvrtcVersion(int* major, int* minor) {
 
 nvrtcResult nvrtcCreateProgram(nvrtcProgram* prog, const char* src, const char* name, int num_headers,
                                const char* const* headers, const char* const* include_names) {
+  FF_EMU_NVRTC_FAULT(nvrtcCreateProgram);
   auto* p = new Program;
   p->source = src ? src : "";
   p->name = name ? name : "kernel.cu";
   for (int i = 0; i < num_headers; ++i) p->headers.emplace_back(include_names[i], headers[i]);
+  count(&Faults::programs, 1);
   *prog = reinterpret_cast<nvrtcProgram>(p);
   return NVRTC_SUCCESS;
 }
 
 nvrtcResult nvrtcDestroyProgram(nvrtcProgram* prog) {
+  if (*prog) count(&Faults::programs, -1);
   delete reinterpret_cast<Program*>(*prog);
   *prog = nullptr;
   return NVRTC_SUCCESS;
 }
 
 nvrtcResult nvrtcCompileProgram(nvrtcProgram prog, int, const char* const*) {
+  FF_EMU_NVRTC_FAULT(nvrtcCompileProgram);
   Program& p = *reinterpret_cast<Program*>(prog);
   const std::string dir = temp_dir() + "/k" + std::to_string(next_id());
   if (std::system(("mkdir -p '" + dir + "/include/fuseflow'").c_str()) != 0) return NVRTC_ERROR_INTERNAL_ERROR;
@@ -385,23 +475,28 @@ nvrtcResult nvrtcCompileProgram(nvrtcProgram prog, int, const char* const*) {
 }
 
 nvrtcResult nvrtcGetProgramLogSize(nvrtcProgram prog, size_t* size) {
+  FF_EMU_NVRTC_FAULT(nvrtcGetProgramLogSize);
   *size = reinterpret_cast<Program*>(prog)->log.size() + 1;
   return NVRTC_SUCCESS;
 }
 nvrtcResult nvrtcGetProgramLog(nvrtcProgram prog, char* log) {
+  FF_EMU_NVRTC_FAULT(nvrtcGetProgramLog);
   const std::string& l = reinterpret_cast<Program*>(prog)->log;
   std::memcpy(log, l.c_str(), l.size() + 1);
   return NVRTC_SUCCESS;
 }
 nvrtcResult nvrtcGetCUBINSize(nvrtcProgram prog, size_t* size) {
+  FF_EMU_NVRTC_FAULT(nvrtcGetCUBINSize);
   *size = reinterpret_cast<Program*>(prog)->image.size();
   return NVRTC_SUCCESS;
 }
 nvrtcResult nvrtcGetCUBIN(nvrtcProgram prog, char* cubin) {
+  FF_EMU_NVRTC_FAULT(nvrtcGetCUBIN);
   const std::string& i = reinterpret_cast<Program*>(prog)->image;
   std::memcpy(cubin, i.data(), i.size());
   return NVRTC_SUCCESS;
 }
+// Counted as the CUBIN calls they are.
 nvrtcResult nvrtcGetPTXSize(nvrtcProgram prog, size_t* size) { return nvrtcGetCUBINSize(prog, size); }
 nvrtcResult nvrtcGetPTX(nvrtcProgram prog, char* ptx) { return nvrtcGetCUBIN(prog, ptx); }
 
@@ -409,6 +504,7 @@ nvrtcResult nvrtcGetPTX(nvrtcProgram prog, char* ptx) { return nvrtcGetCUBIN(pro
 
 CUresult CUDAAPI cuInit(unsigned int) { return CUDA_SUCCESS; }
 CUresult CUDAAPI cuDriverGetVersion(int* version) {
+  FF_EMU_DRIVER_FAULT(cuDriverGetVersion, CUDA_ERROR_UNKNOWN);
   *version = CUDA_VERSION;
   return CUDA_SUCCESS;
 }
@@ -420,25 +516,30 @@ CUresult CUDAAPI cuGetErrorName(CUresult error, const char** name) {
     case CUDA_ERROR_INVALID_VALUE: *name = "CUDA_ERROR_INVALID_VALUE"; break;
     case CUDA_ERROR_NOT_FOUND: *name = "CUDA_ERROR_NOT_FOUND"; break;
     case CUDA_ERROR_INVALID_IMAGE: *name = "CUDA_ERROR_INVALID_IMAGE"; break;
+    case CUDA_ERROR_UNKNOWN: *name = "CUDA_ERROR_UNKNOWN"; break;
     default: *name = "CUDA_ERROR (emulated)"; break;
   }
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuGetErrorString(CUresult error, const char** text) { return cuGetErrorName(error, text); }
 CUresult CUDAAPI cuDeviceGetCount(int* count) {
+  FF_EMU_DRIVER_FAULT(cuDeviceGetCount, CUDA_ERROR_UNKNOWN);
   *count = 1;
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuDeviceGet(CUdevice* device, int ordinal) {
+  FF_EMU_DRIVER_FAULT(cuDeviceGet, CUDA_ERROR_UNKNOWN);
   if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
   *device = 0;
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuDeviceGetName(char* name, int len, CUdevice) {
+  FF_EMU_DRIVER_FAULT(cuDeviceGetName, CUDA_ERROR_UNKNOWN);
   std::snprintf(name, static_cast<std::size_t>(len), "%s", "fuseflow CPU emulator (not a GPU)");
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, CUdevice) {
+  FF_EMU_DRIVER_FAULT(cuDeviceGetAttribute, CUDA_ERROR_UNKNOWN);
   switch (attribute) {
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = 9; break;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = 0; break;
@@ -455,10 +556,12 @@ CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, 
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuDeviceTotalMem(size_t* bytes, CUdevice) {
+  FF_EMU_DRIVER_FAULT(cuDeviceTotalMem, CUDA_ERROR_UNKNOWN);
   *bytes = std::size_t{16} << 30;
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuMemGetInfo(size_t* free_bytes, size_t* total) {
+  FF_EMU_DRIVER_FAULT(cuMemGetInfo, CUDA_ERROR_UNKNOWN);
   *free_bytes = *total = std::size_t{16} << 30;
   return CUDA_SUCCESS;
 }
@@ -467,57 +570,89 @@ namespace {
 int g_context_object, g_stream_object, g_pool_object;
 }
 CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* context, CUdevice) {
+  FF_EMU_DRIVER_FAULT(cuDevicePrimaryCtxRetain, CUDA_ERROR_UNKNOWN);
   *context = reinterpret_cast<CUcontext>(&g_context_object);
+  count(&Faults::contexts, 1);
   return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice) { return CUDA_SUCCESS; }
+CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice) {
+  count(&Faults::contexts, -1);
+  return CUDA_SUCCESS;
+}
 CUresult CUDAAPI cuCtxGetCurrent(CUcontext* context) {
+  FF_EMU_DRIVER_FAULT(cuCtxGetCurrent, CUDA_ERROR_UNKNOWN);
   *context = reinterpret_cast<CUcontext>(&g_context_object);
   return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuCtxPushCurrent(CUcontext) { return CUDA_SUCCESS; }
+CUresult CUDAAPI cuCtxPushCurrent(CUcontext) {
+  FF_EMU_DRIVER_FAULT(cuCtxPushCurrent, CUDA_ERROR_UNKNOWN);
+  return CUDA_SUCCESS;
+}
 CUresult CUDAAPI cuCtxPopCurrent(CUcontext* context) {
   if (context) *context = reinterpret_cast<CUcontext>(&g_context_object);
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuStreamCreate(CUstream* stream, unsigned int) {
+  FF_EMU_DRIVER_FAULT(cuStreamCreate, CUDA_ERROR_UNKNOWN);
   *stream = reinterpret_cast<CUstream>(&g_stream_object);
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuStreamDestroy(CUstream) { return CUDA_SUCCESS; }
-CUresult CUDAAPI cuStreamSynchronize(CUstream) { return CUDA_SUCCESS; }
+CUresult CUDAAPI cuStreamSynchronize(CUstream) {
+  FF_EMU_DRIVER_FAULT(cuStreamSynchronize, CUDA_ERROR_UNKNOWN);
+  return CUDA_SUCCESS;
+}
 
-CUresult CUDAAPI cuMemAlloc(CUdeviceptr* pointer, size_t bytes) {
+namespace {
+CUresult allocate(CUdeviceptr* pointer, size_t bytes) {
   void* p = nullptr;
   if (posix_memalign(&p, 256, bytes ? bytes : 1) != 0) return CUDA_ERROR_OUT_OF_MEMORY;
   *pointer = reinterpret_cast<CUdeviceptr>(p);
+  count(&Faults::allocations, 1);
   return CUDA_SUCCESS;
 }
+}  // namespace
+CUresult CUDAAPI cuMemAlloc(CUdeviceptr* pointer, size_t bytes) {
+  FF_EMU_DRIVER_FAULT(cuMemAlloc, CUDA_ERROR_OUT_OF_MEMORY);
+  return allocate(pointer, bytes);
+}
 CUresult CUDAAPI cuMemFree(CUdeviceptr pointer) {
+  if (pointer) count(&Faults::allocations, -1);
   std::free(reinterpret_cast<void*>(pointer));
   return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr* pointer, size_t bytes, CUstream) { return cuMemAlloc(pointer, bytes); }
+CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr* pointer, size_t bytes, CUstream) {
+  FF_EMU_DRIVER_FAULT(cuMemAllocAsync, CUDA_ERROR_OUT_OF_MEMORY);
+  return allocate(pointer, bytes);
+}
 CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr pointer, CUstream) { return cuMemFree(pointer); }
 CUresult CUDAAPI cuDeviceGetDefaultMemPool(CUmemoryPool* pool, CUdevice) {
+  FF_EMU_DRIVER_FAULT(cuDeviceGetDefaultMemPool, CUDA_ERROR_UNKNOWN);
   *pool = reinterpret_cast<CUmemoryPool>(&g_pool_object);
   return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuMemPoolSetAttribute(CUmemoryPool, CUmemPool_attribute, void*) { return CUDA_SUCCESS; }
+CUresult CUDAAPI cuMemPoolSetAttribute(CUmemoryPool, CUmemPool_attribute, void*) {
+  FF_EMU_DRIVER_FAULT(cuMemPoolSetAttribute, CUDA_ERROR_UNKNOWN);
+  return CUDA_SUCCESS;
+}
 CUresult CUDAAPI cuMemcpyHtoDAsync(CUdeviceptr destination, const void* source, size_t bytes, CUstream) {
+  FF_EMU_DRIVER_FAULT(cuMemcpyHtoDAsync, CUDA_ERROR_UNKNOWN);
   if (bytes) std::memcpy(reinterpret_cast<void*>(destination), source, bytes);
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuMemcpyDtoHAsync(void* destination, CUdeviceptr source, size_t bytes, CUstream) {
+  FF_EMU_DRIVER_FAULT(cuMemcpyDtoHAsync, CUDA_ERROR_UNKNOWN);
   if (bytes) std::memcpy(destination, reinterpret_cast<const void*>(source), bytes);
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr destination, unsigned char value, size_t count, CUstream) {
+  FF_EMU_DRIVER_FAULT(cuMemsetD8Async, CUDA_ERROR_UNKNOWN);
   if (count) std::memset(reinterpret_cast<void*>(destination), value, count);
   return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuModuleLoadData(CUmodule* module, const void* image) {
+  FF_EMU_DRIVER_FAULT(cuModuleLoadData, CUDA_ERROR_UNKNOWN);
   // The image is a shared library; its size is not passed, but it is an ELF file whose
   // section headers end it: e_shoff + e_shnum * e_shentsize.
   const auto* bytes = static_cast<const unsigned char*>(image);
@@ -541,11 +676,13 @@ CUresult CUDAAPI cuModuleLoadData(CUmodule* module, const void* image) {
   auto bind = reinterpret_cast<Bind>(dlsym(m->library, "ff_emu_bind"));
   if (!bind) return CUDA_ERROR_INVALID_IMAGE;
   bind(&scheduler().hooks);
+  count(&Faults::modules, 1);
   *module = reinterpret_cast<CUmodule>(m.release());
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuModuleUnload(CUmodule module) {
   auto* m = reinterpret_cast<Module*>(module);
+  count(&Faults::modules, -1);
   if (m->library) dlclose(m->library);
   // The file stays: the prelude's inline variables are unique symbols, which keep the
   // library loaded after dlclose, and glibc's dlopen matches a loaded library by device
@@ -555,6 +692,7 @@ CUresult CUDAAPI cuModuleUnload(CUmodule module) {
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuModuleGetFunction(CUfunction* function, CUmodule module, const char* name) {
+  FF_EMU_DRIVER_FAULT(cuModuleGetFunction, CUDA_ERROR_UNKNOWN);
   auto* m = reinterpret_cast<Module*>(module);
   void* entry = dlsym(m->library, ("ff_emu_entry_" + std::string(name)).c_str());
   if (!entry) return CUDA_ERROR_NOT_FOUND;
@@ -563,11 +701,16 @@ CUresult CUDAAPI cuModuleGetFunction(CUfunction* function, CUmodule module, cons
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuFuncGetAttribute(int* value, CUfunction_attribute, CUfunction) {
+  FF_EMU_DRIVER_FAULT(cuFuncGetAttribute, CUDA_ERROR_UNKNOWN);
   *value = 0;  // no attribute is modelled: static shared memory reads as none
   return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuFuncSetAttribute(CUfunction, CUfunction_attribute, int) { return CUDA_SUCCESS; }
+CUresult CUDAAPI cuFuncSetAttribute(CUfunction, CUfunction_attribute, int) {
+  FF_EMU_DRIVER_FAULT(cuFuncSetAttribute, CUDA_ERROR_UNKNOWN);
+  return CUDA_SUCCESS;
+}
 CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, CUfunction, int, size_t) {
+  FF_EMU_DRIVER_FAULT(cuOccupancyMaxActiveBlocksPerMultiprocessor, CUDA_ERROR_UNKNOWN);
   *blocks = 2;
   return CUDA_SUCCESS;
 }
@@ -575,6 +718,7 @@ CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, CUfunc
 CUresult CUDAAPI cuLaunchKernel(CUfunction function, unsigned int grid_x, unsigned int grid_y, unsigned int grid_z,
                                 unsigned int block_x, unsigned int block_y, unsigned int block_z,
                                 unsigned int dynamic_shared_bytes, CUstream, void** args, void**) {
+  FF_EMU_DRIVER_FAULT(cuLaunchKernel, CUDA_ERROR_UNKNOWN);
   if (block_x * block_y * block_z == 0 || block_x * block_y * block_z > static_cast<unsigned>(kMaxThreads) ||
       grid_x * grid_y * grid_z == 0 || dynamic_shared_bytes > kMaxDynamicSharedBytes)
     return CUDA_ERROR_INVALID_VALUE;

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstddef>
 #include <mutex>
+#include <new>
 #include <string>
 
 namespace fuseflow::detail {
@@ -31,10 +32,12 @@ class DeviceContext {
   void ensure_usable() const;
 
   // Makes this context current on the calling thread for a scope, restoring the
-  // previous one; a no-op when it already is (the common case).
+  // previous one; a no-op when it already is (the common case). Throws CudaError when the
+  // context cannot be made current; the std::nothrow form (for destructors) goes on.
   class Scope {
    public:
     explicit Scope(const DeviceContext& context);
+    Scope(const DeviceContext& context, std::nothrow_t) noexcept;
     ~Scope();
     Scope(const Scope&) = delete;
     Scope& operator=(const Scope&) = delete;

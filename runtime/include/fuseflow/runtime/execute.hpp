@@ -52,7 +52,8 @@ using Bindings = std::vector<std::pair<Expr, Binding>>;
 // scalar, array results at most once to an array of their type and length, overlapping
 // no other result and an input only exactly and only where it is written in place,
 // nothing else bound, and inputs that must have one length (a map's operands) having it. Touches no device, so it works without a GPU. Throws GraphError naming
-// what is wrong, e.g. "fuseflow: run: input 'y' is not bound".
+// what is wrong, e.g. "fuseflow: run: input 'y' is not bound". The plan checked against is
+// sm_90's (no device is asked); Runtime::check_bindings checks against its device's.
 void check_bindings(const Program& program, const Bindings& bindings);
 
 // One result of a program. A reduction's value comes back to the host:
@@ -72,8 +73,10 @@ class Result {
   static Result array(std::shared_ptr<detail::DeviceContext> ctx, CUdeviceptr ptr, std::size_t n, Type t);
   // An array whose element count a kernel writes at `count.at` (inside the allocation at ptr).
   static Result counted_array(std::shared_ptr<detail::DeviceContext> ctx, CUdeviceptr ptr, DeviceCount count, Type t);
-  // A scalar still on the device (run_async): read on first use of value().
-  static Result pending_scalar(std::shared_ptr<detail::DeviceContext> ctx, CUdeviceptr ptr, Type t);
+  // A scalar still on the device (run_async): read on first use of value(). `owner` keeps
+  // the memory at ptr alive until then (the prepared program, should its cache evict it).
+  static Result pending_scalar(std::shared_ptr<detail::DeviceContext> ctx, CUdeviceptr ptr, Type t,
+                               std::shared_ptr<const void> owner = nullptr);
   // An array written into memory the caller bound it to: a view, never freed or moved out.
   static Result caller_array(std::shared_ptr<detail::DeviceContext> ctx, CUdeviceptr ptr, std::size_t n, Type t);
   Result(Result&&) noexcept;
@@ -140,6 +143,7 @@ class Result {
   mutable std::size_t size_ = 0;  // the capacity until a pending count is read
   mutable DeviceCount count_;     // a count not read from the device yet (at != 0)
   Type type_;
+  mutable std::shared_ptr<const void> owner_;  // what holds pending_'s memory
 };
 
 template <std::size_t I>

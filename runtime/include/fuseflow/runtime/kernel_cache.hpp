@@ -17,6 +17,7 @@
 #include "fuseflow/runtime/compile_options.hpp"
 #include "fuseflow/runtime/compiler.hpp"
 #include "fuseflow/runtime/disk_cache.hpp"
+#include "fuseflow/runtime/lru_cache.hpp"
 
 namespace fuseflow {
 
@@ -24,9 +25,14 @@ struct CacheSettings {
   std::optional<std::filesystem::path> disk_dir;  // nullopt: memory only
   std::optional<std::filesystem::path> dump_dir;  // FUSEFLOW_DUMP
   bool log = false;                               // FUSEFLOW_LOG=1
+  // The compiled kernels kept in memory (source and binary each), least recently used
+  // first out; the disk keeps them all.
+  std::size_t memory_entries = 1024;
+  std::size_t memory_bytes = std::size_t{256} << 20;
 
   // FUSEFLOW_CACHE=0 disables the disk; the directory is $FUSEFLOW_CACHE_DIR, else
   // $XDG_CACHE_HOME/fuseflow, else $HOME/.cache/fuseflow (memory only if none is set).
+  // Read by config.cpp (read_environment()); a bad value is a ConfigError.
   static CacheSettings from_environment();
 };
 
@@ -47,6 +53,10 @@ struct CacheStats {
   std::uint64_t compiles = 0;  // NVRTC runs
   std::uint64_t disk_writes = 0;
   std::uint64_t rejected_entries = 0;  // corrupt / truncated / mismatched disk entries
+  std::uint64_t evictions = 0;         // kernels dropped from memory past the limits
+  std::size_t memory_entries = 0;      // kernels in memory now
+  std::size_t memory_bytes = 0;        // their sources, binaries and logs
+  std::uint64_t disk_write_failures = 0;  // stores the disk refused (full, read-only): warned once
 };
 
 class KernelCache {
@@ -85,7 +95,7 @@ class KernelCache {
   CacheSettings settings_;
   std::unique_ptr<DiskCache> disk_;
   mutable std::mutex mutex_;
-  std::unordered_map<std::uint64_t, MemoryEntry> memory_;
+  detail::LruCache<std::uint64_t, MemoryEntry> memory_;
   CacheStats stats_;
 };
 

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "fuseflow/codegen/plan_options.hpp"
 #include "fuseflow/runtime/compile_options.hpp"
 #include "fuseflow/runtime/compiler.hpp"
 #include "fuseflow/runtime/device.hpp"
@@ -25,6 +26,7 @@
 #include "fuseflow/runtime/error.hpp"
 #include "fuseflow/runtime/execute.hpp"
 #include "fuseflow/runtime/kernel_cache.hpp"
+#include "fuseflow/runtime/lru_cache.hpp"
 #include "fuseflow/runtime/memory_pool.hpp"
 
 namespace fuseflow {
@@ -33,26 +35,57 @@ namespace detail {
 struct Executor;
 }  // namespace detail
 
+// How many prepared programs and loaded modules a Runtime keeps, by count and by the bytes
+// they hold; past a limit the least recently used go (a prepared program's device buffers
+// are freed, a module no handle uses any more is unloaded). A limit of 0 is a ConfigError.
+struct CacheLimits {
+  std::size_t programs = 1024;                       // prepared programs (plans, kernels, buffers)
+  std::size_t program_bytes = std::size_t{64} << 20;  // their device buffers and host text
+  std::size_t modules = 1024;                        // loaded CUDA modules
+  std::size_t module_bytes = std::size_t{256} << 20;  // their images
+};
+
+// Every setting also has a FUSEFLOW_* variable (config.hpp, README "Environment
+// variables"), read when the Runtime is made; a field set here wins over it.
 struct RuntimeOptions {
   int device = 0;
   // nullptr: the Runtime creates and owns a stream. Otherwise all work goes on this
   // stream, which the caller keeps alive for the Runtime's lifetime.
   CUstream stream = nullptr;
-  // nullopt: CacheSettings::from_environment().
+  // nullopt: from the environment (FUSEFLOW_CACHE, FUSEFLOW_CACHE_DIR, FUSEFLOW_DUMP,
+  // FUSEFLOW_LOG).
   std::optional<CacheSettings> cache;
   // Always produce PTX and let the driver JIT it (normally only when NVRTC is newer
   // than the driver).
   bool force_ptx = false;
+  // Fill scalar results and new output arrays with 0xff bytes before the kernels run
+  // (FUSEFLOW_POISON), so an element a kernel failed to write shows up.
+  std::optional<bool> poison;
+  // Start the look-back epochs again after this many launches (FUSEFLOW_LOOKBACK_EPOCHS;
+  // tests); 0: after codegen::kMaxLookbackEpoch.
+  std::optional<unsigned> lookback_epochs;
+  // The planner's overrides (FUSEFLOW_SCAN_TILE, FUSEFLOW_SCAN_STAGED_FROM, ...).
+  std::optional<codegen::PlanOptions> plan;
+  CacheLimits limits;
+};
+
+// What the Runtime's caches did and hold (Runtime::stats()).
+struct RuntimeStats {
+  LruStats programs;   // prepared programs, found by structure (a hit: no planning)
+  LruStats modules;    // loaded modules (a hit: no cuModuleLoadData)
+  CacheStats kernels;  // the kernel cache: memory, disk, NVRTC
 };
 
 struct Dim3 {
   unsigned x = 1, y = 1, z = 1;
 };
 
-// A loaded module and its kernel; owned by the Runtime that loaded it.
+// A loaded module and its kernel. The module is unloaded when the last KernelHandle (and
+// the Runtime's module cache) lets go of it.
 struct LoadedKernel {
   std::string name;
   std::uint64_t hash = 0;
+  std::shared_ptr<detail::DeviceContext> context;
   CUmodule module = nullptr;
   CUfunction function = nullptr;
   std::shared_ptr<const CompiledKernel> binary;
@@ -60,13 +93,18 @@ struct LoadedKernel {
   // The dynamic shared memory the function allows right now: without an opt-in, static
   // and dynamic together stay within 48 KB.
   std::size_t dynamic_smem_limit = 48 * 1024;
+
+  LoadedKernel() = default;
+  LoadedKernel(const LoadedKernel&) = delete;
+  LoadedKernel& operator=(const LoadedKernel&) = delete;
+  ~LoadedKernel();  // cuModuleUnload
 };
 
-// A cheap, copyable reference to a LoadedKernel; valid while its Runtime lives.
+// A copyable reference to a LoadedKernel that keeps its module loaded while it lives.
 class KernelHandle {
  public:
   KernelHandle() = default;
-  explicit KernelHandle(LoadedKernel* kernel) : kernel_(kernel) {}
+  explicit KernelHandle(std::shared_ptr<LoadedKernel> kernel) : kernel_(std::move(kernel)) {}
   explicit operator bool() const noexcept { return kernel_ != nullptr; }
   CUfunction function() const noexcept { return kernel_->function; }
   const std::string& name() const noexcept { return kernel_->name; }
@@ -74,7 +112,7 @@ class KernelHandle {
   LoadedKernel& kernel() const noexcept { return *kernel_; }
 
  private:
-  LoadedKernel* kernel_ = nullptr;
+  std::shared_ptr<LoadedKernel> kernel_;
 };
 
 // Thread safety: run, run_async, load_kernel, alloc, upload and download may be called
@@ -163,8 +201,22 @@ class Runtime {
   Result run_async(const Expr& result, const Bindings& bindings = {});
   std::vector<Result> run_async(const Program& program, const Bindings& bindings = {});
 
+  // The plan of `program` for this device and these options, as text: the kernels, their
+  // strategies and why. Given bindings (checked as run checks them), also the launches a
+  // run with their sizes makes: grids, blocks, shared memory, scratch. Compiles nothing.
+  std::string explain(const Program& program, const Bindings& bindings = {});
+  // The checks run makes of `bindings` before it launches anything (GraphError naming what
+  // is wrong), against the plan for this device; ff::check_bindings, without a device,
+  // checks against sm_90's.
+  void check_bindings(const Program& program, const Bindings& bindings);
+
   // --- state --------------------------------------------------------------------
   const DeviceProperties& properties() const noexcept { return properties_; }
+  // The options in force: the caller's, with what was left unset from the environment.
+  const RuntimeOptions& options() const noexcept { return options_; }
+  // Hits, misses, evictions and bytes held of the prepared programs, the loaded modules
+  // and the kernel cache.
+  RuntimeStats stats();
   KernelCache& cache() noexcept { return cache_; }
   CUstream stream() const noexcept { return context_->stream(); }
   CUcontext context() const noexcept { return context_->context(); }
@@ -174,13 +226,14 @@ class Runtime {
   void check(CUresult result, const char* call) { context_->check(result, call); }
 
  private:
-  LoadedKernel& load_module(const CacheResult& found, std::string_view kernel_name);
+  std::shared_ptr<LoadedKernel> load_module(const CacheResult& found, std::string_view kernel_name);
   std::vector<Result> execute(const Program& program, const Bindings& bindings, bool wait);
   void launch_kernel(const KernelHandle& kernel, int grid, int block, std::size_t smem, void** args);
   template <std::size_t... I>
   static std::array<Result, sizeof...(I)> move_to_array(std::vector<Result>& all, std::index_sequence<I...>) {
     return {std::move(all[I])...};
   }
+  RuntimeOptions options_;  // first: the members below are made from it
   std::once_flag executor_once_;  // the executor is made by the first run, once
   std::shared_ptr<detail::Executor> executor_;
 
@@ -189,10 +242,10 @@ class Runtime {
   bool ptx_fallback_ = false;
   KernelCache cache_;
   ScratchPool scratch_;
-  // Keyed by the cached binary object: the cache hands out one object per kernel, so
-  // this map cannot confuse two kernels (no hash collision risk).
+  // Keyed by the cached binary object: a module holds its binary, so while the entry
+  // lives no other kernel can have that address (no hash collision risk either).
   std::mutex modules_mutex_;
-  std::map<const CompiledKernel*, std::unique_ptr<LoadedKernel>> modules_;
+  detail::LruCache<const CompiledKernel*, std::shared_ptr<LoadedKernel>> modules_;
 };
 
 }  // namespace fuseflow

@@ -1,0 +1,54 @@
+// Runtime::explain: the plan of a program for this Runtime's device and options and, given
+// bindings, the launches a run with those sizes makes; Runtime::check_bindings: a run's
+// binding checks against that plan. Nothing is compiled or launched.
+#include <sstream>
+
+#include "fuseflow/runtime/runtime.hpp"
+#include "bindings.hpp"
+#include "device_target.hpp"
+
+namespace fuseflow {
+namespace {
+
+// codegen::explain with the plan options where codegen takes them (issue 19's refactor).
+template <class P>
+std::string explain_with_options(const P& program, const codegen::Target& target, const codegen::PlanOptions& options) {
+  if constexpr (requires { codegen::explain(program, target, options); })
+    return codegen::explain(program, target, options);
+  else
+    return codegen::explain(program, target);
+}
+
+}  // namespace
+
+std::string Runtime::explain(const Program& program, const Bindings& bindings) {
+  const codegen::Target target = detail::device_target(properties_);
+  const codegen::PlanOptions& plan_options = *options_.plan;
+  std::ostringstream out;
+  out << "device " << properties_.ordinal << ": " << properties_.name << " (" << properties_.arch() << ", "
+      << properties_.sm_count << " SMs)\n";
+  out << explain_with_options(program, target, plan_options);
+  if (bindings.empty()) return out.str();
+  const detail::BoundLeaves bound = detail::bind_leaves(program, bindings);
+  const codegen::Plan plan = detail::plan_with_options(program, target, plan_options);
+  const std::vector<std::int64_t> lengths = detail::domain_lengths(program, plan, bound.input_lengths);
+  const codegen::Schedule schedule = plan.schedule(lengths);
+  out << "a run with n = " << lengths.at(0) << ": " << schedule.launches.size() << " launch"
+      << (schedule.launches.size() == 1 ? "" : "es") << ", " << schedule.scratch_bytes << " bytes of scratch\n";
+  for (const codegen::Launch& launch : schedule.launches) {
+    const codegen::Kernel& k = plan.kernels.at(static_cast<std::size_t>(launch.kernel));
+    out << "  " << k.name << ": grid " << launch.grid << (k.any_grid ? " (at most; lowered to the resident grid)" : "")
+        << " x " << k.block << " threads, " << k.shared_bytes << " bytes of dynamic shared memory, n = " << launch.n;
+    if (launch.status_bytes) out << ", " << launch.status_bytes << " bytes of look-back status";
+    out << "\n";
+  }
+  return out.str();
+}
+
+void Runtime::check_bindings(const Program& program, const Bindings& bindings) {
+  const detail::BoundLeaves bound = detail::bind_leaves(program, bindings);
+  const codegen::Plan plan = detail::plan_with_options(program, detail::device_target(properties_), *options_.plan);
+  detail::check_output_bindings(program, plan, bound, detail::domain_lengths(program, plan, bound.input_lengths));
+}
+
+}  // namespace fuseflow

@@ -1,0 +1,191 @@
+// Faults injected through the CPU emulator (run only as emu_runtime_fault_test): the k-th
+// driver call of a program's first run fails, for every k (context, allocation, copy,
+// module load, launch, read-back), and the k-th NVRTC call of its first compile. Each must
+// give a CudaError / CompileError naming the call, leak nothing (the emulator's counts of
+// live allocations, modules, contexts and NVRTC programs back where they were), and leave
+// fuseflow able to run the same program at once. A cache directory that refuses writes
+// costs a warning, once, and nothing else.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fcntl.h>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fuseflow/fuseflow.hpp>
+
+#include "cache_test_support.hpp"
+#include "emu_hooks.hpp"
+
+namespace ff = fuseflow;
+
+namespace {
+
+const std::vector<float> host = {1, 2, 3, 4};
+
+struct Affine {
+  ff::Expr x = ff::input<float>("x");
+  ff::Expr p = ff::param<float>("p");
+  ff::Expr sum = ff::reduce(x * p + 1.0f, ff::plus);
+};
+
+float expected(float p) {
+  float s = 0;
+  for (float x : host) s += x * p + 1.0f;
+  return s;
+}
+
+struct Counts {
+  long allocations, modules, contexts, programs;
+  bool operator==(const Counts&) const = default;
+};
+Counts counts(const ff::test::EmulatorHooks& emu) {
+  return {emu.live_allocations(), emu.live_modules(), emu.live_contexts(), emu.live_programs()};
+}
+std::string text(const Counts& c) {
+  return std::to_string(c.allocations) + " allocations, " + std::to_string(c.modules) + " modules, " +
+         std::to_string(c.contexts) + " contexts, " + std::to_string(c.programs) + " NVRTC programs";
+}
+
+// A first run: a Runtime, an upload, a run. Steps already done are kept, so after a fault
+// calling it again continues on the same Runtime.
+struct FirstRun {
+  FirstRun() = default;
+  explicit FirstRun(ff::RuntimeOptions o) : options(std::move(o)) {}
+  std::optional<ff::RuntimeOptions> options;
+  std::optional<ff::Runtime> rt;
+  std::optional<ff::DeviceArray<float>> xs;
+  Affine a;
+  float operator()(float p) {
+    if (!rt) options ? rt.emplace(*options) : rt.emplace();
+    if (!xs) xs.emplace(rt->upload(host));
+    return rt->run(a.sum, {{a.x, *xs}, {a.p, p}}).as<float>();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("the k-th driver call of a first run fails: a CudaError naming it, nothing leaked, the next run succeeds") {
+  ff::test::EmulatorHooks emu;
+  {
+    FirstRun warm;  // the kernel into the disk cache; cuInit, done once per process
+    REQUIRE(warm(2) == expected(2));
+  }
+  long calls = 0;
+  {
+    FirstRun counting;
+    emu.fail_driver_call(0);
+    REQUIRE(counting(2) == expected(2));
+    calls = emu.driver_calls();  // up to the result on the host; the teardown after is not failed
+  }
+  INFO("a first run makes ", calls, " driver calls");
+  REQUIRE(calls >= 10);
+  for (long k = 1; k <= calls; ++k) {
+    const Counts before = counts(emu);
+    std::string error, fault;
+    {
+      FirstRun run;
+      emu.fail_driver_call(k);
+      try {
+        const float got = run(2);  // (CHECK would catch the exception itself)
+        CHECK(got == expected(2));
+      } catch (const ff::CudaError& e) {
+        error = e.what();
+      }
+      fault = emu.last_fault();
+      emu.fail_driver_call(0);
+      INFO("call ", k, " (", fault, ") failed: ", error);
+      CHECK_FALSE(fault.empty());
+      CHECK(error.find(fault) != std::string::npos);
+      CHECK(run(3) == expected(3));  // on what the failed run left: the same Runtime if it was made
+    }
+    INFO("call ", k, " (", fault, "): before ", text(before), "; after ", text(counts(emu)));
+    CHECK(counts(emu) == before);
+  }
+}
+
+TEST_CASE("the k-th NVRTC call of a first compile fails: a CompileError naming it, nothing leaked, the next run succeeds") {
+  ff::test::EmulatorHooks emu;
+  ff::RuntimeOptions memory_only;
+  memory_only.cache = ff::CacheSettings{};  // no disk: every Runtime compiles
+  long calls = 0;
+  {
+    FirstRun counting{memory_only};
+    (void)ff::Compiler::version();  // nvrtcVersion: once per process, not part of a compile
+    emu.fail_nvrtc_call(0);
+    REQUIRE(counting(2) == expected(2));
+    calls = emu.nvrtc_calls();
+  }
+  INFO("a first compile makes ", calls, " NVRTC calls");
+  REQUIRE(calls >= 4);
+  for (long k = 1; k <= calls; ++k) {
+    const Counts before = counts(emu);
+    std::string error, fault;
+    {
+      FirstRun run{memory_only};
+      emu.fail_nvrtc_call(k);
+      try {
+        const float got = run(2);  // (CHECK would catch the exception itself)
+        CHECK(got == expected(2));
+      } catch (const ff::CompileError& e) {
+        error = e.what();
+      }
+      fault = emu.last_fault();
+      emu.fail_nvrtc_call(0);
+      INFO("NVRTC call ", k, " (", fault, ") failed: ", error);
+      CHECK_FALSE(fault.empty());
+      CHECK(error.find(fault + " failed") != std::string::npos);
+      CHECK(run(3) == expected(3));
+    }
+    INFO("NVRTC call ", k, " (", fault, "): before ", text(before), "; after ", text(counts(emu)));
+    CHECK(counts(emu) == before);
+  }
+}
+
+TEST_CASE("a cache directory that refuses writes: the runs succeed, one warning, nothing half-written") {
+  ff::test::TempDir tmp;
+  const std::filesystem::path dir = tmp.path() / "cache";
+  ff::RuntimeOptions options;
+  options.cache = ff::CacheSettings{};
+  options.cache->disk_dir = dir;
+  ff::Runtime rt(options);
+  REQUIRE(rt.cache().disk_enabled());
+  // The directory goes and a file takes its name: every write from now on fails (as on a
+  // full or read-only disk; a full disk under a file size limit: cache_fault_test.cpp).
+  std::filesystem::remove_all(dir);
+  ff::test::write_bytes(dir, "not a directory");
+  const std::filesystem::path log = tmp.path() / "stderr.txt";
+  std::fflush(stderr);
+  const int saved = ::dup(2);
+  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  REQUIRE(fd >= 0);
+  ::dup2(fd, 2);
+  float sum = 0, largest = 0;
+  {
+    auto xs = rt.upload(host);
+    const Affine a;
+    sum = rt.run(a.sum, {{a.x, xs}, {a.p, 2.0f}}).as<float>();
+    const ff::Expr x = ff::input<float>("x");
+    largest = rt.run(ff::reduce(x, ff::max), {{x, xs}}).as<float>();
+  }
+  std::fflush(stderr);
+  ::dup2(saved, 2);
+  ::close(saved);
+  ::close(fd);
+  CHECK(sum == expected(2));
+  CHECK(largest == 4.0f);
+  const std::string output = ff::test::read_bytes(log);
+  INFO("stderr: ", output);
+  std::size_t warnings = 0;
+  for (std::size_t at = output.find("warning"); at != std::string::npos; at = output.find("warning", at + 1)) ++warnings;
+  CHECK(warnings == 1);
+  CHECK(output.find(dir.string()) != std::string::npos);
+  const ff::CacheStats stats = rt.stats().kernels;
+  CHECK(stats.disk_writes == 0);
+  CHECK(stats.disk_write_failures == 1);  // then the disk is off: no second try, no second warning
+  CHECK_FALSE(rt.cache().disk_enabled());
+  CHECK(ff::test::read_bytes(dir) == "not a directory");
+  CHECK(ff::test::file_count(tmp.path()) == 2);  // the file and the log: no temporary left
+}
