@@ -4,6 +4,7 @@
 #include <future>
 
 #include "fuseflow/codegen/plan.hpp"
+#include "fuseflow/frontend/settings.hpp"
 #include "fuseflow/runtime/config.hpp"
 #include "fuseflow/runtime/driver_api.hpp"
 
@@ -28,6 +29,9 @@ RuntimeOptions resolve(RuntimeOptions options) {
   if (!options.poison) options.poison = env.poison;
   if (!options.lookback_epochs) options.lookback_epochs = env.lookback_epochs;
   if (!options.plan) options.plan = env.plan;
+  // The frontend checks custom monoids' laws when a program is built: a process-wide
+  // setting, which FUSEFLOW_CHECK_MONOIDS sets for the programs built from here on.
+  if (env.check_monoids) set_monoid_checks(env.check_monoids);
   const CacheLimits& l = options.limits;
   for (auto [name, value] : {std::pair<const char*, std::size_t>{"limits.programs", l.programs},
                              {"limits.program_bytes", l.program_bytes},
