@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernel_context.hpp"
+#include "policy.hpp"
 #include "scan_context.hpp"
 
 namespace fuseflow::codegen {
@@ -20,6 +21,7 @@ struct ArrayOpContext {
   std::string program_text;
   std::vector<Type> slot_types;          // type of every scalar slot
   std::map<const OpNode*, int> slot_of;  // slot of every reduction
+  const Policies& policies;              // the target's tuning, the caller's options applied
 };
 
 // Whether program output `e` is the result of such an op.
@@ -52,14 +54,14 @@ void plan_array_op(const ArrayOpContext& c, const std::shared_ptr<const OpNode>&
 Kernel emit_histogram(const OpNode& op, const ReduceGroup& leaves, int output, const Target& t);
 // `check` is the index of its offsets_invalid flag (Plan::checked_offsets). Returns the
 // short-segment pass and the merge-path kernel, in launch order (the merge path alone
-// under FUSEFLOW_SEGMENTED_SHORT=0); with two, both take the mask of segments the first
+// without the policy's short pass); with two, both take the mask of segments the first
 // left as their last Scratch argument (one bit per segment, rounded up to words).
 std::vector<Kernel> emit_segmented_reduce(const std::shared_ptr<const OpNode>& op, const ReduceGroup& leaves,
                                           const ReduceGroup& offsets, int offsets_domain, int output, int check,
-                                          const Target& t);
+                                          const SegmentedPolicy& policy, const Target& t);
 
 // Counting sort: the tile counts, the scan of the counts, the scatter (three kernels, in
-// that order), and the step that launches them. `outputs` lists the program outputs that
+// that order; StepSpec::Kind::CountingSort launches them). `outputs` lists the program outputs that
 // are the op's results (result 0 the sorted keys, 1 the values); `key_leaves` are what
 // the keys read, `leaves` what the keys and values read.
 struct SortOutput {
@@ -69,8 +71,6 @@ struct SortOutput {
 inline constexpr std::int64_t kMaxCountingSortBins = 8192;
 std::vector<Kernel> emit_counting_sort(const OpNode& op, const ReduceGroup& key_leaves, const ReduceGroup& leaves,
                                        const std::vector<SortOutput>& outputs);
-std::function<void(std::int64_t, ScheduleBuilder&)> counting_sort_step(int first, const OpNode& op,
-                                                                       const std::vector<Kernel>& kernels);
 
 // The offsets of a segmented op (segment_offsets.cpp): their kernel arguments (an
 // off_<name> pointer per input, then offsets_count, the length of their domain) and the
@@ -89,9 +89,11 @@ inline constexpr std::int64_t kShortSegment = 8;
 struct SegmentedTuning {
   int block = 256;
   int items = 8;  // merge items (elements + segment ends) per thread per tile
-  int min_blocks = 0;  // > 0: resident blocks per SM asked of __launch_bounds__ (FUSEFLOW_SEGMENTED_TILE)
+  int min_blocks = 0;  // > 0: resident blocks per SM asked of __launch_bounds__ (PlanOptions::segmented_tile)
   int tile() const { return block * items; }
 };
-SegmentedTuning segmented_tuning(const Type& acc);
+// From the policy: its tile option (ConfigError when that needs more than its shared
+// limit), else as many items per thread as fit its shared budget.
+SegmentedTuning segmented_tuning(const Type& acc, const SegmentedPolicy& policy);
 
 }  // namespace fuseflow::codegen

@@ -8,10 +8,10 @@
 #include <algorithm>
 #include <map>
 #include <set>
-#include <sstream>
 
 #include "array_ops.hpp"
 #include "compact_context.hpp"
+#include "policy.hpp"
 #include "kernel_context.hpp"
 #include "scan_context.hpp"
 
@@ -91,39 +91,6 @@ void collect_leaves(const Expr& e, std::set<const ExprNode*>& seen, std::set<con
   for (const auto& a : e.args()) collect_leaves(a, seen, inputs, params, scalars);
 }
 
-// A kernel run once over all n elements, its Scratch arguments sized by its type:
-// block partials (max_grid of them) for a reduction.
-std::function<void(std::int64_t, ScheduleBuilder&)> one_pass_step(int index, const Kernel& k, const std::vector<Arg>& args) {
-  std::vector<std::size_t> scratch_sizes;
-  for (const auto& a : args)
-    if (a.kind == Arg::Kind::Scratch) scratch_sizes.push_back(static_cast<std::size_t>(k.max_grid) * a.type.size());
-  const int per_block = k.items_per_block_step, max_grid = k.max_grid;
-  return [=](std::int64_t n, ScheduleBuilder& b) {
-    Launch l;
-    l.kernel = index;
-    l.n = n;
-    l.grid = grid_for(n, per_block, max_grid);
-    for (std::size_t bytes : scratch_sizes) l.scratch.push_back(b.allocate(bytes));
-    b.launch(std::move(l));
-  };
-}
-
-// The tree's levels: kernel `first` over the inputs, then kernel `level` over partials
-// until one block is left.
-std::function<void(std::int64_t, ScheduleBuilder&)> tree_step(int first, int level, std::size_t acc_bytes, int block) {
-  return [=](std::int64_t n, ScheduleBuilder& b) {
-    std::int64_t blocks = std::max<std::int64_t>(1, (n + block - 1) / block);
-    std::size_t in = b.allocate(static_cast<std::size_t>(blocks) * acc_bytes);
-    b.launch({first, n, static_cast<int>(blocks), {in}});
-    for (std::int64_t m = blocks; m > 1; m = blocks) {
-      blocks = (m + block - 1) / block;
-      std::size_t next = b.allocate(static_cast<std::size_t>(blocks) * acc_bytes);
-      b.launch({level, m, static_cast<int>(blocks), {in, next}});
-      in = next;
-    }
-  };
-}
-
 struct PlannedReduce {
   FusedReduce fused;
   int stage = 0;
@@ -182,7 +149,7 @@ const OpNode* scan_of(const Expr& output) {
 }
 
 std::vector<ScanGroup> group_scans(const Program& program, const std::vector<int>& output_ids, const ReduceGroup& context,
-                                   FilterMemo& memo) {
+                                   const ScanPolicy& policy, FilterMemo& memo) {
   std::vector<ScanGroup> groups;
   for (int id : output_ids) {
     const Expr& o = program.outputs()[static_cast<std::size_t>(id)];
@@ -207,6 +174,7 @@ std::vector<ScanGroup> group_scans(const Program& program, const std::vector<int
     g.leaves.program_text = context.program_text;
     g.leaves.slot_types = context.slot_types;
     g.leaves.slot_of = context.slot_of;
+    g.policy = policy;
   }
   return groups;
 }
@@ -230,17 +198,17 @@ void fill_scan_leaves(ScanGroup& g, const Program& program) {
   fill_leaves(g.leaves, program, exprs, g.leaves.slot_of);
 }
 
-void emit_scans(std::vector<ScanGroup>& groups, const Program& program, const ReduceGroup& context, const Target& target,
-                Plan& plan) {
+void emit_scans(std::vector<ScanGroup>& groups, const Program& program, const ReduceGroup& context,
+                const Policies& policies, const Target& target, Plan& plan) {
   for (auto& g : groups) {
     const int at = static_cast<int>(plan.kernels.size());
     const Type& t = g.op->monoid.type();
     std::vector<Kernel> ks;
     if (g.op->kind != OpKind::Scan) {  // segmented_scan, scan_by_key: segmented_plan.cpp
-      ks.push_back(plan_segmented_scan({program, context.program_text, context.slot_types, context.slot_of}, g, target, plan));
+      ks.push_back(plan_segmented_scan({program, context.program_text, context.slot_types, context.slot_of, policies}, g, target, plan));
     } else if (g.op->strategy == Strategy::ReduceThenScan) {
       ks = emit_scan_reduce_then_scan(g, target);
-      plan.steps.push_back(reduce_then_scan_step(at, ks[0], t));
+      plan.steps.push_back({StepSpec::Kind::ReduceThenScan, at, 3, -1, t.size(), INT64_MAX, 0, false});
     } else {
       ks.push_back(emit_scan_lookback(g, target, scan_tiling(g, true)));
       // Large scans take a second kernel of the same scan where one applies: the pipelined
@@ -249,7 +217,7 @@ void emit_scans(std::vector<ScanGroup>& groups, const Program& program, const Re
         ks.push_back(emit_scan_pipelined(g, target));
       else if (const std::optional<ScanTiling> staged = staged_scan_tiling(g))
         ks.push_back(emit_scan_lookback(g, target, *staged));
-      plan.steps.push_back(lookback_step(at, ks[0], t, ks.size() > 1 ? &ks[1] : nullptr));
+      plan.steps.push_back(lookback_step(at, static_cast<int>(ks.size()), t, g.policy.staged_from));
     }
     // A plain scan's second kernel (for large n) applies the epilogue too.
     const bool two_lookbacks = g.op->kind == OpKind::Scan && g.op->strategy != Strategy::ReduceThenScan && ks.size() == 2;
@@ -312,7 +280,9 @@ void fold_reductions_into_scans(std::vector<PlannedReduce>& reduces, std::vector
 
 }  // namespace
 
-Plan plan(const Program& program, const Target& target) {
+Plan plan(const Program& program, const Target& target, const PlanOptions& options) {
+  validate(options);
+  const Policies policies = policies_for(target, options);
   Plan plan;
   std::map<const OpNode*, int> slot_of;
   std::vector<PlannedReduce> reduces;
@@ -386,7 +356,7 @@ Plan plan(const Program& program, const Target& target) {
   scan_context.program_text = text;
   scan_context.slot_types = slot_types;
   scan_context.slot_of = slot_of;
-  std::vector<ScanGroup> scans = group_scans(program, scan_output_ids, scan_context, memo);
+  std::vector<ScanGroup> scans = group_scans(program, scan_output_ids, scan_context, policies.scan, memo);
   fold_reductions_into_scans(reduces, scans, program);
 
   int stages = 0;
@@ -423,8 +393,7 @@ Plan plan(const Program& program, const Target& target) {
       const int at = static_cast<int>(plan.kernels.size());
       if (strategy == Strategy::Tree) {
         std::vector<Kernel> ks = emit_reduce_tree(g, target);
-        std::size_t acc_bytes = ks[1].args[0].type.size();
-        plan.steps.push_back(tree_step(at, at + 1, acc_bytes, ks[0].block));
+        plan.steps.push_back({StepSpec::Kind::Tree, at, 2});
         for (auto& k : ks) plan.kernels.push_back(std::move(k));
         continue;
       }
@@ -435,14 +404,14 @@ Plan plan(const Program& program, const Target& target) {
           single.reduces = {r};
           std::vector<Kernel> ks = emit_reduce_atomic(single, target);
           for (auto& k : ks) {
-            plan.steps.push_back(one_pass_step(static_cast<int>(plan.kernels.size()), k, k.args));
+            plan.steps.push_back({StepSpec::Kind::OnePass, static_cast<int>(plan.kernels.size())});
             plan.kernels.push_back(std::move(k));
           }
         }
         continue;
       }
       Kernel k = strategy == Strategy::Chunked ? emit_reduce_chunked(g, target) : emit_reduce_staged(g, target);
-      plan.steps.push_back(one_pass_step(at, k, k.args));
+      plan.steps.push_back({StepSpec::Kind::OnePass, at});
       if (members.size() > 1)
         plan.notes.push_back(std::to_string(members.size()) + " reductions share kernel " + k.name +
                              ": one pass over the inputs");
@@ -452,12 +421,12 @@ Plan plan(const Program& program, const Target& target) {
       plan.notes.push_back("a reduction's result is used by a later map: the program splits after stage " +
                            std::to_string(stage) + ", the scalar stays on the device");
   }
-  emit_scans(scans, program, scan_context, target, plan);
+  emit_scans(scans, program, scan_context, policies, target, plan);
   for (int i : array_op_output_ids) {
-    const ArrayOpContext context{program, text, slot_types, slot_of};
+    const ArrayOpContext context{program, text, slot_types, slot_of, policies};
     plan_array_op(context, program.outputs()[static_cast<std::size_t>(i)].node().op, i, target, plan);
   }
-  if (!filter_output_ids.empty()) plan_filters({program, text, slot_types, slot_of}, filter_output_ids, target, plan);
+  if (!filter_output_ids.empty()) plan_filters({program, text, slot_types, slot_of, policies}, filter_output_ids, target, plan);
   if (!array_outputs.empty()) {
     ReduceGroup leaves;
     leaves.program_text = text;
@@ -465,64 +434,10 @@ Plan plan(const Program& program, const Target& target) {
     leaves.slot_of = slot_of;
     fill_leaves(leaves, program, array_outputs, slot_of);
     Kernel k = emit_map(array_outputs, array_output_ids, leaves, target);
-    plan.steps.push_back(one_pass_step(static_cast<int>(plan.kernels.size()), k, k.args));
+    plan.steps.push_back({StepSpec::Kind::OnePass, static_cast<int>(plan.kernels.size())});
     plan.kernels.push_back(std::move(k));
   }
   return plan;
-}
-
-std::size_t ScheduleBuilder::allocate(std::size_t bytes, bool zeroed) {
-  std::size_t at = (schedule_.scratch_bytes + 255) / 256 * 256;
-  schedule_.scratch_bytes = at + bytes;
-  if (zeroed && bytes) schedule_.zeroed.emplace_back(at, bytes);
-  return at;
-}
-
-int grid_for(std::int64_t n, std::int64_t per_block, int max_grid) {
-  return static_cast<int>(std::clamp<std::int64_t>((n + per_block - 1) / per_block, 1, max_grid));
-}
-
-Schedule Plan::schedule(std::int64_t n) const {
-  ScheduleBuilder b(0);
-  for (const auto& step : steps) step(n, b);
-  return b.take();
-}
-
-std::string cuda_source(const Program& program, const Target& target) {
-  Plan p = plan(program, target);
-  std::string s;
-  for (std::size_t i = 0; i < p.kernels.size(); ++i) s += (i ? "\n" : "") + p.kernels[i].source;
-  return s;
-}
-
-std::string explain(const Program& program, const Target& target) {
-  Plan p = plan(program, target);
-  std::ostringstream os;
-  os << "program:\n";
-  std::istringstream in(to_string(program));
-  for (std::string l; std::getline(in, l);) os << "  " << l << "\n";
-  os << "target: " << target.arch() << ", " << target.sm_count << " SMs\n";
-  os << p.kernels.size() << (p.kernels.size() == 1 ? " kernel" : " kernels") << ":\n";
-  for (std::size_t i = 0; i < p.kernels.size(); ++i) {
-    const Kernel& k = p.kernels[i];
-    os << "  " << i + 1 << ". " << k.name << "\n";
-    os << "     strategy: " << k.summary << "\n";
-    if (!k.why.empty()) os << "     why: " << k.why << "\n";
-  }
-  for (const auto& n : p.notes) os << "note: " << n << "\n";
-  return os.str();
-}
-
-Target Target::preset(const std::string& arch) {
-  Target t;
-  if (arch == "sm_90") return t;
-  if (arch == "sm_80") {
-    t.cc_major = 8;
-    t.sm_count = 108;
-    t.shared_per_block_optin = 163 * 1024;
-    return t;
-  }
-  throw GraphError("codegen: unknown target preset '" + arch + "' (known: sm_80, sm_90)");
 }
 
 }  // namespace fuseflow::codegen

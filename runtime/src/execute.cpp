@@ -228,6 +228,12 @@ struct Executor {
 
 }  // namespace detail
 
+namespace detail {
+// TRANSITIONAL (issue 19, plan_options_env.cpp): the FUSEFLOW_* tuning variables as plan
+// options, until the runtime's configuration (config.cpp) provides them.
+codegen::PlanOptions plan_options_from_environment();
+}  // namespace detail
+
 namespace {
 
 detail::PreparedProgram& prepare(Runtime& rt, detail::Executor& ex, const Program& program,
@@ -244,7 +250,7 @@ detail::PreparedProgram& prepare(Runtime& rt, detail::Executor& ex, const Progra
   target.sm_count = props.sm_count;
   target.max_threads_per_sm = props.max_threads_per_sm;
   target.shared_per_block_optin = props.shared_memory_per_block_optin;
-  p->plan = codegen::plan(program, target);
+  p->plan = codegen::plan(program, target, detail::plan_options_from_environment());
   p->range_name = p->plan.kernels.empty() ? "fuseflow run" : "fuseflow run " + p->plan.kernels.front().name;
   CompileOptions options = rt.compile_options();
   if (p->plan.scalar_bytes) p->scalars = context->allocate(p->plan.scalar_bytes);

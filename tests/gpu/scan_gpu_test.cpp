@@ -188,9 +188,14 @@ TEST_CASE("the staged tile of large scans, at every size: sums, exclusive, in pl
       return ff::Program(ff::scan(ff::select(x > 0, x * 3 - 1, 0), ff::plus));
     }, n, -1000, 1000);
   }
-  // The plan really has the staged kernel, and the schedule picks it.
+  // The plan really has the staged kernel, and the schedule picks it (the runtime plans with
+  // the variables above; a direct plan takes them as PlanOptions).
   auto x = ff::input<float>("x");
-  const ff::codegen::Plan plan = ff::codegen::plan(ff::Program(ff::scan(x, ff::plus)), ff::codegen::Target::preset("sm_90"));
+  ff::codegen::PlanOptions options;
+  options.scan_staged_from = 0;
+  options.scan_pipeline = false;
+  const ff::codegen::Plan plan =
+      ff::codegen::plan(ff::Program(ff::scan(x, ff::plus)), ff::codegen::Target::preset("sm_90"), options);
   REQUIRE(plan.kernels.size() == 2);
   CHECK(plan.kernels[1].name == "ff_scan_lookback_staged_f32_plus");
   CHECK(plan.schedule(1000).launches.at(0).kernel == 1);
@@ -254,7 +259,10 @@ TEST_CASE("the pipelined scan (sm_90), at every size: sums, exclusive, in place,
     check_exact(got, want, "pipelined scan of unaligned views, n = " + std::to_string(n));
   }
   auto x = ff::input<float>("x");
-  const ff::codegen::Plan plan = ff::codegen::plan(ff::Program(ff::scan(x, ff::plus)), ff::codegen::Target::preset("sm_90"));
+  ff::codegen::PlanOptions options;  // as the variables above ask
+  options.scan_staged_from = 0;
+  const ff::codegen::Plan plan =
+      ff::codegen::plan(ff::Program(ff::scan(x, ff::plus)), ff::codegen::Target::preset("sm_90"), options);
   REQUIRE(plan.kernels.size() == 2);
   CHECK(plan.kernels[1].name == "ff_scan_pipelined_f32_plus");
   CHECK(plan.schedule(1000).launches.at(0).kernel == 1);

@@ -19,6 +19,7 @@
 
 #include "../array_ops.hpp"
 #include "../scan_context.hpp"
+#include "../schedule.hpp"
 
 namespace fuseflow::codegen {
 
@@ -250,26 +251,24 @@ std::vector<Kernel> emit_counting_sort(const OpNode& op, const ReduceGroup& key_
   return {emit_tile_counts(op, key_leaves, s), emit_scan_counts(leaves), emit_scatter(op, leaves, outputs, s)};
 }
 
-std::function<void(std::int64_t, ScheduleBuilder&)> counting_sort_step(int first, const OpNode& op,
-                                                                       const std::vector<Kernel>& kernels) {
-  const std::int64_t tile = kernels[0].items_per_block_step;
-  const std::int64_t scan_tile = kernels[1].items_per_block_step;
-  const std::int64_t bins = op.bins + 1;
-  return [=](std::int64_t n, ScheduleBuilder& b) {
-    if (n == 0) return;
-    const std::int64_t tiles = (n + tile - 1) / tile;
-    const std::int64_t counts = bins * tiles;
-    const std::int64_t scan_tiles = (counts + scan_tile - 1) / scan_tile;
-    if (scan_tiles > INT32_MAX)
-      throw GraphError("counting_sort: " + std::to_string(n) + " elements over " + std::to_string(bins) +
-                       " bins need more tiles than one launch has blocks");
-    const std::size_t tile_counts = b.allocate(static_cast<std::size_t>(counts) * 4);
-    const std::size_t positions = b.allocate(static_cast<std::size_t>(counts) * 8);
-    b.launch({first, n, static_cast<int>(tiles), {tile_counts}});
-    b.launch({first + 1, counts, static_cast<int>(scan_tiles), {tile_counts, positions},
-              lookback_status_bytes(ScalarType::U64, scan_tiles)});
-    b.launch({first + 2, n, static_cast<int>(tiles), {positions}});
-  };
+void counting_sort_launches(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuilder& b) {
+  if (n == 0) return;
+  const int first = step.kernel;
+  const std::int64_t tile = plan.kernels.at(static_cast<std::size_t>(first)).items_per_block_step;
+  const std::int64_t scan_tile = plan.kernels.at(static_cast<std::size_t>(first) + 1).items_per_block_step;
+  const std::int64_t bins = step.bins;
+  const std::int64_t tiles = (n + tile - 1) / tile;
+  const std::int64_t counts = bins * tiles;
+  const std::int64_t scan_tiles = (counts + scan_tile - 1) / scan_tile;
+  if (scan_tiles > INT32_MAX)
+    throw GraphError("counting_sort: " + std::to_string(n) + " elements over " + std::to_string(bins) +
+                     " bins need more tiles than one launch has blocks");
+  const std::size_t tile_counts = b.allocate(static_cast<std::size_t>(counts) * 4);
+  const std::size_t positions = b.allocate(static_cast<std::size_t>(counts) * 8);
+  b.launch({first, n, static_cast<int>(tiles), {tile_counts}});
+  b.launch({first + 1, counts, static_cast<int>(scan_tiles), {tile_counts, positions},
+            lookback_status_bytes(sizeof(std::uint64_t), scan_tiles)});
+  b.launch({first + 2, n, static_cast<int>(tiles), {positions}});
 }
 
 }  // namespace fuseflow::codegen
