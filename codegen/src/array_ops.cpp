@@ -140,7 +140,7 @@ void plan_array_op(const ArrayOpContext& c, const std::shared_ptr<const OpNode>&
   const int index = static_cast<int>(plan.kernels.size());
   if (op.kind == OpKind::Histogram) {
     ReduceGroup leaves = leaves_of(c, {op.keys}, "histogram");
-    Kernel k = emit_histogram(op, leaves, output, t);
+    Kernel k = emit_histogram(op, leaves, output, c.policies.histogram, t);
     shape.fixed = op.bins;
     shape.zeroed = true;  // the kernel adds its counts into it
     plan.steps.push_back({StepSpec::Kind::OnePass, index, 1, -1, 0, INT64_MAX, 0, false});  // none for n = 0

@@ -51,7 +51,8 @@ void plan_array_op(const ArrayOpContext& c, const std::shared_ptr<const OpNode>&
 
 // The emitters. `leaves` lists the inputs, parameters and scalar results the op's
 // element-wise expressions read; for segmented_reduce, `offsets` lists the offsets'.
-Kernel emit_histogram(const OpNode& op, const ReduceGroup& leaves, int output, const Target& t);
+Kernel emit_histogram(const OpNode& op, const ReduceGroup& leaves, int output, const HistogramPolicy& policy,
+                      const Target& t);
 // `check` is the index of its offsets_invalid flag (Plan::checked_offsets). Returns the
 // short-segment pass and the merge-path kernel, in launch order (the merge path alone
 // without the policy's short pass); with two, both take the mask of segments the first

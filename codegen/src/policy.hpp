@@ -76,11 +76,37 @@ struct SegmentedPolicy {
   int short_block = 256;
 };
 
+// Reductions (reduce_chunked.cpp, reduce_staged.cpp, reduce_tree.cpp, reduce_atomic.cpp).
+struct ReducePolicy {
+  int block = 256;
+  int chunked_unroll = 2;                  // vector loads in flight per input per thread per iteration
+  std::size_t staged_lane_bytes = 64;      // input bytes a lane stages per tile
+  int staged_max_items = 16;
+};
+
+// The element-wise map of array outputs (map.cpp): a grid-strided loop.
+struct MapPolicy {
+  int block = 256;
+};
+
+// Histograms (histogram.cpp).
+struct HistogramPolicy {
+  int block = 256;
+  int unroll = 2;                           // vector loads in flight per input per thread
+  int passes = 4;                           // grid-stride passes a block makes at least, so clearing and
+                                            // merging its private counts is spread over enough elements
+  std::size_t shared_limit = 48 * 1024;     // bytes of private counts a block may hold
+  std::size_t copies_budget = 16 * 1024;    // bytes for the copies of small histograms
+};
+
 struct Policies {
   std::string target;  // the table they came from: "sm_90", "sm_80" or "default"
   ScanPolicy scan;
   CompactPolicy compact;
   SegmentedPolicy segmented;
+  ReducePolicy reduce;
+  MapPolicy map;
+  HistogramPolicy histogram;
 };
 
 // The policies for `target` with `options` applied (options must be valid: validate()).

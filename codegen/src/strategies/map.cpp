@@ -5,8 +5,8 @@
 namespace fuseflow::codegen {
 
 Kernel emit_map(const std::vector<Expr>& outputs, const std::vector<int>& output_ids, const ReduceGroup& g,
-                const Target& t) {
-  constexpr int kBlock = 256;
+                const MapPolicy& policy, const Target& t) {
+  const int kBlock = policy.block;
   const int blocks_per_sm = t.max_threads_per_sm / kBlock;
   CudaTypes types;
   std::vector<std::string> in_names;

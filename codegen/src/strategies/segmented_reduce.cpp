@@ -18,8 +18,8 @@
 //     left to it (without loading them), and writes only those segments; when the short
 //     pass was not launched (the same test, made in the kernel) it takes every segment.
 // Order is preserved throughout, so non-commutative monoids (maximum segment sum) are
-// exact, and floats give the same bits on every run. FUSEFLOW_SEGMENTED_SHORT=0 plans the
-// merge path alone.
+// exact, and floats give the same bits on every run. The plan option segmented_short=0
+// (FUSEFLOW_SEGMENTED_SHORT=0) plans the merge path alone.
 //
 // Where the merge path's time goes, and what keeps it down: the next tile is loaded into
 // registers while the current one is reduced (a block always has a tile's loads in
