@@ -33,14 +33,11 @@ void collect(const Expr& e, const std::string& op, std::set<const ExprNode*>& se
 
 }  // namespace
 
-ReduceGroup leaves_of(const ArrayOpContext& c, const std::vector<Expr>& exprs, const std::string& op) {
+ReduceGroup leaves_of(const PlanContext& c, const std::vector<Expr>& exprs, const std::string& op) {
   std::set<const ExprNode*> seen, inputs, params;
   std::set<const OpNode*> scalars;
   for (const auto& e : exprs) collect(e, op, seen, inputs, params, scalars);
-  ReduceGroup g;
-  g.program_text = c.program_text;
-  g.slot_types = c.slot_types;
-  g.slot_of = c.slot_of;
+  ReduceGroup g = group_in(c);
   for (std::size_t i = 0; i < c.program.inputs().size(); ++i)
     if (inputs.count(c.program.inputs()[i].get())) {
       g.inputs.push_back(c.program.inputs()[i]);
@@ -57,7 +54,7 @@ ReduceGroup leaves_of(const ArrayOpContext& c, const std::vector<Expr>& exprs, c
   return g;
 }
 
-ReduceGroup offsets_leaves(const ArrayOpContext& c, const OpNode& op) {
+ReduceGroup offsets_leaves(const PlanContext& c, const OpNode& op) {
   ReduceGroup offsets = leaves_of(c, {op.offsets}, op_name(op.kind));
   if (!offsets.params.empty() || !offsets.scalars_read.empty())
     unsupported(std::string(op_name(op.kind)) + " offsets that read a parameter or a reduction's result");
@@ -75,7 +72,7 @@ void element_inputs(const Expr& e, std::set<const ExprNode*>& seen, std::set<con
 
 }  // namespace
 
-int offsets_domain(const ArrayOpContext& c, const ReduceGroup& offsets, const std::string& who, Plan& plan) {
+int offsets_domain(const PlanContext& c, const ReduceGroup& offsets, const std::string& who, Plan& plan) {
   std::set<const ExprNode*> seen, elements;
   for (const auto& op : c.program.ops())
     for (const Expr* e : {&op->values, &op->predicate, &op->keys}) element_inputs(*e, seen, elements);
@@ -132,7 +129,7 @@ bool is_array_op(const Expr& e) {
          k == OpKind::ReduceByKey;
 }
 
-void plan_array_op(const ArrayOpContext& c, const std::shared_ptr<const OpNode>& node, int output, const Target& t, Plan& plan) {
+void plan_array_op(const PlanContext& c, const std::shared_ptr<const OpNode>& node, int output, const Target& t, Plan& plan) {
   const OpNode& op = *node;
   if (plan.output_shapes.empty()) plan.output_shapes.resize(c.program.outputs().size());
   if (op.kind == OpKind::ReduceByKey) return plan_reduce_by_key(c, node, t, plan);  // segmented_plan.cpp

@@ -15,39 +15,30 @@
 
 namespace fuseflow::codegen {
 
-// What the planner knows that these ops need.
-struct ArrayOpContext {
-  const Program& program;
-  std::string program_text;
-  std::vector<Type> slot_types;          // type of every scalar slot
-  std::map<const OpNode*, int> slot_of;  // slot of every reduction
-  const Policies& policies;              // the target's tuning, the caller's options applied
-};
-
 // Whether program output `e` is the result of such an op.
 bool is_array_op(const Expr& e);
 
 // The inputs, parameters and scalar results `exprs` read, for `op`'s kernel; GraphError
 // naming `op` for an array result of another op among them, or when they read no input.
-ReduceGroup leaves_of(const ArrayOpContext& c, const std::vector<Expr>& exprs, const std::string& op);
+ReduceGroup leaves_of(const PlanContext& c, const std::vector<Expr>& exprs, const std::string& op);
 // The leaves of a segmented op's offsets: inputs only (GraphError for a parameter or a
 // reduction's result).
-ReduceGroup offsets_leaves(const ArrayOpContext& c, const OpNode& op);
+ReduceGroup offsets_leaves(const PlanContext& c, const OpNode& op);
 // The input domain of a segmented op's offsets (their own length): the one of an earlier
 // segmented op over the same offsets, or a new one. GraphError naming `op` when an input is
 // read both as offsets and as elements.
-int offsets_domain(const ArrayOpContext& c, const ReduceGroup& offsets, const std::string& op, Plan& plan);
+int offsets_domain(const PlanContext& c, const ReduceGroup& offsets, const std::string& op, Plan& plan);
 
 // Segmented scans and reduce_by_key (segmented_plan.cpp). plan_segmented_scan plans the
 // kernel of a segmented_scan or scan_by_key and its outputs (g: the scan group plan_scans
 // made) and appends its schedule step; plan_reduce_by_key plans every program output of
 // a reduce_by_key op (keys and values, each with its device-written count) once.
-Kernel plan_segmented_scan(const ArrayOpContext& c, const ScanGroup& g, const Target& t, Plan& plan);
-void plan_reduce_by_key(const ArrayOpContext& c, const std::shared_ptr<const OpNode>& op, const Target& t, Plan& plan);
+Kernel plan_segmented_scan(const PlanContext& c, const ScanGroup& g, const Target& t, Plan& plan);
+void plan_reduce_by_key(const PlanContext& c, const std::shared_ptr<const OpNode>& op, const Target& t, Plan& plan);
 
 // Plans program output `output` (the result of `op`): appends its kernels and schedule
 // step, and sets its output shape and its inputs' domains.
-void plan_array_op(const ArrayOpContext& c, const std::shared_ptr<const OpNode>& op, int output, const Target& t, Plan& plan);
+void plan_array_op(const PlanContext& c, const std::shared_ptr<const OpNode>& op, int output, const Target& t, Plan& plan);
 
 // The emitters. `leaves` lists the inputs, parameters and scalar results the op's
 // element-wise expressions read; for segmented_reduce, `offsets` lists the offsets'.

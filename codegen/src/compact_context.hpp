@@ -55,6 +55,6 @@ std::shared_ptr<const OpNode> compacted_filter(const Expr& output);
 
 // Plans the program outputs `output_ids` (each over a filter's result): one kernel per
 // filter, its schedule step, and the outputs' counted shapes.
-void plan_filters(const ArrayOpContext& c, const std::vector<int>& output_ids, const Target& t, Plan& plan);
+void plan_filters(const PlanContext& c, const std::vector<int>& output_ids, const Target& t, Plan& plan);
 
 }  // namespace fuseflow::codegen

@@ -29,6 +29,11 @@ const char* role(Arg::Kind kind) {
 }
 
 void explain_kernel(std::ostream& os, const Kernel& k) {
+  if (!k.tuning.empty()) {
+    os << "     tuning:";
+    for (const auto& [name, value] : k.tuning) os << " " << name << " " << value;
+    os << "\n";
+  }
   os << "     launch: block " << k.block << ", ";
   if (k.max_grid > 0) os << "at most " << k.max_grid << " blocks";
   else os << "one block per " << k.items_per_block_step << " elements";

@@ -49,7 +49,7 @@ std::shared_ptr<const OpNode> compacted_filter(const Expr& output) {
   return filters.front().node().op;
 }
 
-void plan_filters(const ArrayOpContext& c, const std::vector<int>& output_ids, const Target& t, Plan& plan) {
+void plan_filters(const PlanContext& c, const std::vector<int>& output_ids, const Target& t, Plan& plan) {
   std::vector<CompactGroup> groups;
   for (int id : output_ids) {
     const Expr& o = c.program.outputs()[static_cast<std::size_t>(id)];
@@ -70,9 +70,7 @@ void plan_filters(const ArrayOpContext& c, const std::vector<int>& output_ids, c
     FilterMemo memo;
     g.value = resolve_filters(Expr::result(g.op, 0, g.op->output_types[0]), g.keep, memo);
     g.policy = c.policies.compact;
-    g.leaves.program_text = c.program_text;
-    g.leaves.slot_types = c.slot_types;
-    g.leaves.slot_of = c.slot_of;
+    g.leaves = group_in(c);
     std::vector<Expr> exprs = {g.value, g.keep};
     exprs.insert(exprs.end(), g.outputs.begin(), g.outputs.end());
     fill_leaves(g.leaves, c.program, exprs, c.slot_of);

@@ -14,6 +14,17 @@
 
 namespace fuseflow::codegen {
 
+// What every pass that builds kernels is given (plan() makes one, after classify): the
+// program, its text for the kernels' header comments, the scalar slots of its reductions,
+// and the tuning policies.
+struct PlanContext {
+  const Program& program;
+  std::string program_text;
+  std::vector<Type> slot_types;          // type of every scalar slot
+  std::map<const OpNode*, int> slot_of;  // slot of every reduction
+  const Policies& policies;              // the target's tuning, the caller's options applied
+};
+
 // One reduction inside a fused reduce kernel.
 struct FusedReduce {
   std::shared_ptr<const OpNode> op;
@@ -31,7 +42,7 @@ struct ReduceGroup {
   std::vector<int> scalars_read;  // slots of earlier reductions used by the maps
   std::vector<Type> slot_types;   // type of every slot of the program
   std::map<const OpNode*, int> slot_of;  // the slot of every reduction of the program
-  Strategy strategy;
+  Strategy strategy = Strategy::Automatic;
   std::string program_text;  // to_string of the program, for the header comment
 };
 
@@ -135,6 +146,8 @@ using FilterMemo = std::map<const ExprNode*, ResolvedFilters>;
 // filter's result (it would mean the position among the survivors).
 Expr resolve_filters(const Expr& e, Expr& mask, FilterMemo& memo);
 
+// A group with the context's program text and slots and no leaves yet.
+ReduceGroup group_in(const PlanContext& c);
 // Fills the group's leaf lists (inputs, parameters and scalar slots, in program order)
 // from the expressions it evaluates.
 void fill_leaves(ReduceGroup& g, const Program& p, const std::vector<Expr>& exprs,

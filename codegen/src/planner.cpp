@@ -14,11 +14,8 @@ namespace fuseflow::codegen {
 namespace {
 
 // The element-wise kernel of the array outputs (maps of inputs, parameters and results).
-void emit_array_outputs(const Classified& classified, const ArrayOpContext& c, const Target& target, Plan& plan) {
-  ReduceGroup leaves;
-  leaves.program_text = c.program_text;
-  leaves.slot_types = c.slot_types;
-  leaves.slot_of = c.slot_of;
+void emit_array_outputs(const Classified& classified, const PlanContext& c, const Target& target, Plan& plan) {
+  ReduceGroup leaves = group_in(c);
   fill_leaves(leaves, c.program, classified.array_outputs, c.slot_of);
   plan.steps.push_back({StepSpec::Kind::OnePass, static_cast<int>(plan.kernels.size())});
   plan.kernels.push_back(emit_map(classified.array_outputs, classified.array_output_ids, leaves, c.policies.map, target));
@@ -53,7 +50,7 @@ Plan plan(const Program& program, const Target& target, const PlanOptions& optio
 
   // Classify: every op and output by what plans it; a scalar slot per reduction.
   Classified classified = classify(program, plan, memo);
-  const ArrayOpContext context{program, classified.program_text, classified.slot_types, classified.slot_of, policies};
+  const PlanContext context{program, classified.program_text, classified.slot_types, classified.slot_of, policies};
 
   // Choose: each scan writes the outputs over its result and folds the reductions over its
   // inputs whose results nothing earlier needs; the other reductions share kernels.

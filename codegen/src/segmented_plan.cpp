@@ -8,7 +8,7 @@
 
 namespace fuseflow::codegen {
 
-Kernel plan_segmented_scan(const ArrayOpContext& c, const ScanGroup& g, const Target& t, Plan& plan) {
+Kernel plan_segmented_scan(const PlanContext& c, const ScanGroup& g, const Target& t, Plan& plan) {
   const OpNode& op = *g.op;
   const int index = static_cast<int>(plan.kernels.size());
   const Type piece = segmented_piece_type(g);
@@ -28,7 +28,7 @@ Kernel plan_segmented_scan(const ArrayOpContext& c, const ScanGroup& g, const Ta
   return k;
 }
 
-void plan_reduce_by_key(const ArrayOpContext& c, const std::shared_ptr<const OpNode>& op, const Target& t, Plan& plan) {
+void plan_reduce_by_key(const PlanContext& c, const std::shared_ptr<const OpNode>& op, const Target& t, Plan& plan) {
   ScanGroup g;
   g.op = op;
   g.value = op->values;

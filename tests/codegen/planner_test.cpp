@@ -672,3 +672,18 @@ TEST_CASE("explain lists each kernel's launch shape and buffers, the steps, and 
   CHECK(ff::codegen::explain(ff::Program(ff::scan(x, ff::plus)), ff::codegen::Target::preset("sm_90"), o)
             .find("options: scan_pipeline=0\n") != std::string::npos);
 }
+
+TEST_CASE("each kernel carries its tuning values: the target's policy, the options over it") {
+  auto x = ff::input<float>("x");
+  const ff::Program p(ff::scan(x, ff::plus));
+  using Tuning = std::vector<std::pair<std::string, std::int64_t>>;
+  // The H100's measured tile for 4-byte scans: 6 warps x 22 items, 7 blocks per SM; the
+  // pipelined kernel's ring of 4 stages of 12288.
+  const ff::codegen::Plan automatic = ff::codegen::plan(p, sm90());
+  CHECK(automatic.kernels[0].tuning == Tuning{{"block", 192}, {"items", 22}, {"min_blocks", 7}});
+  CHECK(automatic.kernels[1].tuning == Tuning{{"tile", 12288}, {"stages", 4}, {"scan_warps", 8}});
+  ff::codegen::PlanOptions o;
+  o.scan_tile = ff::codegen::TileShape{256, 16, 2};
+  CHECK(ff::codegen::plan(p, sm90(), o).kernels.at(0).tuning == Tuning{{"block", 256}, {"items", 16}, {"min_blocks", 2}});
+  CHECK(ff::codegen::explain(p).find("     tuning: block 192 items 22 min_blocks 7\n") != std::string::npos);
+}

@@ -76,6 +76,14 @@ void collect_leaves(const Expr& e, std::set<const ExprNode*>& seen, std::set<con
   for (const auto& a : e.args()) collect_leaves(a, seen, inputs, params, scalars);
 }
 
+ReduceGroup group_in(const PlanContext& c) {
+  ReduceGroup g;
+  g.program_text = c.program_text;
+  g.slot_types = c.slot_types;
+  g.slot_of = c.slot_of;
+  return g;
+}
+
 void fill_leaves(ReduceGroup& g, const Program& p, const std::vector<Expr>& exprs, const std::map<const OpNode*, int>& slot_of) {
   std::set<const ExprNode*> seen, inputs, params;
   std::set<const OpNode*> scalars;

@@ -57,10 +57,10 @@ Classified classify(const Program& program, Plan& plan, FilterMemo& memo);
 // scans.cpp
 bool is_scan(OpKind k);
 const OpNode* scan_of(const Expr& output);  // the scan an output reads, or nullptr
-std::vector<ScanGroup> group_scans(const ArrayOpContext& c, const std::vector<int>& output_ids, FilterMemo& memo);
+std::vector<ScanGroup> group_scans(const PlanContext& c, const std::vector<int>& output_ids, FilterMemo& memo);
 void fold_reductions_into_scans(std::vector<PlannedReduce>& reduces, std::vector<ScanGroup>& groups,
                                 const Program& program);
-void emit_scans(std::vector<ScanGroup>& groups, const ArrayOpContext& c, const Target& target, Plan& plan);
+void emit_scans(std::vector<ScanGroup>& groups, const PlanContext& c, const Target& target, Plan& plan);
 
 // reductions.cpp: the kernels of the reductions not folded into a scan, stage by stage;
 // in a stage, one per strategy (an automatic one is chunked when every automatic monoid
@@ -73,7 +73,7 @@ struct ReduceKernelChoice {
   bool last_stage = false;
 };
 std::vector<ReduceKernelChoice> choose_reduce_kernels(const std::vector<PlannedReduce>& reduces);
-void emit_reductions(const std::vector<ReduceKernelChoice>& choices, const ArrayOpContext& c, const Target& target,
+void emit_reductions(const std::vector<ReduceKernelChoice>& choices, const PlanContext& c, const Target& target,
                      Plan& plan);
 
 }  // namespace fuseflow::codegen

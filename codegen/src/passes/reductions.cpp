@@ -37,12 +37,9 @@ std::vector<ReduceKernelChoice> choose_reduce_kernels(const std::vector<PlannedR
 namespace {
 
 // The kernels of one choice, appended with their steps.
-void emit_choice(const ReduceKernelChoice& choice, const ArrayOpContext& c, const Target& target, Plan& plan) {
-  ReduceGroup g;
+void emit_choice(const ReduceKernelChoice& choice, const PlanContext& c, const Target& target, Plan& plan) {
+  ReduceGroup g = group_in(c);
   g.strategy = choice.strategy;
-  g.program_text = c.program_text;
-  g.slot_types = c.slot_types;
-  g.slot_of = c.slot_of;
   std::vector<Expr> exprs;
   for (const auto* r : choice.members) {
     g.reduces.push_back(r->fused);
@@ -83,7 +80,7 @@ void emit_choice(const ReduceKernelChoice& choice, const ArrayOpContext& c, cons
 
 }  // namespace
 
-void emit_reductions(const std::vector<ReduceKernelChoice>& choices, const ArrayOpContext& c, const Target& target,
+void emit_reductions(const std::vector<ReduceKernelChoice>& choices, const PlanContext& c, const Target& target,
                      Plan& plan) {
   for (const auto& choice : choices) {
     emit_choice(choice, c, target, plan);

@@ -54,7 +54,7 @@ const OpNode* scan_of(const Expr& output) {
   return scans.empty() ? nullptr : *scans.begin();
 }
 
-std::vector<ScanGroup> group_scans(const ArrayOpContext& c, const std::vector<int>& output_ids, FilterMemo& memo) {
+std::vector<ScanGroup> group_scans(const PlanContext& c, const std::vector<int>& output_ids, FilterMemo& memo) {
   const Program& program = c.program;
   std::vector<ScanGroup> groups;
   for (int id : output_ids) {
@@ -77,15 +77,13 @@ std::vector<ScanGroup> group_scans(const ArrayOpContext& c, const std::vector<in
       throw GraphError("codegen: a scan of a filter's result (the prefixes of the compacted survivors) is not "
                        "supported in one program yet; run the filter first (its result is a device array) and scan "
                        "that, or for a masked scan over all n elements write scan(select(p, x, identity))");
-    g.leaves.program_text = c.program_text;
-    g.leaves.slot_types = c.slot_types;
-    g.leaves.slot_of = c.slot_of;
+    g.leaves = group_in(c);
     g.policy = c.policies.scan;
   }
   return groups;
 }
 
-void emit_scans(std::vector<ScanGroup>& groups, const ArrayOpContext& c, const Target& target, Plan& plan) {
+void emit_scans(std::vector<ScanGroup>& groups, const PlanContext& c, const Target& target, Plan& plan) {
   for (auto& g : groups) {
     const int at = static_cast<int>(plan.kernels.size());
     const Type& t = g.op->monoid.type();

@@ -131,6 +131,7 @@ Kernel emit_tile_counts(const OpNode& op, const ReduceGroup& g, const SortTuning
   k.max_grid = 0;  // one block per tile: the grid grows with n
   k.any_grid = false;
   k.items_per_block_step = s.tile();
+  k.tuning = {{"block", s.block}, {"items", s.items}};
   k.args = args;
   k.summary = "counting sort 1/3, tile counts: tiles of " + std::to_string(s.tile()) + " elements (block " +
               std::to_string(s.block) + " x " + std::to_string(s.items) + "), " + bins_text(op) + ", " +
@@ -166,6 +167,7 @@ Kernel emit_scan_counts(const ReduceGroup& g) {
   k.max_grid = 0;
   k.any_grid = false;
   k.items_per_block_step = kScanBlock * kScanItems;
+  k.tuning = {{"block", kScanBlock}, {"items", kScanItems}};
   k.args = args;
   k.summary = "counting sort 2/3, exclusive scan of the count matrix in bin-major order into 64-bit output "
               "positions: single pass, decoupled look-back, block " + std::to_string(kScanBlock) + ", " +
@@ -224,6 +226,7 @@ Kernel emit_scatter(const OpNode& op, const ReduceGroup& g, const std::vector<So
   k.max_grid = 0;
   k.any_grid = false;
   k.items_per_block_step = s.tile();
+  k.tuning = {{"block", s.block}, {"items", s.items}};
   k.args = args;
   k.summary = std::string("counting sort 3/3, scatter (") + (s.staged ? "staged" : "direct") + "): tiles of " +
               std::to_string(s.tile()) + " elements (block " + std::to_string(s.block) + " x " +

@@ -278,6 +278,7 @@ Kernel emit_filter_compact(const CompactGroup& g, const Target& target) {
   k.max_grid = 0;  // one block per tile: the grid grows with n
   k.any_grid = false;
   k.items_per_block_step = tiling.tile();
+  k.tuning = {{"block", tiling.block}, {"vec", tiling.vec}, {"rows", tiling.rows}, {"min_blocks", tiling.min_blocks}};
   k.args = args;
   k.summary = "compact (single pass, stable): block " + std::to_string(tiling.block) + " (" +
               std::to_string(tiling.min_blocks) + " resident per SM), " +
@@ -391,6 +392,7 @@ Kernel emit_filter_compact_pipelined(const CompactGroup& g, const Target& target
   k.max_grid = target.sm_count;  // persistent: one block per SM
   k.any_grid = false;
   k.items_per_block_step = kPipeTile;
+  k.tuning = {{"tile", kPipeTile}, {"stages", kPipeStages}, {"warps", kPipeWarps}, {"depth", kPipeDepth}};
   k.args = args;
   k.summary = "pipelined compaction (sm_90, stable): one block per SM, tiles of " + std::to_string(kPipeTile) +
               " elements in a ring of " + std::to_string(kPipeStages) +

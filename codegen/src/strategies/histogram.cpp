@@ -128,6 +128,7 @@ Kernel emit_histogram(const OpNode& op, const ReduceGroup& g, int output, const 
   k.block = kBlock;
   k.max_grid = max_grid;
   k.items_per_block_step = kBlock * vec * kUnroll * kPasses;
+  k.tuning = {{"block", kBlock}, {"vec", vec}, {"unroll", kUnroll}, {"passes", kPasses}, {"copies", copies}};
   k.args = args;
   if (shared) {
     k.summary = "histogram, shared (privatised): " + std::to_string(op.bins) + " bins, " + std::to_string(copies) +

@@ -34,6 +34,7 @@ Kernel emit_map(const std::vector<Expr>& outputs, const std::vector<int>& output
   k.block = kBlock;
   k.max_grid = t.sm_count * blocks_per_sm;
   k.items_per_block_step = kBlock;
+  k.tuning = {{"block", kBlock}};
   k.args = args;
   k.summary = "element-wise map: block " + std::to_string(kBlock) + ", grid-strided, grid <= " + std::to_string(k.max_grid);
   k.why = "array outputs are element-wise maps of the inputs";

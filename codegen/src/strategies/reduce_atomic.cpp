@@ -84,6 +84,7 @@ std::vector<Kernel> emit_reduce_atomic(const ReduceGroup& g, const ReducePolicy&
     main.block = kBlock;
     main.max_grid = t.sm_count * (t.max_threads_per_sm / kBlock);
     main.items_per_block_step = kBlock;
+    main.tuning = {{"block", kBlock}};
     main.args = k.args();
     main.summary = "atomic: one " + fn + " per element on the single result, block " + std::to_string(kBlock) +
                    ", grid-strided, grid <= " + std::to_string(main.max_grid) + " (not deterministic for floats)";

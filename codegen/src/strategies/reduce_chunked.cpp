@@ -97,6 +97,7 @@ Kernel emit_reduce_chunked(const ReduceGroup& g, const ReducePolicy& policy, con
   out.block = kBlock;
   out.max_grid = max_grid;
   out.items_per_block_step = kBlock * vec * kUnroll;
+  out.tuning = {{"block", kBlock}, {"vec", vec}, {"unroll", kUnroll}};
   out.args = k.args();
   out.summary = "chunked (commutative, Brent): block " + std::to_string(kBlock) + ", grid <= " +
                 std::to_string(max_grid) + " (" + std::to_string(blocks_per_sm) + " x " + std::to_string(t.sm_count) +

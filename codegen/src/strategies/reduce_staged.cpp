@@ -113,6 +113,7 @@ Kernel emit_reduce_staged(const ReduceGroup& g, const ReducePolicy& policy, cons
   out.block = kBlock;
   out.max_grid = max_grid;
   out.items_per_block_step = kWarps * warp_tile;
+  out.tuning = {{"block", kBlock}, {"items", items}};
   out.args = k.args();
   out.summary = "staged (order-preserving): block " + std::to_string(kBlock) + ", warp tiles of " +
                 std::to_string(warp_tile) + " elements (" + std::to_string(items) + " per lane), " +

@@ -56,6 +56,7 @@ std::vector<Kernel> emit_reduce_tree(const ReduceGroup& g, const ReducePolicy& p
     first.block = kBlock;
     first.max_grid = 0x7fffffff;
     first.items_per_block_step = kBlock;
+    first.tuning = {{"block", kBlock}};
   first.any_grid = false;  // one block per kBlock elements
     first.args = k.args();
     first.summary = "tree (multi-pass, order-preserving): block " + std::to_string(kBlock) +

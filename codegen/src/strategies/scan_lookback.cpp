@@ -64,6 +64,7 @@ Kernel emit_scan_lookback(const ScanGroup& g, const Target& /*target: one block 
   out.any_grid = false;
   out.in_place = true;  // a tile reads its own range into shared memory, then stores it
   out.items_per_block_step = tiling.tile();
+  out.tuning = {{"block", tiling.block}, {"items", tiling.items}, {"min_blocks", tiling.min_blocks}};
   out.args = args;
   out.summary = std::string("lookback (single pass, decoupled look-back): block ") + std::to_string(tiling.block) +
                 ", " + std::to_string(tiling.items) + " items per thread" +

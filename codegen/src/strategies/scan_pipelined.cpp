@@ -126,6 +126,7 @@ Kernel emit_scan_pipelined(const ScanGroup& g, const Target& target) {
   out.any_grid = false;            // the schedule sizes the grid: min(tiles, SMs)
   out.in_place = true;             // a tile's input is in its stage before any of its outputs is stored
   out.items_per_block_step = kTile;
+  out.tuning = {{"tile", kTile}, {"stages", kStages}, {"scan_warps", kScanWarps}};
   out.shared_bytes = static_cast<std::size_t>(kStages) * kTile * 4;
   out.args = args;
   out.summary = "pipelined look-back (sm_90): one block per SM, tiles of " + std::to_string(kTile) + " elements in a ring of " +

@@ -33,6 +33,7 @@ Kernel finish(ScanKernelWriter& k, SourceWriter& w, std::vector<Arg> args, int m
   out.max_grid = max_grid;
   out.any_grid = false;  // phases 1 and 3 must split the tiles alike, phase 2 scans one sum per block
   out.items_per_block_step = k.tiling().tile();
+  out.tuning = {{"block", k.tiling().block}, {"items", k.tiling().items}};
   out.args = std::move(args);
   out.summary = "reduce_then_scan, " + phase + ": block " + std::to_string(k.tiling().block) +
                 (max_grid == 1 ? std::string(", one block")

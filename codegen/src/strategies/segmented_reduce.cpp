@@ -155,6 +155,7 @@ Kernel emit_short_pass(const OpNode& op, const ReduceGroup& g, const ReduceGroup
   out.max_grid = std::numeric_limits<int>::max();
   out.any_grid = false;
   out.items_per_block_step = kShortBlock * per_thread;  // segments
+  out.tuning = {{"block", kShortBlock}, {"segments_per_thread", per_thread}, {"short_segment", kShortSegment}};
   out.args = args;
   out.summary = "segmented reduce, short segments first: a thread per segment of at most " + std::to_string(kShortSegment) +
                 " elements (" + std::to_string(per_thread) + " per thread per step, each warp reading 32 consecutive "
@@ -250,6 +251,7 @@ Kernel emit_merge_path(const OpNode& op, const ReduceGroup& g, const ReduceGroup
   out.block = tuning.block;
   out.max_grid = max_grid;
   out.items_per_block_step = tuning.tile();
+  out.tuning = {{"block", tuning.block}, {"items", tuning.items}, {"min_blocks", tuning.min_blocks}};
   out.args = args;
   out.summary = "segmented reduce, merge path (load-balanced): block " + std::to_string(tuning.block) + ", " +
                 std::to_string(tuning.items) + " items per thread, tiles of " + std::to_string(tuning.tile()) +

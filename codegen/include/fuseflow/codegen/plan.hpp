@@ -77,6 +77,9 @@ struct Kernel {
   // is read after a block wrote it, so the read-only cache never returns a stale one.
   bool in_place = false;
   std::vector<Arg> args;
+  // The tuning values it was emitted with (its strategy's policy for the target, the
+  // caller's PlanOptions applied, shapes fitted to the element sizes), by name.
+  std::vector<std::pair<std::string, std::int64_t>> tuning;
   std::string summary;  // strategy and constants, in words
   std::string why;      // why this strategy
 };
