@@ -153,7 +153,8 @@ void plan_array_op(const PlanContext& c, const std::shared_ptr<const OpNode>& no
     }
     if (outputs.front().program_output != output) return;
     std::vector<Kernel> ks = emit_counting_sort(op, leaves_of(c, {op.keys}, "counting_sort"),
-                                                leaves_of(c, {op.keys, op.values}, "counting_sort"), outputs);
+                                                leaves_of(c, {op.keys, op.values}, "counting_sort"), outputs,
+                                                c.policies.sort);
     plan.steps.push_back({StepSpec::Kind::CountingSort, index, 3, -1, 0, INT64_MAX, op.bins + 1, false});
     for (auto& k : ks) plan.kernels.push_back(std::move(k));
     return;

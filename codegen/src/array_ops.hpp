@@ -62,7 +62,7 @@ struct SortOutput {
 };
 inline constexpr std::int64_t kMaxCountingSortBins = 8192;
 std::vector<Kernel> emit_counting_sort(const OpNode& op, const ReduceGroup& key_leaves, const ReduceGroup& leaves,
-                                       const std::vector<SortOutput>& outputs);
+                                       const std::vector<SortOutput>& outputs, const SortPolicy& policy);
 
 // The offsets of a segmented op (segment_offsets.cpp): their kernel arguments (an
 // off_<name> pointer per input, then offsets_count, the length of their domain) and the

@@ -99,6 +99,18 @@ struct HistogramPolicy {
   std::size_t copies_budget = 16 * 1024;    // bytes for the copies of small histograms
 };
 
+// Counting sort (counting_sort.cpp): the tile the three kernels share, the count scan.
+struct SortPolicy {
+  std::size_t shared_limit = 46 * 1024;   // static shared memory of a kernel, less room for small arrays
+  std::size_t thread_bytes = 128;         // bytes of keys and values a thread holds per tile
+  int max_items = 16;                     // elements per thread per tile
+  std::size_t copies_budget = 8 * 1024;   // bytes of private copies of a tile's counts
+  int max_copies = 4;
+  int scatter_threads_per_sm = 768;       // the scatter's register budget: 3 blocks of 256 per SM
+  int scan_block = 256;
+  int scan_items = 16;                    // counts per thread of the scan
+};
+
 struct Policies {
   std::string target;  // the table they came from: "sm_90", "sm_80" or "default"
   ScanPolicy scan;
@@ -107,6 +119,7 @@ struct Policies {
   ReducePolicy reduce;
   MapPolicy map;
   HistogramPolicy histogram;
+  SortPolicy sort;
 };
 
 // The policies for `target` with `options` applied (options must be valid: validate()).
