@@ -5,6 +5,9 @@
 //   fuseflow-dump --list
 //   fuseflow-dump --example dot [--emit program|plan|cuda|ptx] [--arch sm_90|sm_80]
 //   fuseflow-dump --program dot.ff [--emit ...] [--arch ...]
+//   ... [--option NAME=VALUE]...   a plan option (codegen::PlanOptions), e.g.
+//       --option segmented_short=0 or --option scan_tile=256x16 (the FUSEFLOW_* tuning
+//       variables of a run, by their option names)
 //   fuseflow-dump --help     (or -h: the usage on stdout; a bad argument: usage on stderr, exit 2)
 //
 // --emit ptx compiles every kernel with NVRTC (no GPU needed) and prints the PTX. A
@@ -14,6 +17,8 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "catalog/catalog.hpp"
 #include <fuseflow/codegen/plan.hpp>
@@ -26,6 +31,8 @@ void print_usage(std::ostream& out) {
   out << "usage: fuseflow-dump --list\n"
       << "       fuseflow-dump --example NAME [--emit program|plan|cuda|ptx] [--arch sm_90|sm_80]\n"
       << "       fuseflow-dump --program FILE|- [--emit program|plan|cuda|ptx] [--arch sm_90|sm_80]\n"
+      << "       ... [--option NAME=VALUE]... (plan options: scan_tile, filter_tile, segmented_tile,\n"
+      << "           scan_staged_from, scan_pipeline, segmented_short)\n"
       << "       fuseflow-dump --help | -h\n";
 }
 
@@ -51,6 +58,7 @@ std::string read_text(const std::string& path) {
 
 int main(int argc, char** argv) {
   std::string example, program_file, emit = "cuda", arch = "sm_90";
+  std::vector<std::string> option_texts;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -66,24 +74,32 @@ int main(int argc, char** argv) {
     else if (a == "--program") program_file = value();
     else if (a == "--emit") emit = value();
     else if (a == "--arch") arch = value();
+    else if (a == "--option") option_texts.push_back(value());
     else return usage(("unknown argument " + a).c_str());
   }
   if (example.empty() == program_file.empty()) return usage("one of --example NAME and --program FILE is required");
   try {
     ff::Program p = example.empty() ? ff::parse_program(read_text(program_file)) : ff::catalog::find(example).build();
     ff::codegen::Target target = ff::codegen::Target::preset(arch);
+    ff::codegen::PlanOptions plan_options;
+    for (const auto& o : option_texts) {
+      const std::size_t eq = o.find('=');
+      if (eq == std::string::npos) return usage(("--option " + o + ": expected NAME=VALUE").c_str());
+      ff::codegen::set_option(plan_options, o.substr(0, eq), o.substr(eq + 1), "--option " + o.substr(0, eq));
+    }
+    ff::codegen::validate(plan_options);
     if (emit == "program") {
       std::cout << ff::to_string(p);
     } else if (emit == "plan") {
-      std::cout << ff::codegen::explain(p, target);
+      std::cout << ff::codegen::explain(p, target, plan_options);
     } else if (emit == "cuda") {
-      std::cout << ff::codegen::cuda_source(p, target);
+      std::cout << ff::codegen::cuda_source(p, target, plan_options);
     } else if (emit == "ptx") {
       ff::CompileOptions options;
       options.arch = arch;
       std::vector<ff::Header> headers;
       for (const auto& h : ff::codegen::device_headers()) headers.push_back({h.name, h.text});
-      for (const auto& k : ff::codegen::plan(p, target).kernels)
+      for (const auto& k : ff::codegen::plan(p, target, plan_options).kernels)
         std::cout << ff::Compiler::ptx(k.source, options, headers, k.name);
     } else {
       return usage(("unknown --emit " + emit).c_str());

@@ -3,6 +3,7 @@
 // leaves, the domains of their inputs (a segmented op's offsets have their own length),
 // the length of their output, and the schedule step that sizes their grid.
 #include "array_ops.hpp"
+#include "schedule.hpp"
 
 #include <algorithm>
 #include <set>
@@ -32,14 +33,11 @@ void collect(const Expr& e, const std::string& op, std::set<const ExprNode*>& se
 
 }  // namespace
 
-ReduceGroup leaves_of(const ArrayOpContext& c, const std::vector<Expr>& exprs, const std::string& op) {
+ReduceGroup leaves_of(const PlanContext& c, const std::vector<Expr>& exprs, const std::string& op) {
   std::set<const ExprNode*> seen, inputs, params;
   std::set<const OpNode*> scalars;
   for (const auto& e : exprs) collect(e, op, seen, inputs, params, scalars);
-  ReduceGroup g;
-  g.program_text = c.program_text;
-  g.slot_types = c.slot_types;
-  g.slot_of = c.slot_of;
+  ReduceGroup g = group_in(c);
   for (std::size_t i = 0; i < c.program.inputs().size(); ++i)
     if (inputs.count(c.program.inputs()[i].get())) {
       g.inputs.push_back(c.program.inputs()[i]);
@@ -56,7 +54,7 @@ ReduceGroup leaves_of(const ArrayOpContext& c, const std::vector<Expr>& exprs, c
   return g;
 }
 
-ReduceGroup offsets_leaves(const ArrayOpContext& c, const OpNode& op) {
+ReduceGroup offsets_leaves(const PlanContext& c, const OpNode& op) {
   ReduceGroup offsets = leaves_of(c, {op.offsets}, op_name(op.kind));
   if (!offsets.params.empty() || !offsets.scalars_read.empty())
     unsupported(std::string(op_name(op.kind)) + " offsets that read a parameter or a reduction's result");
@@ -74,7 +72,7 @@ void element_inputs(const Expr& e, std::set<const ExprNode*>& seen, std::set<con
 
 }  // namespace
 
-int offsets_domain(const ArrayOpContext& c, const ReduceGroup& offsets, const std::string& who, Plan& plan) {
+int offsets_domain(const PlanContext& c, const ReduceGroup& offsets, const std::string& who, Plan& plan) {
   std::set<const ExprNode*> seen, elements;
   for (const auto& op : c.program.ops())
     for (const Expr* e : {&op->values, &op->predicate, &op->keys}) element_inputs(*e, seen, elements);
@@ -93,72 +91,36 @@ int offsets_domain(const ArrayOpContext& c, const ReduceGroup& offsets, const st
   return d;
 }
 
-namespace {
-
-// One launch over a fixed grid with one scratch buffer of max_grid elements per Scratch
-// argument; `work(n, b)` is the count of work items (elements, or elements + segment
-// ends), `per_block` what one block covers per pass. No launch when there is no work.
-std::function<void(std::int64_t, ScheduleBuilder&)> step_for(int index, const Kernel& k,
-                                                             std::function<std::int64_t(std::int64_t, ScheduleBuilder&)> work) {
-  std::vector<std::size_t> scratch_sizes;
-  for (const auto& a : k.args)
-    if (a.kind == Arg::Kind::Scratch) scratch_sizes.push_back(static_cast<std::size_t>(k.max_grid) * a.type.size());
-  const int per_block = k.items_per_block_step, max_grid = k.max_grid;
-  return [=](std::int64_t n, ScheduleBuilder& b) {
-    const std::int64_t items = work(n, b);
-    if (items <= 0) return;
-    Launch l;
-    l.kernel = index;
-    l.n = n;
-    l.grid = grid_for(items, per_block, max_grid);
-    for (std::size_t bytes : scratch_sizes) l.scratch.push_back(b.allocate(bytes));
-    b.launch(std::move(l));
-  };
-}
-
 // The segmented reduce's launches: with s segments (s + 1 offsets), the short-segment pass
 // over s segments when they average at most kShortSegment elements (n <= kShortSegment x
 // s: the merge path's kernel makes the same test, and takes every segment when it fails),
 // then the merge path over n + s items (elements + segment ends); nothing without
 // segments. The two share the mask of segments the first leaves to the second.
-std::function<void(std::int64_t, ScheduleBuilder&)> segmented_reduce_step(int first, const std::vector<Kernel>& ks,
-                                                                          int domain) {
-  const bool short_pass = ks.size() == 2;
-  const Kernel& merge = ks.back();
-  const int merge_index = first + static_cast<int>(ks.size()) - 1;
-  const int short_per_block = ks.front().items_per_block_step, short_grid = ks.front().max_grid;
-  const int merge_per_block = merge.items_per_block_step, merge_grid = merge.max_grid;
-  std::vector<std::size_t> carries;  // the merge path's per-block carries (not the mask)
-  for (const auto& a : merge.args)
+void segmented_reduce_launches(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuilder& b) {
+  const bool short_pass = step.kernels == 2;
+  const int first = step.kernel, merge_index = step.kernel + step.kernels - 1;
+  const Kernel& merge = plan.kernels.at(static_cast<std::size_t>(merge_index));
+  const std::int64_t count = b.length(step.domain);
+  if (count < 1) throw GraphError("segmented_reduce: the offsets are empty; s segments need s + 1 offsets");
+  const std::int64_t segments = count - 1;
+  if (segments == 0) return;
+  Launch m;
+  m.kernel = merge_index;
+  m.n = n;
+  m.grid = grid_for(n + segments, merge.items_per_block_step, merge.max_grid);
+  for (const auto& a : merge.args)  // the per-block carries (not the mask)
     if (a.kind == Arg::Kind::Scratch && a.name != "deferred")
-      carries.push_back(static_cast<std::size_t>(merge_grid) * a.type.size());
-  return [=](std::int64_t n, ScheduleBuilder& b) {
-    const std::int64_t count = b.length(domain);
-    if (count < 1) throw GraphError("segmented_reduce: the offsets are empty; s segments need s + 1 offsets");
-    const std::int64_t segments = count - 1;
-    if (segments == 0) return;
-    Launch m;
-    m.kernel = merge_index;
-    m.n = n;
-    m.grid = grid_for(n + segments, merge_per_block, merge_grid);
-    for (std::size_t bytes : carries) m.scratch.push_back(b.allocate(bytes));
-    if (short_pass && n <= kShortSegment * segments) {
-      const std::size_t mask = b.allocate(static_cast<std::size_t>((segments + 31) / 32) * sizeof(std::uint32_t));
-      m.scratch.push_back(mask);
-      Launch s;
-      s.kernel = first;
-      s.n = n;
-      s.grid = grid_for(segments, short_per_block, short_grid);
-      s.scratch = {mask};
-      b.launch(std::move(s));
-    } else if (short_pass) {
-      m.scratch.push_back(0);  // the mask, which the merge path does not read then
-    }
-    b.launch(std::move(m));
-  };
+      m.scratch.push_back(b.allocate(static_cast<std::size_t>(merge.max_grid) * a.type.size()));
+  if (short_pass && n <= kShortSegment * segments) {
+    const Kernel& s = plan.kernels.at(static_cast<std::size_t>(first));
+    const std::size_t mask = b.allocate(static_cast<std::size_t>((segments + 31) / 32) * sizeof(std::uint32_t));
+    m.scratch.push_back(mask);
+    b.launch({first, n, grid_for(segments, s.items_per_block_step, s.max_grid), {mask}});
+  } else if (short_pass) {
+    m.scratch.push_back(0);  // the mask, which the merge path does not read then
+  }
+  b.launch(std::move(m));
 }
-
-}  // namespace
 
 bool is_array_op(const Expr& e) {
   if (e.kind() != ExprKind::Result) return false;
@@ -167,7 +129,7 @@ bool is_array_op(const Expr& e) {
          k == OpKind::ReduceByKey;
 }
 
-void plan_array_op(const ArrayOpContext& c, const std::shared_ptr<const OpNode>& node, int output, const Target& t, Plan& plan) {
+void plan_array_op(const PlanContext& c, const std::shared_ptr<const OpNode>& node, int output, const Target& t, Plan& plan) {
   const OpNode& op = *node;
   if (plan.output_shapes.empty()) plan.output_shapes.resize(c.program.outputs().size());
   if (op.kind == OpKind::ReduceByKey) return plan_reduce_by_key(c, node, t, plan);  // segmented_plan.cpp
@@ -175,10 +137,10 @@ void plan_array_op(const ArrayOpContext& c, const std::shared_ptr<const OpNode>&
   const int index = static_cast<int>(plan.kernels.size());
   if (op.kind == OpKind::Histogram) {
     ReduceGroup leaves = leaves_of(c, {op.keys}, "histogram");
-    Kernel k = emit_histogram(op, leaves, output, t);
+    Kernel k = emit_histogram(op, leaves, output, c.policies.histogram, t);
     shape.fixed = op.bins;
     shape.zeroed = true;  // the kernel adds its counts into it
-    plan.steps.push_back(step_for(index, k, [](std::int64_t n, ScheduleBuilder&) { return n; }));
+    plan.steps.push_back({StepSpec::Kind::OnePass, index, 1, -1, 0, INT64_MAX, 0, false});  // none for n = 0
     plan.kernels.push_back(std::move(k));
     return;
   }
@@ -191,8 +153,9 @@ void plan_array_op(const ArrayOpContext& c, const std::shared_ptr<const OpNode>&
     }
     if (outputs.front().program_output != output) return;
     std::vector<Kernel> ks = emit_counting_sort(op, leaves_of(c, {op.keys}, "counting_sort"),
-                                                leaves_of(c, {op.keys, op.values}, "counting_sort"), outputs);
-    plan.steps.push_back(counting_sort_step(index, op, ks));
+                                                leaves_of(c, {op.keys, op.values}, "counting_sort"), outputs,
+                                                c.policies.sort);
+    plan.steps.push_back({StepSpec::Kind::CountingSort, index, 3, -1, 0, INT64_MAX, op.bins + 1, false});
     for (auto& k : ks) plan.kernels.push_back(std::move(k));
     return;
   }
@@ -201,30 +164,17 @@ void plan_array_op(const ArrayOpContext& c, const std::shared_ptr<const OpNode>&
   const int domain = offsets_domain(c, offsets, "segmented_reduce", plan);
   const int check = static_cast<int>(plan.checked_offsets.size());
   plan.checked_offsets.push_back(node);
-  std::vector<Kernel> ks = emit_segmented_reduce(node, leaves, offsets, domain, output, check, t);
+  std::vector<Kernel> ks = emit_segmented_reduce(node, leaves, offsets, domain, output, check, c.policies.segmented, t);
   shape.domain = domain;
   shape.less = 1;
-  plan.steps.push_back(segmented_reduce_step(index, ks, domain));
+  plan.steps.push_back(
+      {StepSpec::Kind::SegmentedReduce, index, static_cast<int>(ks.size()), domain, 0, INT64_MAX, 0, false});
   for (auto& k : ks) plan.kernels.push_back(std::move(k));
 }
 
 std::int64_t OutputShape::length(const std::vector<std::int64_t>& lengths) const {
   if (fixed >= 0) return fixed;
   return std::max<std::int64_t>(0, lengths.at(static_cast<std::size_t>(domain)) - less);
-}
-
-std::int64_t ScheduleBuilder::length(int d) const {
-  if (d < 0 || static_cast<std::size_t>(d) >= lengths_.size())
-    throw GraphError("schedule: the length of input domain " + std::to_string(d) +
-                     " is not known; a program whose inputs have several lengths (a segmented op's offsets) is "
-                     "scheduled with the length of each: Plan::schedule(lengths)");
-  return lengths_[static_cast<std::size_t>(d)];
-}
-
-Schedule Plan::schedule(const std::vector<std::int64_t>& lengths) const {
-  ScheduleBuilder b(0, lengths);
-  for (const auto& step : steps) step(lengths.at(0), b);
-  return b.take();
 }
 
 }  // namespace fuseflow::codegen

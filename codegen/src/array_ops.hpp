@@ -10,56 +10,50 @@
 #include <vector>
 
 #include "kernel_context.hpp"
+#include "policy.hpp"
 #include "scan_context.hpp"
 
 namespace fuseflow::codegen {
-
-// What the planner knows that these ops need.
-struct ArrayOpContext {
-  const Program& program;
-  std::string program_text;
-  std::vector<Type> slot_types;          // type of every scalar slot
-  std::map<const OpNode*, int> slot_of;  // slot of every reduction
-};
 
 // Whether program output `e` is the result of such an op.
 bool is_array_op(const Expr& e);
 
 // The inputs, parameters and scalar results `exprs` read, for `op`'s kernel; GraphError
 // naming `op` for an array result of another op among them, or when they read no input.
-ReduceGroup leaves_of(const ArrayOpContext& c, const std::vector<Expr>& exprs, const std::string& op);
+ReduceGroup leaves_of(const PlanContext& c, const std::vector<Expr>& exprs, const std::string& op);
 // The leaves of a segmented op's offsets: inputs only (GraphError for a parameter or a
 // reduction's result).
-ReduceGroup offsets_leaves(const ArrayOpContext& c, const OpNode& op);
+ReduceGroup offsets_leaves(const PlanContext& c, const OpNode& op);
 // The input domain of a segmented op's offsets (their own length): the one of an earlier
 // segmented op over the same offsets, or a new one. GraphError naming `op` when an input is
 // read both as offsets and as elements.
-int offsets_domain(const ArrayOpContext& c, const ReduceGroup& offsets, const std::string& op, Plan& plan);
+int offsets_domain(const PlanContext& c, const ReduceGroup& offsets, const std::string& op, Plan& plan);
 
 // Segmented scans and reduce_by_key (segmented_plan.cpp). plan_segmented_scan plans the
 // kernel of a segmented_scan or scan_by_key and its outputs (g: the scan group plan_scans
 // made) and appends its schedule step; plan_reduce_by_key plans every program output of
 // a reduce_by_key op (keys and values, each with its device-written count) once.
-Kernel plan_segmented_scan(const ArrayOpContext& c, const ScanGroup& g, const Target& t, Plan& plan);
-void plan_reduce_by_key(const ArrayOpContext& c, const std::shared_ptr<const OpNode>& op, const Target& t, Plan& plan);
+Kernel plan_segmented_scan(const PlanContext& c, const ScanGroup& g, const Target& t, Plan& plan);
+void plan_reduce_by_key(const PlanContext& c, const std::shared_ptr<const OpNode>& op, const Target& t, Plan& plan);
 
 // Plans program output `output` (the result of `op`): appends its kernels and schedule
 // step, and sets its output shape and its inputs' domains.
-void plan_array_op(const ArrayOpContext& c, const std::shared_ptr<const OpNode>& op, int output, const Target& t, Plan& plan);
+void plan_array_op(const PlanContext& c, const std::shared_ptr<const OpNode>& op, int output, const Target& t, Plan& plan);
 
 // The emitters. `leaves` lists the inputs, parameters and scalar results the op's
 // element-wise expressions read; for segmented_reduce, `offsets` lists the offsets'.
-Kernel emit_histogram(const OpNode& op, const ReduceGroup& leaves, int output, const Target& t);
+Kernel emit_histogram(const OpNode& op, const ReduceGroup& leaves, int output, const HistogramPolicy& policy,
+                      const Target& t);
 // `check` is the index of its offsets_invalid flag (Plan::checked_offsets). Returns the
 // short-segment pass and the merge-path kernel, in launch order (the merge path alone
-// under FUSEFLOW_SEGMENTED_SHORT=0); with two, both take the mask of segments the first
+// without the policy's short pass); with two, both take the mask of segments the first
 // left as their last Scratch argument (one bit per segment, rounded up to words).
 std::vector<Kernel> emit_segmented_reduce(const std::shared_ptr<const OpNode>& op, const ReduceGroup& leaves,
                                           const ReduceGroup& offsets, int offsets_domain, int output, int check,
-                                          const Target& t);
+                                          const SegmentedPolicy& policy, const Target& t);
 
 // Counting sort: the tile counts, the scan of the counts, the scatter (three kernels, in
-// that order), and the step that launches them. `outputs` lists the program outputs that
+// that order; StepSpec::Kind::CountingSort launches them). `outputs` lists the program outputs that
 // are the op's results (result 0 the sorted keys, 1 the values); `key_leaves` are what
 // the keys read, `leaves` what the keys and values read.
 struct SortOutput {
@@ -68,9 +62,7 @@ struct SortOutput {
 };
 inline constexpr std::int64_t kMaxCountingSortBins = 8192;
 std::vector<Kernel> emit_counting_sort(const OpNode& op, const ReduceGroup& key_leaves, const ReduceGroup& leaves,
-                                       const std::vector<SortOutput>& outputs);
-std::function<void(std::int64_t, ScheduleBuilder&)> counting_sort_step(int first, const OpNode& op,
-                                                                       const std::vector<Kernel>& kernels);
+                                       const std::vector<SortOutput>& outputs, const SortPolicy& policy);
 
 // The offsets of a segmented op (segment_offsets.cpp): their kernel arguments (an
 // off_<name> pointer per input, then offsets_count, the length of their domain) and the
@@ -89,9 +81,11 @@ inline constexpr std::int64_t kShortSegment = 8;
 struct SegmentedTuning {
   int block = 256;
   int items = 8;  // merge items (elements + segment ends) per thread per tile
-  int min_blocks = 0;  // > 0: resident blocks per SM asked of __launch_bounds__ (FUSEFLOW_SEGMENTED_TILE)
+  int min_blocks = 0;  // > 0: resident blocks per SM asked of __launch_bounds__ (PlanOptions::segmented_tile)
   int tile() const { return block * items; }
 };
-SegmentedTuning segmented_tuning(const Type& acc);
+// From the policy: its tile option (ConfigError when that needs more than its shared
+// limit), else as many items per thread as fit its shared budget.
+SegmentedTuning segmented_tuning(const Type& acc, const SegmentedPolicy& policy);
 
 }  // namespace fuseflow::codegen

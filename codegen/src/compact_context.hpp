@@ -12,6 +12,7 @@
 
 #include "array_ops.hpp"
 #include "kernel_context.hpp"
+#include "policy.hpp"
 
 namespace fuseflow::codegen {
 
@@ -22,6 +23,7 @@ struct CompactGroup {
   std::vector<Expr> outputs;    // program outputs over the filter's result (maps of it are epilogues)
   std::vector<int> output_ids;  // their program output numbers
   ReduceGroup leaves;           // inputs, parameters and scalar slots the kernel reads
+  CompactPolicy policy;         // the target's policy, the caller's options applied
 };
 
 // Tuning constants of the compaction kernel, chosen from the element sizes: each thread
@@ -39,9 +41,9 @@ CompactTiling compact_tiling(const CompactGroup& g, const Target& t);
 Kernel emit_filter_compact(const CompactGroup& g, const Target& t);
 // The pipelined compaction (scan_pipeline.cuh, compact_tiles): where it applies (sm_90 or
 // later, one 4-byte scalar input, a value of at most 4 bytes per survivor, since survivors
-// are compacted over their inputs in the stage; no FUSEFLOW_FILTER_TILE, not
-// FUSEFLOW_SCAN_PIPELINE=0) it is the filter's second kernel, launched from
-// staged_scan_from() elements like the pipelined scan.
+// are compacted over their inputs in the stage; no filter_tile option, the policy's
+// pipeline on) it is the filter's second kernel, launched from g.policy.staged_from
+// elements like the pipelined scan.
 bool pipelined_compact_applies(const CompactGroup& g, const Target& t);
 Kernel emit_filter_compact_pipelined(const CompactGroup& g, const Target& t);
 
@@ -53,6 +55,6 @@ std::shared_ptr<const OpNode> compacted_filter(const Expr& output);
 
 // Plans the program outputs `output_ids` (each over a filter's result): one kernel per
 // filter, its schedule step, and the outputs' counted shapes.
-void plan_filters(const ArrayOpContext& c, const std::vector<int>& output_ids, const Target& t, Plan& plan);
+void plan_filters(const PlanContext& c, const std::vector<int>& output_ids, const Target& t, Plan& plan);
 
 }  // namespace fuseflow::codegen

@@ -49,7 +49,7 @@ std::shared_ptr<const OpNode> compacted_filter(const Expr& output) {
   return filters.front().node().op;
 }
 
-void plan_filters(const ArrayOpContext& c, const std::vector<int>& output_ids, const Target& t, Plan& plan) {
+void plan_filters(const PlanContext& c, const std::vector<int>& output_ids, const Target& t, Plan& plan) {
   std::vector<CompactGroup> groups;
   for (int id : output_ids) {
     const Expr& o = c.program.outputs()[static_cast<std::size_t>(id)];
@@ -69,9 +69,8 @@ void plan_filters(const ArrayOpContext& c, const std::vector<int>& output_ids, c
     // after the call, so a later group's could take its address.
     FilterMemo memo;
     g.value = resolve_filters(Expr::result(g.op, 0, g.op->output_types[0]), g.keep, memo);
-    g.leaves.program_text = c.program_text;
-    g.leaves.slot_types = c.slot_types;
-    g.leaves.slot_of = c.slot_of;
+    g.policy = c.policies.compact;
+    g.leaves = group_in(c);
     std::vector<Expr> exprs = {g.value, g.keep};
     exprs.insert(exprs.end(), g.outputs.begin(), g.outputs.end());
     fill_leaves(g.leaves, c.program, exprs, c.slot_of);
@@ -81,8 +80,8 @@ void plan_filters(const ArrayOpContext& c, const std::vector<int>& output_ids, c
     std::optional<Kernel> pipelined;
     if (pipelined_compact_applies(g, t)) pipelined = emit_filter_compact_pipelined(g, t);
     // One block per tile (at least one: n = 0 writes the count 0), 64-bit counts in the
-    // look-back status; from staged_scan_from() elements the pipelined kernel instead.
-    plan.steps.push_back(lookback_step(index, k, ScalarType::U64, pipelined ? &*pipelined : nullptr, true));
+    // look-back status; from policy.staged_from elements the pipelined kernel instead.
+    plan.steps.push_back(lookback_step(index, pipelined ? 2 : 1, ScalarType::U64, g.policy.staged_from, true));
     for (std::size_t j = 0; j < g.outputs.size(); ++j) {
       plan.output_shapes[static_cast<std::size_t>(g.output_ids[j])].counted = true;
       if (g.outputs[j].kind() != ExprKind::Result)

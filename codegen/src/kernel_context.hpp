@@ -10,8 +10,20 @@
 #include "cuda_names.hpp"
 #include "expr_emitter.hpp"
 #include "fuseflow/codegen/plan.hpp"
+#include "policy.hpp"
 
 namespace fuseflow::codegen {
+
+// What every pass that builds kernels is given (plan() makes one, after classify): the
+// program, its text for the kernels' header comments, the scalar slots of its reductions,
+// and the tuning policies.
+struct PlanContext {
+  const Program& program;
+  std::string program_text;
+  std::vector<Type> slot_types;          // type of every scalar slot
+  std::map<const OpNode*, int> slot_of;  // slot of every reduction
+  const Policies& policies;              // the target's tuning, the caller's options applied
+};
 
 // One reduction inside a fused reduce kernel.
 struct FusedReduce {
@@ -30,7 +42,7 @@ struct ReduceGroup {
   std::vector<int> scalars_read;  // slots of earlier reductions used by the maps
   std::vector<Type> slot_types;   // type of every slot of the program
   std::map<const OpNode*, int> slot_of;  // the slot of every reduction of the program
-  Strategy strategy;
+  Strategy strategy = Strategy::Automatic;
   std::string program_text;  // to_string of the program, for the header comment
 };
 
@@ -134,6 +146,8 @@ using FilterMemo = std::map<const ExprNode*, ResolvedFilters>;
 // filter's result (it would mean the position among the survivors).
 Expr resolve_filters(const Expr& e, Expr& mask, FilterMemo& memo);
 
+// A group with the context's program text and slots and no leaves yet.
+ReduceGroup group_in(const PlanContext& c);
 // Fills the group's leaf lists (inputs, parameters and scalar slots, in program order)
 // from the expressions it evaluates.
 void fill_leaves(ReduceGroup& g, const Program& p, const std::vector<Expr>& exprs,
@@ -150,12 +164,15 @@ void emit_fused_monoid(SourceWriter& w, CudaTypes& types, const std::vector<Fuse
                        const std::string& acc, const std::string& identity, const std::string& combine);
 
 // Strategy emitters.
-Kernel emit_reduce_chunked(const ReduceGroup& g, const Target& t);
-Kernel emit_reduce_staged(const ReduceGroup& g, const Target& t);
+Kernel emit_reduce_chunked(const ReduceGroup& g, const ReducePolicy& policy, const Target& t);
+Kernel emit_reduce_staged(const ReduceGroup& g, const ReducePolicy& policy, const Target& t);
 // Tree: kernel 0 reduces kBlock-element blocks of the input, kernel 1 reduces blocks of
 // partials; the schedule repeats kernel 1 until one value is left.
-std::vector<Kernel> emit_reduce_tree(const ReduceGroup& g, const Target& t);
+std::vector<Kernel> emit_reduce_tree(const ReduceGroup& g, const ReducePolicy& policy, const Target& t);
 // Atomic: kernel 0 writes the identity, kernel 1 adds every element with an atomic.
-std::vector<Kernel> emit_reduce_atomic(const ReduceGroup& g, const Target& t);
+std::vector<Kernel> emit_reduce_atomic(const ReduceGroup& g, const ReducePolicy& policy, const Target& t);
+// The element-wise kernel of the array outputs `outputs` (program outputs `output_ids`).
+Kernel emit_map(const std::vector<Expr>& outputs, const std::vector<int>& output_ids, const ReduceGroup& leaves,
+                const MapPolicy& policy, const Target& t);
 
 }  // namespace fuseflow::codegen

@@ -49,7 +49,8 @@ std::string arg_declaration(CudaTypes& types, const Arg& a) {
     case Arg::Kind::TileStatus: return "void* __restrict__ " + a.name;
     case Arg::Kind::Epoch: return "const unsigned int " + a.name;
   }
-  throw GraphError("codegen: unknown kernel argument kind");
+  throw InternalError("codegen: kernel argument " + a.name + " has an unknown kind " +
+                      std::to_string(static_cast<int>(a.kind)));
 }
 
 void emit_kernel_parameters(SourceWriter& w, CudaTypes& types, const std::vector<Arg>& args) {
@@ -88,7 +89,8 @@ std::string elementwise_leaf(const ReduceGroup& g, const std::vector<std::string
       break;
     default: break;
   }
-  throw GraphError("codegen: unexpected leaf in " + what + ": " + to_string(leaf));
+  // The planner listed the leaves from these expressions and rejected the others.
+  throw InternalError("codegen: unexpected leaf in " + what + ": " + to_string(leaf));
 }
 
 }  // namespace fuseflow::codegen

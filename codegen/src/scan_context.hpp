@@ -3,6 +3,7 @@
 // evaluates one scan: its input map inlined into the loads (prologue), optionally a mask
 // (a dropped element contributes the identity), and every program output computed from
 // the scan's elements as an epilogue applied before the store.
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "kernel_context.hpp"
+#include "policy.hpp"
 
 namespace fuseflow::codegen {
 
@@ -24,6 +26,7 @@ struct ScanGroup {
   // Reductions folded into the scan's pass (lookback only): their inputs are among the
   // scan's, so the kernel reads the data once for all of them (DESIGN.md, fusion rules).
   std::vector<FusedReduce> reduces;
+  ScanPolicy policy;  // the target's scan policy, the caller's options applied
 };
 
 // Tuning constants of a tiled scan, chosen from the element sizes.
@@ -43,16 +46,9 @@ ScanTiling scan_tiling(const ScanGroup& g, bool shared_stages);
 // No output is an epilogue over the inputs: the input stages die before the store.
 bool scan_stages_can_share(const ScanGroup& g);
 // The staged tile (ScanTiling::staged) a plain look-back scan takes from
-// staged_scan_from() elements, where it applies: one 4-byte input, 4-byte values, no
-// epilogue over the input, no reductions folded in, no FUSEFLOW_SCAN_TILE. Else nullopt.
+// g.policy.staged_from elements, where it applies: one 4-byte input, 4-byte values, no
+// epilogue over the input, no reductions folded in, no scan_tile option. Else nullopt.
 std::optional<ScanTiling> staged_scan_tiling(const ScanGroup& g);
-// The element count from which a scan with a staged tile takes it: 2^24, or
-// FUSEFLOW_SCAN_STAGED_FROM=<n> (tests run it at every size with 0).
-std::int64_t staged_scan_from();
-// FUSEFLOW_SCAN_PIPELINE=0, read when a program is planned: no pipelined kernels (the
-// pipelined scan, the pipelined compaction); the kernels they replace run instead (the
-// tests run those on the H100 this way).
-bool pipelines_disabled();
 // The ring's constants of a pipelined kernel (scan_pipeline.cuh), one line each: kTile,
 // kStages (with the shared memory they take) and kScanWarps (`warps_are`: what those
 // warps do, for its comment).
@@ -173,8 +169,9 @@ std::string scan_kernel_name(const ScanGroup& g, const char* strategy);
 Kernel emit_scan_lookback(const ScanGroup& g, const Target& t, const ScanTiling& tiling);
 // The pipelined look-back scan (scan_pipelined.cpp, scan_pipeline.cuh): where it applies
 // (pipelined_scan_applies: sm_90 or later, one 4-byte input, 4-byte values, no mask, no
-// reductions folded in, no FUSEFLOW_SCAN_TILE, not FUSEFLOW_SCAN_PIPELINE=0), it is the second kernel of a plain scan in
-// place of the staged tile, launched from staged_scan_from() elements.
+// reductions folded in, no scan_tile option, the policy's pipeline on), it is the second
+// kernel of a plain scan in place of the staged tile, launched from g.policy.staged_from
+// elements.
 bool pipelined_scan_applies(const ScanGroup& g, const Target& target);
 Kernel emit_scan_pipelined(const ScanGroup& g, const Target& target);
 // Three kernels: per-block reduce, scan of the block sums, scan of each block's chunk.
@@ -196,21 +193,17 @@ Kernel emit_reduce_by_key(const ScanGroup& g, const Target& t);
 // status holds them.
 Type segmented_piece_type(const ScanGroup& g);
 
-// The steps that append a scan's launches for n elements: one block per tile, with the
-// look-back status it needs (lookback; with `staged`, kernel + 1 is the staged-tile or the
-// pipelined kernel `staged`, launched instead from staged_scan_from() elements, its grid
-// at most its max_grid when that is set); three launches sharing the
-// block sums (reduce_then_scan, kernels first .. first + 2). No launch when n is 0, unless
-// the kernel folds reductions or `launch_empty` (a compaction, whose one tile writes the
-// count 0). A GraphError when the grid would pass 2^31 - 1 blocks. Compaction uses it too
-// (filter_plan.cpp), with 64-bit survivor counts for `t`.
-std::function<void(std::int64_t, ScheduleBuilder&)> lookback_step(int kernel, const Kernel& k, const Type& t,
-                                                                  const Kernel* staged = nullptr,
-                                                                  bool launch_empty = false);
-std::function<void(std::int64_t, ScheduleBuilder&)> reduce_then_scan_step(int first, const Kernel& k, const Type& t);
+// The step of a look-back kernel (StepSpec::Kind::Lookback): one block per tile, with the
+// look-back status (values of type `status`) it needs; with `kernels` 2, kernel + 1 (the
+// staged-tile or the pipelined kernel) instead from `from` elements, its grid at most its
+// max_grid when that is set. No launch when n is 0, unless the kernel folds reductions or
+// `launch_empty` (a compaction, whose one tile writes the count 0). Compaction uses it too
+// (filter_plan.cpp), with 64-bit survivor counts for `status`.
+StepSpec lookback_step(int kernel, int kernels, const Type& status, std::int64_t from = INT64_MAX,
+                       bool launch_empty = false);
 
-// Bytes of look-back tile status for `tiles` tiles of values of type t (scan.cuh's
-// LookbackState layout).
-std::size_t lookback_status_bytes(const Type& t, std::int64_t tiles);
+// Bytes of look-back tile status for `tiles` tiles of values of `value_bytes` bytes
+// (scan.cuh's LookbackState layout).
+std::size_t lookback_status_bytes(std::size_t value_bytes, std::int64_t tiles);
 
 }  // namespace fuseflow::codegen

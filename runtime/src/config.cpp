@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "fuseflow/codegen/plan.hpp"
+#include "fuseflow/codegen/plan_options.hpp"
 #include "fuseflow/frontend/error.hpp"
 
 namespace fuseflow {
@@ -116,6 +117,7 @@ EnvironmentConfig read_environment() {
         detail::parse_integer("FUSEFLOW_SCAN_STAGED_FROM", text, 0, std::int64_t{1} << 62);
   config.plan.scan_pipeline = flag("FUSEFLOW_SCAN_PIPELINE", true);
   config.plan.segmented_short = flag("FUSEFLOW_SEGMENTED_SHORT", true);
+  codegen::validate(config.plan);  // what the strategies' policies allow beyond the forms above
 
   if (std::string text = variable("FUSEFLOW_CHECK_MONOIDS"); !text.empty())
     config.check_monoids = detail::parse_flag("FUSEFLOW_CHECK_MONOIDS", text);
@@ -124,22 +126,6 @@ EnvironmentConfig read_environment() {
 
 LibraryConfig read_library_environment() {
   return {variable("FUSEFLOW_CUDA_LIBRARY"), variable("FUSEFLOW_NVRTC_LIBRARY"), variable("CUDA_PATH")};
-}
-
-std::string plan_options_text(const codegen::PlanOptions& options) {
-  std::string text;
-  auto tile = [&](const char* name, const std::optional<codegen::TileShape>& t) {
-    if (t)
-      text += std::string(name) + "=" + std::to_string(t->block) + "x" + std::to_string(t->items) + "x" +
-              std::to_string(t->min_blocks) + ";";
-  };
-  tile("scan_tile", options.scan_tile);
-  tile("filter_tile", options.filter_tile);
-  tile("segmented_tile", options.segmented_tile);
-  if (options.scan_staged_from) text += "scan_staged_from=" + std::to_string(*options.scan_staged_from) + ";";
-  if (!options.scan_pipeline) text += "scan_pipeline=0;";
-  if (!options.segmented_short) text += "segmented_short=0;";
-  return text;
 }
 
 }  // namespace fuseflow

@@ -4,6 +4,8 @@
 
 #include <cstdlib>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <fuseflow/fuseflow.hpp>
 
@@ -145,14 +147,14 @@ TEST_CASE("a filter's result as a program output is one compaction kernel with a
   CHECK(at.grid == 132);
   CHECK(at.status_bytes == 20816);
   CHECK(plan.schedule((std::int64_t{1} << 31) + 17).launches.at(0).grid == 132);
-  // sm_80, or FUSEFLOW_SCAN_PIPELINE=0: the one kernel, one block per tile at every size.
+  // sm_80, or PlanOptions::scan_pipeline off: the one kernel, one block per tile at every size.
   const ff::codegen::Plan on_a100 = ff::codegen::plan(ff::Program(ff::filter(x, x > 0.0f)), ff::codegen::Target::preset("sm_80"));
   REQUIRE(on_a100.kernels.size() == 1);
   CHECK(on_a100.schedule((std::int64_t{1} << 31) + 17).launches.at(0).grid ==
         ((std::int64_t{1} << 31) + 17 + on_a100.kernels[0].items_per_block_step - 1) / on_a100.kernels[0].items_per_block_step);
-  ::setenv("FUSEFLOW_SCAN_PIPELINE", "0", 1);
-  CHECK(ff::codegen::plan(ff::Program(ff::filter(x, x > 0.0f)), sm90()).kernels.size() == 1);
-  ::unsetenv("FUSEFLOW_SCAN_PIPELINE");
+  ff::codegen::PlanOptions no_pipeline;
+  no_pipeline.scan_pipeline = false;
+  CHECK(ff::codegen::plan(ff::Program(ff::filter(x, x > 0.0f)), sm90(), no_pipeline).kernels.size() == 1);
   // Two inputs: no pipelined kernel (it stages one 4-byte input); nor for survivors wider
   // than 4 bytes (compacted over their inputs in the stage).
   auto y = ff::input<float>("y");
@@ -422,59 +424,107 @@ TEST_CASE("a segmented reduce runs the short-segment pass when its segments aver
   const std::int64_t m = (std::int64_t{1} << 28) / 3;
   CHECK(launches(3 * m, m).at(0).grid == (m + 511) / 512);
   CHECK(launches(1000, 0).empty());
-  // FUSEFLOW_SEGMENTED_SHORT=0: the merge path alone, without the mask and the flag.
-  ::setenv("FUSEFLOW_SEGMENTED_SHORT", "0", 1);
-  const ff::codegen::Plan alone = ff::codegen::plan(ff::Program(ff::segmented_reduce(x, o, ff::plus)), sm90());
-  ::unsetenv("FUSEFLOW_SEGMENTED_SHORT");
+  // segmented_short off (FUSEFLOW_SEGMENTED_SHORT=0): the merge path alone, without the mask and the flag.
+  ff::codegen::PlanOptions merge_alone;
+  merge_alone.segmented_short = false;
+  const ff::codegen::Plan alone = ff::codegen::plan(ff::Program(ff::segmented_reduce(x, o, ff::plus)), sm90(), merge_alone);
   REQUIRE(alone.kernels.size() == 1);
   CHECK(alone.kernels[0].source.find("DeferredSegments") == std::string::npos);
   REQUIRE(alone.schedule({3000, 1001}).launches.size() == 1);
   CHECK(alone.schedule({3000, 1001}).launches[0].scratch.size() == 3);
 }
 
-TEST_CASE("FUSEFLOW_SEGMENTED_TILE sets the segmented reduce's tile shape, and a bad one is a GraphError") {
+// The message of the ConfigError `f` throws, or "(no ConfigError thrown)".
+template <class F>
+std::string config_error_of(F&& f) {
+  try {
+    f();
+  } catch (const ff::ConfigError& e) {
+    return e.what();
+  }
+  return "(no ConfigError thrown)";
+}
+
+TEST_CASE("segmented_tile sets the segmented reduce's tile shape, and a bad one is a ConfigError naming the option") {
   auto x = ff::input<float>("x");
   auto o = ff::input<int>("offsets");
   const ff::Program p(ff::segmented_reduce(x, o, ff::plus));
-  const auto source_of = [&] { return ff::codegen::plan(p, sm90()).kernels.back().source; };  // the merge path
+  ff::codegen::PlanOptions options;
+  const auto source_of = [&] { return ff::codegen::plan(p, sm90(), options).kernels.back().source; };  // the merge path
   const std::string automatic = source_of();
   CHECK(automatic.find("constexpr int kItems = 16;") != std::string::npos);
-  ::setenv("FUSEFLOW_SEGMENTED_TILE", "128x8x6", 1);
+  options.segmented_tile = ff::codegen::TileShape{128, 8, 6};
   const std::string chosen = source_of();
   CHECK(chosen.find("constexpr int kBlock = 128;") != std::string::npos);
   CHECK(chosen.find("constexpr int kItems = 8;") != std::string::npos);
   CHECK(chosen.find("constexpr int kMinBlocks = 6;") != std::string::npos);
-  for (const char* bad : {"128", "100x8", "128x0", "128x17", "128x8x40", "128y8", "128x8x6x1"}) {
-    ::setenv("FUSEFLOW_SEGMENTED_TILE", bad, 1);
-    INFO(bad);
-    CHECK(ff::test::graph_error_of(source_of) ==
-          std::string("fuseflow: FUSEFLOW_SEGMENTED_TILE='") + bad +
-              "' is not <block>x<items>[x<min blocks>] with block a multiple of 32 in [32, 1024], items in [1, 16] "
-              "and min blocks in [0, 32]");
+  const std::vector<std::pair<ff::codegen::TileShape, std::string>> bad = {
+      {{100, 8, 0}, "100x8"}, {{128, 0, 0}, "128x0"}, {{128, 17, 0}, "128x17"}, {{128, 8, 40}, "128x8x40"},
+      {{2048, 8, 0}, "2048x8"}, {{0, 8, 0}, "0x8"}};
+  for (const auto& [tile, text] : bad) {
+    options.segmented_tile = tile;
+    INFO(text);
+    CHECK(config_error_of(source_of) ==
+          "fuseflow: segmented_tile (FUSEFLOW_SEGMENTED_TILE) = " + text +
+              ": expected a tile <block>x<items>[x<min blocks>] with block a multiple of 32 in [32, 1024], items in "
+              "[1, 16] and min blocks in [0, 32]");
   }
   // Too big for static shared memory: 1024 threads x 16 items of 4-byte values.
-  ::setenv("FUSEFLOW_SEGMENTED_TILE", "1024x16", 1);
-  CHECK(ff::test::graph_error_of(source_of).find("need") != std::string::npos);
-  ::unsetenv("FUSEFLOW_SEGMENTED_TILE");
+  options.segmented_tile = ff::codegen::TileShape{1024, 16, 0};
+  CHECK(config_error_of(source_of).find("segmented_tile (FUSEFLOW_SEGMENTED_TILE): 1024 x 16 items of 4-byte values need") !=
+        std::string::npos);
+  options.segmented_tile.reset();
   CHECK(source_of() == automatic);
 }
 
-TEST_CASE("FUSEFLOW_FILTER_TILE sets the compaction's tile shape, and one too big for shared memory is a GraphError") {
+TEST_CASE("filter_tile sets the compaction's tile shape, and one too big for shared memory is a ConfigError") {
   auto x = ff::input<float>("x");
   const ff::Program p(ff::filter(x, x > 0.0f));
-  const auto source_of = [&] { return ff::codegen::plan(p, sm90()).kernels.at(0).source; };
+  ff::codegen::PlanOptions options;
+  const auto source_of = [&] { return ff::codegen::plan(p, sm90(), options).kernels.at(0).source; };
   const std::string automatic = source_of();
-  ::setenv("FUSEFLOW_FILTER_TILE", "256x4x6", 1);
+  options.filter_tile = ff::codegen::TileShape{256, 4, 6};
   const std::string chosen = source_of();
   CHECK(chosen.find("constexpr int kBlock = 256;") != std::string::npos);
   CHECK(chosen.find("constexpr int kRows = 4;") != std::string::npos);
   CHECK(chosen.find("__launch_bounds__(256, 6)") != std::string::npos);
-  ::setenv("FUSEFLOW_FILTER_TILE", "256x0", 1);
-  CHECK(ff::test::graph_error_of(source_of).find("FUSEFLOW_FILTER_TILE='256x0' is not") != std::string::npos);
-  ::setenv("FUSEFLOW_FILTER_TILE", "1024x16", 1);  // 65536 f32 survivors: 256 KB
-  CHECK(ff::test::graph_error_of(source_of).find("need more than the") != std::string::npos);
-  ::unsetenv("FUSEFLOW_FILTER_TILE");
+  options.filter_tile = ff::codegen::TileShape{256, 0, 0};
+  CHECK(config_error_of(source_of).find("filter_tile (FUSEFLOW_FILTER_TILE) = 256x0: expected") != std::string::npos);
+  options.filter_tile = ff::codegen::TileShape{1024, 16, 0};  // 65536 f32 survivors: 256 KB
+  CHECK(config_error_of(source_of).find("need more than the") != std::string::npos);
+  options.filter_tile.reset();
   CHECK(source_of() == automatic);
+}
+
+TEST_CASE("scan_tile and scan_staged_from are checked: items up to 32, a count >= 0") {
+  auto x = ff::input<float>("x");
+  const ff::Program p(ff::scan(x, ff::plus));
+  ff::codegen::PlanOptions options;
+  options.scan_tile = ff::codegen::TileShape{256, 32, 0};
+  const ff::codegen::Plan one_tile = ff::codegen::plan(p, sm90(), options);
+  REQUIRE(one_tile.kernels.size() == 1);  // a study's tile: no second kernel for large n
+  CHECK(one_tile.kernels[0].items_per_block_step == 256 * 32);
+  options.scan_tile = ff::codegen::TileShape{256, 33, 0};
+  CHECK(config_error_of([&] { (void)ff::codegen::plan(p, sm90(), options); })
+            .find("scan_tile (FUSEFLOW_SCAN_TILE) = 256x33: expected") != std::string::npos);
+  options.scan_tile.reset();
+  options.scan_staged_from = -1;
+  CHECK(config_error_of([&] { (void)ff::codegen::plan(p, sm90(), options); }) ==
+        "fuseflow: scan_staged_from (FUSEFLOW_SCAN_STAGED_FROM) = -1: expected an element count >= 0");
+}
+
+TEST_CASE("PlanOptions::key names every option set, and nothing for the defaults") {
+  ff::codegen::PlanOptions o;
+  CHECK(o.key().empty());
+  o.scan_tile = ff::codegen::TileShape{192, 22, 7};
+  o.filter_tile = ff::codegen::TileShape{256, 4, 0};
+  o.scan_staged_from = 0;
+  o.scan_pipeline = false;
+  o.segmented_short = false;
+  CHECK(o.key() == "scan_tile=192x22x7;filter_tile=256x4;scan_staged_from=0;scan_pipeline=0;segmented_short=0");
+  ff::codegen::PlanOptions other = o;
+  other.filter_tile = ff::codegen::TileShape{256, 4, 1};
+  CHECK(other.key() != o.key());
 }
 
 TEST_CASE("a plain scan of 4-byte values takes the staged tile from 2^24 elements on sm_80; other scans keep one kernel") {
@@ -530,11 +580,10 @@ TEST_CASE("on sm_90 a plain scan of 4-byte values takes the pipelined scan from 
   // 2^24 / 12288 = 1365.3: 1366 tiles and 43 groups of 32, a 64-bit status word each (by
   // hand: 1409 * 8).
   CHECK(at.status_bytes == 11272);
-  // Fewer tiles than SMs: a block each (FUSEFLOW_SCAN_STAGED_FROM=0: the second kernel at
-  // every size).
-  ::setenv("FUSEFLOW_SCAN_STAGED_FROM", "0", 1);
-  const ff::codegen::Plan everywhere = ff::codegen::plan(ff::Program(ff::scan(x, ff::plus)), sm90());
-  ::unsetenv("FUSEFLOW_SCAN_STAGED_FROM");
+  // Fewer tiles than SMs: a block each (scan_staged_from 0: the second kernel at every size).
+  ff::codegen::PlanOptions staged_from_0;
+  staged_from_0.scan_staged_from = 0;
+  const ff::codegen::Plan everywhere = ff::codegen::plan(ff::Program(ff::scan(x, ff::plus)), sm90(), staged_from_0);
   const ff::codegen::Launch few = everywhere.schedule(2 * 12288 + 1).launches.at(0);
   CHECK(few.kernel == 1);
   CHECK(few.grid == 3);
@@ -547,10 +596,94 @@ TEST_CASE("on sm_90 a plain scan of 4-byte values takes the pipelined scan from 
   const ff::codegen::Plan epilogue = ff::codegen::plan(ff::Program(s - x), sm90());
   REQUIRE(epilogue.kernels.size() == 2);
   CHECK(epilogue.kernels[1].name == "ff_scan_pipelined_f32_plus");
-  // FUSEFLOW_SCAN_PIPELINE=0: the staged tile, as on sm_80.
-  ::setenv("FUSEFLOW_SCAN_PIPELINE", "0", 1);
-  const ff::codegen::Plan off = ff::codegen::plan(ff::Program(ff::scan(x, ff::plus)), sm90());
-  ::unsetenv("FUSEFLOW_SCAN_PIPELINE");
+  // scan_pipeline off (FUSEFLOW_SCAN_PIPELINE=0): the staged tile, as on sm_80.
+  ff::codegen::PlanOptions off_options;
+  off_options.scan_pipeline = false;
+  const ff::codegen::Plan off = ff::codegen::plan(ff::Program(ff::scan(x, ff::plus)), sm90(), off_options);
   REQUIRE(off.kernels.size() == 2);
   CHECK(off.kernels[1].name == "ff_scan_lookback_staged_f32_plus");
+}
+
+TEST_CASE("a plan's steps are data: the launch pattern, its kernels and its numbers") {
+  using Kind = ff::codegen::StepSpec::Kind;
+  auto x = ff::input<float>("x");
+  auto o = ff::input<int>("offsets");
+  // A scan on sm_90: one look-back step over the kernel and the pipelined one from 2^24.
+  const ff::codegen::Plan scan = ff::codegen::plan(ff::Program(ff::scan(x, ff::plus)), sm90());
+  REQUIRE(scan.steps.size() == 1);
+  CHECK(scan.steps[0].kind == Kind::Lookback);
+  CHECK(scan.steps[0].kernel == 0);
+  CHECK(scan.steps[0].kernels == 2);
+  CHECK(scan.steps[0].from == (std::int64_t{1} << 24));
+  CHECK(scan.steps[0].value_bytes == 4);
+  CHECK_FALSE(scan.steps[0].launch_empty);
+  // A compaction launches for n = 0 too (its one tile writes the count 0), with 64-bit counts.
+  const ff::codegen::Plan filter = ff::codegen::plan(ff::Program(ff::filter(x, x > 0.0f)), sm90());
+  REQUIRE(filter.steps.size() == 1);
+  CHECK(filter.steps[0].kind == Kind::Lookback);
+  CHECK(filter.steps[0].value_bytes == 8);
+  CHECK(filter.steps[0].launch_empty);
+  CHECK(filter.schedule(0).launches.size() == 1);
+  // A reduction, then the map that reads it: two one-pass steps, in that order.
+  ff::Expr total = ff::reduce(x, ff::plus);
+  const ff::codegen::Plan normalize = ff::codegen::plan(ff::Program(x / total), sm90());
+  REQUIRE(normalize.steps.size() == 2);
+  CHECK(normalize.steps[0].kind == Kind::OnePass);
+  CHECK(normalize.steps[1].kind == Kind::OnePass);
+  CHECK(normalize.steps[1].kernel == 1);
+  const ff::codegen::Schedule run = normalize.schedule(1000);
+  REQUIRE(run.launches.size() == 2);
+  CHECK(run.launches[0].kernel == 0);
+  CHECK(run.launches[1].kernel == 1);
+  // A tree reduction: its two kernels in one step; 70000 elements in blocks of 256 take
+  // levels of 274, then 2, then 1 block.
+  const ff::codegen::Plan tree = ff::codegen::plan(ff::Program(ff::reduce(x, ff::plus, ff::strategy::tree)), sm90());
+  REQUIRE(tree.steps.size() == 1);
+  CHECK(tree.steps[0].kind == Kind::Tree);
+  const ff::codegen::Schedule levels = tree.schedule(70000);
+  REQUIRE(levels.launches.size() == 3);
+  CHECK(levels.launches[0].grid == 274);
+  CHECK(levels.launches[1].grid == 2);
+  CHECK(levels.launches[2].grid == 1);
+  // A segmented reduce reads the length of its offsets' domain.
+  const ff::codegen::Plan seg = ff::codegen::plan(ff::Program(ff::segmented_reduce(x, o, ff::plus)), sm90());
+  REQUIRE(seg.steps.size() == 1);
+  CHECK(seg.steps[0].kind == Kind::SegmentedReduce);
+  CHECK(seg.steps[0].domain == 1);
+  CHECK(seg.steps[0].kernels == 2);
+  // A counting sort of 16 bins: 17 counts per tile.
+  const ff::codegen::Plan sort = ff::codegen::plan(ff::Program(ff::counting_sort(ff::input<int>("k"), 16)), sm90());
+  REQUIRE(sort.steps.size() == 1);
+  CHECK(sort.steps[0].kind == Kind::CountingSort);
+  CHECK(sort.steps[0].bins == 17);
+}
+
+TEST_CASE("explain lists each kernel's launch shape and buffers, the steps, and sample schedules") {
+  auto x = ff::input<float>("x");
+  const std::string text = ff::codegen::explain(ff::Program(ff::scan(x, ff::plus)));
+  CHECK(text.find("(tuning policies: sm_90)") != std::string::npos);
+  CHECK(text.find("     buffers: in_x (input 0), n (length), out0 (output 0), tile_counter (ticket 1)") != std::string::npos);
+  CHECK(text.find("  step 1: look-back of kernels 1..2 (kernel 2 from 16777216 elements)") != std::string::npos);
+  // 2^16 elements in tiles of 192 x 22 = 4224: 16 blocks; 2^26 in the pipelined kernel: a block per SM.
+  CHECK(text.find("    ff_scan_lookback_f32_plus: n 65536, grid 16,") != std::string::npos);
+  CHECK(text.find("    ff_scan_pipelined_f32_plus: n 67108864, grid 132,") != std::string::npos);
+  ff::codegen::PlanOptions o;
+  o.scan_pipeline = false;
+  CHECK(ff::codegen::explain(ff::Program(ff::scan(x, ff::plus)), ff::codegen::Target::preset("sm_90"), o)
+            .find("options: scan_pipeline=0\n") != std::string::npos);
+}
+
+TEST_CASE("each kernel carries its tuning values: the target's policy, the options over it") {
+  auto x = ff::input<float>("x");
+  const ff::Program p(ff::scan(x, ff::plus));
+  using Tuning = std::vector<std::pair<std::string, std::int64_t>>;
+  // The H100's measured tile for 4-byte scans: 6 warps x 22 items, 7 blocks per SM; the
+  // pipelined kernel's ring of 4 stages of 12288.
+  const ff::codegen::Plan automatic = ff::codegen::plan(p, sm90());
+  CHECK(automatic.kernels[0].tuning == Tuning{{"block", 192}, {"items", 22}, {"min_blocks", 7}});
+  CHECK(automatic.kernels[1].tuning == Tuning{{"tile", 12288}, {"stages", 4}, {"scan_warps", 8}});
+  ff::codegen::PlanOptions o;
+  o.scan_tile = ff::codegen::TileShape{256, 16, 2};
+  CHECK(ff::codegen::plan(p, sm90(), o).kernels.at(0).tuning == Tuning{{"block", 256}, {"items", 16}, {"min_blocks", 2}});
+  CHECK(ff::codegen::explain(p).find("     tuning: block 192 items 22 min_blocks 7\n") != std::string::npos);
 }

@@ -268,7 +268,9 @@ TEST_CASE("the pipelined compaction (sm_90), at every size: keep all, none, half
       if (host[static_cast<std::size_t>(i)] > 0.0f) want.push_back(host[static_cast<std::size_t>(i)]);
     check_exact(got, want, "pipelined, misaligned f32, n = " + std::to_string(n));
   }
-  const ff::codegen::Plan plan = ff::codegen::plan(thresholds, ff::codegen::Target::preset("sm_90"));
+  ff::codegen::PlanOptions options;  // as PipelinedEverywhere asks of the runtime
+  options.scan_staged_from = 0;
+  const ff::codegen::Plan plan = ff::codegen::plan(thresholds, ff::codegen::Target::preset("sm_90"), options);
   REQUIRE(plan.kernels.size() == 2);
   CHECK(plan.kernels[1].name == "ff_filter_compact_pipelined_f32");
   CHECK(plan.schedule(1000).launches.at(0).kernel == 1);

@@ -50,7 +50,7 @@ TEST_CASE("with nothing set, every setting has its default") {
   CHECK_FALSE(c.poison);
   CHECK(c.lookback_epochs == 0);
   CHECK(c.plan == ff::codegen::PlanOptions{});
-  CHECK(ff::plan_options_text(c.plan).empty());
+  CHECK(c.plan.key().empty());
   CHECK_FALSE(c.check_monoids.has_value());
 }
 
@@ -75,9 +75,9 @@ TEST_CASE("good values take effect in the typed fields") {
   CHECK_FALSE(c.plan.scan_pipeline);
   CHECK_FALSE(c.plan.segmented_short);
   CHECK(c.check_monoids == true);
-  CHECK(ff::plan_options_text(c.plan) ==
-        "scan_tile=128x16x4;filter_tile=256x4x0;segmented_tile=1024x16x0;scan_staged_from=0;scan_pipeline=0;"
-        "segmented_short=0;");
+  CHECK(c.plan.key() ==
+        "scan_tile=128x16x4;filter_tile=256x4;segmented_tile=1024x16;scan_staged_from=0;scan_pipeline=0;"
+        "segmented_short=0");
 }
 
 TEST_CASE("FUSEFLOW_CACHE=0 keeps the disk cache off; XDG_CACHE_HOME places it when no directory is given") {

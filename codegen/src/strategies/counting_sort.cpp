@@ -19,24 +19,18 @@
 
 #include "../array_ops.hpp"
 #include "../scan_context.hpp"
+#include "../schedule.hpp"
 
 namespace fuseflow::codegen {
 
 namespace {
 
-constexpr std::size_t kSharedLimit = 46 * 1024;  // static shared memory of a kernel, less room for small arrays
-constexpr std::size_t kThreadBytes = 128;         // bytes of keys and values a thread holds per tile
-constexpr int kMaxItems = 16;                     // elements per thread per tile
-constexpr std::size_t kCopiesBudget = 8 * 1024;   // bytes of private copies of a tile's counts
-constexpr int kMaxCopies = 4;
-constexpr int kScatterThreadsPerSm = 768;       // the scatter's register budget: 3 blocks of 256 per SM
-constexpr int kScanBlock = 256;
-constexpr int kScanItems = 16;  // counts per thread of the scan
-
-// The tuning of one sort: one table for all three kernels, which share the tile.
+// The tuning of one sort (from SortPolicy): one table for all three kernels, which share
+// the tile.
 struct SortTuning {
   int block = 256;
-  int items = kMaxItems;
+  int items = 16;
+  int scatter_threads_per_sm = 768;
   bool staged = true;
   int copies = 1;
   std::int64_t bins = 0;        // key bins + 1: the last holds the keys outside [0, key bins)
@@ -45,7 +39,9 @@ struct SortTuning {
   int warps() const { return block / 32; }
 };
 
-SortTuning sort_tuning(const OpNode& op) {
+SortTuning sort_tuning(const OpNode& op, const SortPolicy& policy) {
+  const std::size_t kSharedLimit = policy.shared_limit, kThreadBytes = policy.thread_bytes;
+  const std::size_t kMaxItems = static_cast<std::size_t>(policy.max_items);
   if (op.bins > kMaxCountingSortBins)
     throw GraphError("counting_sort: " + std::to_string(op.bins) + " bins is more than the " +
                      std::to_string(kMaxCountingSortBins) +
@@ -54,6 +50,8 @@ SortTuning sort_tuning(const OpNode& op) {
   const std::size_t key = op.keys.type().size();
   const std::size_t value = op.values.valid() ? op.values.type().size() : 0;
   SortTuning s;
+  s.items = policy.max_items;
+  s.scatter_threads_per_sm = policy.scatter_threads_per_sm;
   s.bins = op.bins + 1;
   const auto bins = static_cast<std::size_t>(s.bins);
   s.items = static_cast<int>(std::clamp<std::size_t>(kThreadBytes / (key + value), 1, kMaxItems));
@@ -71,7 +69,8 @@ SortTuning sort_tuning(const OpNode& op) {
     while (static_cast<std::size_t>(s.warps()) * bins * 2 > kSharedLimit) s.block /= 2;
     s.shared_bytes = static_cast<std::size_t>(s.warps()) * bins * 2;
   }
-  s.copies = static_cast<int>(std::clamp<std::size_t>(kCopiesBudget / (bins * 4), 1, std::min(kMaxCopies, s.warps())));
+  s.copies = static_cast<int>(
+      std::clamp<std::size_t>(policy.copies_budget / (bins * 4), 1, std::min(policy.max_copies, s.warps())));
   return s;
 }
 
@@ -130,6 +129,7 @@ Kernel emit_tile_counts(const OpNode& op, const ReduceGroup& g, const SortTuning
   k.max_grid = 0;  // one block per tile: the grid grows with n
   k.any_grid = false;
   k.items_per_block_step = s.tile();
+  k.tuning = {{"block", s.block}, {"items", s.items}};
   k.args = args;
   k.summary = "counting sort 1/3, tile counts: tiles of " + std::to_string(s.tile()) + " elements (block " +
               std::to_string(s.block) + " x " + std::to_string(s.items) + "), " + bins_text(op) + ", " +
@@ -140,7 +140,8 @@ Kernel emit_tile_counts(const OpNode& op, const ReduceGroup& g, const SortTuning
   return k;
 }
 
-Kernel emit_scan_counts(const ReduceGroup& g) {
+Kernel emit_scan_counts(const ReduceGroup& g, const SortPolicy& policy) {
+  const int kScanBlock = policy.scan_block, kScanItems = policy.scan_items;
   CudaTypes types;
   std::vector<Arg> args = {{Arg::Kind::Length, 0, "n", ScalarType::I64},
                            {Arg::Kind::Scratch, 0, "tile_counts", ScalarType::U32},
@@ -165,6 +166,7 @@ Kernel emit_scan_counts(const ReduceGroup& g) {
   k.max_grid = 0;
   k.any_grid = false;
   k.items_per_block_step = kScanBlock * kScanItems;
+  k.tuning = {{"block", kScanBlock}, {"items", kScanItems}};
   k.args = args;
   k.summary = "counting sort 2/3, exclusive scan of the count matrix in bin-major order into 64-bit output "
               "positions: single pass, decoupled look-back, block " + std::to_string(kScanBlock) + ", " +
@@ -197,7 +199,7 @@ Kernel emit_scatter(const OpNode& op, const ReduceGroup& g, const std::vector<So
                    : "elements are written straight from registers"));
   w.line("}  // namespace");
   w.line();
-  open_elementwise_kernel(w, types, name, s.block, args, g, kScatterThreadsPerSm / s.block);
+  open_elementwise_kernel(w, types, name, s.block, args, g, s.scatter_threads_per_sm / s.block);
   emit_element_function(w, types, g, names, "key_at", op.keys);
   if (with_values) emit_element_function(w, types, g, names, "value_at", op.values);
   // The stores of result r (0 keys, 1 values): into every program output that is r.
@@ -223,13 +225,14 @@ Kernel emit_scatter(const OpNode& op, const ReduceGroup& g, const std::vector<So
   k.max_grid = 0;
   k.any_grid = false;
   k.items_per_block_step = s.tile();
+  k.tuning = {{"block", s.block}, {"items", s.items}};
   k.args = args;
   k.summary = std::string("counting sort 3/3, scatter (") + (s.staged ? "staged" : "direct") + "): tiles of " +
               std::to_string(s.tile()) + " elements (block " + std::to_string(s.block) + " x " +
               std::to_string(s.items) + "), " + bins_text(op) + ", stable ranks within each warp's chunk by ballots over " +
               std::to_string(std::bit_width(static_cast<std::uint64_t>(op.bins))) +
               " bits, per-warp 16-bit counts scanned in bin-major order, " + std::to_string(s.shared_bytes) +
-              " bytes of shared memory, registers for " + std::to_string(kScatterThreadsPerSm / s.block) +
+              " bytes of shared memory, registers for " + std::to_string(s.scatter_threads_per_sm / s.block) +
               " blocks per SM";
   k.why = s.staged ? "the tile's per-warp counts, its sorted keys or values and each bin's output position fit in shared "
                      "memory: each bin's run of a tile is written coalesced"
@@ -245,31 +248,29 @@ Kernel emit_scatter(const OpNode& op, const ReduceGroup& g, const std::vector<So
 }  // namespace
 
 std::vector<Kernel> emit_counting_sort(const OpNode& op, const ReduceGroup& key_leaves, const ReduceGroup& leaves,
-                                       const std::vector<SortOutput>& outputs) {
-  const SortTuning s = sort_tuning(op);
-  return {emit_tile_counts(op, key_leaves, s), emit_scan_counts(leaves), emit_scatter(op, leaves, outputs, s)};
+                                       const std::vector<SortOutput>& outputs, const SortPolicy& policy) {
+  const SortTuning s = sort_tuning(op, policy);
+  return {emit_tile_counts(op, key_leaves, s), emit_scan_counts(leaves, policy), emit_scatter(op, leaves, outputs, s)};
 }
 
-std::function<void(std::int64_t, ScheduleBuilder&)> counting_sort_step(int first, const OpNode& op,
-                                                                       const std::vector<Kernel>& kernels) {
-  const std::int64_t tile = kernels[0].items_per_block_step;
-  const std::int64_t scan_tile = kernels[1].items_per_block_step;
-  const std::int64_t bins = op.bins + 1;
-  return [=](std::int64_t n, ScheduleBuilder& b) {
-    if (n == 0) return;
-    const std::int64_t tiles = (n + tile - 1) / tile;
-    const std::int64_t counts = bins * tiles;
-    const std::int64_t scan_tiles = (counts + scan_tile - 1) / scan_tile;
-    if (scan_tiles > INT32_MAX)
-      throw GraphError("counting_sort: " + std::to_string(n) + " elements over " + std::to_string(bins) +
-                       " bins need more tiles than one launch has blocks");
-    const std::size_t tile_counts = b.allocate(static_cast<std::size_t>(counts) * 4);
-    const std::size_t positions = b.allocate(static_cast<std::size_t>(counts) * 8);
-    b.launch({first, n, static_cast<int>(tiles), {tile_counts}});
-    b.launch({first + 1, counts, static_cast<int>(scan_tiles), {tile_counts, positions},
-              lookback_status_bytes(ScalarType::U64, scan_tiles)});
-    b.launch({first + 2, n, static_cast<int>(tiles), {positions}});
-  };
+void counting_sort_launches(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuilder& b) {
+  if (n == 0) return;
+  const int first = step.kernel;
+  const std::int64_t tile = plan.kernels.at(static_cast<std::size_t>(first)).items_per_block_step;
+  const std::int64_t scan_tile = plan.kernels.at(static_cast<std::size_t>(first) + 1).items_per_block_step;
+  const std::int64_t bins = step.bins;
+  const std::int64_t tiles = (n + tile - 1) / tile;
+  const std::int64_t counts = bins * tiles;
+  const std::int64_t scan_tiles = (counts + scan_tile - 1) / scan_tile;
+  if (scan_tiles > INT32_MAX)
+    throw GraphError("counting_sort: " + std::to_string(n) + " elements over " + std::to_string(bins) +
+                     " bins need more tiles than one launch has blocks");
+  const std::size_t tile_counts = b.allocate(static_cast<std::size_t>(counts) * 4);
+  const std::size_t positions = b.allocate(static_cast<std::size_t>(counts) * 8);
+  b.launch({first, n, static_cast<int>(tiles), {tile_counts}});
+  b.launch({first + 1, counts, static_cast<int>(scan_tiles), {tile_counts, positions},
+            lookback_status_bytes(sizeof(std::uint64_t), scan_tiles)});
+  b.launch({first + 2, n, static_cast<int>(tiles), {positions}});
 }
 
 }  // namespace fuseflow::codegen

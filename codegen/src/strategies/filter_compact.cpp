@@ -14,31 +14,23 @@
 // (filter -> map), and the last tile writes the total count to the device. Stable:
 // survivors keep their input order. Reads n elements, writes the survivors.
 #include <algorithm>
-#include <cstdlib>
 #include <set>
 #include <string>
 
 #include "../compact_context.hpp"
 #include "../scan_context.hpp"
-#include "../tile_override.hpp"
 
 namespace fuseflow::codegen {
 
-namespace {
-constexpr std::size_t kThreadBytes = 128;          // bytes of inputs a thread loads per tile
-constexpr int kMaxItems = 32;                      // elements per thread per tile
-constexpr int kMaxVec = 8;  // elements per vector load: 16 bytes, but 8 bytes of 1-byte elements (a row's
-                            // ballots and flags then fit the registers of kMinBlocks blocks)
-constexpr int kBlock = 512;
-// Large tiles (16384 4-byte elements): the look-back makes the tiles' prefixes a chain that
-// advances a few dozen tiles per round trip through L2, so fewer, larger tiles keep that
-// chain well ahead of the memory traffic at large n.
-constexpr std::size_t kMaxStageBytes = 64 * 1024;  // the survivors' stage, in dynamic shared memory
-// Resident blocks per SM asked of the compiler: 2 x 512 threads keep enough loads in flight
-// while a block waits on the look-back; a thread's loads are <= 128 bytes, so the 64
-// registers this leaves hold them without spilling.
-constexpr int kMinBlocks = 2;
-}  // namespace
+// The tile (CompactPolicy): 512 threads; each loads 128 bytes of inputs per tile (at most
+// 32 elements), in vector loads of 16 bytes, but 8 bytes of 1-byte elements (a row's
+// ballots and flags then fit the registers of the resident blocks asked for). Large tiles
+// (16384 4-byte elements): the look-back makes the tiles' prefixes a chain that advances a
+// few dozen tiles per round trip through L2, so fewer, larger tiles keep that chain well
+// ahead of the memory traffic at large n; the survivors' stage takes up to 64 KB of
+// dynamic shared memory. Resident blocks per SM asked of the compiler: 2 x 512 threads
+// keep enough loads in flight while a block waits on the look-back; a thread's loads are
+// <= 128 bytes, so the 64 registers this leaves hold them without spilling.
 
 namespace {
 
@@ -111,21 +103,22 @@ CompactTiling compact_tiling(const CompactGroup& g, const Target& target) {
     widest = std::max(widest, in.type().size());
     scalars = scalars && in.type().is_scalar();
   }
+  const CompactPolicy& p = g.policy;
   CompactTiling t;
-  t.block = kBlock;
-  t.min_blocks = kMinBlocks;
-  t.vec = scalars && widest > 0 ? std::min(kMaxVec, static_cast<int>(16 / widest)) : 1;
-  const int items = static_cast<int>(std::clamp<std::size_t>(kThreadBytes / std::max<std::size_t>(in_bytes, 1), 1, kMaxItems));
+  t.block = p.block;
+  t.min_blocks = p.min_blocks;
+  t.vec = scalars && widest > 0 ? std::min(p.max_vec, static_cast<int>(16 / widest)) : 1;
+  const int items = static_cast<int>(std::clamp<std::size_t>(p.thread_bytes / std::max<std::size_t>(in_bytes, 1), 1,
+                                                             static_cast<std::size_t>(p.max_items)));
   t.rows = std::max(1, items / t.vec);
   const std::size_t value_bytes = g.value.type().size();
-  const std::size_t stage_limit = std::min<std::size_t>(kMaxStageBytes, target.shared_per_block_optin / 2);
-  TileOverride o;  // FUSEFLOW_FILTER_TILE=<block>x<rows>[x<min blocks>], for tuning studies
-  if (tile_override("FUSEFLOW_FILTER_TILE", 16, o)) {
-    t.block = o.block;
-    t.rows = o.items;
-    if (o.min_blocks > 0) t.min_blocks = o.min_blocks;
+  const std::size_t stage_limit = std::min<std::size_t>(p.max_stage_bytes, target.shared_per_block_optin / 2);
+  if (p.tile) {  // PlanOptions::filter_tile (FUSEFLOW_FILTER_TILE): block x rows [x min blocks]
+    t.block = p.tile->block;
+    t.rows = p.tile->items;
+    if (p.tile->min_blocks > 0) t.min_blocks = p.tile->min_blocks;
     if (static_cast<std::size_t>(t.tile()) * value_bytes > stage_limit)
-      throw GraphError("FUSEFLOW_FILTER_TILE: tiles of " + std::to_string(t.tile()) + " elements of " +
+      throw ConfigError("filter_tile (FUSEFLOW_FILTER_TILE): tiles of " + std::to_string(t.tile()) + " elements of " +
                        g.value.type().name() + " need more than the " + std::to_string(stage_limit) +
                        " bytes of shared memory a block may have");
     return t;
@@ -285,6 +278,7 @@ Kernel emit_filter_compact(const CompactGroup& g, const Target& target) {
   k.max_grid = 0;  // one block per tile: the grid grows with n
   k.any_grid = false;
   k.items_per_block_step = tiling.tile();
+  k.tuning = {{"block", tiling.block}, {"vec", tiling.vec}, {"rows", tiling.rows}, {"min_blocks", tiling.min_blocks}};
   k.args = args;
   k.summary = "compact (single pass, stable): block " + std::to_string(tiling.block) + " (" +
               std::to_string(tiling.min_blocks) + " resident per SM), " +
@@ -301,15 +295,10 @@ Kernel emit_filter_compact(const CompactGroup& g, const Target& target) {
 namespace {
 // The pipelined compaction (scan_pipeline.cuh, compact_tiles): the pipelined scan's ring
 // and producer, the look-back warp over survivor counts, and compacting warps that rank
-// and compact their segment of a stage in place, then write it kPipeDepth tiles later.
-// Tiles of 13312 in 4 stages (208 KB), pass 2 two tiles behind: the fastest shape of the
-// tenth run's study (bench/RESULTS.md; 12288 x 4, 16384 x 3 and 10240 x 5 were 1-5%
-// slower at 2^28, a one-tile delay 4-20%).
-constexpr int kPipeTile = 13312;
-constexpr int kPipeStages = 4;
-constexpr int kPipeWarps = 8;
-constexpr int kPipeDepth = 2;
-constexpr std::size_t kPipeStaticBytes = 8192;  // the ring's control state, with room
+// and compact their segment of a stage in place, then write it pipe_depth tiles later.
+// CompactPolicy: tiles of 13312 in 4 stages (208 KB), pass 2 two tiles behind: the
+// fastest shape of the tenth run's study (bench/RESULTS.md; 12288 x 4, 16384 x 3 and
+// 10240 x 5 were 1-5% slower at 2^28, a one-tile delay 4-20%).
 
 // The store of one survivor to output j in the pipelined kernel: a streaming store
 // (__stcs: written once, not kept in the caches) for the scalar types it has.
@@ -323,16 +312,18 @@ std::string stream_survivor(const CompactGroup& g, CudaTypes& types, const std::
 }  // namespace
 
 bool pipelined_compact_applies(const CompactGroup& g, const Target& target) {
-  TileOverride o;
-  if (tile_override("FUSEFLOW_FILTER_TILE", 16, o)) return false;  // a study picks its one tile
-  if (pipelines_disabled()) return false;  // FUSEFLOW_SCAN_PIPELINE=0: the one kernel
+  const CompactPolicy& p = g.policy;
+  if (p.tile) return false;       // a study picks its one tile
+  if (!p.pipeline) return false;  // sm_80, or PlanOptions::scan_pipeline off: the one kernel
   const auto& inputs = g.leaves.inputs;
-  const std::size_t stages = static_cast<std::size_t>(kPipeStages) * kPipeTile * 4;
+  const std::size_t stages = static_cast<std::size_t>(p.pipe_stages) * p.pipe_tile * 4;
   return target.cc_major >= 9 && inputs.size() == 1 && inputs[0].type().size() == 4 && inputs[0].type().is_scalar() &&
-         g.value.type().size() <= 4 && stages + kPipeStaticBytes <= target.shared_per_block_optin;
+         g.value.type().size() <= 4 && stages + p.pipe_static_bytes <= target.shared_per_block_optin;
 }
 
 Kernel emit_filter_compact_pipelined(const CompactGroup& g, const Target& target) {
+  const int kPipeTile = g.policy.pipe_tile, kPipeStages = g.policy.pipe_stages, kPipeWarps = g.policy.pipe_warps,
+            kPipeDepth = g.policy.pipe_depth;
   CudaTypes types;
   const std::string value_type = types.name(g.value.type());
   const std::string in = types.name(g.leaves.inputs[0].type());
@@ -401,6 +392,7 @@ Kernel emit_filter_compact_pipelined(const CompactGroup& g, const Target& target
   k.max_grid = target.sm_count;  // persistent: one block per SM
   k.any_grid = false;
   k.items_per_block_step = kPipeTile;
+  k.tuning = {{"tile", kPipeTile}, {"stages", kPipeStages}, {"warps", kPipeWarps}, {"depth", kPipeDepth}};
   k.args = args;
   k.summary = "pipelined compaction (sm_90, stable): one block per SM, tiles of " + std::to_string(kPipeTile) +
               " elements in a ring of " + std::to_string(kPipeStages) +
@@ -408,7 +400,7 @@ Kernel emit_filter_compact_pipelined(const CompactGroup& g, const Target& target
               std::to_string(kPipeWarps) + " compacting warps (survivors ranked by ballots and compacted in place, "
               "the tile's count published by the last, written out " + std::to_string(kPipeDepth) +
               " tiles later); count written by the last tile";
-  k.why = "instead of the kernel before it from " + std::to_string(staged_scan_from()) +
+  k.why = "instead of the kernel before it from " + std::to_string(g.policy.staged_from) +
           " elements: the look-back's waits overlap the next tiles' loads and ranking";
   k.source = kernel_source(name, g.leaves.program_text, "strategy: " + k.summary, {"scan_pipeline.cuh"}, types, w.str());
   return k;

@@ -16,17 +16,13 @@
 namespace fuseflow::codegen {
 
 namespace {
-constexpr int kBlock = 256;
-constexpr int kWarps = kBlock / 32;
-constexpr int kUnroll = 2;                               // vector loads in flight per input per thread
-constexpr int kPasses = 4;  // grid-stride passes a block makes at least, so clearing and merging its private
-                            // counts (one global atomic per bin) is spread over enough elements
-constexpr std::size_t kSharedLimit = 48 * 1024;          // bytes of private counts a block may hold
-constexpr std::size_t kCopiesBudget = 16 * 1024;         // bytes for the copies of small histograms
 
 }  // namespace
 
-Kernel emit_histogram(const OpNode& op, const ReduceGroup& g, int output, const Target& t) {
+Kernel emit_histogram(const OpNode& op, const ReduceGroup& g, int output, const HistogramPolicy& policy,
+                      const Target& t) {
+  const int kBlock = policy.block, kWarps = kBlock / 32, kUnroll = policy.unroll, kPasses = policy.passes;
+  const std::size_t kSharedLimit = policy.shared_limit, kCopiesBudget = policy.copies_budget;
   const Type& count_type = op.output_types[0];
   const std::size_t private_bytes = static_cast<std::size_t>(op.bins) * 4;
   const bool shared = private_bytes <= kSharedLimit;
@@ -132,6 +128,7 @@ Kernel emit_histogram(const OpNode& op, const ReduceGroup& g, int output, const 
   k.block = kBlock;
   k.max_grid = max_grid;
   k.items_per_block_step = kBlock * vec * kUnroll * kPasses;
+  k.tuning = {{"block", kBlock}, {"vec", vec}, {"unroll", kUnroll}, {"passes", kPasses}, {"copies", copies}};
   k.args = args;
   if (shared) {
     k.summary = "histogram, shared (privatised): " + std::to_string(op.bins) + " bins, " + std::to_string(copies) +

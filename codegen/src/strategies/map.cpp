@@ -5,8 +5,8 @@
 namespace fuseflow::codegen {
 
 Kernel emit_map(const std::vector<Expr>& outputs, const std::vector<int>& output_ids, const ReduceGroup& g,
-                const Target& t) {
-  constexpr int kBlock = 256;
+                const MapPolicy& policy, const Target& t) {
+  const int kBlock = policy.block;
   const int blocks_per_sm = t.max_threads_per_sm / kBlock;
   CudaTypes types;
   std::vector<std::string> in_names;
@@ -34,6 +34,7 @@ Kernel emit_map(const std::vector<Expr>& outputs, const std::vector<int>& output
   k.block = kBlock;
   k.max_grid = t.sm_count * blocks_per_sm;
   k.items_per_block_step = kBlock;
+  k.tuning = {{"block", kBlock}};
   k.args = args;
   k.summary = "element-wise map: block " + std::to_string(kBlock) + ", grid-strided, grid <= " + std::to_string(k.max_grid);
   k.why = "array outputs are element-wise maps of the inputs";

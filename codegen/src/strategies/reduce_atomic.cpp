@@ -9,7 +9,6 @@
 namespace fuseflow::codegen {
 
 namespace {
-constexpr int kBlock = 256;
 
 // The atomic for a built-in monoid on `t`, or "" when there is none.
 std::string atomic_function(const Monoid& m) {
@@ -35,7 +34,8 @@ std::string atomic_value(const Type& t, const std::string& v, const std::string&
 }
 }  // namespace
 
-std::vector<Kernel> emit_reduce_atomic(const ReduceGroup& g, const Target& t) {
+std::vector<Kernel> emit_reduce_atomic(const ReduceGroup& g, const ReducePolicy& policy, const Target& t) {
+  const int kBlock = policy.block;
   const FusedReduce& r = g.reduces.at(0);
   const Monoid& m = r.op->monoid;
   const std::string fn = atomic_function(m);
@@ -84,6 +84,7 @@ std::vector<Kernel> emit_reduce_atomic(const ReduceGroup& g, const Target& t) {
     main.block = kBlock;
     main.max_grid = t.sm_count * (t.max_threads_per_sm / kBlock);
     main.items_per_block_step = kBlock;
+    main.tuning = {{"block", kBlock}};
     main.args = k.args();
     main.summary = "atomic: one " + fn + " per element on the single result, block " + std::to_string(kBlock) +
                    ", grid-strided, grid <= " + std::to_string(main.max_grid) + " (not deterministic for floats)";

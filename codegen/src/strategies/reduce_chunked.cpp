@@ -11,8 +11,6 @@
 namespace fuseflow::codegen {
 
 namespace {
-constexpr int kBlock = 256;
-constexpr int kUnroll = 2;  // vector loads in flight per input per thread per iteration
 
 // Loads vector `at` of every input into `<input><tag>` and folds lane k into acc[k].
 void emit_vector_step(SourceWriter& w, ReduceKernelWriter& k, const std::vector<std::pair<std::string, std::string>>& steps) {
@@ -38,7 +36,9 @@ std::vector<std::string> indexed(ReduceKernelWriter& k, const std::string& index
 }
 }  // namespace
 
-Kernel emit_reduce_chunked(const ReduceGroup& g, const Target& t) {
+Kernel emit_reduce_chunked(const ReduceGroup& g, const ReducePolicy& policy, const Target& t) {
+  const int kBlock = policy.block;
+  const int kUnroll = policy.chunked_unroll;  // vector loads in flight per input per thread per iteration
   ReduceKernelWriter k(g, reduce_kernel_name(g, "chunked"));
   const int vec = vector_load_width(g);
   const int blocks_per_sm = t.max_threads_per_sm / kBlock;
@@ -97,6 +97,7 @@ Kernel emit_reduce_chunked(const ReduceGroup& g, const Target& t) {
   out.block = kBlock;
   out.max_grid = max_grid;
   out.items_per_block_step = kBlock * vec * kUnroll;
+  out.tuning = {{"block", kBlock}, {"vec", vec}, {"unroll", kUnroll}};
   out.args = k.args();
   out.summary = "chunked (commutative, Brent): block " + std::to_string(kBlock) + ", grid <= " +
                 std::to_string(max_grid) + " (" + std::to_string(blocks_per_sm) + " x " + std::to_string(t.sm_count) +

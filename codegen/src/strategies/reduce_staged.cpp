@@ -16,17 +16,14 @@
 
 namespace fuseflow::codegen {
 
-namespace {
-constexpr int kBlock = 256;
-constexpr int kWarps = kBlock / 32;
-constexpr std::size_t kLaneBytes = 64;  // input bytes a lane stages per tile
-}  // namespace
-
-Kernel emit_reduce_staged(const ReduceGroup& g, const Target& t) {
+Kernel emit_reduce_staged(const ReduceGroup& g, const ReducePolicy& policy, const Target& t) {
+  const int kBlock = policy.block;
+  const int kWarps = kBlock / 32;
   ReduceKernelWriter k(g, reduce_kernel_name(g, "staged"));
   std::size_t in_bytes = 0;
   for (const auto& in : g.inputs) in_bytes += in.type().size();
-  const int items = static_cast<int>(std::clamp<std::size_t>(kLaneBytes / std::max<std::size_t>(in_bytes, 1), 1, 16));
+  const int items = static_cast<int>(std::clamp<std::size_t>(policy.staged_lane_bytes / std::max<std::size_t>(in_bytes, 1), 1,
+                                                             static_cast<std::size_t>(policy.staged_max_items)));
   const int warp_tile = 32 * items;
   const std::size_t smem = static_cast<std::size_t>(kWarps) * (warp_tile + warp_tile / 32) * in_bytes;
   const int by_threads = t.max_threads_per_sm / kBlock;
@@ -116,6 +113,7 @@ Kernel emit_reduce_staged(const ReduceGroup& g, const Target& t) {
   out.block = kBlock;
   out.max_grid = max_grid;
   out.items_per_block_step = kWarps * warp_tile;
+  out.tuning = {{"block", kBlock}, {"items", items}};
   out.args = k.args();
   out.summary = "staged (order-preserving): block " + std::to_string(kBlock) + ", warp tiles of " +
                 std::to_string(warp_tile) + " elements (" + std::to_string(items) + " per lane), " +

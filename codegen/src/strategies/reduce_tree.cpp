@@ -10,15 +10,14 @@
 namespace fuseflow::codegen {
 
 namespace {
-constexpr int kBlock = 256;
 
-std::string header(const std::string& level) {
-  return "strategy: tree (multi-pass, order-preserving), block " + std::to_string(kBlock) + ", " + level;
+std::string header(int block, const std::string& level) {
+  return "strategy: tree (multi-pass, order-preserving), block " + std::to_string(block) + ", " + level;
 }
 
-void emit_block_constant(SourceWriter& w) {
+void emit_block_constant(SourceWriter& w, int block) {
   w.line("namespace {");
-  w.line("constexpr int kBlock = " + std::to_string(kBlock) + ";");
+  w.line("constexpr int kBlock = " + std::to_string(block) + ";");
   w.line("}  // namespace");
   w.line();
 }
@@ -35,13 +34,14 @@ void emit_level_finish(SourceWriter& w, ReduceKernelWriter& k) {
 }
 }  // namespace
 
-std::vector<Kernel> emit_reduce_tree(const ReduceGroup& g, const Target& t) {
+std::vector<Kernel> emit_reduce_tree(const ReduceGroup& g, const ReducePolicy& policy, const Target& t) {
+  const int kBlock = policy.block;
   (void)t;
   std::vector<Kernel> out;
   {
     ReduceKernelWriter k(g, reduce_kernel_name(g, "tree_first"), ReduceKernelWriter::Partials::PerBlock);
     SourceWriter w;
-    emit_block_constant(w);
+    emit_block_constant(w, kBlock);
     k.open_kernel(w, kBlock);
     k.emit_functions(w);
     w.line("const long long i = (long long)blockIdx.x * kBlock + threadIdx.x;");
@@ -56,18 +56,19 @@ std::vector<Kernel> emit_reduce_tree(const ReduceGroup& g, const Target& t) {
     first.block = kBlock;
     first.max_grid = 0x7fffffff;
     first.items_per_block_step = kBlock;
+    first.tuning = {{"block", kBlock}};
   first.any_grid = false;  // one block per kBlock elements
     first.args = k.args();
     first.summary = "tree (multi-pass, order-preserving): block " + std::to_string(kBlock) +
                     ", one element per thread per level, a launch per level";
     first.why = "strategy tree was asked for (kept to reproduce the course's measurements)";
-    first.source = k.assemble(header("first level: the inputs, with the map fused"), w.str());
+    first.source = k.assemble(header(kBlock, "first level: the inputs, with the map fused"), w.str());
     out.push_back(std::move(first));
   }
   {
     ReduceKernelWriter k(g, reduce_kernel_name(g, "tree_level"), ReduceKernelWriter::Partials::None);
     SourceWriter w;
-    emit_block_constant(w);
+    emit_block_constant(w, kBlock);
     std::vector<Arg> args = {{Arg::Kind::Scratch, 0, "in", k.acc_type()}, {Arg::Kind::Length, 0, "n", ScalarType::I64}};
     for (const auto& r : g.reduces)
       args.push_back({Arg::Kind::ScalarOutput, r.output_slot, "out" + std::to_string(r.output_slot), r.op->monoid.type()});
@@ -95,7 +96,7 @@ std::vector<Kernel> emit_reduce_tree(const ReduceGroup& g, const Target& t) {
   level.any_grid = false;
     level.args = args;
     level.summary = "tree level: blocks of " + std::to_string(kBlock) + " partials";
-    level.source = k.assemble(header("later levels: blocks of partials"), w.str());
+    level.source = k.assemble(header(kBlock, "later levels: blocks of partials"), w.str());
     out.push_back(std::move(level));
   }
   return out;

@@ -4,19 +4,12 @@
 // owns the kItems consecutive elements t * kItems ...), the thread's sequential scan,
 // and the store back through shared memory, coalesced, with the epilogue applied.
 #include <algorithm>
-#include <cstdlib>
 #include <functional>
 #include <set>
 
 #include "../scan_context.hpp"
-#include "../tile_override.hpp"
 
 namespace fuseflow::codegen {
-
-namespace {
-constexpr std::size_t kThreadBytes = 64;        // bytes of values a thread scans per tile
-constexpr std::size_t kMaxStageBytes = 40 * 1024;  // static shared memory stays under 48 KB
-}  // namespace
 
 bool scan_stages_can_share(const ScanGroup& g) {
   for (const auto& o : g.outputs)
@@ -25,12 +18,12 @@ bool scan_stages_can_share(const ScanGroup& g) {
 }
 
 ScanTiling scan_tiling(const ScanGroup& g, bool shared_stages) {
+  const ScanPolicy& p = g.policy;
   ScanTiling t;
-  TileOverride o;  // FUSEFLOW_SCAN_TILE=<block>x<items>[x<min blocks per SM>], for tuning studies
-  if (tile_override("FUSEFLOW_SCAN_TILE", 32, o)) {
-    t.block = o.block;
-    t.items = o.items;
-    t.min_blocks = o.min_blocks;
+  if (p.tile) {  // PlanOptions::scan_tile (FUSEFLOW_SCAN_TILE), for tuning studies
+    t.block = p.tile->block;
+    t.items = p.tile->items;
+    t.min_blocks = p.tile->min_blocks;
     return t;
   }
   std::size_t in_bytes = 0;
@@ -44,34 +37,35 @@ ScanTiling scan_tiling(const ScanGroup& g, bool shared_stages) {
     // (by key) at 2^28 (bench/RESULTS.md, sixth run). Not reduce_by_key (no gain
     // measured), nor wider values (the 8-byte pairs of a linear recurrence spill under
     // launch bounds, as in the plain scan).
-    t.block = 256;
-    t.items = 22;
-    t.min_blocks = 5;
+    t.block = p.pieces.block;
+    t.items = p.pieces.items;
+    t.min_blocks = p.pieces.min_blocks;
   } else if (widest <= 8) {
     // Measured on the H100 at 2^28 (bench/RESULTS.md, the FUSEFLOW_SCAN_TILE sweep): 6 warps
     // x 22 items beat 256 x 16 by 6% on 4-byte sums and by 17% on 8-byte linear-recurrence
     // pairs (bigger tiles: fewer look-backs and barriers per byte).
-    t.block = 192;
-    t.items = 22;
+    t.block = p.narrow.block;
+    t.items = p.narrow.items;
+    t.min_blocks = p.narrow.min_blocks;
     // A plain look-back scan of 4-byte inputs and values: registers for 7 blocks per SM
     // (bench/RESULTS.md, fifth run: 949 us against 991 for the f32 sum at 2^28). Not for
     // 8-byte ones (the linear recurrence's pairs spill there: 1336 us against 873), nor
     // with reductions folded in (more registers live; not measured).
-    if (widest <= 4 && shared_stages && g.reduces.empty()) t.min_blocks = 7;
+    if (widest <= 4 && shared_stages && g.reduces.empty()) t.min_blocks = p.narrow_min_blocks;
   } else {
-    t.block = 256;
-    t.items = static_cast<int>(std::clamp<std::size_t>(kThreadBytes / widest, 1, 16));
+    t.block = p.wide_block;
+    t.items = static_cast<int>(
+        std::clamp<std::size_t>(p.thread_bytes / widest, 1, static_cast<std::size_t>(p.wide_max_items)));
   }
   // Shared stages hold the widest of the two at a time; separate ones both.
   const std::size_t slot_bytes = shared_stages && scan_stages_can_share(g) ? widest : in_bytes + value_bytes;
   auto stage = [&] { return static_cast<std::size_t>(t.tile()) * 33 / 32 * slot_bytes; };
-  while (t.items > 1 && stage() > kMaxStageBytes) --t.items;
+  while (t.items > 1 && stage() > p.max_stage_bytes) --t.items;
   return t;
 }
 
 std::optional<ScanTiling> staged_scan_tiling(const ScanGroup& g) {
-  TileOverride o;
-  if (tile_override("FUSEFLOW_SCAN_TILE", 32, o)) return std::nullopt;  // a study picks its one tile
+  if (g.policy.tile) return std::nullopt;  // a study picks its one tile
   const auto& inputs = g.leaves.inputs;
   if (g.op->kind != OpKind::Scan || inputs.size() != 1 || inputs[0].type().size() != 4 ||
       g.op->monoid.type().size() != 4 || !scan_stages_can_share(g) || !g.reduces.empty())
@@ -82,21 +76,11 @@ std::optional<ScanTiling> staged_scan_tiling(const ScanGroup& g) {
   // 2^24 (67.6 against 68.1) and 11.6 against 11.1 at 2^20. 88 keeps the stage (46464
   // bytes) under the 48 KB of static shared memory.
   ScanTiling t;
-  t.block = 128;
-  t.items = 88;
-  t.min_blocks = 4;
+  t.block = g.policy.staged.block;
+  t.items = g.policy.staged.items;
+  t.min_blocks = g.policy.staged.min_blocks;
   t.staged = true;
   return t;
-}
-
-std::int64_t staged_scan_from() {
-  const char* v = std::getenv("FUSEFLOW_SCAN_STAGED_FROM");  // read when a program is planned
-  return v && *v ? std::max<std::int64_t>(0, std::atoll(v)) : std::int64_t{1} << 24;
-}
-
-bool pipelines_disabled() {
-  const char* v = std::getenv("FUSEFLOW_SCAN_PIPELINE");
-  return v && std::string(v) == "0";
 }
 
 std::string scan_kernel_name(const ScanGroup& g, const char* strategy) {
@@ -105,11 +89,11 @@ std::string scan_kernel_name(const ScanGroup& g, const char* strategy) {
          (g.op->scan_kind == ScanKind::Exclusive ? "_exclusive" : "");
 }
 
-std::size_t lookback_status_bytes(const Type& t, std::int64_t tiles) {
+std::size_t lookback_status_bytes(std::size_t value_bytes, std::int64_t tiles) {
   // scan.cuh's scan_status_bytes: per tile and per group of 32 tiles, one 64-bit word
   // (flag + 32-bit chunk) per 4 bytes of value.
   const auto n = static_cast<std::size_t>(tiles);
-  return (t.size() + 3) / 4 * 8 * (n + (n + 31) / 32);
+  return (value_bytes + 3) / 4 * 8 * (n + (n + 31) / 32);
 }
 
 ScanKernelWriter::ScanKernelWriter(const ScanGroup& g, std::string kernel_name, ScanTiling tiling)

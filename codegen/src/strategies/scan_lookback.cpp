@@ -18,6 +18,7 @@
 #include <cstdint>
 
 #include "../scan_context.hpp"
+#include "../schedule.hpp"
 
 namespace fuseflow::codegen {
 
@@ -63,11 +64,12 @@ Kernel emit_scan_lookback(const ScanGroup& g, const Target& /*target: one block 
   out.any_grid = false;
   out.in_place = true;  // a tile reads its own range into shared memory, then stores it
   out.items_per_block_step = tiling.tile();
+  out.tuning = {{"block", tiling.block}, {"items", tiling.items}, {"min_blocks", tiling.min_blocks}};
   out.args = args;
   out.summary = std::string("lookback (single pass, decoupled look-back): block ") + std::to_string(tiling.block) +
                 ", " + std::to_string(tiling.items) + " items per thread" +
                 (tiling.staged ? " read from the shared stage (a staged tile, from " +
-                                     std::to_string(staged_scan_from()) + " elements)"
+                                     std::to_string(g.policy.staged_from) + " elements)"
                                : "") +
                 ", tiles of " + std::to_string(tiling.tile()) +
                 " elements, one block per tile, " + std::to_string(status_words) + " flagged 64-bit word" +
@@ -76,41 +78,49 @@ Kernel emit_scan_lookback(const ScanGroup& g, const Target& /*target: one block 
   out.why = g.op->strategy == Strategy::Lookback ? "strategy lookback was asked for"
                                                   : "the default scan: one pass, reads n and writes n";
   if (tiling.staged)
-    out.why = "instead of the kernel before it from " + std::to_string(staged_scan_from()) +
+    out.why = "instead of the kernel before it from " + std::to_string(g.policy.staged_from) +
               " elements: larger tiles, fewer look-backs per element";
   out.source = k.assemble("strategy: " + out.summary, w.str());
   return out;
 }
 
-std::function<void(std::int64_t, ScheduleBuilder&)> lookback_step(int kernel, const Kernel& k, const Type& t,
-                                                                  const Kernel* staged, bool launch_empty) {
-  const std::int64_t tile = k.items_per_block_step;
-  // The staged-tile kernel (kernel + 1) from `from` elements on.
-  const std::int64_t staged_tile = staged ? staged->items_per_block_step : 0;
-  const std::int64_t from = staged ? staged_scan_from() : INT64_MAX;
-  const int staged_grid = staged ? staged->max_grid : 0;  // the pipelined kernel: persistent blocks
+StepSpec lookback_step(int kernel, int kernels, const Type& status, std::int64_t from, bool launch_empty) {
+  StepSpec s;
+  s.kind = StepSpec::Kind::Lookback;
+  s.kernel = kernel;
+  s.kernels = kernels;
+  s.value_bytes = status.size();
+  s.from = kernels > 1 ? from : INT64_MAX;
+  s.launch_empty = launch_empty;
+  return s;
+}
+
+void lookback_launches(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuilder& b) {
+  if (step.domain >= 0 && b.length(step.domain) < 1)
+    throw GraphError("segmented_scan: the offsets are empty; s segments need s + 1 offsets");
+  const Kernel& k = plan.kernels.at(static_cast<std::size_t>(step.kernel));
   // Fused reductions: one fold per tile (the Scratch argument), and a launch even for n = 0,
   // whose one tile stores nothing and gives each reduction its identity.
   std::size_t fold_bytes = 0;
   for (const Arg& a : k.args)
     if (a.kind == Arg::Kind::Scratch) fold_bytes = a.type.size();
-  const std::string name = k.name;
-  return [=](std::int64_t n, ScheduleBuilder& b) {
-    if (n == 0 && fold_bytes == 0 && !launch_empty) return;
-    const bool use_staged = n >= from && n > 0;
-    const std::int64_t per_tile = use_staged ? staged_tile : tile;
-    const std::int64_t tiles = std::max<std::int64_t>(1, (n + per_tile - 1) / per_tile);
-    const std::int64_t grid = use_staged && staged_grid > 0 ? std::min<std::int64_t>(tiles, staged_grid) : tiles;
-    if (grid > 0x7fffffff)
-      throw GraphError(name + ": " + std::to_string(n) + " elements need more tiles than a launch can have");
-    Launch l;
-    l.kernel = use_staged ? kernel + 1 : kernel;
-    l.n = n;
-    l.grid = static_cast<int>(grid);
-    l.status_bytes = lookback_status_bytes(t, tiles);
-    if (fold_bytes) l.scratch.push_back(b.allocate(static_cast<std::size_t>(tiles) * fold_bytes));
-    b.launch(std::move(l));
-  };
+  if (n == 0 && fold_bytes == 0 && !step.launch_empty) return;
+  // The second kernel (the staged tile, or the pipelined kernel's persistent blocks) from
+  // step.from elements on.
+  const bool second = step.kernels > 1 && n >= step.from && n > 0;
+  const Kernel& launched = second ? plan.kernels.at(static_cast<std::size_t>(step.kernel) + 1) : k;
+  const std::int64_t per_tile = launched.items_per_block_step;
+  const std::int64_t tiles = std::max<std::int64_t>(1, (n + per_tile - 1) / per_tile);
+  const std::int64_t grid = second && launched.max_grid > 0 ? std::min<std::int64_t>(tiles, launched.max_grid) : tiles;
+  if (grid > 0x7fffffff)
+    throw GraphError(k.name + ": " + std::to_string(n) + " elements need more tiles than a launch can have");
+  Launch l;
+  l.kernel = second ? step.kernel + 1 : step.kernel;
+  l.n = n;
+  l.grid = static_cast<int>(grid);
+  l.status_bytes = lookback_status_bytes(step.value_bytes, tiles);
+  if (fold_bytes) l.scratch.push_back(b.allocate(static_cast<std::size_t>(tiles) * fold_bytes));
+  b.launch(std::move(l));
 }
 
 }  // namespace fuseflow::codegen

@@ -6,23 +6,17 @@
 // a one-tile-per-block scan cannot do. Same deterministic look-back as the plain kernel.
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 
 #include "../scan_context.hpp"
-#include "../tile_override.hpp"
 
 namespace fuseflow::codegen {
 
-namespace {
-// Measured on the H100 (bench/RESULTS.md, ninth run; prototype sweeps of tiles 4096 ..
-// 16384, 3 .. 12 stages, 4 .. 16 scanners, f32 sum): tiles of 12288 elements, 4 stages
-// (192 KB of shared memory, one block per SM), 8 scanner warps: 764 us at 2^28 against
-// 793 for 8192 x 6 and 780 for 16384 x 3 (CUB 875), 56.8 us at 2^24 (CUB 63.3).
-constexpr int kTile = 12288;
-constexpr int kStages = 4;
-constexpr int kScanWarps = 8;
-}  // namespace
+// The ring's shape is ScanPolicy's pipe_tile, pipe_stages and pipe_warps. Measured on the
+// H100 (bench/RESULTS.md, ninth run; prototype sweeps of tiles 4096 .. 16384, 3 .. 12
+// stages, 4 .. 16 scanners, f32 sum): tiles of 12288 elements, 4 stages (192 KB of shared
+// memory, one block per SM), 8 scanner warps: 764 us at 2^28 against 793 for 8192 x 6 and
+// 780 for 16384 x 3 (CUB 875), 56.8 us at 2^24 (CUB 63.3).
 
 void emit_pipeline_ring(SourceWriter& w, int tile, int stages, int warps, const std::string& warps_are) {
   w.line("constexpr int kTile = " + std::to_string(tile) + ";  // elements per tile");
@@ -33,19 +27,18 @@ void emit_pipeline_ring(SourceWriter& w, int tile, int stages, int warps, const 
 }
 
 bool pipelined_scan_applies(const ScanGroup& g, const Target& target) {
-  TileOverride o;
-  if (tile_override("FUSEFLOW_SCAN_TILE", 32, o)) return false;  // a study picks its one tile
-  // With FUSEFLOW_SCAN_PIPELINE=0 the staged tile instead (without it only sm_80 plans
-  // would have it).
-  if (pipelines_disabled()) return false;
+  if (g.policy.tile) return false;  // a study picks its one tile
+  // Without the pipeline (sm_80, or PlanOptions::scan_pipeline off) the staged tile instead.
+  if (!g.policy.pipeline) return false;
   const auto& inputs = g.leaves.inputs;
-  const std::size_t stages = static_cast<std::size_t>(kStages) * kTile * 4;
+  const std::size_t stages = static_cast<std::size_t>(g.policy.pipe_stages) * g.policy.pipe_tile * 4;
   return target.cc_major >= 9 && g.op->kind == OpKind::Scan && inputs.size() == 1 && inputs[0].type().size() == 4 &&
          g.op->monoid.type().size() == 4 && g.reduces.empty() && !g.mask.valid() &&
          stages + 4096 <= target.shared_per_block_optin;
 }
 
 Kernel emit_scan_pipelined(const ScanGroup& g, const Target& target) {
+  const int kTile = g.policy.pipe_tile, kStages = g.policy.pipe_stages, kScanWarps = g.policy.pipe_warps;
   ScanTiling tiling;  // only the launch bounds: one block per SM
   tiling.block = (3 + kScanWarps) * 32;
   tiling.min_blocks = 1;
@@ -133,12 +126,13 @@ Kernel emit_scan_pipelined(const ScanGroup& g, const Target& target) {
   out.any_grid = false;            // the schedule sizes the grid: min(tiles, SMs)
   out.in_place = true;             // a tile's input is in its stage before any of its outputs is stored
   out.items_per_block_step = kTile;
+  out.tuning = {{"tile", kTile}, {"stages", kStages}, {"scan_warps", kScanWarps}};
   out.shared_bytes = static_cast<std::size_t>(kStages) * kTile * 4;
   out.args = args;
   out.summary = "pipelined look-back (sm_90): one block per SM, tiles of " + std::to_string(kTile) + " elements in a ring of " +
                 std::to_string(kStages) + " shared-memory stages filled by the bulk copy engine; warps: producer, reducer, "
                 "look-back, " + std::to_string(kScanWarps) + " scanners; deterministic look-back";
-  out.why = "instead of the kernel before it from " + std::to_string(staged_scan_from()) +
+  out.why = "instead of the kernel before it from " + std::to_string(g.policy.staged_from) +
             " elements: the look-back's waits overlap the next tiles' loads";
   out.source = k.assemble("strategy: " + out.summary, w.str(), {"fuseflow/scan_pipeline.cuh"});
   return out;

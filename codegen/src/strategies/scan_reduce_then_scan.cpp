@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "../scan_context.hpp"
+#include "../schedule.hpp"
 
 namespace fuseflow::codegen {
 
@@ -32,6 +33,7 @@ Kernel finish(ScanKernelWriter& k, SourceWriter& w, std::vector<Arg> args, int m
   out.max_grid = max_grid;
   out.any_grid = false;  // phases 1 and 3 must split the tiles alike, phase 2 scans one sum per block
   out.items_per_block_step = k.tiling().tile();
+  out.tuning = {{"block", k.tiling().block}, {"items", k.tiling().items}};
   out.args = std::move(args);
   out.summary = "reduce_then_scan, " + phase + ": block " + std::to_string(k.tiling().block) +
                 (max_grid == 1 ? std::string(", one block")
@@ -133,17 +135,15 @@ std::vector<Kernel> emit_scan_reduce_then_scan(const ScanGroup& g, const Target&
   return kernels;
 }
 
-std::function<void(std::int64_t, ScheduleBuilder&)> reduce_then_scan_step(int first, const Kernel& k, const Type& t) {
-  const std::int64_t tile = k.items_per_block_step;
-  const int max_grid = k.max_grid;
-  return [=](std::int64_t n, ScheduleBuilder& b) {
-    if (n == 0) return;
-    const int grid = grid_for(n, tile, max_grid);
-    const std::size_t sums = b.allocate(static_cast<std::size_t>(grid) * t.size());
-    b.launch({first, n, grid, {sums}});
-    b.launch({first + 1, grid, 1, {sums}});  // its n is the number of block sums
-    b.launch({first + 2, n, grid, {sums}});
-  };
+void reduce_then_scan_launches(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuilder& b) {
+  if (n == 0) return;
+  const int first = step.kernel;
+  const Kernel& k = plan.kernels.at(static_cast<std::size_t>(first));
+  const int grid = grid_for(n, k.items_per_block_step, k.max_grid);
+  const std::size_t sums = b.allocate(static_cast<std::size_t>(grid) * step.value_bytes);
+  b.launch({first, n, grid, {sums}});
+  b.launch({first + 1, grid, 1, {sums}});  // its n is the number of block sums
+  b.launch({first + 2, n, grid, {sums}});
 }
 
 }  // namespace fuseflow::codegen

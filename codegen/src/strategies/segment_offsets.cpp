@@ -28,7 +28,9 @@ void emit_offset_at(SourceWriter& w, CudaTypes& types, const OpNode& op, const R
     if (leaf.kind() == ExprKind::Index) return "i";
     for (const auto& in : offsets.inputs)
       if (same_node(in, leaf)) return offsets_input_name(in) + "[i]";
-    throw GraphError(std::string("codegen: unexpected leaf in ") + op_name(op.kind) + "'s offsets: " + to_string(leaf));
+    // offsets_leaves listed them and rejected parameters and results.
+    throw InternalError(std::string("codegen: unexpected leaf in ") + op_name(op.kind) + "'s offsets: " +
+                        to_string(leaf));
   }, "o");
   w.line("const long long offset = (long long)" + e.emit(op.offsets) + ";");
   w.line("if (offset < 0 || offset > n) " + flag + ";");

@@ -18,8 +18,8 @@
 //     left to it (without loading them), and writes only those segments; when the short
 //     pass was not launched (the same test, made in the kernel) it takes every segment.
 // Order is preserved throughout, so non-commutative monoids (maximum segment sum) are
-// exact, and floats give the same bits on every run. FUSEFLOW_SEGMENTED_SHORT=0 plans the
-// merge path alone.
+// exact, and floats give the same bits on every run. The plan option segmented_short=0
+// (FUSEFLOW_SEGMENTED_SHORT=0) plans the merge path alone.
 //
 // Where the merge path's time goes, and what keeps it down: the next tile is loaded into
 // registers while the current one is reduced (a block always has a tile's loads in
@@ -31,12 +31,10 @@
 // and one thread per segment end reads its segment's value and writes it, coalesced.
 // Tiles of 256 x 16 items for 4-byte values.
 #include <algorithm>
-#include <cstdlib>
 #include <limits>
 #include <string>
 
 #include "../array_ops.hpp"
-#include "../tile_override.hpp"
 
 namespace fuseflow::codegen {
 
@@ -49,17 +47,17 @@ std::size_t segmented_shared_bytes(const SegmentedTuning& s, const Type& acc) {
          (block / 32) * (4 + acc.size() + 8 + acc.size());
 }
 
-SegmentedTuning segmented_tuning(const Type& acc) {
+SegmentedTuning segmented_tuning(const Type& acc, const SegmentedPolicy& p) {
   SegmentedTuning s;
-  TileOverride o;
-  if (tile_override("FUSEFLOW_SEGMENTED_TILE", 16, o)) {
-    s.block = o.block;
-    s.items = o.items;
-    s.min_blocks = o.min_blocks;
-    if (segmented_shared_bytes(s, acc) > 48 * 1024)
-      throw GraphError("FUSEFLOW_SEGMENTED_TILE: " + std::to_string(s.block) + " x " + std::to_string(s.items) +
-                       " items of " + std::to_string(acc.size()) + "-byte values need " +
-                       std::to_string(segmented_shared_bytes(s, acc)) + " bytes of shared memory, over 48 KB");
+  if (p.tile) {  // PlanOptions::segmented_tile (FUSEFLOW_SEGMENTED_TILE), for tuning studies
+    s.block = p.tile->block;
+    s.items = p.tile->items;
+    s.min_blocks = p.tile->min_blocks;
+    if (segmented_shared_bytes(s, acc) > p.shared_limit)
+      throw ConfigError("segmented_tile (FUSEFLOW_SEGMENTED_TILE): " + std::to_string(s.block) + " x " +
+                        std::to_string(s.items) + " items of " + std::to_string(acc.size()) + "-byte values need " +
+                        std::to_string(segmented_shared_bytes(s, acc)) + " bytes of shared memory, over " +
+                        std::to_string(p.shared_limit / 1024) + " KB");
     return s;
   }
   // As many items per thread as fit in 46 KB of static shared memory (under the 48 KB
@@ -67,25 +65,19 @@ SegmentedTuning segmented_tuning(const Type& acc) {
   // 4-element vectors). Measured on the H100 at 2^28 (bench/RESULTS.md, the
   // FUSEFLOW_SEGMENTED_TILE sweep): 256 x 16 beat 256 x 12 by 8% on segments of 10..50
   // and 4% on segments of 3; more resident blocks (smaller tiles) did not help.
-  s.items = 16;
-  while (s.items > 1 && segmented_shared_bytes(s, acc) > 46 * 1024) s.items -= s.items > 4 ? 4 : 1;
+  s.block = p.block;
+  s.items = p.max_items;
+  while (s.items > 1 && segmented_shared_bytes(s, acc) > p.shared_budget) s.items -= s.items > 4 ? 4 : 1;
   return s;
 }
 
 namespace {
 
-// FUSEFLOW_SEGMENTED_SHORT=0 plans the merge-path kernel alone (tests, measurements).
-bool short_pass_wanted() {
-  const char* v = std::getenv("FUSEFLOW_SEGMENTED_SHORT");
-  return !(v && std::string(v) == "0");
-}
-
-// The short-segment pass: threads per block and segments per thread (warp-striped); the
-// longest segment one thread folds is kShortSegment. Measured on the H100 at 2^28
+// The short-segment pass: threads per block (SegmentedPolicy::short_block) and segments
+// per thread (warp-striped); the longest segment one thread folds is kShortSegment. Measured on the H100 at 2^28
 // (bench/RESULTS.md, eleventh run): segments of 3 in 640 us (the merge path: 1218), with 2
 // segments per thread 12% faster than 4; longer segments are better split by the merge
 // path (a thread folding 10..50 elements reads them uncoalesced).
-constexpr int kShortBlock = 256;
 int short_per_thread(const Type& acc) { return acc.size() <= 4 ? 2 : 1; }
 
 // What both kernels read: the inputs, n, the offsets, parameters and scalar results; then
@@ -125,7 +117,8 @@ const char* kClampNote =
     "predecessor sets offsets_invalid, which run() reports as an error. An empty segment gives the identity.";
 
 Kernel emit_short_pass(const OpNode& op, const ReduceGroup& g, const ReduceGroup& offsets, int offsets_domain,
-                       int output, int check) {
+                       int output, int check, const SegmentedPolicy& policy) {
+  const int kShortBlock = policy.short_block;
   const Type& acc = op.monoid.type();
   const std::string name = "ff_segmented_short_" + short_type_name(acc) + "_" + sanitize(op.monoid.name());
   ReduceKernelWriter k(g, name, ReduceKernelWriter::Partials::None);
@@ -162,6 +155,7 @@ Kernel emit_short_pass(const OpNode& op, const ReduceGroup& g, const ReduceGroup
   out.max_grid = std::numeric_limits<int>::max();
   out.any_grid = false;
   out.items_per_block_step = kShortBlock * per_thread;  // segments
+  out.tuning = {{"block", kShortBlock}, {"segments_per_thread", per_thread}, {"short_segment", kShortSegment}};
   out.args = args;
   out.summary = "segmented reduce, short segments first: a thread per segment of at most " + std::to_string(kShortSegment) +
                 " elements (" + std::to_string(per_thread) + " per thread per step, each warp reading 32 consecutive "
@@ -177,11 +171,11 @@ Kernel emit_short_pass(const OpNode& op, const ReduceGroup& g, const ReduceGroup
 }
 
 Kernel emit_merge_path(const OpNode& op, const ReduceGroup& g, const ReduceGroup& offsets, int offsets_domain,
-                       int output, int check, bool after_short, const Target& t) {
+                       int output, int check, bool after_short, const SegmentedPolicy& policy, const Target& t) {
   const Type& acc = op.monoid.type();
   const std::string name = "ff_segmented_reduce_" + short_type_name(acc) + "_" + sanitize(op.monoid.name());
   ReduceKernelWriter k(g, name, ReduceKernelWriter::Partials::None);
-  const SegmentedTuning tuning = segmented_tuning(acc);
+  const SegmentedTuning tuning = segmented_tuning(acc, policy);
   // Tiles holding no segment end load vectors (1: they are staged like the others).
   const int vec = vector_load_width(g);
   const bool vector_tiles = vec > 1 && tuning.items % vec == 0;
@@ -190,7 +184,7 @@ Kernel emit_merge_path(const OpNode& op, const ReduceGroup& g, const ReduceGroup
   // thread may hold the next tile in registers (64 registers at 4 x 256 threads).
   const int by_smem = static_cast<int>(std::max<std::size_t>(1, t.shared_per_block_optin / (smem + 1024)));
   const int blocks_per_sm = tuning.min_blocks > 0 ? tuning.min_blocks
-                                                 : std::max(1, std::min({t.max_threads_per_sm / tuning.block, by_smem, 4}));
+                                                 : std::max(1, std::min({t.max_threads_per_sm / tuning.block, by_smem, policy.max_blocks_per_sm}));
   const int max_grid = t.sm_count * blocks_per_sm;
 
   CudaTypes& types = k.types();
@@ -257,6 +251,7 @@ Kernel emit_merge_path(const OpNode& op, const ReduceGroup& g, const ReduceGroup
   out.block = tuning.block;
   out.max_grid = max_grid;
   out.items_per_block_step = tuning.tile();
+  out.tuning = {{"block", tuning.block}, {"items", tuning.items}, {"min_blocks", tuning.min_blocks}};
   out.args = args;
   out.summary = "segmented reduce, merge path (load-balanced): block " + std::to_string(tuning.block) + ", " +
                 std::to_string(tuning.items) + " items per thread, tiles of " + std::to_string(tuning.tile()) +
@@ -278,14 +273,15 @@ Kernel emit_merge_path(const OpNode& op, const ReduceGroup& g, const ReduceGroup
 
 std::vector<Kernel> emit_segmented_reduce(const std::shared_ptr<const OpNode>& node, const ReduceGroup& leaves,
                                           const ReduceGroup& offsets, int offsets_domain, int output, int check,
-                                          const Target& t) {
+                                          const SegmentedPolicy& policy, const Target& t) {
   const OpNode& op = *node;
   ReduceGroup g = leaves;
   g.reduces = {FusedReduce{node, op.values, Expr(), -1}};
   std::vector<Kernel> kernels;
-  const bool after_short = short_pass_wanted();
-  if (after_short) kernels.push_back(emit_short_pass(op, g, offsets, offsets_domain, output, check));
-  kernels.push_back(emit_merge_path(op, g, offsets, offsets_domain, output, check, after_short, t));
+  // PlanOptions::segmented_short off (FUSEFLOW_SEGMENTED_SHORT=0): the merge path alone.
+  const bool after_short = policy.short_pass;
+  if (after_short) kernels.push_back(emit_short_pass(op, g, offsets, offsets_domain, output, check, policy));
+  kernels.push_back(emit_merge_path(op, g, offsets, offsets_domain, output, check, after_short, policy, t));
   return kernels;
 }
 

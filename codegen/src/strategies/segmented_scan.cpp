@@ -113,6 +113,7 @@ class SegmentedScanEmitter {
     out.max_grid = 0;  // one block per tile: the grid grows with n
     out.any_grid = false;
     out.items_per_block_step = k_.tiling().tile();
+    out.tuning = {{"block", k_.tiling().block}, {"items", k_.tiling().items}, {"min_blocks", k_.tiling().min_blocks}};
     out.args = args;
     out.summary = summary();
     out.why = why();

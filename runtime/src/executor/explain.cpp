@@ -8,18 +8,6 @@
 #include "device_target.hpp"
 
 namespace fuseflow {
-namespace {
-
-// codegen::explain with the plan options where codegen takes them (issue 19's refactor).
-template <class P>
-std::string explain_with_options(const P& program, const codegen::Target& target, const codegen::PlanOptions& options) {
-  if constexpr (requires { codegen::explain(program, target, options); })
-    return codegen::explain(program, target, options);
-  else
-    return codegen::explain(program, target);
-}
-
-}  // namespace
 
 std::string Runtime::explain(const Program& program, const Bindings& bindings) {
   const codegen::Target target = detail::device_target(properties_);
@@ -27,10 +15,10 @@ std::string Runtime::explain(const Program& program, const Bindings& bindings) {
   std::ostringstream out;
   out << "device " << properties_.ordinal << ": " << properties_.name << " (" << properties_.arch() << ", "
       << properties_.sm_count << " SMs)\n";
-  out << explain_with_options(program, target, plan_options);
+  out << codegen::explain(program, target, plan_options);
   if (bindings.empty()) return out.str();
   const detail::BoundLeaves bound = detail::bind_leaves(program, bindings);
-  const codegen::Plan plan = detail::plan_with_options(program, target, plan_options);
+  const codegen::Plan plan = codegen::plan(program, target, plan_options);
   const std::vector<std::int64_t> lengths = detail::domain_lengths(program, plan, bound.input_lengths);
   const codegen::Schedule schedule = plan.schedule(lengths);
   out << "a run with n = " << lengths.at(0) << ": " << schedule.launches.size() << " launch"
@@ -47,7 +35,7 @@ std::string Runtime::explain(const Program& program, const Bindings& bindings) {
 
 void Runtime::check_bindings(const Program& program, const Bindings& bindings) {
   const detail::BoundLeaves bound = detail::bind_leaves(program, bindings);
-  const codegen::Plan plan = detail::plan_with_options(program, detail::device_target(properties_), *options_.plan);
+  const codegen::Plan plan = codegen::plan(program, detail::device_target(properties_), *options_.plan);
   detail::check_output_bindings(program, plan, bound, detail::domain_lengths(program, plan, bound.input_lengths));
 }
 

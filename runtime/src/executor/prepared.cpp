@@ -29,7 +29,7 @@ const std::vector<Header>& embedded_headers() {
 // leaves of one name in a program, so names identify leaves.
 std::string program_key(const Program& program, const DeviceProperties& props, const codegen::PlanOptions& options) {
   return "target sm_" + std::to_string(props.cc_major) + std::to_string(props.cc_minor) + " x" +
-         std::to_string(props.sm_count) + "\noptions " + plan_options_text(options) + "\n" + to_string(program);
+         std::to_string(props.sm_count) + "\noptions " + options.key() + "\n" + to_string(program);
 }
 
 }  // namespace
@@ -48,7 +48,7 @@ std::shared_ptr<PreparedProgram> prepare(Runtime& rt, Executor& ex, const Progra
   if (std::shared_ptr<PreparedProgram>* found = ex.programs.find(key)) return *found;
   auto p = std::make_shared<PreparedProgram>(context);
   const codegen::Target target = device_target(props);
-  p->plan = plan_with_options(program, target, options);
+  p->plan = codegen::plan(program, target, options);
   p->range_name = p->plan.kernels.empty() ? "fuseflow run" : "fuseflow run " + p->plan.kernels.front().name;
   CompileOptions compile = rt.compile_options();
   if (p->plan.scalar_bytes) p->scalars = context->allocate(p->plan.scalar_bytes);

@@ -6,11 +6,12 @@
 // CUDA source. The source depends only on the program and the target; the launch
 // geometry also depends on the element count n, known when the program runs.
 #include <cstdint>
-#include <functional>
+#include <memory>
 #include <utility>
 #include <string>
 #include <vector>
 
+#include "fuseflow/codegen/plan_options.hpp"
 #include "fuseflow/codegen/target.hpp"
 #include "fuseflow/frontend/program.hpp"
 
@@ -76,6 +77,9 @@ struct Kernel {
   // is read after a block wrote it, so the read-only cache never returns a stale one.
   bool in_place = false;
   std::vector<Arg> args;
+  // The tuning values it was emitted with (its strategy's policy for the target, the
+  // caller's PlanOptions applied, shapes fitted to the element sizes), by name.
+  std::vector<std::pair<std::string, std::int64_t>> tuning;
   std::string summary;  // strategy and constants, in words
   std::string why;      // why this strategy
 };
@@ -103,6 +107,33 @@ struct Schedule {
   std::size_t scratch_bytes = 0;
   std::vector<std::pair<std::size_t, std::size_t>> zeroed;  // (offset, bytes)
 };
+
+// One part of a run's launches, as data: which launch pattern (Kind), the kernels it
+// launches (Plan::kernels[kernel], and the ones after it) and the few numbers the pattern
+// needs beyond the kernels' own (block, max_grid, items_per_block_step, Scratch
+// arguments). Plan::schedule turns the steps, in order, into launches for given lengths.
+struct StepSpec {
+  enum class Kind : std::uint8_t {
+    OnePass,          // kernel once over n, grid min(max_grid, ceil(n / items_per_block_step)),
+                      // each Scratch argument max_grid elements; no launch for n = 0 when !launch_empty
+    Tree,             // kernel over n, then kernel + 1 over the partials until one block is left
+    Lookback,         // one block per tile with look-back status of `value_bytes` values; with
+                      // kernels == 2, kernel + 1 from `from` elements (at most its max_grid blocks)
+    ReduceThenScan,   // kernel, kernel + 1, kernel + 2 sharing the block sums (`value_bytes` each)
+    CountingSort,     // tile counts (`bins` per tile), their scan, the scatter
+    SegmentedReduce,  // the short pass (kernels == 2) when segments average <= kShortSegment, then the merge path
+  };
+  Kind kind = Kind::OnePass;
+  int kernel = 0;               // the first kernel it launches
+  int kernels = 1;              // how many kernels it launches from, consecutive
+  int domain = -1;              // the input domain of a segmented op's offsets (its segments), or -1
+  std::size_t value_bytes = 0;  // Lookback: status values; ReduceThenScan: block sums
+  std::int64_t from = INT64_MAX;  // Lookback with two kernels: the element count the second takes over at
+  std::int64_t bins = 0;        // CountingSort: counts per tile (the op's bins + 1)
+  bool launch_empty = true;     // launches for n = 0 (a compaction writes its count 0; reductions
+                                // write the identity); false: nothing to do
+};
+const char* step_kind_name(StepSpec::Kind kind);
 
 // Builds a Schedule: strategies allocate scratch and append launches.
 class ScheduleBuilder {
@@ -148,8 +179,8 @@ struct Plan {
   // Per program output: the scalar slot it reads (reductions) or -1 for arrays.
   std::vector<int> output_scalar;
   std::vector<std::string> notes;  // fusion decisions, in words
-  // In order, each step appends the launches of one part of the program for n elements.
-  std::vector<std::function<void(std::int64_t n, ScheduleBuilder&)>> steps;
+  // In order, each step appends the launches of one part of the program (schedule()).
+  std::vector<StepSpec> steps;
   // Per program input, the domain it belongs to: inputs of one domain have one length.
   // Domain 0 holds the elements (its length is `n`); a segmented op's offsets are another
   // domain. Empty when every input is in domain 0.
@@ -166,14 +197,17 @@ struct Plan {
   Schedule schedule(const std::vector<std::int64_t>& lengths) const;
 };
 
-// Plans a program for a target. Throws GraphError for programs this version cannot run
-// yet, naming the op.
-Plan plan(const Program& program, const Target& target);
+// Plans a program for a target, the caller's options over the target's tuning policies.
+// Throws GraphError for programs this version cannot run yet, naming the op, and
+// ConfigError for options out of range (see validate).
+Plan plan(const Program& program, const Target& target, const PlanOptions& options = {});
 
 // All kernels' CUDA source, concatenated in launch order (what FUSEFLOW_DUMP writes).
-std::string cuda_source(const Program& program, const Target& target = Target::preset("sm_90"));
+std::string cuda_source(const Program& program, const Target& target = Target::preset("sm_90"),
+                        const PlanOptions& options = {});
 // The plan in words: kernels, strategies, constants, and why.
-std::string explain(const Program& program, const Target& target = Target::preset("sm_90"));
+std::string explain(const Program& program, const Target& target = Target::preset("sm_90"),
+                    const PlanOptions& options = {});
 
 // The device helper library, as {include name, text} pairs for NVRTC.
 struct DeviceHeader {

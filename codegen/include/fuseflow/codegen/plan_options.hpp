@@ -34,4 +34,26 @@ struct PlanOptions {
   std::string key() const;
 };
 
+// The most items per thread each tile option takes (the strategies' register budgets).
+inline constexpr int kMaxScanTileItems = 32;
+inline constexpr int kMaxFilterTileItems = 16;  // rows of vector loads per thread
+inline constexpr int kMaxSegmentedTileItems = 16;
+
+// Throws ConfigError naming the option (its field and its FUSEFLOW_* variable), the value
+// and what was expected, for a value out of range: a tile's block must be a multiple of 32
+// in [32, 1024], its items in [1, the strategy's maximum above], its min blocks in
+// [0, 32]; scan_staged_from must be >= 0. plan() calls it first. (A tile that fits these
+// but not a kernel's shared memory is reported by that kernel's emitter, also as a
+// ConfigError, since it depends on the program's types.)
+void validate(const PlanOptions& options);
+
+// Sets option `name` (a field above: scan_tile, filter_tile, segmented_tile,
+// scan_staged_from, scan_pipeline, segmented_short) from its text: a tile as
+// <block>x<items>[x<min blocks>], a count as a decimal integer, a switch as 0 or 1. For the
+// runtime's configuration (each FUSEFLOW_* variable) and tools (fuseflow-dump --option).
+// ConfigError naming `source` (the variable or flag; `name` when empty), the text and what
+// was expected; validate() checks the ranges.
+void set_option(PlanOptions& options, const std::string& name, const std::string& text,
+                const std::string& source = "");
+
 }  // namespace fuseflow::codegen

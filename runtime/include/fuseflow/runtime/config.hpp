@@ -43,9 +43,6 @@ struct LibraryConfig {
 };
 LibraryConfig read_library_environment();
 
-// A stable text of every PlanOptions field that is set, "" for the defaults (cache keys).
-std::string plan_options_text(const codegen::PlanOptions& options);
-
 namespace detail {
 // The parsers, for tests and for callers that take the same syntax from elsewhere. Each
 // throws ConfigError("<name>='<text>': expected ...").

@@ -1,0 +1,127 @@
+// What a plan is, in words and source: explain() (the kernels with their strategy, why,
+// launch shape and buffers, the schedule's steps and the launches of two sample sizes,
+// the fusion notes) and cuda_source(); and the target presets.
+#include <sstream>
+
+#include "fuseflow/codegen/plan.hpp"
+#include "policy.hpp"
+
+namespace fuseflow::codegen {
+
+namespace {
+
+const char* role(Arg::Kind kind) {
+  switch (kind) {
+    case Arg::Kind::Input: return "input";
+    case Arg::Kind::Length: return "length";
+    case Arg::Kind::Param: return "param";
+    case Arg::Kind::Scalar: return "scalar";
+    case Arg::Kind::Output: return "output";
+    case Arg::Kind::OutputCount: return "output count";
+    case Arg::Kind::ScalarOutput: return "scalar output";
+    case Arg::Kind::Scratch: return "scratch";
+    case Arg::Kind::Ticket: return "ticket";
+    case Arg::Kind::TileStatus: return "look-back status";
+    case Arg::Kind::Epoch: return "epoch";
+    case Arg::Kind::InvalidFlag: return "invalid flag";
+  }
+  return "?";
+}
+
+void explain_kernel(std::ostream& os, const Kernel& k) {
+  if (!k.tuning.empty()) {
+    os << "     tuning:";
+    for (const auto& [name, value] : k.tuning) os << " " << name << " " << value;
+    os << "\n";
+  }
+  os << "     launch: block " << k.block << ", ";
+  if (k.max_grid > 0) os << "at most " << k.max_grid << " blocks";
+  else os << "one block per " << k.items_per_block_step << " elements";
+  if (k.max_grid > 0 && k.items_per_block_step > 1) os << " of " << k.items_per_block_step << " elements each";
+  if (k.shared_bytes) os << ", " << k.shared_bytes << " bytes of dynamic shared memory";
+  if (k.any_grid) os << ", any grid";
+  if (k.in_place) os << ", may run in place";
+  os << "\n     buffers:";
+  for (std::size_t i = 0; i < k.args.size(); ++i) {
+    const Arg& a = k.args[i];
+    os << (i ? ", " : " ") << a.name << " (" << role(a.kind);
+    if (a.kind != Arg::Kind::Length || a.index != 0) os << " " << a.index;
+    os << ")";
+  }
+  os << "\n";
+}
+
+void explain_schedule(std::ostream& os, const Plan& p, std::int64_t n) {
+  std::vector<std::int64_t> lengths(static_cast<std::size_t>(p.domains), n / 16 + 1);  // offsets: segments of 16
+  lengths[0] = n;
+  os << "  n = " << n;
+  for (std::size_t d = 1; d < lengths.size(); ++d) os << ", domain " << d << " = " << lengths[d];
+  os << ":";
+  const Schedule s = p.schedule(lengths);
+  if (s.launches.empty()) os << " no launch";
+  os << "\n";
+  for (const Launch& l : s.launches) {
+    os << "    " << p.kernels[static_cast<std::size_t>(l.kernel)].name << ": n " << l.n << ", grid " << l.grid;
+    if (!l.scratch.empty()) {
+      os << ", scratch at";
+      for (std::size_t at : l.scratch) os << " " << at;
+    }
+    if (l.status_bytes) os << ", " << l.status_bytes << " bytes of look-back status";
+    os << "\n";
+  }
+  if (s.scratch_bytes) os << "    scratch: " << s.scratch_bytes << " bytes\n";
+}
+
+}  // namespace
+
+std::string cuda_source(const Program& program, const Target& target, const PlanOptions& options) {
+  Plan p = plan(program, target, options);
+  std::string s;
+  for (std::size_t i = 0; i < p.kernels.size(); ++i) s += (i ? "\n" : "") + p.kernels[i].source;
+  return s;
+}
+
+std::string explain(const Program& program, const Target& target, const PlanOptions& options) {
+  Plan p = plan(program, target, options);
+  std::ostringstream os;
+  os << "program:\n";
+  std::istringstream in(to_string(program));
+  for (std::string l; std::getline(in, l);) os << "  " << l << "\n";
+  os << "target: " << target.arch() << ", " << target.sm_count << " SMs (tuning policies: "
+     << policies_for(target, options).target << ")\n";
+  if (!options.key().empty()) os << "options: " << options.key() << "\n";
+  os << p.kernels.size() << (p.kernels.size() == 1 ? " kernel" : " kernels") << ":\n";
+  for (std::size_t i = 0; i < p.kernels.size(); ++i) {
+    const Kernel& k = p.kernels[i];
+    os << "  " << i + 1 << ". " << k.name << "\n";
+    os << "     strategy: " << k.summary << "\n";
+    if (!k.why.empty()) os << "     why: " << k.why << "\n";
+    explain_kernel(os, k);
+  }
+  for (const auto& n : p.notes) os << "note: " << n << "\n";
+  os << "schedule:\n";
+  for (std::size_t i = 0; i < p.steps.size(); ++i) {
+    const StepSpec& s = p.steps[i];
+    os << "  step " << i + 1 << ": " << step_kind_name(s.kind) << " of kernel" << (s.kernels > 1 ? "s " : " ")
+       << s.kernel + 1;
+    if (s.kernels > 1) os << ".." << s.kernel + s.kernels;
+    if (s.from != INT64_MAX) os << " (kernel " << s.kernel + 2 << " from " << s.from << " elements)";
+    os << "\n";
+  }
+  for (std::int64_t n : {std::int64_t{1} << 16, std::int64_t{1} << 26}) explain_schedule(os, p, n);
+  return os.str();
+}
+
+Target Target::preset(const std::string& arch) {
+  Target t;
+  if (arch == "sm_90") return t;
+  if (arch == "sm_80") {
+    t.cc_major = 8;
+    t.sm_count = 108;
+    t.shared_per_block_optin = 163 * 1024;
+    return t;
+  }
+  throw GraphError("codegen: unknown target preset '" + arch + "' (known: sm_80, sm_90)");
+}
+
+}  // namespace fuseflow::codegen

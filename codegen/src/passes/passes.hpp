@@ -1,0 +1,79 @@
+#pragma once
+// The planner's passes, each taking and returning plain data; plan() (planner.cpp) runs
+// them in order:
+//   classify   (classify.cpp)    each op and program output by what plans it; the
+//                                reductions' scalar slots (the plan's buffers for results)
+//   choose     (scans.cpp,       scans group the outputs they write and take the
+//               reductions.cpp)  reductions they can fold; the other reductions share
+//                                kernels by stage and strategy
+//   emit       (reductions.cpp, scans.cpp, array_ops.cpp, filter_plan.cpp, here)
+//                                each group's kernels and schedule steps, in launch order
+// Array ops (histogram, segmented ops, counting sort) and compactions are planned by
+// array_ops.cpp, segmented_plan.cpp and filter_plan.cpp, which assign their input
+// domains and output shapes as they go.
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "../array_ops.hpp"
+#include "../compact_context.hpp"
+#include "../policy.hpp"
+
+namespace fuseflow::codegen {
+
+// A reduction of the program, filters resolved into its mask.
+struct PlannedReduce {
+  FusedReduce fused;
+  int stage = 0;  // after every reduction whose result it reads
+  Strategy strategy = Strategy::Automatic;
+  bool folded_into_scan = false;  // computed by a scan's kernel (fold_reductions_into_scans)
+};
+
+// What classify finds: the reductions and their scalar slots, and the program outputs by
+// what plans them.
+struct Classified {
+  std::string program_text;
+  std::vector<Type> slot_types;          // per scalar slot
+  std::map<const OpNode*, int> slot_of;  // per reduction
+  std::vector<PlannedReduce> reduces;
+  std::vector<Expr> array_outputs;  // element-wise outputs (the final map), filters resolved
+  std::vector<int> array_output_ids;
+  std::vector<int> scan_output_ids;      // outputs over a scan's result
+  std::vector<int> array_op_output_ids;  // histogram, segmented ops, counting sort, reduce_by_key
+  std::vector<int> filter_output_ids;    // compacted filters and maps of them
+};
+
+// Leaves of an expression: inputs, parameters and scalar results it reads.
+void collect_leaves(const Expr& e, std::set<const ExprNode*>& seen, std::set<const ExprNode*>& inputs,
+                    std::set<const ExprNode*>& params, std::set<const OpNode*>& scalars);
+[[noreturn]] void unsupported(const std::string& what);
+
+// classify.cpp. Also gives each reduction a scalar slot (plan.scalars, scalar_bytes) and
+// each output its slot or -1 (plan.output_scalar). GraphError naming an op this version
+// cannot plan.
+Classified classify(const Program& program, Plan& plan, FilterMemo& memo);
+
+// scans.cpp
+bool is_scan(OpKind k);
+const OpNode* scan_of(const Expr& output);  // the scan an output reads, or nullptr
+std::vector<ScanGroup> group_scans(const PlanContext& c, const std::vector<int>& output_ids, FilterMemo& memo);
+void fold_reductions_into_scans(std::vector<PlannedReduce>& reduces, std::vector<ScanGroup>& groups,
+                                const Program& program);
+void emit_scans(std::vector<ScanGroup>& groups, const PlanContext& c, const Target& target, Plan& plan);
+
+// reductions.cpp: the kernels of the reductions not folded into a scan, stage by stage;
+// in a stage, one per strategy (an automatic one is chunked when every automatic monoid
+// of the stage is commutative, else staged).
+struct ReduceKernelChoice {
+  int stage = 0;
+  Strategy strategy = Strategy::Automatic;
+  std::vector<const PlannedReduce*> members;
+  bool last_of_stage = false;
+  bool last_stage = false;
+};
+std::vector<ReduceKernelChoice> choose_reduce_kernels(const std::vector<PlannedReduce>& reduces);
+void emit_reductions(const std::vector<ReduceKernelChoice>& choices, const PlanContext& c, const Target& target,
+                     Plan& plan);
+
+}  // namespace fuseflow::codegen

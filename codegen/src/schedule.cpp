@@ -1,0 +1,107 @@
+// Plan::schedule: the steps (StepSpec, data the planner wrote) turned into launches for the
+// lengths of a run, in order, with the scratch they share. The two simplest patterns are
+// here; the others beside their strategies (schedule.hpp).
+#include "schedule.hpp"
+
+#include <algorithm>
+
+#include "fuseflow/frontend/error.hpp"
+
+namespace fuseflow::codegen {
+
+const char* step_kind_name(StepSpec::Kind kind) {
+  switch (kind) {
+    case StepSpec::Kind::OnePass: return "one pass";
+    case StepSpec::Kind::Tree: return "tree";
+    case StepSpec::Kind::Lookback: return "look-back";
+    case StepSpec::Kind::ReduceThenScan: return "reduce-then-scan";
+    case StepSpec::Kind::CountingSort: return "counting sort";
+    case StepSpec::Kind::SegmentedReduce: return "segmented reduce";
+  }
+  return "?";
+}
+
+std::vector<std::size_t> per_block_scratch(const Kernel& k) {
+  std::vector<std::size_t> sizes;
+  for (const auto& a : k.args)
+    if (a.kind == Arg::Kind::Scratch) sizes.push_back(static_cast<std::size_t>(k.max_grid) * a.type.size());
+  return sizes;
+}
+
+void one_pass_launches(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuilder& b) {
+  if (n <= 0 && !step.launch_empty) return;
+  const Kernel& k = plan.kernels.at(static_cast<std::size_t>(step.kernel));
+  Launch l;
+  l.kernel = step.kernel;
+  l.n = n;
+  l.grid = grid_for(n, k.items_per_block_step, k.max_grid);
+  for (std::size_t bytes : per_block_scratch(k)) l.scratch.push_back(b.allocate(bytes));
+  b.launch(std::move(l));
+}
+
+// The tree's levels: the first kernel over the inputs, then the second over partials
+// until one block is left; each level's partials are accumulators (the second kernel's
+// first argument) of one per block.
+void tree_launches(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuilder& b) {
+  const int first = step.kernel, level = step.kernel + 1;
+  const std::int64_t block = plan.kernels.at(static_cast<std::size_t>(first)).block;
+  const std::size_t acc_bytes = plan.kernels.at(static_cast<std::size_t>(level)).args.at(0).type.size();
+  std::int64_t blocks = std::max<std::int64_t>(1, (n + block - 1) / block);
+  std::size_t in = b.allocate(static_cast<std::size_t>(blocks) * acc_bytes);
+  b.launch({first, n, static_cast<int>(blocks), {in}});
+  for (std::int64_t m = blocks; m > 1; m = blocks) {
+    blocks = (m + block - 1) / block;
+    std::size_t next = b.allocate(static_cast<std::size_t>(blocks) * acc_bytes);
+    b.launch({level, m, static_cast<int>(blocks), {in, next}});
+    in = next;
+  }
+}
+
+namespace {
+
+void append(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuilder& b) {
+  switch (step.kind) {
+    case StepSpec::Kind::OnePass: return one_pass_launches(plan, step, n, b);
+    case StepSpec::Kind::Tree: return tree_launches(plan, step, n, b);
+    case StepSpec::Kind::Lookback: return lookback_launches(plan, step, n, b);
+    case StepSpec::Kind::ReduceThenScan: return reduce_then_scan_launches(plan, step, n, b);
+    case StepSpec::Kind::CountingSort: return counting_sort_launches(plan, step, n, b);
+    case StepSpec::Kind::SegmentedReduce: return segmented_reduce_launches(plan, step, n, b);
+  }
+  throw InternalError("schedule: a step of unknown kind " + std::to_string(static_cast<int>(step.kind)));
+}
+
+}  // namespace
+
+Schedule Plan::schedule(std::int64_t n) const {
+  ScheduleBuilder b(0);
+  for (const auto& step : steps) append(*this, step, n, b);
+  return b.take();
+}
+
+Schedule Plan::schedule(const std::vector<std::int64_t>& lengths) const {
+  ScheduleBuilder b(0, lengths);
+  for (const auto& step : steps) append(*this, step, lengths.at(0), b);
+  return b.take();
+}
+
+std::size_t ScheduleBuilder::allocate(std::size_t bytes, bool zeroed) {
+  std::size_t at = (schedule_.scratch_bytes + 255) / 256 * 256;
+  schedule_.scratch_bytes = at + bytes;
+  if (zeroed && bytes) schedule_.zeroed.emplace_back(at, bytes);
+  return at;
+}
+
+std::int64_t ScheduleBuilder::length(int d) const {
+  if (d < 0 || static_cast<std::size_t>(d) >= lengths_.size())
+    throw GraphError("schedule: the length of input domain " + std::to_string(d) +
+                     " is not known; a program whose inputs have several lengths (a segmented op's offsets) is "
+                     "scheduled with the length of each: Plan::schedule(lengths)");
+  return lengths_[static_cast<std::size_t>(d)];
+}
+
+int grid_for(std::int64_t n, std::int64_t per_block, int max_grid) {
+  return static_cast<int>(std::clamp<std::int64_t>((n + per_block - 1) / per_block, 1, max_grid));
+}
+
+}  // namespace fuseflow::codegen

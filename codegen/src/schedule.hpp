@@ -1,0 +1,24 @@
+#pragma once
+// The launch patterns of StepSpec (plan.hpp): each turns a step, the plan's kernels and the
+// lengths into launches. schedule.cpp dispatches on the step's kind; the patterns of one
+// strategy live beside its emitter.
+#include <cstdint>
+
+#include "fuseflow/codegen/plan.hpp"
+
+namespace fuseflow::codegen {
+
+void one_pass_launches(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuilder& b);
+void tree_launches(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuilder& b);
+// strategies/scan_lookback.cpp: scans, segmented scans, reduce_by_key and compactions.
+// A GraphError when the grid would pass 2^31 - 1 blocks, or (with a domain) when the
+// offsets are empty.
+void lookback_launches(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuilder& b);
+void reduce_then_scan_launches(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuilder& b);
+void counting_sort_launches(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuilder& b);
+void segmented_reduce_launches(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuilder& b);
+
+// Bytes of each Scratch argument of `k` when it holds max_grid elements (block partials).
+std::vector<std::size_t> per_block_scratch(const Kernel& k);
+
+}  // namespace fuseflow::codegen
