@@ -1,7 +1,9 @@
 #pragma once
-// What every GPU test file shares: one Runtime per process, made after FUSEFLOW_POISON=1
-// is set so every output is poisoned before each run; one random generator; random
-// inputs; the size limit a sanitizer run sets.
+// What every GPU test file shares: one Runtime per process, made with RuntimeOptions::poison
+// so every output is poisoned before each run; Runtimes of their own for variants of a plan
+// (PlanVariant: the runtime reads its FUSEFLOW_* variables once, when it is made, so a
+// variable set later changes nothing); one random generator; random inputs; the size limit
+// a sanitizer run sets.
 //
 // Long cases: a test case in the doctest test suite "long" (TEST_CASE("..." *
 // doctest::test_suite("long"))) runs under the CTest label gpu-long, every other one under
@@ -19,15 +21,112 @@
 #include <doctest/doctest.h>
 
 #include <fuseflow/fuseflow.hpp>
+#include "fuseflow/codegen/plan.hpp"
 
 namespace fuseflow::test {
 
-inline Runtime& runtime() {
-  static bool poisoned = (setenv("FUSEFLOW_POISON", "1", 1), true);
-  static Runtime rt;
-  (void)poisoned;
-  return rt;
+// The options of every test Runtime: outputs poisoned before each run.
+inline RuntimeOptions poisoned_options() {
+  RuntimeOptions options;
+  options.poison = true;
+  return options;
 }
+
+// The Runtime a PlanVariant in scope made, else none.
+inline Runtime*& variant_runtime() {
+  static Runtime* current = nullptr;
+  return current;
+}
+
+// The Runtime the helpers run on: the one shared by the process, or while a PlanVariant
+// lives, its own.
+inline Runtime& runtime() {
+  if (Runtime* variant = variant_runtime()) return *variant;
+  static Runtime shared(poisoned_options());
+  return shared;
+}
+
+// Whether codegen::plan takes PlanOptions (a template, so that the test is not an error).
+template <class P = Program>
+inline constexpr bool codegen_takes_options =
+    requires(const P& p, const codegen::Target& t, const codegen::PlanOptions& o) { codegen::plan(p, t, o); };
+
+// codegen::plan with `options` where codegen takes them (issue 19); before that, codegen
+// reads the FUSEFLOW_* tuning variables itself, which a PlanVariant sets.
+template <class P>
+codegen::Plan plan_with(const P& program, const codegen::Target& target, const codegen::PlanOptions& options) {
+  if constexpr (requires { codegen::plan(program, target, options); })
+    return codegen::plan(program, target, options);
+  else
+    return codegen::plan(program, target);
+}
+
+// A Runtime of its own that plans with `plan` (RuntimeOptions::plan, so a program already
+// prepared by the shared Runtime is planned again), used by runtime() while this lives: for
+// the cases that check a variant of a plan (a second kernel at every size, the merge path
+// alone). One at a time. require_launch() and require_no_kernel() check that the variant really runs.
+class PlanVariant {
+ public:
+  explicit PlanVariant(const codegen::PlanOptions& plan) : options_(plan), environment_(plan), runtime_(with_plan(plan)) {
+    REQUIRE(variant_runtime() == nullptr);
+    variant_runtime() = &runtime_;
+  }
+  ~PlanVariant() { variant_runtime() = nullptr; }
+  PlanVariant(const PlanVariant&) = delete;
+  PlanVariant& operator=(const PlanVariant&) = delete;
+
+  Runtime& rt() { return runtime_; }
+  const codegen::PlanOptions& options() const { return options_; }
+  // Requires that a run of `program` with `bindings` on this Runtime (Runtime::explain: its
+  // device, its options) launches a kernel whose name starts with `prefix`: fails when the
+  // options stop reaching the plan.
+  void require_launch(const Program& program, const Bindings& bindings, const std::string& prefix) {
+    const std::string text = runtime_.explain(program, bindings);
+    INFO("the plan with these options, and a run's launches:\n" << text);
+    const std::size_t launches = text.find("a run with n =");
+    REQUIRE(launches != std::string::npos);
+    REQUIRE(text.find("  " + prefix, launches) != std::string::npos);
+  }
+  // Requires that this Runtime's plan of `program` has no kernel whose name starts with
+  // `prefix`.
+  void require_no_kernel(const Program& program, const std::string& prefix) {
+    const std::string text = runtime_.explain(program);
+    INFO("the plan with these options:\n" << text);
+    REQUIRE(text.find(" " + prefix) == std::string::npos);
+  }
+
+ private:
+  static RuntimeOptions with_plan(const codegen::PlanOptions& plan) {
+    RuntimeOptions options = poisoned_options();
+    options.plan = plan;
+    return options;
+  }
+  // TRANSITIONAL (issue 19): until codegen::plan takes PlanOptions, the code generator reads
+  // FUSEFLOW_SCAN_STAGED_FROM, FUSEFLOW_SCAN_PIPELINE and FUSEFLOW_SEGMENTED_SHORT when it
+  // plans; this sets them as `plan` asks while the variant lives. Once it takes them, this
+  // sets nothing (and can go).
+  struct Environment {
+    static constexpr bool kCodegenReadsIt = !codegen_takes_options<>;
+    explicit Environment(const codegen::PlanOptions& plan) {
+      if constexpr (kCodegenReadsIt) {
+        if (plan.scan_staged_from) setenv("FUSEFLOW_SCAN_STAGED_FROM", std::to_string(*plan.scan_staged_from).c_str(), 1);
+        if (!plan.scan_pipeline) setenv("FUSEFLOW_SCAN_PIPELINE", "0", 1);
+        if (!plan.segmented_short) setenv("FUSEFLOW_SEGMENTED_SHORT", "0", 1);
+      }
+    }
+    ~Environment() {
+      if constexpr (kCodegenReadsIt) {
+        unsetenv("FUSEFLOW_SCAN_STAGED_FROM");
+        unsetenv("FUSEFLOW_SCAN_PIPELINE");
+        unsetenv("FUSEFLOW_SEGMENTED_SHORT");
+      }
+    }
+  };
+
+  codegen::PlanOptions options_;
+  Environment environment_;
+  Runtime runtime_;
+};
 
 inline std::mt19937_64& rng() {
   static std::mt19937_64 g(std::random_device{}());
