@@ -64,7 +64,8 @@ codegen::Plan plan_with(const P& program, const codegen::Target& target, const c
 // A Runtime of its own that plans with `plan` (RuntimeOptions::plan, so a program already
 // prepared by the shared Runtime is planned again), used by runtime() while this lives: for
 // the cases that check a variant of a plan (a second kernel at every size, the merge path
-// alone). One at a time. require_launch() and require_no_kernel() check that the variant really runs.
+// alone). One at a time. require_launch() and require_no_kernel() check that the variant
+// really runs.
 class PlanVariant {
  public:
   explicit PlanVariant(const codegen::PlanOptions& plan) : options_(plan), environment_(plan), runtime_(with_plan(plan)) {
