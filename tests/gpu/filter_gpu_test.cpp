@@ -211,12 +211,14 @@ TEST_CASE("a filter over two inputs, a filter of a filter's result, and a predic
 }
 
 // From 2^24 elements a compaction of one 4-byte input runs pipelined on sm_90
-// (scan_pipeline.cuh, compact_tiles); FUSEFLOW_SCAN_STAGED_FROM=0 gives it to programs
-// planned while it is set, at every size.
-struct PipelinedEverywhere {
-  PipelinedEverywhere() { setenv("FUSEFLOW_SCAN_STAGED_FROM", "0", 1); }
-  ~PipelinedEverywhere() { unsetenv("FUSEFLOW_SCAN_STAGED_FROM"); }
-};
+// (scan_pipeline.cuh, compact_tiles); scan_staged_from = 0 (FUSEFLOW_SCAN_STAGED_FROM)
+// gives it to every size, on a Runtime of its own with that option (PlanVariant,
+// gpu_test_support.hpp).
+ff::codegen::PlanOptions pipelined_everywhere() {
+  ff::codegen::PlanOptions options;
+  options.scan_staged_from = 0;
+  return options;
+}
 
 TEST_CASE("the pipelined compaction (sm_90), at every size: keep all, none, half; maps after; a "
           "reduction in the predicate; a misaligned view") {
@@ -224,7 +226,7 @@ TEST_CASE("the pipelined compaction (sm_90), at every size: keep all, none, half
     MESSAGE("left out: the pipelined compaction needs sm_90 (the device is older)");
     return;
   }
-  const PipelinedEverywhere pipelined;
+  ff::test::PlanVariant pipelined(pipelined_everywhere());
   // Tiles of 13312 in 4 stages, 8 segments of 1664 (13 rounds of 128) per tile; a tile is
   // written out two tiles after it is ranked, so 1-3 tiles per block end the ring early.
   const std::vector<std::int64_t> sizes = ff::test::capped({1, 3, 4, 5, 127, 128, 129, 1000, 1664, 1665, 13311, 13312,
@@ -240,8 +242,15 @@ TEST_CASE("the pipelined compaction (sm_90), at every size: keep all, none, half
   // reference and move elements near the threshold).
   ff::Program above_half_max(ff::filter(xi, xi > ff::reduce(xi, ff::max) / 2));
   for (const ff::Program* p : {&thresholds, &maps, &above_half_max}) {
-    const ff::codegen::Plan plan = ff::codegen::plan(*p, ff::codegen::Target::preset("sm_90"));
+    const ff::codegen::Plan plan = ff::codegen::plan(*p, ff::codegen::Target::preset("sm_90"), pipelined.options());
     CHECK(plan.kernels.back().name.find("ff_filter_compact_pipelined_") == 0);
+  }
+  {  // The runs below take the pipelined compaction.
+    auto small = pipelined.rt().upload(std::vector<float>(1000, 1.0f));
+    pipelined.require_launch(thresholds, {{x, small}, {t, ff::Value(0.0f)}}, "ff_filter_compact_pipelined_f32");
+    auto small_i = pipelined.rt().upload(std::vector<std::int32_t>(1000, 1));
+    pipelined.require_launch(maps, {{xi, small_i}}, "ff_filter_compact_pipelined_");
+    pipelined.require_launch(above_half_max, {{xi, small_i}}, "ff_filter_compact_pipelined_");
   }
   for (std::int64_t n : sizes) {
     auto host = random_values<float>(n, -1000, 1000);
@@ -257,7 +266,7 @@ TEST_CASE("the pipelined compaction (sm_90), at every size: keep all, none, half
                                                       xi, hi);
   }
   // A view 4 bytes past an aligned address: copied by the producer warp, no bulk copy.
-  ff::Runtime& rt = runtime();
+  ff::Runtime& rt = pipelined.rt();
   for (std::int64_t n : ff::test::capped({1000, 13313, (1 << 20) + 7})) {
     auto host = random_values<float>(n + 1, -1, 1);
     auto dev = rt.upload(host);
@@ -268,9 +277,7 @@ TEST_CASE("the pipelined compaction (sm_90), at every size: keep all, none, half
       if (host[static_cast<std::size_t>(i)] > 0.0f) want.push_back(host[static_cast<std::size_t>(i)]);
     check_exact(got, want, "pipelined, misaligned f32, n = " + std::to_string(n));
   }
-  ff::codegen::PlanOptions options;  // as PipelinedEverywhere asks of the runtime
-  options.scan_staged_from = 0;
-  const ff::codegen::Plan plan = ff::codegen::plan(thresholds, ff::codegen::Target::preset("sm_90"), options);
+  const ff::codegen::Plan plan = ff::codegen::plan(thresholds, ff::codegen::Target::preset("sm_90"), pipelined.options());
   REQUIRE(plan.kernels.size() == 2);
   CHECK(plan.kernels[1].name == "ff_filter_compact_pipelined_f32");
   CHECK(plan.schedule(1000).launches.at(0).kernel == 1);

@@ -1,7 +1,9 @@
 #pragma once
-// What every GPU test file shares: one Runtime per process, made after FUSEFLOW_POISON=1
-// is set so every output is poisoned before each run; one random generator; random
-// inputs; the size limit a sanitizer run sets.
+// What every GPU test file shares: one Runtime per process, made with RuntimeOptions::poison
+// so every output is poisoned before each run; Runtimes of their own for variants of a plan
+// (PlanVariant: the runtime reads its FUSEFLOW_* variables once, when it is made, so a
+// variable set later changes nothing); one random generator; random inputs; the size limit
+// a sanitizer run sets.
 //
 // Long cases: a test case in the doctest test suite "long" (TEST_CASE("..." *
 // doctest::test_suite("long"))) runs under the CTest label gpu-long, every other one under
@@ -19,15 +21,75 @@
 #include <doctest/doctest.h>
 
 #include <fuseflow/fuseflow.hpp>
+#include "fuseflow/codegen/plan.hpp"
 
 namespace fuseflow::test {
 
-inline Runtime& runtime() {
-  static bool poisoned = (setenv("FUSEFLOW_POISON", "1", 1), true);
-  static Runtime rt;
-  (void)poisoned;
-  return rt;
+// The options of every test Runtime: outputs poisoned before each run.
+inline RuntimeOptions poisoned_options() {
+  RuntimeOptions options;
+  options.poison = true;
+  return options;
 }
+
+// The Runtime a PlanVariant in scope made, else none.
+inline Runtime*& variant_runtime() {
+  static Runtime* current = nullptr;
+  return current;
+}
+
+// The Runtime the helpers run on: the one shared by the process, or while a PlanVariant
+// lives, its own.
+inline Runtime& runtime() {
+  if (Runtime* variant = variant_runtime()) return *variant;
+  static Runtime shared(poisoned_options());
+  return shared;
+}
+
+// A Runtime of its own that plans with `plan` (RuntimeOptions::plan, so a program already
+// prepared by the shared Runtime is planned again), used by runtime() while this lives: for
+// the cases that check a variant of a plan (a second kernel at every size, the merge path
+// alone). One at a time. require_launch() and require_no_kernel() check that the variant
+// really runs.
+class PlanVariant {
+ public:
+  explicit PlanVariant(const codegen::PlanOptions& plan) : options_(plan), runtime_(with_plan(plan)) {
+    REQUIRE(variant_runtime() == nullptr);
+    variant_runtime() = &runtime_;
+  }
+  ~PlanVariant() { variant_runtime() = nullptr; }
+  PlanVariant(const PlanVariant&) = delete;
+  PlanVariant& operator=(const PlanVariant&) = delete;
+
+  Runtime& rt() { return runtime_; }
+  const codegen::PlanOptions& options() const { return options_; }
+  // Requires that a run of `program` with `bindings` on this Runtime (Runtime::explain: its
+  // device, its options) launches a kernel whose name starts with `prefix`: fails when the
+  // options stop reaching the plan.
+  void require_launch(const Program& program, const Bindings& bindings, const std::string& prefix) {
+    const std::string text = runtime_.explain(program, bindings);
+    INFO("the plan with these options, and a run's launches:\n" << text);
+    const std::size_t launches = text.find("a run with n =");
+    REQUIRE(launches != std::string::npos);
+    REQUIRE(text.find("  " + prefix, launches) != std::string::npos);
+  }
+  // Requires that this Runtime's plan of `program` has no kernel whose name starts with
+  // `prefix`.
+  void require_no_kernel(const Program& program, const std::string& prefix) {
+    const std::string text = runtime_.explain(program);
+    INFO("the plan with these options:\n" << text);
+    REQUIRE(text.find(" " + prefix) == std::string::npos);
+  }
+
+ private:
+  static RuntimeOptions with_plan(const codegen::PlanOptions& plan) {
+    RuntimeOptions options = poisoned_options();
+    options.plan = plan;
+    return options;
+  }
+  codegen::PlanOptions options_;
+  Runtime runtime_;
+};
 
 inline std::mt19937_64& rng() {
   static std::mt19937_64 g(std::random_device{}());

@@ -3,7 +3,8 @@
 // (helpers in scan_gpu_support.hpp).
 #include <doctest/doctest.h>
 
-#include <cstdlib>
+#include <string>
+#include <vector>
 
 #include "catalog/catalog.hpp"
 #include <fuseflow/fuseflow.hpp>
@@ -17,19 +18,30 @@ namespace {
 
 // Plain scans of 4-byte values take a second kernel from 2^24 elements: the pipelined
 // scan on sm_90 and later, else a staged tile (elements re-read from shared memory, 11264
-// per tile). FUSEFLOW_SCAN_STAGED_FROM=0 gives it to programs planned while it is set, at
-// every size, so the sizes below cover first, middle and last tiles;
-// FUSEFLOW_SCAN_PIPELINE=0 takes the staged tile on sm_90 too.
-struct SecondKernelEverywhere {
-  explicit SecondKernelEverywhere(bool pipelined) {
-    setenv("FUSEFLOW_SCAN_STAGED_FROM", "0", 1);
-    if (!pipelined) setenv("FUSEFLOW_SCAN_PIPELINE", "0", 1);
-  }
-  ~SecondKernelEverywhere() {
-    unsetenv("FUSEFLOW_SCAN_STAGED_FROM");
-    unsetenv("FUSEFLOW_SCAN_PIPELINE");
-  }
-};
+// per tile). scan_staged_from = 0 (FUSEFLOW_SCAN_STAGED_FROM) gives it to every size, so
+// the sizes below cover first, middle and last tiles; scan_pipeline = false
+// (FUSEFLOW_SCAN_PIPELINE=0) takes the staged tile on sm_90 too. The cases run on a
+// Runtime of their own with these options (PlanVariant, gpu_test_support.hpp).
+ff::codegen::PlanOptions second_kernel_everywhere(bool pipelined) {
+  ff::codegen::PlanOptions options;
+  options.scan_staged_from = 0;
+  options.scan_pipeline = pipelined;
+  return options;
+}
+
+// Requires that a scan of 1000 floats on the variant's Runtime launches `kernel` (and so do
+// the cases' runs, planned with the same options), and that a plan for sm_90 with its
+// options has it as its second kernel, picked at 1000 elements.
+void require_second_kernel(ff::test::PlanVariant& variant, const std::string& kernel) {
+  auto x = ff::input<float>("x");
+  const ff::Program program(ff::scan(x, ff::plus));
+  auto dev = variant.rt().upload(std::vector<float>(1000, 1.0f));
+  variant.require_launch(program, {{x, dev}}, kernel);
+  const ff::codegen::Plan plan = ff::codegen::plan(program, ff::codegen::Target::preset("sm_90"), variant.options());
+  REQUIRE(plan.kernels.size() == 2);
+  CHECK(plan.kernels[1].name == kernel);
+  CHECK(plan.schedule(1000).launches.at(0).kernel == 1);
+}
 
 // "The first non-zero element so far": associative, identity 0, not commutative, 4 bytes,
 // so the pipelined reducer folds each round across the warp in order.
@@ -84,7 +96,8 @@ void run_scan_and_filter(ff::Runtime& rt, std::int64_t n, const std::string& wha
 }  // namespace
 
 TEST_CASE("the staged tile of large scans, at every size: sums, exclusive, in place, max, a mask, a map before") {
-  const SecondKernelEverywhere staged(false);
+  ff::test::PlanVariant staged(second_kernel_everywhere(false));
+  require_second_kernel(staged, "ff_scan_lookback_staged_f32_plus");  // what the runs below take
   const std::vector<std::int64_t> sizes = ff::test::capped({1, 31, 1000, 11263, 11264, 11265, 3 * 11264 + 5, (1 << 20) + 7});
   for (std::int64_t n : sizes) {
     run_sum<int>(n, ff::inclusive, ff::strategy::automatic);
@@ -98,12 +111,6 @@ TEST_CASE("the staged tile of large scans, at every size: sums, exclusive, in pl
       return ff::Program(ff::scan(ff::select(x > 0, x * 3 - 1, 0), ff::plus));
     }, n, -1000, 1000);
   }
-  // The plan really has the staged kernel, and the schedule picks it.
-  auto x = ff::input<float>("x");
-  const ff::codegen::Plan plan = ff::codegen::plan(ff::Program(ff::scan(x, ff::plus)), ff::codegen::Target::preset("sm_90"));
-  REQUIRE(plan.kernels.size() == 2);
-  CHECK(plan.kernels[1].name == "ff_scan_lookback_staged_f32_plus");
-  CHECK(plan.schedule(1000).launches.at(0).kernel == 1);
 }
 
 TEST_CASE("the pipelined scan (sm_90), at every size: sums, exclusive, in place, max, maps before and after, "
@@ -112,14 +119,15 @@ TEST_CASE("the pipelined scan (sm_90), at every size: sums, exclusive, in place,
     MESSAGE("left out: the pipelined scan needs sm_90 (the device is older)");
     return;
   }
-  const SecondKernelEverywhere pipelined(true);
+  ff::test::PlanVariant pipelined(second_kernel_everywhere(true));
+  require_second_kernel(pipelined, "ff_scan_pipelined_f32_plus");  // what the runs below take
   // Tiles of 12288: one element; a few; one tile and its edges; more tiles than the 4
   // stages; 2^20 + 7. More tiles than SMs (blocks go round the ring many times) and
   // 2^24 + 3: the case below, in the suite "long".
   check_pipelined(ff::test::capped({1, 3, 4, 5, 31, 1000, 12287, 12288, 12289, 4 * 12288 + 5, (1 << 20) + 7}));
   // Views that start 4 bytes past an aligned address: the input is copied without the
   // bulk copy engine, the output is written without 16-byte stores.
-  ff::Runtime& rt = runtime();
+  ff::Runtime& rt = pipelined.rt();
   for (std::int64_t n : ff::test::capped({1000, 8193, (1 << 20) + 7})) {
     auto host = random_values<int>(n + 2, -1000, 1000);
     auto dev = rt.upload(host);
@@ -134,11 +142,6 @@ TEST_CASE("the pipelined scan (sm_90), at every size: sums, exclusive, in place,
     for (std::size_t i = 1; i <= count; ++i) want[i] = static_cast<int>(sum += static_cast<unsigned>(host[i]));
     check_exact(got, want, "pipelined scan of unaligned views, n = " + std::to_string(n));
   }
-  auto x = ff::input<float>("x");
-  const ff::codegen::Plan plan = ff::codegen::plan(ff::Program(ff::scan(x, ff::plus)), ff::codegen::Target::preset("sm_90"));
-  REQUIRE(plan.kernels.size() == 2);
-  CHECK(plan.kernels[1].name == "ff_scan_pipelined_f32_plus");
-  CHECK(plan.schedule(1000).launches.at(0).kernel == 1);
 }
 
 TEST_CASE("the pipelined scan (sm_90) over more tiles than SMs and at 2^24 + 3 elements" * doctest::test_suite("long")) {
@@ -146,7 +149,8 @@ TEST_CASE("the pipelined scan (sm_90) over more tiles than SMs and at 2^24 + 3 e
     MESSAGE("left out: the pipelined scan needs sm_90 (the device is older)");
     return;
   }
-  const SecondKernelEverywhere pipelined(true);
+  ff::test::PlanVariant pipelined(second_kernel_everywhere(true));
+  require_second_kernel(pipelined, "ff_scan_pipelined_f32_plus");  // what the runs below take
   check_pipelined(ff::test::capped({300 * 12288 + 1, (1 << 24) + 3}));
 }
 
@@ -158,10 +162,10 @@ TEST_CASE("look-back state is reused without clearing: sizes that grow and shrin
   for (std::int64_t n : sizes) run_scan_and_filter(runtime(), n, "shared runtime");
   // A runtime whose epochs start again every 3 launches: the status is zeroed in stream
   // order between runs, and within one run between its two launches.
-  setenv("FUSEFLOW_LOOKBACK_EPOCHS", "3", 1);
-  ff::Runtime restarting;
-  run_scan_and_filter(restarting, sizes.front(), "epochs restarted every 3 launches");
-  unsetenv("FUSEFLOW_LOOKBACK_EPOCHS");
+  ff::RuntimeOptions options = ff::test::poisoned_options();
+  options.lookback_epochs = 3;
+  ff::Runtime restarting(options);
+  REQUIRE(restarting.options().lookback_epochs == 3u);
   for (int round = 0; round < 2; ++round)
     for (std::int64_t n : sizes) run_scan_and_filter(restarting, n, "epochs restarted every 3 launches");
 }

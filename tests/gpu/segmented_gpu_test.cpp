@@ -7,7 +7,6 @@
 // segmented scans' and by-key ops' own cases are in segmented_scan_gpu_test.cpp.
 #include <doctest/doctest.h>
 
-#include <cstdlib>
 #include <random>
 
 #include "catalog/catalog.hpp"
@@ -28,16 +27,28 @@ void check_every_shape(const std::vector<std::int64_t>& sizes) {
     for (std::int64_t n : sizes) check_every_op(offsets_for(s, n), n, s.name + ", n = " + std::to_string(n));
 }
 
-// FUSEFLOW_SEGMENTED_SHORT=0: the merge path alone, for programs planned while it is set,
-// so that it is checked on every shape too (after the short pass it sees only segments of
-// more than 8 elements and the tiles that hold one).
-struct MergePathAlone {
-  MergePathAlone() { setenv("FUSEFLOW_SEGMENTED_SHORT", "0", 1); }
-  ~MergePathAlone() { unsetenv("FUSEFLOW_SEGMENTED_SHORT"); }
-};
-
+// segmented_short = false (FUSEFLOW_SEGMENTED_SHORT=0): the merge path alone, so that it
+// is checked on every shape too (after the short pass it sees only segments of more than 8
+// elements and the tiles that hold one). On a Runtime of its own with that option
+// (PlanVariant, gpu_test_support.hpp).
 void check_merge_path_alone(const std::vector<std::int64_t>& sizes) {
-  const MergePathAlone alone;
+  auto x = ff::input<int>("x");
+  auto o = ff::input<int>("offsets");
+  const ff::Program sum(ff::segmented_reduce(x, o, ff::plus));
+  // The default plan has the short pass, so that leaving it out below means something.
+  REQUIRE(runtime().explain(sum).find(" ff_segmented_short_") != std::string::npos);
+  ff::codegen::PlanOptions options;
+  options.segmented_short = false;
+  ff::test::PlanVariant alone(options);
+  // The programs check_all runs (i32 sum, MSSP, f32 sum) have no short pass, and a run
+  // launches the merge path.
+  auto xf = ff::input<float>("x");
+  for (const ff::Program& p : {sum, ff::Program(ff::segmented_reduce(ff::catalog::mssp_parts(x), o, ff::catalog::mssp())),
+                               ff::Program(ff::segmented_reduce(xf, o, ff::plus))})
+    alone.require_no_kernel(p, "ff_segmented_short_");
+  auto dx = alone.rt().upload(std::vector<int>(1000, 1));
+  auto doff = alone.rt().upload(std::vector<int>{0, 3, 10, 1000});
+  alone.require_launch(sum, {{x, dx}, {o, doff}}, "ff_segmented_reduce_");
   for (const auto& s : shapes())
     for (std::int64_t n : sizes) check_all(offsets_for(s, n), n, s.name + ", merge path alone, n = " + std::to_string(n));
   for (std::int64_t n : sizes) check_all({0, static_cast<int>(n)}, n, "one segment, merge path alone, n = " + std::to_string(n));
