@@ -1,0 +1,438 @@
+// ShardedRuntime: runs a program over sharded inputs on every local rank (a thread each
+// when this process drives several), exchanging what the combine needs through the
+// communicator: scan totals before the main pass, reduce partials and filter counts after
+// it, histogram counts all-reduced in place. See sharded.hpp for what each op does.
+#include "fuseflow/runtime/sharded.hpp"
+
+#include <cstring>
+#include <exception>
+#include <map>
+#include <thread>
+
+#include "fuseflow/frontend/reference.hpp"
+#include "fuseflow/runtime/driver_api.hpp"
+#include "shard_plan.hpp"
+
+namespace fuseflow {
+
+ShardLayout ShardLayout::even(std::size_t n, int world) {
+  if (world < 1) throw GraphError("ShardLayout::even: a world needs at least one rank, not " + std::to_string(world));
+  ShardLayout l;
+  const auto w = static_cast<std::size_t>(world);
+  l.offsets.push_back(0);
+  for (std::size_t r = 0; r < w; ++r) l.offsets.push_back(l.offsets.back() + n / w + (r < n % w ? 1 : 0));
+  return l;
+}
+
+ShardLayout ShardLayout::from_sizes(const std::vector<std::size_t>& sizes) {
+  ShardLayout l;
+  l.offsets.push_back(0);
+  for (std::size_t s : sizes) l.offsets.push_back(l.offsets.back() + s);
+  return l;
+}
+
+struct ShardedRuntime::State {
+  std::vector<std::unique_ptr<Runtime>> runtimes;
+  std::vector<std::unique_ptr<Communicator>> comms;
+  int world = 0;
+
+  // fn(i) on every local rank: inline for one, a thread each for several. A rank that
+  // throws aborts an in-process world (so the others' collectives do not wait forever);
+  // the first exception is rethrown.
+  template <class F>
+  void for_each_local(F&& fn) {
+    if (runtimes.size() == 1) {
+      fn(std::size_t{0});
+      return;
+    }
+    std::vector<std::exception_ptr> errors(runtimes.size());
+    std::vector<std::thread> threads;
+    for (std::size_t i = 0; i < runtimes.size(); ++i)
+      threads.emplace_back([&, i] {
+        try {
+          fn(i);
+        } catch (...) {
+          errors[i] = std::current_exception();
+          abort_world(*comms[i]);
+        }
+      });
+    for (auto& t : threads) t.join();
+    for (auto& e : errors)
+      if (e) std::rethrow_exception(e);
+  }
+};
+
+namespace {
+
+// The context of a Runtime current on this thread for a scope (the in-process
+// communicator's copies and NCCL need one).
+class ContextScope {
+ public:
+  explicit ContextScope(CUcontext c) {
+    CUresult r = detail::driver().cuCtxPushCurrent(c);
+    if (r != CUDA_SUCCESS) throw CudaError("cuCtxPushCurrent", r, detail::cuda_error_name(r), "sharded run");
+  }
+  ~ContextScope() {
+    CUcontext ignored = nullptr;
+    detail::driver().cuCtxPopCurrent(&ignored);
+  }
+  ContextScope(const ContextScope&) = delete;
+  ContextScope& operator=(const ContextScope&) = delete;
+};
+
+// Every rank's `mine` (the same size on all), gathered in rank order, through device memory.
+std::vector<std::byte> exchange(Runtime& rt, Communicator& comm, const std::vector<std::byte>& mine) {
+  const std::size_t bytes = mine.size();
+  std::vector<std::byte> all(bytes * static_cast<std::size_t>(comm.size()));
+  if (bytes == 0) return all;
+  DeviceArray<std::byte> send = rt.upload(mine);
+  DeviceArray<std::byte> recv = rt.alloc<std::byte>(all.size());
+  comm.all_gather(send.data(), recv.data(), bytes, rt.stream());
+  recv.download(std::span<std::byte>(all));
+  return all;
+}
+
+void append(std::vector<std::byte>& buf, const Value& v) {
+  const std::size_t at = buf.size();
+  buf.resize(at + v.type().size());
+  v.to_bytes(buf.data() + at);
+}
+
+// Rank r's values of `types` in a gathered buffer laid out as `append` wrote them.
+std::vector<Value> values_of(const std::vector<std::byte>& all, std::size_t per_rank, int rank,
+                             const std::vector<Type>& types) {
+  std::vector<Value> out;
+  std::size_t at = per_rank * static_cast<std::size_t>(rank);
+  for (const Type& t : types) {
+    out.push_back(Value::from_bytes(t, all.data() + at));
+    at += t.size();
+  }
+  return out;
+}
+
+std::string describe(const Expr& leaf) {
+  return (leaf.kind() == ExprKind::Input ? "input '" : "parameter '") + leaf.node().name + "'";
+}
+
+}  // namespace
+
+ShardedRuntime::ShardedRuntime(std::vector<std::unique_ptr<Runtime>> runtimes,
+                               std::vector<std::unique_ptr<Communicator>> comms)
+    : state_(std::make_unique<State>()) {
+  if (runtimes.empty() || runtimes.size() != comms.size())
+    throw GraphError("ShardedRuntime: needs one communicator per runtime, and at least one (got " +
+                     std::to_string(runtimes.size()) + " runtimes, " + std::to_string(comms.size()) + " communicators)");
+  state_->world = comms[0]->size();
+  for (const auto& c : comms)
+    if (c->size() != state_->world)
+      throw GraphError("ShardedRuntime: the communicators belong to worlds of different sizes");
+  state_->runtimes = std::move(runtimes);
+  state_->comms = std::move(comms);
+}
+ShardedRuntime::~ShardedRuntime() = default;
+ShardedRuntime::ShardedRuntime(ShardedRuntime&&) noexcept = default;
+ShardedRuntime& ShardedRuntime::operator=(ShardedRuntime&&) noexcept = default;
+
+ShardedRuntime ShardedRuntime::in_process(int world, std::vector<int> devices, RuntimeOptions options) {
+  auto comms = thread_communicators(world);
+  int count = 0;
+  if (devices.empty()) {
+    const CUresult r = detail::driver().cuDeviceGetCount(&count);
+    if (r != CUDA_SUCCESS || count < 1) throw CudaError("cuDeviceGetCount", r, detail::cuda_error_name(r), "no device");
+  }
+  std::vector<std::unique_ptr<Runtime>> runtimes;
+  for (int r = 0; r < world; ++r) {
+    options.device = devices.empty() ? r % count : devices.at(static_cast<std::size_t>(r));
+    runtimes.push_back(std::make_unique<Runtime>(options));
+  }
+  return ShardedRuntime(std::move(runtimes), std::move(comms));
+}
+
+ShardedRuntime ShardedRuntime::nccl_all(std::vector<int> devices, RuntimeOptions options) {
+  disable_nvlink_multicast();
+  if (!nccl_available()) throw Error("fuseflow: ShardedRuntime::nccl_all: " + nccl_load_error());
+  if (devices.empty()) {
+    int count = 0;
+    const CUresult r = detail::driver().cuDeviceGetCount(&count);
+    if (r != CUDA_SUCCESS) throw CudaError("cuDeviceGetCount", r, detail::cuda_error_name(r), "no device");
+    for (int d = 0; d < count; ++d) devices.push_back(d);
+  }
+  std::vector<std::unique_ptr<Runtime>> runtimes;
+  std::vector<Runtime*> raw;
+  for (int d : devices) {
+    options.device = d;
+    runtimes.push_back(std::make_unique<Runtime>(options));
+    raw.push_back(runtimes.back().get());
+  }
+  auto comms = nccl_communicators(raw);
+  return ShardedRuntime(std::move(runtimes), std::move(comms));
+}
+
+ShardedRuntime ShardedRuntime::nccl_rank(const NcclId& id, int rank, int world, int device, RuntimeOptions options) {
+  disable_nvlink_multicast();
+  if (!nccl_available()) throw Error("fuseflow: ShardedRuntime::nccl_rank: " + nccl_load_error());
+  options.device = device;
+  std::vector<std::unique_ptr<Runtime>> runtimes;
+  runtimes.push_back(std::make_unique<Runtime>(options));
+  std::vector<std::unique_ptr<Communicator>> comms;
+  comms.push_back(nccl_communicator(id, rank, world, *runtimes[0]));
+  return ShardedRuntime(std::move(runtimes), std::move(comms));
+}
+
+int ShardedRuntime::world_size() const { return state_->world; }
+std::size_t ShardedRuntime::local_count() const { return state_->runtimes.size(); }
+int ShardedRuntime::local_rank(std::size_t i) const { return state_->comms.at(i)->rank(); }
+Runtime& ShardedRuntime::runtime(std::size_t i) { return *state_->runtimes.at(i); }
+Communicator& ShardedRuntime::communicator(std::size_t i) { return *state_->comms.at(i); }
+
+ShardLayout ShardedRuntime::agree_layout(const std::vector<DeviceBytes>& local, const char* who) {
+  if (local.size() != local_count())
+    throw GraphError(std::string("ShardedRuntime::") + who + ": needs one shard per local rank (" +
+                     std::to_string(local_count()) + "), got " + std::to_string(local.size()));
+  std::vector<ShardLayout> got(local_count());
+  state_->for_each_local([&](std::size_t i) {
+    ContextScope scope(runtime(i).context());
+    std::vector<std::byte> mine;
+    append(mine, Value(static_cast<unsigned long long>(local[i].count)));
+    std::vector<std::byte> all = exchange(runtime(i), communicator(i), mine);
+    std::vector<std::size_t> sizes;
+    for (int r = 0; r < world_size(); ++r)
+      sizes.push_back(values_of(all, mine.size(), r, {Type(ScalarType::U64)})[0].as_uint());
+    got[i] = ShardLayout::from_sizes(sizes);
+  });
+  return got[0];
+}
+
+namespace {
+
+struct Checked {
+  ShardLayout layout;                       // the inputs' common layout
+  std::map<const ExprNode*, const ShardedBinding*> bound;
+};
+
+// Every check before anything runs, the same on every rank: all inputs bound to sharded
+// arrays of their type and of one layout over this world, parameters to scalars.
+Checked check_sharded_bindings(const Program& program, const ShardedBindings& bindings, int world,
+                               const std::vector<std::pair<int, Runtime*>>& local) {
+  Checked c;
+  for (const auto& [expr, b] : bindings) {
+    if (expr.kind() != ExprKind::Input && expr.kind() != ExprKind::Param)
+      throw GraphError("sharded run: only inputs and parameters can be bound, not " + to_string(expr));
+    if (!c.bound.emplace(expr.get(), &b).second) throw GraphError("sharded run: " + describe(expr) + " is bound twice");
+  }
+  if (program.inputs().empty())
+    throw GraphError("sharded run: the program has no input array, so there is nothing to shard");
+  const Expr* first = nullptr;
+  for (const Expr& in : program.inputs()) {
+    auto it = c.bound.find(in.get());
+    if (it == c.bound.end()) throw GraphError("sharded run: " + describe(in) + " is not bound");
+    const ShardedBinding& b = *it->second;
+    if (!b.is_array())
+      throw GraphError("sharded run: " + describe(in) + " is bound to the scalar " + b.scalar().to_string() +
+                       "; an input of a sharded run must be a ShardedArray");
+    if (b.type() != in.type())
+      throw GraphError("sharded run: " + describe(in) + " holds " + in.type().name() +
+                       " but was bound to a sharded array of " + b.type().name());
+    if (b.layout().world() != world)
+      throw GraphError("sharded run: " + describe(in) + " is sharded over " + std::to_string(b.layout().world()) +
+                       " ranks, but this runtime's world has " + std::to_string(world));
+    if (!first) {
+      first = &in;
+      c.layout = b.layout();
+    } else if (b.layout() != c.layout) {
+      throw GraphError("sharded run: " + describe(in) + " (" + std::to_string(b.layout().global_size()) +
+                       " elements) is not sharded like " + describe(*first) + " (" +
+                       std::to_string(c.layout.global_size()) +
+                       " elements); the inputs of a sharded run need the same length and the same shards");
+    }
+    for (const auto& [rank, rt] : local) {
+      bool found = false;
+      for (const ShardPiece& p : b.pieces())
+        if (p.rank == rank) {
+          if (p.runtime != rt)
+            throw GraphError("sharded run: " + describe(in) + "'s shard of rank " + std::to_string(rank) +
+                             " lives on another Runtime than this ShardedRuntime's");
+          found = true;
+        }
+      if (!found)
+        throw GraphError("sharded run: " + describe(in) + " has no shard of rank " + std::to_string(rank) +
+                         " in this process");
+    }
+  }
+  for (const Expr& p : program.params()) {
+    auto it = c.bound.find(p.get());
+    if (it == c.bound.end()) throw GraphError("sharded run: " + describe(p) + " is not bound");
+    if (it->second->is_array()) throw GraphError("sharded run: " + describe(p) + " is a scalar but was bound to an array");
+  }
+  for (const auto& [expr, b] : bindings) {
+    bool used = false;
+    for (const Expr& e : program.inputs()) used = used || same_node(e, expr);
+    for (const Expr& e : program.params()) used = used || same_node(e, expr);
+    if (!used) throw GraphError("sharded run: " + describe(expr) + " is bound but not used by this program");
+  }
+  return c;
+}
+
+bool uses_param(const Program& p, const Expr& param) {
+  for (const Expr& e : p.params())
+    if (same_node(e, param)) return true;
+  return false;
+}
+
+Value fold(const Monoid& m, const std::vector<Value>& in_rank_order) {
+  Value acc = m.identity();
+  for (const Value& v : in_rank_order) acc = evaluate_combine(m, acc, v);
+  return acc;
+}
+
+// What one rank produced: scalars (combined), and per output its piece.
+struct RankOutput {
+  std::vector<Value> scalars;                 // per output (Reduce)
+  std::vector<ShardedResult::Piece> pieces;   // per output (arrays)
+  std::vector<std::size_t> filter_sizes;      // per output (Filter): every rank's survivors
+};
+
+}  // namespace
+
+std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const ShardedBindings& bindings) {
+  const detail::ShardPlan plan = detail::plan_sharded(program);
+  std::vector<std::pair<int, Runtime*>> local;
+  for (std::size_t i = 0; i < local_count(); ++i) local.emplace_back(local_rank(i), &runtime(i));
+  const Checked checked = check_sharded_bindings(program, bindings, world_size(), local);
+  const std::size_t outputs = program.outputs().size();
+  const int world = world_size();
+
+  std::vector<RankOutput> per_local(local_count());
+  state_->for_each_local([&](std::size_t li) {
+    Runtime& rt = runtime(li);
+    Communicator& comm = communicator(li);
+    const int rank = comm.rank();
+    ContextScope scope(rt.context());
+    Bindings base;
+    for (const Expr& in : program.inputs()) {
+      const ShardedBinding& b = *checked.bound.at(in.get());
+      for (const ShardPiece& p : b.pieces())
+        if (p.rank == rank) base.emplace_back(in, Binding(p.bytes, in.type()));
+    }
+    for (const Expr& p : program.params()) base.emplace_back(p, Binding(checked.bound.at(p.get())->scalar()));
+    const auto offset = static_cast<long long>(checked.layout.offset(rank));
+    if (uses_param(plan.main, plan.offset_param)) base.emplace_back(plan.offset_param, Binding(Value(offset)));
+
+    // Scans: every shard's totals, then this rank's carry (the ranks before it, in order).
+    Bindings main = base;
+    if (!plan.totals.empty()) {
+      Program totals(plan.totals);
+      Bindings tb;
+      for (const auto& [e, b] : base) {
+        bool used = false;
+        for (const Expr& x : totals.inputs()) used = used || same_node(x, e);
+        for (const Expr& x : totals.params()) used = used || same_node(x, e);
+        if (used) tb.emplace_back(e, b);
+      }
+      std::vector<Result> mine = rt.run(totals, tb);
+      std::vector<std::byte> buf;
+      std::vector<Type> types;
+      for (const Result& r : mine) {
+        append(buf, r.value());
+        types.push_back(r.type());
+      }
+      std::vector<std::byte> all = exchange(rt, comm, buf);
+      for (std::size_t s = 0; s < plan.scans.size(); ++s) {
+        std::vector<Value> before;
+        for (int q = 0; q < rank; ++q) before.push_back(values_of(all, buf.size(), q, types)[s]);
+        std::vector<Value> fields;
+        detail::flatten_value(fold(plan.scans[s].monoid, before), fields);
+        for (std::size_t f = 0; f < fields.size(); ++f)
+          if (uses_param(plan.main, plan.scans[s].carry_params[f]))
+            main.emplace_back(plan.scans[s].carry_params[f], Binding(fields[f]));
+      }
+    }
+
+    // Arrays as long as the shard, and histograms, go into memory of ours.
+    RankOutput& out = per_local[li];
+    out.scalars.resize(outputs);
+    out.pieces.resize(outputs);
+    for (std::size_t o = 0; o < outputs; ++o) {
+      const auto kind = plan.kinds[o];
+      if (kind != detail::ShardedOutput::Map && kind != detail::ShardedOutput::Histogram) continue;
+      const Expr& e = plan.main.outputs()[o];
+      const std::size_t n = kind == detail::ShardedOutput::Map ? checked.layout.size(rank)
+                                                                : static_cast<std::size_t>(plan.bins[o]);
+      auto memory = std::make_shared<DeviceArray<std::byte>>(rt.alloc<std::byte>(n * e.type().size()));
+      ShardedResult::Piece& piece = out.pieces[o];
+      piece.rank = rank;
+      piece.runtime = &rt;
+      piece.bytes = DeviceBytes{memory->data(), n, e.type().size()};
+      piece.owner = memory;
+      main.emplace_back(e, Binding(piece.bytes, e.type()));
+    }
+    std::vector<Result> results = rt.run(plan.main, main);
+
+    // The combine: reduce partials and filter counts, gathered in one exchange.
+    std::vector<std::byte> buf;
+    std::vector<Type> types;
+    for (std::size_t o = 0; o < outputs; ++o) {
+      if (plan.kinds[o] == detail::ShardedOutput::Reduce) {
+        append(buf, results[o].value());
+        types.push_back(results[o].type());
+      } else if (plan.kinds[o] == detail::ShardedOutput::Filter) {
+        append(buf, Value(static_cast<unsigned long long>(results[o].size())));
+        types.push_back(Type(ScalarType::U64));
+      } else if (plan.kinds[o] == detail::ShardedOutput::Histogram) {
+        const ShardedResult::Piece& p = out.pieces[o];
+        comm.all_reduce(p.bytes.ptr, p.bytes.ptr, p.bytes.count, plan.main.outputs()[o].type().scalar(),
+                        CollectiveOp::Sum, rt.stream());
+      }
+    }
+    std::vector<std::byte> all = exchange(rt, comm, buf);
+    std::vector<std::vector<Value>> by_rank;
+    for (int q = 0; q < world; ++q) by_rank.push_back(values_of(all, buf.size(), q, types));
+    out.filter_sizes.assign(outputs * static_cast<std::size_t>(world), 0);
+    std::size_t k = 0;
+    for (std::size_t o = 0; o < outputs; ++o) {
+      if (plan.kinds[o] == detail::ShardedOutput::Reduce) {
+        std::vector<Value> partials;
+        for (int q = 0; q < world; ++q) partials.push_back(by_rank[static_cast<std::size_t>(q)][k]);
+        out.scalars[o] = fold(plan.monoids[o], partials);
+        ++k;
+      } else if (plan.kinds[o] == detail::ShardedOutput::Filter) {
+        for (int q = 0; q < world; ++q)
+          out.filter_sizes[o * static_cast<std::size_t>(world) + static_cast<std::size_t>(q)] =
+              by_rank[static_cast<std::size_t>(q)][k].as_uint();
+        ++k;
+        ShardedResult::Piece& piece = out.pieces[o];
+        piece.rank = rank;
+        piece.runtime = &rt;
+        piece.result = std::make_shared<Result>(std::move(results[o]));
+      }
+    }
+  });
+
+  std::vector<ShardedResult> out;
+  for (std::size_t o = 0; o < outputs; ++o) {
+    const Type& type = plan.main.outputs()[o].type();
+    std::vector<ShardedResult::Piece> pieces;
+    for (auto& r : per_local) pieces.push_back(std::move(r.pieces[o]));
+    switch (plan.kinds[o]) {
+      case detail::ShardedOutput::Reduce: out.emplace_back(per_local[0].scalars[o]); break;
+      case detail::ShardedOutput::Map:
+        out.emplace_back(ShardedResult::Kind::Sharded, type, checked.layout, std::move(pieces));
+        break;
+      case detail::ShardedOutput::Filter: {
+        const auto* sizes = per_local[0].filter_sizes.data() + o * static_cast<std::size_t>(world);
+        out.emplace_back(ShardedResult::Kind::Sharded, type,
+                         ShardLayout::from_sizes(std::vector<std::size_t>(sizes, sizes + world)), std::move(pieces));
+        break;
+      }
+      case detail::ShardedOutput::Histogram:
+        out.emplace_back(ShardedResult::Kind::Replicated, type,
+                         ShardLayout::from_sizes(std::vector<std::size_t>(static_cast<std::size_t>(world),
+                                                                          static_cast<std::size_t>(plan.bins[o]))),
+                         std::move(pieces));
+        break;
+    }
+  }
+  return out;
+}
+
+}  // namespace fuseflow
