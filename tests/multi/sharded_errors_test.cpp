@@ -1,0 +1,87 @@
+// Bad input to a sharded run gets a GraphError naming what is wrong, before anything runs;
+// NCCL missing gets an Error saying how to get it.
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "multi_test_support.hpp"
+
+namespace ff = fuseflow;
+using namespace fuseflow::multi_test;
+
+TEST_CASE("sharded run: mismatched lengths, a scalar for an array, unbound and foreign bindings") {
+  auto& srt = world(2);
+  auto x = ff::input<float>("x");
+  auto y = ff::input<float>("y");
+  auto a = srt.scatter(std::vector<float>(10, 1.0f));
+  auto b = srt.scatter(std::vector<float>(11, 1.0f));
+  CHECK_THROWS_WITH_AS(srt.run(ff::reduce(x + y, ff::plus), {{x, a}, {y, b}}),
+                       doctest::Contains("input 'y' (11 elements) is not sharded like input 'x' (10 elements)"),
+                       ff::GraphError);
+  CHECK_THROWS_WITH_AS(srt.run(ff::reduce(x, ff::plus), {{x, 2.0f}}),
+                       doctest::Contains("input 'x' is bound to the scalar"), ff::GraphError);
+  CHECK_THROWS_WITH_AS(srt.run(ff::reduce(x + y, ff::plus), {{x, a}}), doctest::Contains("input 'y' is not bound"),
+                       ff::GraphError);
+  auto k = ff::input<int>("k");
+  CHECK_THROWS_WITH_AS(srt.run(ff::reduce(k, ff::plus), {{k, a}}),
+                       doctest::Contains("holds i32 but was bound to a sharded array of f32"), ff::GraphError);
+  // An array sharded over another world.
+  auto& other = world(3);
+  auto c = other.scatter(std::vector<float>(10, 1.0f));
+  CHECK_THROWS_WITH_AS(srt.run(ff::reduce(x, ff::plus), {{x, c}}),
+                       doctest::Contains("is sharded over 3 ranks, but this runtime's world has 2"), ff::GraphError);
+}
+
+TEST_CASE("sharded run: what cannot be sharded says so") {
+  auto& srt = world(2);
+  auto x = ff::input<float>("x");
+  auto a = srt.scatter(std::vector<float>(10, 1.0f));
+  auto mean = ff::reduce(x, ff::plus) / 10.0f;
+  CHECK_THROWS_WITH_AS(srt.run(x - mean, {{x, a}}),
+                       doctest::Contains("uses the result of a reduce, which is only known once the shards are combined"),
+                       ff::GraphError);
+  auto offsets = ff::input<int>("offsets");
+  auto o = srt.scatter(std::vector<int>{0, 5, 10});
+  CHECK_THROWS_WITH_AS(srt.run(ff::segmented_reduce(x, offsets, ff::plus), {{x, a}, {offsets, o}}),
+                       doctest::Contains("segmented_reduce is not supported over shards yet"), ff::GraphError);
+  CHECK_THROWS_WITH_AS(srt.run(ff::scan(ff::scan(x, ff::plus), ff::plus), {{x, a}}),
+                       doctest::Contains("a scan of a scan's result is not supported"), ff::GraphError);
+}
+
+TEST_CASE("NCCL missing: a clear Error naming what to install") {
+  // This test runs with FUSEFLOW_NCCL_LIBRARY naming a library that does not exist.
+  CHECK_FALSE(ff::nccl_available());
+  CHECK_THROWS_WITH_AS(ff::ShardedRuntime::nccl_all({0}), doctest::Contains("NCCL"), ff::Error);
+  CHECK_THROWS_WITH_AS(ff::nccl_unique_id(), doctest::Contains("NCCL"), ff::Error);
+  ff::Runtime rt;
+  CHECK_THROWS_WITH_AS(ff::nccl_communicator(ff::NcclId{}, 0, 1, rt), doctest::Contains("NCCL"), ff::Error);
+}
+
+TEST_CASE("the NCCL id goes through a file; a missing file times out with the path named") {
+  const std::string path = "/tmp/fuseflow_nccl_id_test_" + std::to_string(::getpid());
+  ff::NcclId id;
+  for (std::size_t i = 0; i < id.bytes.size(); ++i) id.bytes[i] = static_cast<char>(i * 7 + 1);
+  ff::write_nccl_id(id, path);
+  CHECK(ff::read_nccl_id(path).bytes == id.bytes);
+  std::remove(path.c_str());
+  CHECK_THROWS_WITH_AS(ff::read_nccl_id(path, std::chrono::milliseconds(50)), doctest::Contains(path.c_str()), ff::Error);
+}
+
+TEST_CASE("ShardLayout: even shards, and adopted shards of any sizes agreed over the world") {
+  auto l = ff::ShardLayout::even(10, 4);
+  CHECK(l.offsets == std::vector<std::size_t>{0, 3, 6, 8, 10});
+  CHECK(ff::ShardLayout::even(2, 4).offsets == std::vector<std::size_t>{0, 1, 2, 2, 2});
+  auto& srt = world(3);
+  std::vector<ff::DeviceArray<int>> mine;
+  std::vector<ff::device_span<int>> spans;
+  for (std::size_t i = 0; i < srt.local_count(); ++i) {
+    const int r = srt.local_rank(i);
+    mine.push_back(srt.runtime(i).upload(std::vector<int>(static_cast<std::size_t>(r) * 2 + 1, r + 1)));
+    spans.emplace_back(mine.back());
+  }
+  auto adopted = srt.adopt(spans);
+  CHECK(adopted.layout().offsets == std::vector<std::size_t>{0, 1, 4, 9});
+  auto k = ff::input<int>("k");
+  int sum = srt.run(ff::reduce(k, ff::plus), {{k, adopted}});
+  CHECK(sum == 1 * 1 + 3 * 2 + 5 * 3);
+}
