@@ -134,6 +134,7 @@ int run(const Options& opt) {
   c.reps = opt.quick ? 10 : 50;
   if (opt.wants("course")) bench_course(c);
   if (opt.wants("latency")) bench_latency(c, opt);
+  if (opt.wants("multi")) bench_multi(c, opt);  // sharded over every GPU here, beside torch.distributed
   CK(cudaFreeHost(c.host_out));
 
   const std::string dir = out_dir();

@@ -179,6 +179,7 @@ void bench_scans(const Context& c, int lg);                                    /
 void bench_keyed(const Context& c, std::size_t n, int op);                     // keyed.cu
 void bench_course(const Context& c);                                           // course.cu
 void bench_latency(const Context& c, const Options& opt);                      // latency.cu
+void bench_multi(const Context& c, const Options& opt);                        // multi.cu
 
 // --- NVRTC compile: first run of a fresh program (compile.cu) ----------------------------
 struct CompileRow {

@@ -160,6 +160,15 @@ class ThreadCommunicator final : public Communicator {
 
 }  // namespace
 
+int gpu_count() noexcept {
+  try {
+    int n = 0;
+    return detail::driver().cuDeviceGetCount(&n) == CUDA_SUCCESS ? n : 0;
+  } catch (...) {
+    return 0;
+  }
+}
+
 std::vector<std::unique_ptr<Communicator>> thread_communicators(int world) {
   if (world < 1) throw GraphError("thread_communicators: a world needs at least one rank, not " + std::to_string(world));
   auto shared = std::make_shared<World>(world);

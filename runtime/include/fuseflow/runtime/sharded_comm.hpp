@@ -54,6 +54,9 @@ class Communicator {
   virtual void group_end() {}
 };
 
+// How many GPUs the driver reports (0 without a driver). Never throws.
+int gpu_count() noexcept;
+
 // ---- in process ------------------------------------------------------------------------
 // `world` communicators of one in-process world, rank r at index r; each is used by one
 // thread at a time. If a rank fails between collectives, abort_world() lets the others'
