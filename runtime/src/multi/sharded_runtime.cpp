@@ -5,7 +5,10 @@
 #include "fuseflow/runtime/sharded.hpp"
 
 #include <cstring>
+#include <condition_variable>
 #include <exception>
+#include <functional>
+#include <mutex>
 #include <map>
 #include <thread>
 
@@ -35,31 +38,78 @@ struct ShardedRuntime::State {
   std::vector<std::unique_ptr<Runtime>> runtimes;
   std::vector<std::unique_ptr<Communicator>> comms;
   int world = 0;
+  // Per local rank: the device buffers of the last exchange, kept for the next.
+  std::vector<DeviceArray<std::byte>> send, recv;
 
-  // fn(i) on every local rank: inline for one, a thread each for several. A rank that
-  // throws aborts an in-process world (so the others' collectives do not wait forever);
-  // the first exception is rethrown.
-  template <class F>
-  void for_each_local(F&& fn) {
+  // fn(i) on every local rank: inline for one; for several, local rank 0 on the calling
+  // thread and the others on threads of a pool kept for the runtime's life (a sharded
+  // run's latency matters). A rank that throws aborts an in-process world (so the
+  // others' collectives do not wait forever); the first exception is rethrown.
+  void for_each_local(const std::function<void(std::size_t)>& fn) {
     if (runtimes.size() == 1) {
-      fn(std::size_t{0});
+      fn(0);
       return;
     }
-    std::vector<std::exception_ptr> errors(runtimes.size());
-    std::vector<std::thread> threads;
-    for (std::size_t i = 0; i < runtimes.size(); ++i)
-      threads.emplace_back([&, i] {
-        try {
-          fn(i);
-        } catch (...) {
-          errors[i] = std::current_exception();
-          abort_world(*comms[i]);
-        }
-      });
-    for (auto& t : threads) t.join();
+    start_pool();
+    {
+      std::lock_guard lock(mutex);
+      job = &fn;
+      errors.assign(runtimes.size(), nullptr);
+      pending = runtimes.size() - 1;
+      ++generation;
+    }
+    wake.notify_all();
+    run_one(0);
+    std::unique_lock lock(mutex);
+    done.wait(lock, [&] { return pending == 0; });
+    job = nullptr;
     for (auto& e : errors)
       if (e) std::rethrow_exception(e);
   }
+  ~State() {
+    {
+      std::lock_guard lock(mutex);
+      stop = true;
+    }
+    wake.notify_all();
+    for (auto& t : threads) t.join();
+  }
+
+ private:
+  void run_one(std::size_t i) {
+    try {
+      (*job)(i);
+    } catch (...) {
+      errors[i] = std::current_exception();
+      abort_world(*comms[i]);
+    }
+  }
+  void start_pool() {
+    if (!threads.empty()) return;
+    for (std::size_t i = 1; i < runtimes.size(); ++i)
+      threads.emplace_back([this, i] {
+        unsigned long long seen = 0;
+        for (;;) {
+          {
+            std::unique_lock lock(mutex);
+            wake.wait(lock, [&] { return stop || generation != seen; });
+            if (stop) return;
+            seen = generation;
+          }
+          run_one(i);
+          std::lock_guard lock(mutex);
+          if (--pending == 0) done.notify_all();
+        }
+      });
+  }
+  std::vector<std::thread> threads;
+  std::mutex mutex;
+  std::condition_variable wake, done;
+  const std::function<void(std::size_t)>* job = nullptr;
+  std::vector<std::exception_ptr> errors;
+  std::size_t pending = 0;
+  unsigned long long generation = 0;
+  bool stop = false;
 };
 
 namespace {
@@ -81,12 +131,15 @@ class ContextScope {
 };
 
 // Every rank's `mine` (the same size on all), gathered in rank order, through device memory.
-std::vector<std::byte> exchange(Runtime& rt, Communicator& comm, const std::vector<std::byte>& mine) {
+// `send` and `recv` are this rank's buffers, kept from one exchange to the next.
+std::vector<std::byte> exchange(Runtime& rt, Communicator& comm, const std::vector<std::byte>& mine,
+                                DeviceArray<std::byte>& send, DeviceArray<std::byte>& recv) {
   const std::size_t bytes = mine.size();
   std::vector<std::byte> all(bytes * static_cast<std::size_t>(comm.size()));
   if (bytes == 0) return all;
-  DeviceArray<std::byte> send = rt.upload(mine);
-  DeviceArray<std::byte> recv = rt.alloc<std::byte>(all.size());
+  if (send.size() != bytes) send = rt.alloc<std::byte>(bytes);
+  if (recv.size() != all.size()) recv = rt.alloc<std::byte>(all.size());
+  send.upload(std::span<const std::byte>(mine));
   comm.all_gather(send.data(), recv.data(), bytes, rt.stream());
   recv.download(std::span<std::byte>(all));
   return all;
@@ -128,6 +181,8 @@ ShardedRuntime::ShardedRuntime(std::vector<std::unique_ptr<Runtime>> runtimes,
       throw GraphError("ShardedRuntime: the communicators belong to worlds of different sizes");
   state_->runtimes = std::move(runtimes);
   state_->comms = std::move(comms);
+  state_->send.resize(state_->runtimes.size());
+  state_->recv.resize(state_->runtimes.size());
 }
 ShardedRuntime::~ShardedRuntime() = default;
 ShardedRuntime::ShardedRuntime(ShardedRuntime&&) noexcept = default;
@@ -194,7 +249,7 @@ ShardLayout ShardedRuntime::agree_layout(const std::vector<DeviceBytes>& local, 
     ContextScope scope(runtime(i).context());
     std::vector<std::byte> mine;
     append(mine, Value(static_cast<unsigned long long>(local[i].count)));
-    std::vector<std::byte> all = exchange(runtime(i), communicator(i), mine);
+    std::vector<std::byte> all = exchange(runtime(i), communicator(i), mine, state_->send[i], state_->recv[i]);
     std::vector<std::size_t> sizes;
     for (int r = 0; r < world_size(); ++r)
       sizes.push_back(values_of(all, mine.size(), r, {Type(ScalarType::U64)})[0].as_uint());
@@ -336,7 +391,7 @@ std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const Sha
         append(buf, r.value());
         types.push_back(r.type());
       }
-      std::vector<std::byte> all = exchange(rt, comm, buf);
+      std::vector<std::byte> all = exchange(rt, comm, buf, state_->send[li], state_->recv[li]);
       for (std::size_t s = 0; s < plan.scans.size(); ++s) {
         std::vector<Value> before;
         for (int q = 0; q < rank; ++q) before.push_back(values_of(all, buf.size(), q, types)[s]);
@@ -384,7 +439,7 @@ std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const Sha
                         CollectiveOp::Sum, rt.stream());
       }
     }
-    std::vector<std::byte> all = exchange(rt, comm, buf);
+    std::vector<std::byte> all = exchange(rt, comm, buf, state_->send[li], state_->recv[li]);
     std::vector<std::vector<Value>> by_rank;
     for (int q = 0; q < world; ++q) by_rank.push_back(values_of(all, buf.size(), q, types));
     out.filter_sizes.assign(outputs * static_cast<std::size_t>(world), 0);
