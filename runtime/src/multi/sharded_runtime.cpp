@@ -414,6 +414,10 @@ std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const Sha
       const std::size_t n = kind == detail::ShardedOutput::Map ? checked.layout.size(rank)
                                                                 : static_cast<std::size_t>(plan.bins[o]);
       auto memory = std::make_shared<DeviceArray<std::byte>>(rt.alloc<std::byte>(n * e.type().size()));
+      // Poisoned like the Runtime's own outputs (RuntimeOptions::poison), so that an
+      // element no kernel wrote shows up.
+      if (rt.options().poison.value_or(false) && memory->size())
+        memory->upload(std::vector<std::byte>(memory->size(), std::byte{0xff}));
       ShardedResult::Piece& piece = out.pieces[o];
       piece.rank = rank;
       piece.runtime = &rt;
