@@ -85,3 +85,15 @@ TEST_CASE("ShardLayout: even shards, and adopted shards of any sizes agreed over
   int sum = srt.run(ff::reduce(k, ff::plus), {{k, adopted}});
   CHECK(sum == 1 * 1 + 3 * 2 + 5 * 3);
 }
+
+TEST_CASE("the scan's carry is a map of the scan's result, which the planner fuses into the scan's store") {
+  // What ShardedRuntime runs for a sharded scan: carry . scan(x), the carry a parameter.
+  auto x = ff::input<float>("x");
+  auto carry = ff::param<float>("carry");
+  const std::string plan = ff::explain(ff::Program(ff::cast<float>(carry + ff::scan(x, ff::plus))));
+  const std::string plain = ff::explain(ff::Program(ff::scan(x, ff::plus)));
+  CHECK(plan.find("epilogue, applied before the store") != std::string::npos);
+  // No kernel more than the plain scan's.
+  CHECK(plan.substr(plan.find("target:"), plan.find("1.") - plan.find("target:")) ==
+        plain.substr(plain.find("target:"), plain.find("1.") - plain.find("target:")));
+}
