@@ -1,8 +1,10 @@
 // Bad input to a sharded run gets a GraphError naming what is wrong, before anything runs;
-// NCCL missing gets an Error saying how to get it.
+// NCCL missing gets an Error saying how to get it. Also: the NCCL id file, layouts and
+// adopted shards, the scan carry's fusion, and the in-process communicator's collectives.
 #include <unistd.h>
 
 #include <cstdio>
+#include <thread>
 
 #include "multi_test_support.hpp"
 
@@ -96,4 +98,43 @@ TEST_CASE("the scan's carry is a map of the scan's result, which the planner fus
   // No kernel more than the plain scan's.
   CHECK(plan.substr(plan.find("target:"), plan.find("1.") - plan.find("target:")) ==
         plain.substr(plain.find("target:"), plain.find("1.") - plain.find("target:")));
+}
+
+TEST_CASE("communicator: all_gather, all_reduce (sum, min, max over i32 and f64) and broadcast, every rank") {
+  auto& srt = world(3);
+  const int w = srt.world_size();
+  std::vector<std::vector<int>> gathered(srt.local_count()), summed(srt.local_count()), mins(srt.local_count());
+  std::vector<std::vector<double>> maxes(srt.local_count());
+  std::vector<std::vector<int>> cast(srt.local_count());
+  auto body = [&](std::size_t i) {
+    ff::Runtime& rt = srt.runtime(i);
+    ff::Communicator& comm = srt.communicator(i);
+    const int r = comm.rank();
+    std::vector<int> mine = {r * 10 + 1, r * 10 + 2};
+    auto send = rt.upload(mine);
+    auto recv = rt.alloc<int>(2 * static_cast<std::size_t>(w));
+    comm.all_gather(send.data(), recv.data(), 2 * sizeof(int), rt.stream());
+    gathered[i] = recv.download();
+    auto sum = rt.alloc<int>(2);
+    comm.all_reduce(send.data(), sum.data(), 2, ff::ScalarType::I32, ff::CollectiveOp::Sum, rt.stream());
+    summed[i] = sum.download();
+    comm.all_reduce(send.data(), sum.data(), 2, ff::ScalarType::I32, ff::CollectiveOp::Min, rt.stream());
+    mins[i] = sum.download();
+    auto d = rt.upload(std::vector<double>{0.5 * r, -1.0 * r});
+    comm.all_reduce(d.data(), d.data(), 2, ff::ScalarType::F64, ff::CollectiveOp::Max, rt.stream());
+    maxes[i] = d.download();
+    auto b = rt.upload(std::vector<int>{r == 1 ? 77 : -1});
+    comm.broadcast(b.data(), b.data(), sizeof(int), 1, rt.stream());
+    cast[i] = b.download();
+  };
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < srt.local_count(); ++i) threads.emplace_back(body, i);
+  for (auto& t : threads) t.join();
+  for (std::size_t i = 0; i < srt.local_count(); ++i) {
+    CHECK(gathered[i] == std::vector<int>{1, 2, 11, 12, 21, 22});
+    CHECK(summed[i] == std::vector<int>{33, 36});
+    CHECK(mins[i] == std::vector<int>{1, 2});
+    CHECK(maxes[i] == std::vector<double>{1.0, 0.0});
+    CHECK(cast[i] == std::vector<int>{77});
+  }
 }
