@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <thread>
 
 #include "multi_test_support.hpp"
@@ -137,4 +139,18 @@ TEST_CASE("communicator: all_gather, all_reduce (sum, min, max over i32 and f64)
     CHECK(maxes[i] == std::vector<double>{1.0, 0.0});
     CHECK(cast[i] == std::vector<int>{77});
   }
+}
+
+TEST_CASE("NCCL present: its version, and an id (neither needs a GPU)") {
+  // Run without FUSEFLOW_NCCL_LIBRARY overridden (emu_multi_nccl_present_test); where no
+  // libnccl is installed there is nothing to check.
+  if (!ff::nccl_available()) {
+    MESSAGE("NCCL not installed here: " << ff::nccl_load_error());
+    return;
+  }
+  CHECK(ff::nccl_version() >= 20000);
+  const ff::NcclId a = ff::nccl_unique_id(), b = ff::nccl_unique_id();
+  CHECK(a.bytes != ff::NcclId{}.bytes);
+  CHECK(a.bytes != b.bytes);
+  CHECK(std::string(std::getenv("NCCL_NVLS_ENABLE")) == "0");  // forced before NCCL started
 }

@@ -2,8 +2,7 @@
 // fuseflow builds and runs without NCCL and only a sharded run over NCCL needs it:
 // FUSEFLOW_NCCL_LIBRARY names it, else libnccl.so.2 on the loader's path, else the copy
 // in the pip nvidia-nccl package this build found (FUSEFLOW_NCCL_HINT). The types come
-// from the NCCL header this build found (FUSEFLOW_HAVE_NCCL_H); without it every NCCL
-// call throws an Error saying so.
+// from the NCCL header this build found (FUSEFLOW_HAVE_NCCL_H), else from nccl_abi.hpp.
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -21,6 +20,8 @@
 
 #if FUSEFLOW_HAVE_NCCL_H
 #include <nccl.h>
+#else
+#include "nccl_abi.hpp"  // NCCL's C interface, declared here when nccl.h was not found
 #endif
 
 namespace fuseflow {
@@ -33,7 +34,6 @@ void disable_nvlink_multicast() noexcept {
   ::setenv("NVSHMEM_DISABLE_NVLS", "1", 1);
 }
 
-#if FUSEFLOW_HAVE_NCCL_H
 namespace {
 
 #define FUSEFLOW_NCCL_FUNCTIONS(X)                                                                  \
@@ -230,24 +230,6 @@ std::unique_ptr<Communicator> nccl_communicator(const NcclId& id, int rank, int 
   return std::make_unique<NcclCommunicator>(comm, rank, world);
 }
 
-#else  // no NCCL header at build time
-
-namespace {
-[[noreturn]] void no_nccl() {
-  throw Error("fuseflow: this build has no NCCL support (NCCL's header nccl.h was not found at configure time; "
-              "install nvidia-nccl-cu13 or point FUSEFLOW_NCCL_ROOT at NCCL and reconfigure)");
-}
-}  // namespace
-bool nccl_available() noexcept { return false; }
-std::string nccl_load_error() {
-  return "this build has no NCCL support (nccl.h was not found at configure time)";
-}
-int nccl_version() { no_nccl(); }
-NcclId nccl_unique_id() { no_nccl(); }
-std::vector<std::unique_ptr<Communicator>> nccl_communicators(const std::vector<Runtime*>&) { no_nccl(); }
-std::unique_ptr<Communicator> nccl_communicator(const NcclId&, int, int, Runtime&) { no_nccl(); }
-
-#endif
 
 void write_nccl_id(const NcclId& id, const std::string& path) {
   const std::string tmp = path + ".tmp" + std::to_string(::getpid());
