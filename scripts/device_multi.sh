@@ -64,7 +64,7 @@ targets=(multi_sharded_ops_test multi_sharded_errors_test multi_all_gpus multi_p
 ((run_bench)) && targets+=(fuseflow-bench)
 generator=(); command -v ninja >/dev/null && generator=(-G Ninja)
 cmake -S "$repo_root" -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFUSEFLOW_BUILD_BENCH=ON \
-  -DFUSEFLOW_EMULATOR_TESTS=OFF ${nccl_root:+-DFUSEFLOW_NCCL_ROOT="$nccl_root"} ${doctest_arg:+"$doctest_arg"} \
+  -DFUSEFLOW_EMULATOR_TESTS=OFF -DFUSEFLOW_GOLDEN=OFF -DCMAKE_CUDA_ARCHITECTURES=90 ${nccl_root:+-DFUSEFLOW_NCCL_ROOT="$nccl_root"} ${doctest_arg:+"$doctest_arg"} \
   > "$OUT/build.log" 2>&1 || build_rc=$?
 ((build_rc == 0)) && { cmake --build "$build_dir" -j "$jobs" --target "${targets[@]}" >> "$OUT/build.log" 2>&1 || build_rc=$?; }
 grep -E "fuseflow: (NCCL|nccl)" "$OUT/build.log"
