@@ -7,7 +7,9 @@
 //               reductions.cpp)  reductions they can fold; the other reductions share
 //                                kernels by stage and strategy
 //   emit       (reductions.cpp, scans.cpp, array_ops.cpp, filter_plan.cpp, here)
-//                                each group's kernels and schedule steps, in launch order
+//                                each group's kernels and schedule steps, in launch order,
+//                                from the strategy the registry picks for it (strategy.hpp:
+//                                the forced one, or the first of its family that applies)
 // Array ops (histogram, segmented ops, counting sort) and compactions are planned by
 // array_ops.cpp, segmented_plan.cpp and filter_plan.cpp, which assign their input
 // domains and output shapes as they go.
