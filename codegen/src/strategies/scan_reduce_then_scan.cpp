@@ -164,7 +164,11 @@ class ScanReduceThenScan final : public StrategyFor<ScanGroup> {
     return {true, "three passes, no flags and no spinning"};
   }
   TuningValues tuning(const Policies& p) const override {
-    return {{"wide_block", p.scan.wide_block}, {"thread_bytes", static_cast<std::int64_t>(p.scan.thread_bytes)}};
+    // Its tile is the look-back scan's (scan_tiling): narrow up to 8 bytes per element, else wide.
+    return {{"block", p.scan.narrow.block},
+            {"items", p.scan.narrow.items},
+            {"wide_block", p.scan.wide_block},
+            {"thread_bytes", static_cast<std::int64_t>(p.scan.thread_bytes)}};
   }
   std::vector<KernelSpec> emit(const ScanGroup& g, const Policies&, const Target& t) const override {
     return emit_scan_reduce_then_scan(g, t);
