@@ -137,6 +137,24 @@ TEST_CASE("scratch sizes: what each kernel says it needs is what the schedule al
   CHECK(s.launches[1].scratch.at(1) >= static_cast<std::size_t>(bins * tiles * 4));  // positions after the counts
   CHECK(s.scratch_bytes == s.launches[1].scratch[1] + static_cast<std::size_t>(bins * tiles * 8));
 
+  // Segmented reduce with short segments: the mask of deferred segments, a bit each in
+  // 4-byte words, after the merge path's per-block carries.
+  auto xs = ff::input<float>("xs");
+  auto offsets = ff::input<int>("offsets");
+  const ff::codegen::Plan seg = ff::codegen::plan(ff::Program(ff::segmented_reduce(xs, offsets, ff::plus)), sm90());
+  REQUIRE(seg.kernels.size() == 2);
+  const ScratchBuffer& mask = scratch_named(seg.kernels[0], "deferred");
+  CHECK(mask.per == ScratchBuffer::Per::Segment);
+  CHECK(mask.divisor == 32);
+  CHECK(ff::codegen::to_string(mask).rfind("deferred: 4 B x ceil(segments / 32)", 0) == 0);
+  std::size_t carries = 0;
+  for (const auto& b : seg.kernels[1].scratch)
+    if (b.per == ScratchBuffer::Per::Fixed) carries = (carries + 255) / 256 * 256 + b.bytes;
+  const std::int64_t segments = 4096;  // of 4 elements each: the short pass runs
+  const ff::codegen::Schedule ss = seg.schedule({segments * 4, segments + 1});
+  REQUIRE(ss.launches.size() == 2);
+  CHECK(ss.scratch_bytes == (carries + 255) / 256 * 256 + static_cast<std::size_t>(segments / 32 * 4));
+
   // A scan's look-back status: 8 bytes per tile for 4-byte values.
   const ff::codegen::Plan scan = ff::codegen::plan(ff::Program(ff::scan(x, ff::plus)), sm90());
   const ScratchBuffer& status = scratch_named(scan.kernels.at(0), "tile_status");
