@@ -23,7 +23,7 @@ namespace ffbench {
 // a pair); 32 per tile is room enough.
 struct DirectKernel {
   ff::KernelHandle handle;
-  ff::codegen::Kernel kernel;
+  ff::codegen::KernelSpec kernel;
   std::unique_ptr<DeviceBuffer> counters;  // the tile counter (Ticket 1), left zeroed by the kernel; a count
   std::unique_ptr<DeviceBuffer> status;    // look-back status, never cleared: one epoch per launch
   unsigned epoch = 0;

@@ -4,6 +4,7 @@
 // the length of their output, and the schedule step that sizes their grid.
 #include "array_ops.hpp"
 #include "schedule.hpp"
+#include "strategy.hpp"
 
 #include <algorithm>
 #include <set>
@@ -99,7 +100,7 @@ int offsets_domain(const PlanContext& c, const ReduceGroup& offsets, const std::
 void segmented_reduce_launches(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuilder& b) {
   const bool short_pass = step.kernels == 2;
   const int first = step.kernel, merge_index = step.kernel + step.kernels - 1;
-  const Kernel& merge = plan.kernels.at(static_cast<std::size_t>(merge_index));
+  const KernelSpec& merge = plan.kernels.at(static_cast<std::size_t>(merge_index));
   const std::int64_t count = b.length(step.domain);
   if (count < 1) throw GraphError("segmented_reduce: the offsets are empty; s segments need s + 1 offsets");
   const std::int64_t segments = count - 1;
@@ -112,7 +113,7 @@ void segmented_reduce_launches(const Plan& plan, const StepSpec& step, std::int6
     if (a.kind == Arg::Kind::Scratch && a.name != "deferred")
       m.scratch.push_back(b.allocate(static_cast<std::size_t>(merge.max_grid) * a.type.size()));
   if (short_pass && n <= kShortSegment * segments) {
-    const Kernel& s = plan.kernels.at(static_cast<std::size_t>(first));
+    const KernelSpec& s = plan.kernels.at(static_cast<std::size_t>(first));
     const std::size_t mask = b.allocate(static_cast<std::size_t>((segments + 31) / 32) * sizeof(std::uint32_t));
     m.scratch.push_back(mask);
     b.launch({first, n, grid_for(segments, s.items_per_block_step, s.max_grid), {mask}});
@@ -134,14 +135,11 @@ void plan_array_op(const PlanContext& c, const std::shared_ptr<const OpNode>& no
   if (plan.output_shapes.empty()) plan.output_shapes.resize(c.program.outputs().size());
   if (op.kind == OpKind::ReduceByKey) return plan_reduce_by_key(c, node, t, plan);  // segmented_plan.cpp
   OutputShape& shape = plan.output_shapes[static_cast<std::size_t>(output)];
-  const int index = static_cast<int>(plan.kernels.size());
   if (op.kind == OpKind::Histogram) {
-    ReduceGroup leaves = leaves_of(c, {op.keys}, "histogram");
-    Kernel k = emit_histogram(op, leaves, output, c.policies.histogram, t);
+    const ReduceGroup leaves = leaves_of(c, {op.keys}, "histogram");
+    plan_with_registry(HistogramGroup{op, leaves, output}, op.strategy, c.policies, t, plan);
     shape.fixed = op.bins;
     shape.zeroed = true;  // the kernel adds its counts into it
-    plan.steps.push_back({StepSpec::Kind::OnePass, index, 1, -1, 0, INT64_MAX, 0, false});  // none for n = 0
-    plan.kernels.push_back(std::move(k));
     return;
   }
   if (op.kind == OpKind::CountingSort) {
@@ -152,24 +150,20 @@ void plan_array_op(const PlanContext& c, const std::shared_ptr<const OpNode>& no
       if (o.kind() == ExprKind::Result && o.node().op == node) outputs.push_back({static_cast<int>(i), o.node().index});
     }
     if (outputs.front().program_output != output) return;
-    std::vector<Kernel> ks = emit_counting_sort(op, leaves_of(c, {op.keys}, "counting_sort"),
-                                                leaves_of(c, {op.keys, op.values}, "counting_sort"), outputs,
-                                                c.policies.sort);
-    plan.steps.push_back({StepSpec::Kind::CountingSort, index, 3, -1, 0, INT64_MAX, op.bins + 1, false});
-    for (auto& k : ks) plan.kernels.push_back(std::move(k));
+    const ReduceGroup keys = leaves_of(c, {op.keys}, "counting_sort");
+    const ReduceGroup keys_values = leaves_of(c, {op.keys, op.values}, "counting_sort");
+    plan_with_registry(SortGroup{op, keys, keys_values, outputs}, op.strategy, c.policies, t, plan);
     return;
   }
-  ReduceGroup leaves = leaves_of(c, {op.values}, "segmented_reduce");
-  ReduceGroup offsets = offsets_leaves(c, op);
+  const ReduceGroup leaves = leaves_of(c, {op.values}, "segmented_reduce");
+  const ReduceGroup offsets = offsets_leaves(c, op);
   const int domain = offsets_domain(c, offsets, "segmented_reduce", plan);
   const int check = static_cast<int>(plan.checked_offsets.size());
   plan.checked_offsets.push_back(node);
-  std::vector<Kernel> ks = emit_segmented_reduce(node, leaves, offsets, domain, output, check, c.policies.segmented, t);
+  plan_with_registry(SegmentedReduceGroup{node, leaves, offsets, domain, output, check}, op.strategy, c.policies, t,
+                     plan);
   shape.domain = domain;
   shape.less = 1;
-  plan.steps.push_back(
-      {StepSpec::Kind::SegmentedReduce, index, static_cast<int>(ks.size()), domain, 0, INT64_MAX, 0, false});
-  for (auto& k : ks) plan.kernels.push_back(std::move(k));
 }
 
 std::int64_t OutputShape::length(const std::vector<std::int64_t>& lengths) const {

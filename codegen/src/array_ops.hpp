@@ -33,7 +33,7 @@ int offsets_domain(const PlanContext& c, const ReduceGroup& offsets, const std::
 // kernel of a segmented_scan or scan_by_key and its outputs (g: the scan group plan_scans
 // made) and appends its schedule step; plan_reduce_by_key plans every program output of
 // a reduce_by_key op (keys and values, each with its device-written count) once.
-Kernel plan_segmented_scan(const PlanContext& c, const ScanGroup& g, const Target& t, Plan& plan);
+void plan_segmented_scan(const PlanContext& c, const ScanGroup& g, const Target& t, Plan& plan);
 void plan_reduce_by_key(const PlanContext& c, const std::shared_ptr<const OpNode>& op, const Target& t, Plan& plan);
 
 // Plans program output `output` (the result of `op`): appends its kernels and schedule

@@ -1,6 +1,8 @@
-// What a plan is, in words and source: explain() (the kernels with their strategy, why,
-// launch shape and buffers, the schedule's steps and the launches of two sample sizes,
-// the fusion notes) and cuda_source(); and the target presets.
+// What a plan is, in words and source: explain() (the KernelSpec list: each kernel's
+// strategy, why, registered strategy and why the registry chose it, policy values, launch
+// shape, buffers with roles, scratch with sizes and what it waits on; the schedule's steps
+// and the launches of two sample sizes, the fusion notes) and cuda_source(); and the
+// target presets.
 #include <sstream>
 
 #include "fuseflow/codegen/plan.hpp"
@@ -28,7 +30,19 @@ const char* role(Arg::Kind kind) {
   return "?";
 }
 
-void explain_kernel(std::ostream& os, const Kernel& k) {
+void explain_values(std::ostream& os, const char* what, const std::vector<std::pair<std::string, std::int64_t>>& values) {
+  if (values.empty()) return;
+  os << "     " << what << ":";
+  for (const auto& [name, value] : values) os << " " << name << " " << value;
+  os << "\n";
+}
+
+// The spec of one kernel after its strategy line and why: the registered strategy and why
+// the registry chose it, the policy and tuning values, launch shape, buffers with their
+// roles, scratch with sizes, and what its launches wait on.
+void explain_kernel(std::ostream& os, const KernelSpec& k) {
+  if (!k.registered.empty()) os << "     registered: " << k.registered << " (" << k.chosen << ")\n";
+  explain_values(os, "policy", k.policy);
   if (!k.tuning.empty()) {
     os << "     tuning:";
     for (const auto& [name, value] : k.tuning) os << " " << name << " " << value;
@@ -49,6 +63,8 @@ void explain_kernel(std::ostream& os, const Kernel& k) {
     os << ")";
   }
   os << "\n";
+  for (const ScratchBuffer& b : k.scratch) os << "     scratch " << to_string(b) << "\n";
+  os << "     waits on: " << k.order.reason << "\n";
 }
 
 void explain_schedule(std::ostream& os, const Plan& p, std::int64_t n) {
@@ -62,6 +78,8 @@ void explain_schedule(std::ostream& os, const Plan& p, std::int64_t n) {
   os << "\n";
   for (const Launch& l : s.launches) {
     os << "    " << p.kernels[static_cast<std::size_t>(l.kernel)].name << ": n " << l.n << ", grid " << l.grid;
+    if (l.waits_on >= 0)
+      os << ", after " << p.kernels[static_cast<std::size_t>(s.launches[static_cast<std::size_t>(l.waits_on)].kernel)].name;
     if (!l.scratch.empty()) {
       os << ", scratch at";
       for (std::size_t at : l.scratch) os << " " << at;
@@ -92,7 +110,7 @@ std::string explain(const Program& program, const Target& target, const PlanOpti
   if (!options.key().empty()) os << "options: " << options.key() << "\n";
   os << p.kernels.size() << (p.kernels.size() == 1 ? " kernel" : " kernels") << ":\n";
   for (std::size_t i = 0; i < p.kernels.size(); ++i) {
-    const Kernel& k = p.kernels[i];
+    const KernelSpec& k = p.kernels[i];
     os << "  " << i + 1 << ". " << k.name << "\n";
     os << "     strategy: " << k.summary << "\n";
     if (!k.why.empty()) os << "     why: " << k.why << "\n";

@@ -11,6 +11,7 @@
 
 #include "compact_context.hpp"
 #include "scan_context.hpp"
+#include "strategy.hpp"
 
 namespace fuseflow::codegen {
 
@@ -74,23 +75,16 @@ void plan_filters(const PlanContext& c, const std::vector<int>& output_ids, cons
     std::vector<Expr> exprs = {g.value, g.keep};
     exprs.insert(exprs.end(), g.outputs.begin(), g.outputs.end());
     fill_leaves(g.leaves, c.program, exprs, c.slot_of);
-    const int index = static_cast<int>(plan.kernels.size());
-    Kernel k = emit_filter_compact(g, t);
-    // Large compactions on sm_90: a second kernel, the pipelined one.
-    std::optional<Kernel> pipelined;
-    if (pipelined_compact_applies(g, t)) pipelined = emit_filter_compact_pipelined(g, t);
-    // One block per tile (at least one: n = 0 writes the count 0), 64-bit counts in the
-    // look-back status; from policy.staged_from elements the pipelined kernel instead.
-    plan.steps.push_back(lookback_step(index, pipelined ? 2 : 1, ScalarType::U64, g.policy.staged_from, true));
+    // The registry: the compaction kernel, and on sm_90 the pipelined one for large n.
+    const auto index = static_cast<std::size_t>(plan_with_registry(g, g.op->strategy, c.policies, t, plan));
+    const std::string& k = plan.kernels[index].name;
+    const std::string also = plan.kernels.size() > index + 1 ? " (and " + plan.kernels[index + 1].name + ")" : "";
     for (std::size_t j = 0; j < g.outputs.size(); ++j) {
       plan.output_shapes[static_cast<std::size_t>(g.output_ids[j])].counted = true;
       if (g.outputs[j].kind() != ExprKind::Result)
         plan.notes.push_back("filter -> map: output " + std::to_string(g.output_ids[j]) +
-                             "'s map is applied to the survivors in " + k.name +
-                             (pipelined ? " (and " + pipelined->name + ")" : "") + " before they are written");
+                             "'s map is applied to the survivors in " + k + also + " before they are written");
     }
-    plan.kernels.push_back(std::move(k));
-    if (pipelined) plan.kernels.push_back(std::move(*pipelined));
   }
 }
 

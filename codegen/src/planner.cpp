@@ -17,8 +17,8 @@ namespace {
 void emit_array_outputs(const Classified& classified, const PlanContext& c, const Target& target, Plan& plan) {
   ReduceGroup leaves = group_in(c);
   fill_leaves(leaves, c.program, classified.array_outputs, c.slot_of);
-  plan.steps.push_back({StepSpec::Kind::OnePass, static_cast<int>(plan.kernels.size())});
-  plan.kernels.push_back(emit_map(classified.array_outputs, classified.array_output_ids, leaves, c.policies.map, target));
+  plan_with_registry(MapGroup{classified.array_outputs, classified.array_output_ids, leaves}, Strategy::Automatic,
+                     c.policies, target, plan);
 }
 
 // The plan's invariants: every kernel is launched by exactly one step, in order, and its
@@ -35,7 +35,7 @@ void check_plan(const Plan& plan) {
   if (next != static_cast<int>(plan.kernels.size()))
     throw InternalError("planner: " + std::to_string(plan.kernels.size() - static_cast<std::size_t>(next)) +
                         " kernels are launched by no step");
-  for (const Kernel& k : plan.kernels)
+  for (const KernelSpec& k : plan.kernels)
     if (k.source.find(" " + k.name + "(") == std::string::npos)
       throw InternalError("planner: the source of kernel " + k.name + " does not define it");
 }
@@ -56,7 +56,7 @@ Plan plan(const Program& program, const Target& target, const PlanOptions& optio
   // inputs whose results nothing earlier needs; the other reductions share kernels.
   std::vector<ScanGroup> scans = group_scans(context, classified.scan_output_ids, memo);
   fold_reductions_into_scans(classified.reduces, scans, program);
-  const std::vector<ReduceKernelChoice> reduce_kernels = choose_reduce_kernels(classified.reduces);
+  const std::vector<ReduceKernelChoice> reduce_kernels = choose_reduce_kernels(classified.reduces, target);
 
   // Emit, in launch order: reductions (stage by stage), scans, array ops, compactions,
   // the element-wise outputs.

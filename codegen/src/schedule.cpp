@@ -21,7 +21,7 @@ const char* step_kind_name(StepSpec::Kind kind) {
   return "?";
 }
 
-std::vector<std::size_t> per_block_scratch(const Kernel& k) {
+std::vector<std::size_t> per_block_scratch(const KernelSpec& k) {
   std::vector<std::size_t> sizes;
   for (const auto& a : k.args)
     if (a.kind == Arg::Kind::Scratch) sizes.push_back(static_cast<std::size_t>(k.max_grid) * a.type.size());
@@ -30,7 +30,7 @@ std::vector<std::size_t> per_block_scratch(const Kernel& k) {
 
 void one_pass_launches(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuilder& b) {
   if (n <= 0 && !step.launch_empty) return;
-  const Kernel& k = plan.kernels.at(static_cast<std::size_t>(step.kernel));
+  const KernelSpec& k = plan.kernels.at(static_cast<std::size_t>(step.kernel));
   Launch l;
   l.kernel = step.kernel;
   l.n = n;

@@ -19,6 +19,6 @@ void counting_sort_launches(const Plan& plan, const StepSpec& step, std::int64_t
 void segmented_reduce_launches(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuilder& b);
 
 // Bytes of each Scratch argument of `k` when it holds max_grid elements (block partials).
-std::vector<std::size_t> per_block_scratch(const Kernel& k);
+std::vector<std::size_t> per_block_scratch(const KernelSpec& k);
 
 }  // namespace fuseflow::codegen

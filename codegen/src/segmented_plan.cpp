@@ -1,31 +1,24 @@
 // Planning of segmented scans (segmented_scan by offsets, scan_by_key) and reduce_by_key:
-// one look-back kernel each (strategies/segmented_scan.cpp). A segmented scan has n
+// one look-back kernel each (strategies/segmented_scan.cpp, through the registry). A segmented scan has n
 // outputs and may carry epilogues like any scan (plan_scans groups its outputs); its
 // offsets are an input domain of their own. reduce_by_key writes one key and one value per
 // run of equal keys, a number only the device knows: its outputs are counted (capacity n,
 // the kernel writes the count).
-#include "array_ops.hpp"
+#include "strategy.hpp"
 
 namespace fuseflow::codegen {
 
-Kernel plan_segmented_scan(const PlanContext& c, const ScanGroup& g, const Target& t, Plan& plan) {
+void plan_segmented_scan(const PlanContext& c, const ScanGroup& g, const Target& t, Plan& plan) {
   const OpNode& op = *g.op;
-  const int index = static_cast<int>(plan.kernels.size());
-  const Type piece = segmented_piece_type(g);
   if (op.kind == OpKind::ScanByKey) {
     (void)leaves_of(c, {op.keys}, op_name(op.kind));  // GraphError for an array result among the keys
-    Kernel k = emit_segmented_scan(g, nullptr, t);
-    plan.steps.push_back(lookback_step(index, 1, piece));
-    return k;
+    plan_with_registry(SegmentedScanGroup{g, nullptr}, op.strategy, c.policies, t, plan);
+    return;
   }
   SegmentOffsets offsets{offsets_leaves(c, op), 0, static_cast<int>(plan.checked_offsets.size())};
   offsets.domain = offsets_domain(c, offsets.leaves, op_name(op.kind), plan);
   plan.checked_offsets.push_back(g.op);
-  Kernel k = emit_segmented_scan(g, &offsets, t);
-  StepSpec step = lookback_step(index, 1, piece);
-  step.domain = offsets.domain;  // a GraphError for empty offsets
-  plan.steps.push_back(step);
-  return k;
+  plan_with_registry(SegmentedScanGroup{g, &offsets}, op.strategy, c.policies, t, plan);
 }
 
 void plan_reduce_by_key(const PlanContext& c, const std::shared_ptr<const OpNode>& op, const Target& t, Plan& plan) {
@@ -44,10 +37,7 @@ void plan_reduce_by_key(const PlanContext& c, const std::shared_ptr<const OpNode
   for (int id : g.output_ids) plan.output_shapes[static_cast<std::size_t>(id)].counted = true;
   g.leaves = leaves_of(c, {op->values, op->keys}, "reduce_by_key");
   g.policy = c.policies.scan;
-  const int index = static_cast<int>(plan.kernels.size());
-  Kernel k = emit_reduce_by_key(g, t);
-  plan.steps.push_back(lookback_step(index, 1, segmented_piece_type(g)));
-  plan.kernels.push_back(std::move(k));
+  plan_with_registry(ReduceByKeyGroup{g}, op->strategy, c.policies, t, plan);
 }
 
 }  // namespace fuseflow::codegen

@@ -22,7 +22,7 @@ std::string plan_error(const ff::Program& p) {
   return "";
 }
 
-int output_args(const ff::codegen::Kernel& k) {
+int output_args(const ff::codegen::KernelSpec& k) {
   int outputs = 0;
   for (const auto& a : k.args) outputs += a.kind == ff::codegen::Arg::Kind::Output ? 1 : 0;
   return outputs;

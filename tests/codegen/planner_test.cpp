@@ -99,7 +99,7 @@ TEST_CASE("a reduction whose filter reads another reduction's result runs after 
 namespace {
 
 // Arguments of kind `k` of a kernel.
-std::size_t count_args(const ff::codegen::Kernel& k, ff::codegen::Arg::Kind kind) {
+std::size_t count_args(const ff::codegen::KernelSpec& k, ff::codegen::Arg::Kind kind) {
   std::size_t n = 0;
   for (const auto& a : k.args) n += a.kind == kind ? 1 : 0;
   return n;
@@ -117,7 +117,7 @@ TEST_CASE("a filter's result as a program output is one compaction kernel with a
   auto x = ff::input<float>("x");
   const ff::codegen::Plan plan = ff::codegen::plan(ff::Program(ff::filter(x, x > 0.0f)), sm90());
   REQUIRE(plan.kernels.size() == 2);  // and on sm_90 the pipelined compaction for large n
-  const ff::codegen::Kernel& k = plan.kernels[0];
+  const ff::codegen::KernelSpec& k = plan.kernels[0];
   CHECK(k.name == "ff_filter_compact_f32");
   CHECK(k.summary.find("compact (single pass, stable)") != std::string::npos);
   CHECK(count_args(k, ff::codegen::Arg::Kind::Output) == 1);
@@ -136,7 +136,7 @@ TEST_CASE("a filter's result as a program output is one compaction kernel with a
   // stages (4 * 13312 * 4 = 212992 bytes), 64-bit counts in the status (two words per
   // entry: by hand, at 2^24 ceil(2^24 / 13312) = 1261 tiles in ceil(1261 / 32) = 40
   // groups, (1261 + 40) * 16 bytes).
-  const ff::codegen::Kernel& pipelined = plan.kernels[1];
+  const ff::codegen::KernelSpec& pipelined = plan.kernels[1];
   CHECK(pipelined.name == "ff_filter_compact_pipelined_f32");
   CHECK(pipelined.block == 320);
   CHECK(pipelined.items_per_block_step == 13312);
@@ -172,7 +172,7 @@ TEST_CASE("filter -> map: the map is applied to the survivors in the compaction 
   // Three outputs of one filter: one kernel, one pass (and its pipelined twin for large n,
   // which writes with streaming stores).
   REQUIRE(plan.kernels.size() == 2);
-  for (const ff::codegen::Kernel& k : plan.kernels) {
+  for (const ff::codegen::KernelSpec& k : plan.kernels) {
     CHECK(count_args(k, ff::codegen::Arg::Kind::Output) == 3);
     CHECK(count_args(k, ff::codegen::Arg::Kind::OutputCount) == 3);
   }
@@ -237,12 +237,12 @@ TEST_CASE("compaction tiles fit the element sizes") {
   CHECK(plan_of(ff::filter(b, b > 3)).source.find("constexpr int kVec = 8;") != std::string::npos);
   // Tuple inputs load element by element; the survivors' stage (dynamic shared memory, one
   // tile of values) stays within 64 KB, so two blocks fit an SM.
-  const ff::codegen::Kernel tuples = plan_of(ff::filter(m, m[0] > 0));
+  const ff::codegen::KernelSpec tuples = plan_of(ff::filter(m, m[0] > 0));
   CHECK(tuples.source.find("constexpr int kVec = 1;") != std::string::npos);
   CHECK(tuples.source.find("ff::load_vec") == std::string::npos);
   CHECK(tuples.shared_bytes == static_cast<std::size_t>(tuples.items_per_block_step) * 16);
   CHECK(tuples.shared_bytes <= 64 * 1024);
-  const ff::codegen::Kernel floats = plan_of(ff::filter(x, x > 0.0f));
+  const ff::codegen::KernelSpec floats = plan_of(ff::filter(x, x > 0.0f));
   CHECK(floats.shared_bytes == static_cast<std::size_t>(floats.items_per_block_step) * 4);
 }
 
@@ -337,7 +337,7 @@ TEST_CASE("reductions over a scan's inputs are folded into the look-back kernel:
   const ff::codegen::Plan plan =
       ff::codegen::plan(ff::outputs(s, ff::reduce(x, ff::plus), ff::reduce(ff::filter(y, y > 0.0f), ff::max)), sm90());
   REQUIRE(plan.kernels.size() == 1);
-  const ff::codegen::Kernel& k = plan.kernels[0];
+  const ff::codegen::KernelSpec& k = plan.kernels[0];
   CHECK(k.name == "ff_scan_lookback_f32_plus");
   CHECK(k.summary.find("2 reductions folded into the same pass (plus, max") != std::string::npos);
   int results = 0;
@@ -532,8 +532,8 @@ TEST_CASE("a plain scan of 4-byte values takes the staged tile from 2^24 element
   const ff::codegen::Target sm80 = ff::codegen::Target::preset("sm_80");
   const ff::codegen::Plan plan = ff::codegen::plan(ff::Program(ff::scan(x, ff::plus)), sm80);
   REQUIRE(plan.kernels.size() == 2);
-  const ff::codegen::Kernel& small = plan.kernels[0];
-  const ff::codegen::Kernel& staged = plan.kernels[1];
+  const ff::codegen::KernelSpec& small = plan.kernels[0];
+  const ff::codegen::KernelSpec& staged = plan.kernels[1];
   CHECK(small.name == "ff_scan_lookback_f32_plus");
   CHECK(staged.name == "ff_scan_lookback_staged_f32_plus");
   // 4 warps x 88 elements read from the stage: 11264 elements per tile (by hand: 128 * 88).
@@ -563,7 +563,7 @@ TEST_CASE("on sm_90 a plain scan of 4-byte values takes the pipelined scan from 
   auto x = ff::input<float>("x");
   const ff::codegen::Plan plan = ff::codegen::plan(ff::Program(ff::scan(x, ff::plus)), sm90());
   REQUIRE(plan.kernels.size() == 2);
-  const ff::codegen::Kernel& k = plan.kernels[1];
+  const ff::codegen::KernelSpec& k = plan.kernels[1];
   CHECK(k.name == "ff_scan_pipelined_f32_plus");
   // Producer, reducer, look-back and 8 scanner warps: 11 * 32 threads; tiles of 12288
   // elements in 4 stages of 48 KB (by hand: 4 * 12288 * 4 = 196608 bytes).

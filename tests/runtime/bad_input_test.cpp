@@ -243,7 +243,7 @@ TEST_CASE("a segmented reduce plans a device check of its offsets") {
   // Both kernels read offsets, so both may find bad ones: the short-segment pass (every
   // consecutive pair) and the merge path (the tiles it loads).
   REQUIRE(plan.kernels.size() == 2);
-  for (const ff::codegen::Kernel& k : plan.kernels) {
+  for (const ff::codegen::KernelSpec& k : plan.kernels) {
     INFO(k.name);
     CHECK(std::count_if(k.args.begin(), k.args.end(), [](const ff::codegen::Arg& a) {
             return a.kind == ff::codegen::Arg::Kind::InvalidFlag && a.index == 0;

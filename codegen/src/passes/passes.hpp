@@ -7,7 +7,9 @@
 //               reductions.cpp)  reductions they can fold; the other reductions share
 //                                kernels by stage and strategy
 //   emit       (reductions.cpp, scans.cpp, array_ops.cpp, filter_plan.cpp, here)
-//                                each group's kernels and schedule steps, in launch order
+//                                each group's kernels and schedule steps, in launch order,
+//                                from the strategy the registry picks for it (strategy.hpp:
+//                                the forced one, or the first of its family that applies)
 // Array ops (histogram, segmented ops, counting sort) and compactions are planned by
 // array_ops.cpp, segmented_plan.cpp and filter_plan.cpp, which assign their input
 // domains and output shapes as they go.
@@ -19,6 +21,7 @@
 #include "../array_ops.hpp"
 #include "../compact_context.hpp"
 #include "../policy.hpp"
+#include "../strategy.hpp"
 
 namespace fuseflow::codegen {
 
@@ -63,16 +66,19 @@ void fold_reductions_into_scans(std::vector<PlannedReduce>& reduces, std::vector
 void emit_scans(std::vector<ScanGroup>& groups, const PlanContext& c, const Target& target, Plan& plan);
 
 // reductions.cpp: the kernels of the reductions not folded into a scan, stage by stage;
-// in a stage, one per strategy (an automatic one is chunked when every automatic monoid
-// of the stage is commutative, else staged).
+// in a stage, one per registered strategy: the automatic reductions of the stage take the
+// first reduce strategy that applies to all of them (chunked when every monoid is
+// commutative, else staged), a forced one the strategy it names (a GraphError saying why
+// when that does not apply); reductions with the same strategy share its kernel.
 struct ReduceKernelChoice {
   int stage = 0;
-  Strategy strategy = Strategy::Automatic;
+  const StrategyFor<ReduceGroup>* strategy = nullptr;
+  std::string why;  // why the registry chose it (of the first member that chose it)
   std::vector<const PlannedReduce*> members;
   bool last_of_stage = false;
   bool last_stage = false;
 };
-std::vector<ReduceKernelChoice> choose_reduce_kernels(const std::vector<PlannedReduce>& reduces);
+std::vector<ReduceKernelChoice> choose_reduce_kernels(const std::vector<PlannedReduce>& reduces, const Target& target);
 void emit_reductions(const std::vector<ReduceKernelChoice>& choices, const PlanContext& c, const Target& target,
                      Plan& plan);
 

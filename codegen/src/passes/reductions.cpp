@@ -9,26 +9,35 @@
 
 namespace fuseflow::codegen {
 
-std::vector<ReduceKernelChoice> choose_reduce_kernels(const std::vector<PlannedReduce>& reduces) {
+std::vector<ReduceKernelChoice> choose_reduce_kernels(const std::vector<PlannedReduce>& reduces, const Target& target) {
   int stages = 0;
   for (const auto& r : reduces)
     if (!r.folded_into_scan) stages = std::max(stages, r.stage + 1);
   std::vector<ReduceKernelChoice> choices;
   for (int stage = 0; stage < stages; ++stage) {
-    // Automatic reductions of one stage share a kernel: chunked when every monoid is
-    // commutative, else staged (which keeps order and is right for every monoid).
-    std::map<Strategy, std::vector<const PlannedReduce*>> groups;
-    bool all_commutative = true;
+    // The automatic reductions of the stage choose together (the first reduce strategy
+    // that applies to all of them); a forced one is looked up, and checked, on its own.
+    ReduceGroup automatic;
     for (const auto& r : reduces)
       if (r.stage == stage && r.strategy == Strategy::Automatic && !r.folded_into_scan)
-        all_commutative = all_commutative && r.fused.op->monoid.is_commutative();
+        automatic.reduces.push_back(r.fused);
+    Chosen<ReduceGroup> for_automatic;
+    if (!automatic.reduces.empty()) for_automatic = choose(automatic, Strategy::Automatic, target);
+    // By the frontend strategy each answers to, which orders the kernels of a stage.
+    std::map<Strategy, ReduceKernelChoice> kernels;
     for (const auto& r : reduces) {
       if (r.stage != stage || r.folded_into_scan) continue;
-      Strategy s = r.strategy;
-      if (s == Strategy::Automatic) s = all_commutative ? Strategy::Chunked : Strategy::Staged;
-      groups[s].push_back(&r);
+      Chosen<ReduceGroup> chosen = for_automatic;
+      if (r.strategy != Strategy::Automatic) {
+        ReduceGroup one;
+        one.reduces = {r.fused};
+        chosen = choose(one, r.strategy, target);
+      }
+      ReduceKernelChoice& k = kernels[chosen.strategy->forced_by()];
+      if (!k.strategy) k = {stage, chosen.strategy, chosen.why, {}, false, stage + 1 == stages};
+      k.members.push_back(&r);
     }
-    for (const auto& [strategy, members] : groups) choices.push_back({stage, strategy, members, false, stage + 1 == stages});
+    for (auto& [forced, choice] : kernels) choices.push_back(std::move(choice));
     if (!choices.empty() && choices.back().stage == stage) choices.back().last_of_stage = true;
   }
   return choices;
@@ -39,7 +48,7 @@ namespace {
 // The kernels of one choice, appended with their steps.
 void emit_choice(const ReduceKernelChoice& choice, const PlanContext& c, const Target& target, Plan& plan) {
   ReduceGroup g = group_in(c);
-  g.strategy = choice.strategy;
+  g.strategy = choice.strategy->forced_by();
   std::vector<Expr> exprs;
   for (const auto* r : choice.members) {
     g.reduces.push_back(r->fused);
@@ -48,34 +57,10 @@ void emit_choice(const ReduceKernelChoice& choice, const PlanContext& c, const T
   }
   fill_leaves(g, c.program, exprs, c.slot_of);
   if (g.inputs.empty()) unsupported("a reduction that reads no input array");
-  const ReducePolicy& policy = c.policies.reduce;
-  const int at = static_cast<int>(plan.kernels.size());
-  if (choice.strategy == Strategy::Tree) {
-    std::vector<Kernel> ks = emit_reduce_tree(g, policy, target);
-    plan.steps.push_back({StepSpec::Kind::Tree, at, 2});
-    for (auto& k : ks) plan.kernels.push_back(std::move(k));
-    return;
-  }
-  if (choice.strategy == Strategy::Atomic) {
-    // One atomic kernel per reduction: each needs its own atomic on its own result.
-    for (const auto& r : g.reduces) {
-      ReduceGroup single = g;
-      single.reduces = {r};
-      std::vector<Kernel> ks = emit_reduce_atomic(single, policy, target);
-      for (auto& k : ks) {
-        plan.steps.push_back({StepSpec::Kind::OnePass, static_cast<int>(plan.kernels.size())});
-        plan.kernels.push_back(std::move(k));
-      }
-    }
-    return;
-  }
-  Kernel k = choice.strategy == Strategy::Chunked ? emit_reduce_chunked(g, policy, target)
-                                                  : emit_reduce_staged(g, policy, target);
-  plan.steps.push_back({StepSpec::Kind::OnePass, at});
-  if (choice.members.size() > 1)
-    plan.notes.push_back(std::to_string(choice.members.size()) + " reductions share kernel " + k.name +
+  const int at = emit_chosen(Chosen<ReduceGroup>{choice.strategy, choice.why}, g, c.policies, target, plan);
+  if (choice.members.size() > 1 && plan.kernels.size() == static_cast<std::size_t>(at) + 1)
+    plan.notes.push_back(std::to_string(choice.members.size()) + " reductions share kernel " + plan.kernels.back().name +
                          ": one pass over the inputs");
-  plan.kernels.push_back(std::move(k));
 }
 
 }  // namespace

@@ -85,34 +85,23 @@ std::vector<ScanGroup> group_scans(const PlanContext& c, const std::vector<int>&
 
 void emit_scans(std::vector<ScanGroup>& groups, const PlanContext& c, const Target& target, Plan& plan) {
   for (auto& g : groups) {
-    const int at = static_cast<int>(plan.kernels.size());
-    const Type& t = g.op->monoid.type();
-    std::vector<Kernel> ks;
-    if (g.op->kind != OpKind::Scan) {  // segmented_scan, scan_by_key: segmented_plan.cpp
-      ks.push_back(plan_segmented_scan(c, g, target, plan));
-    } else if (g.op->strategy == Strategy::ReduceThenScan) {
-      ks = emit_scan_reduce_then_scan(g, target);
-      plan.steps.push_back({StepSpec::Kind::ReduceThenScan, at, 3, -1, t.size(), INT64_MAX, 0, false});
-    } else {
-      ks.push_back(emit_scan_lookback(g, target, scan_tiling(g, true)));
-      // Large scans take a second kernel of the same scan where one applies: the pipelined
-      // scan on sm_90 and later, else the staged tile.
-      if (pipelined_scan_applies(g, target))
-        ks.push_back(emit_scan_pipelined(g, target));
-      else if (const std::optional<ScanTiling> staged = staged_scan_tiling(g))
-        ks.push_back(emit_scan_lookback(g, target, *staged));
-      plan.steps.push_back(lookback_step(at, static_cast<int>(ks.size()), t, g.policy.staged_from));
-    }
+    const std::size_t at = plan.kernels.size();
+    if (g.op->kind != OpKind::Scan)  // segmented_scan, scan_by_key: segmented_plan.cpp
+      plan_segmented_scan(c, g, target, plan);
+    else  // the registry: look-back (pipelined or staged for large n), or reduce_then_scan when asked
+      plan_with_registry(g, g.op->strategy, c.policies, target, plan);
     // A plain scan's second kernel (for large n) applies the epilogue too.
-    const bool two_lookbacks = g.op->kind == OpKind::Scan && g.op->strategy != Strategy::ReduceThenScan && ks.size() == 2;
-    const std::string epilogue_of = two_lookbacks ? ks[0].name + "'s (and " + ks[1].name + "'s)" : ks.back().name + "'s";
+    const std::string& last = plan.kernels.back().name;
+    const bool two_lookbacks =
+        g.op->kind == OpKind::Scan && g.op->strategy != Strategy::ReduceThenScan && plan.kernels.size() - at == 2;
+    const std::string epilogue_of =
+        two_lookbacks ? plan.kernels[at].name + "'s (and " + last + "'s)" : last + "'s";
     for (const auto& o : g.outputs)
       if (o.kind() != ExprKind::Result)
         plan.notes.push_back("scan -> map: the map is " + epilogue_of + " epilogue, applied before the store");
     for (const auto& r : g.reduces)
       plan.notes.push_back("scan + reduction: " + to_string(r.op->values) + " folded with " + r.op->monoid.name() + " in " +
-                           ks.back().name + "'s pass over the input (read once), per-tile folds combined in tile order");
-    for (auto& k : ks) plan.kernels.push_back(std::move(k));
+                           last + "'s pass over the input (read once), per-tile folds combined in tile order");
   }
 }
 

@@ -274,3 +274,39 @@ void counting_sort_launches(const Plan& plan, const StepSpec& step, std::int64_t
 }
 
 }  // namespace fuseflow::codegen
+
+// ---- The registry's view of this strategy (strategy.hpp, strategies/registry.cpp) ----
+#include "../strategy.hpp"
+
+namespace fuseflow::codegen {
+
+namespace {
+class CountingSort final : public StrategyFor<SortGroup> {
+ public:
+  const char* name() const override { return "counting sort"; }
+  const char* family() const override { return "counting_sort"; }
+  Applies applies(const SortGroup&, const Target&) const override {
+    return {true, "small integer keys: tile counts, their scan, a stable scatter"};
+  }
+  TuningValues tuning(const Policies& p) const override {
+    const SortPolicy& s = p.sort;
+    return {{"thread_bytes", static_cast<std::int64_t>(s.thread_bytes)}, {"max_items", s.max_items},
+            {"copies_budget", static_cast<std::int64_t>(s.copies_budget)}, {"max_copies", s.max_copies},
+            {"scan_block", s.scan_block}, {"scan_items", s.scan_items}};
+  }
+  std::vector<KernelSpec> emit(const SortGroup& g, const Policies& p, const Target&) const override {
+    return emit_counting_sort(g.op, g.key_leaves, g.leaves, g.outputs, p.sort);
+  }
+  std::vector<StepSpec> schedule(const SortGroup& g, const std::vector<KernelSpec>&, int first) const override {
+    return {{StepSpec::Kind::CountingSort, first, 3, -1, 0, INT64_MAX, g.op.bins + 1, false}};
+  }
+};
+
+}  // namespace
+
+const RegisteredStrategy& counting_sort_strategy() {
+  static const CountingSort s;
+  return s;
+}
+
+}  // namespace fuseflow::codegen

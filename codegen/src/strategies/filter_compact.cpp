@@ -407,3 +407,66 @@ Kernel emit_filter_compact_pipelined(const CompactGroup& g, const Target& target
 }
 
 }  // namespace fuseflow::codegen
+
+// ---- The registry's view of this strategy (strategy.hpp, strategies/registry.cpp) ----
+#include "../strategy.hpp"
+
+namespace fuseflow::codegen {
+
+namespace {
+// One block per tile (at least one: n = 0 writes the count 0), 64-bit counts in the
+// look-back status.
+class FilterCompact : public StrategyFor<CompactGroup> {
+ public:
+  const char* name() const override { return "filter compact"; }
+  const char* family() const override { return "filter"; }
+  Applies applies(const CompactGroup&, const Target&) const override {
+    return {true, "one pass reads n elements and writes the survivors in order (decoupled look-back of the counts)"};
+  }
+  TuningValues tuning(const Policies& p) const override {
+    const CompactPolicy& c = p.compact;
+    return {{"block", c.block},       {"min_blocks", c.min_blocks}, {"thread_bytes", static_cast<std::int64_t>(c.thread_bytes)},
+            {"max_items", c.max_items}, {"max_vec", c.max_vec}};
+  }
+  std::vector<KernelSpec> emit(const CompactGroup& g, const Policies&, const Target& t) const override {
+    return {emit_filter_compact(g, t)};
+  }
+  std::vector<StepSpec> schedule(const CompactGroup& g, const std::vector<KernelSpec>& kernels, int first) const override {
+    return {lookback_step(first, static_cast<int>(kernels.size()), ScalarType::U64, g.policy.staged_from, true)};
+  }
+};
+
+// The same with the pipelined kernel from policy.staged_from elements.
+class FilterCompactPipelined final : public FilterCompact {
+ public:
+  const char* name() const override { return "filter compact pipelined"; }
+  Applies applies(const CompactGroup& g, const Target& t) const override {
+    if (!pipelined_compact_applies(g, t))
+      return {false, "pipelined needs sm_90 or later and the compact pipeline on (see pipelined_compact_applies)"};
+    return {true, "sm_90: compaction tiles, and from " + std::to_string(g.policy.staged_from) +
+                      " elements the pipelined kernel"};
+  }
+  TuningValues tuning(const Policies& p) const override {
+    TuningValues v = FilterCompact::tuning(p);
+    const CompactPolicy& c = p.compact;
+    v.insert(v.end(), {{"tile", c.pipe_tile}, {"stages", c.pipe_stages}, {"warps", c.pipe_warps},
+                       {"depth", c.pipe_depth}, {"staged_from", c.staged_from}});
+    return v;
+  }
+  std::vector<KernelSpec> emit(const CompactGroup& g, const Policies&, const Target& t) const override {
+    return {emit_filter_compact(g, t), emit_filter_compact_pipelined(g, t)};
+  }
+};
+
+}  // namespace
+
+const RegisteredStrategy& filter_compact_pipelined_strategy() {
+  static const FilterCompactPipelined s;
+  return s;
+}
+const RegisteredStrategy& filter_compact_strategy() {
+  static const FilterCompact s;
+  return s;
+}
+
+}  // namespace fuseflow::codegen

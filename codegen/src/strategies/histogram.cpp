@@ -152,3 +152,40 @@ Kernel emit_histogram(const OpNode& op, const ReduceGroup& g, int output, const 
 }
 
 }  // namespace fuseflow::codegen
+
+// ---- The registry's view of this strategy (strategy.hpp, strategies/registry.cpp) ----
+#include "../strategy.hpp"
+
+namespace fuseflow::codegen {
+
+namespace {
+class Histogram final : public StrategyFor<HistogramGroup> {
+ public:
+  const char* name() const override { return "histogram"; }
+  const char* family() const override { return "histogram"; }
+  Applies applies(const HistogramGroup&, const Target&) const override {
+    return {true, "one pass counts each element's bin (private counts per block where they fit)"};
+  }
+  TuningValues tuning(const Policies& p) const override {
+    const HistogramPolicy& h = p.histogram;
+    return {{"block", h.block}, {"unroll", h.unroll}, {"passes", h.passes},
+            {"shared_limit", static_cast<std::int64_t>(h.shared_limit)},
+            {"copies_budget", static_cast<std::int64_t>(h.copies_budget)}};
+  }
+  std::vector<KernelSpec> emit(const HistogramGroup& g, const Policies& p, const Target& t) const override {
+    return {emit_histogram(g.op, g.leaves, g.output, p.histogram, t)};
+  }
+  // No launch for n = 0: the zeroed output is the answer.
+  std::vector<StepSpec> schedule(const HistogramGroup&, const std::vector<KernelSpec>&, int first) const override {
+    return {{StepSpec::Kind::OnePass, first, 1, -1, 0, INT64_MAX, 0, false}};
+  }
+};
+
+}  // namespace
+
+const RegisteredStrategy& histogram_strategy() {
+  static const Histogram s;
+  return s;
+}
+
+}  // namespace fuseflow::codegen

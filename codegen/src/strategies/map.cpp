@@ -43,3 +43,34 @@ Kernel emit_map(const std::vector<Expr>& outputs, const std::vector<int>& output
 }
 
 }  // namespace fuseflow::codegen
+
+// ---- The registry's view of this strategy (strategy.hpp, strategies/registry.cpp) ----
+#include "../strategy.hpp"
+
+namespace fuseflow::codegen {
+
+namespace {
+class Map final : public StrategyFor<MapGroup> {
+ public:
+  const char* name() const override { return "map"; }
+  const char* family() const override { return "map"; }
+  Applies applies(const MapGroup&, const Target&) const override {
+    return {true, "element-wise outputs: one grid-strided pass"};
+  }
+  TuningValues tuning(const Policies& p) const override { return {{"block", p.map.block}}; }
+  std::vector<KernelSpec> emit(const MapGroup& g, const Policies& p, const Target& t) const override {
+    return {emit_map(g.outputs, g.output_ids, g.leaves, p.map, t)};
+  }
+  std::vector<StepSpec> schedule(const MapGroup&, const std::vector<KernelSpec>&, int first) const override {
+    return {{StepSpec::Kind::OnePass, first}};
+  }
+};
+
+}  // namespace
+
+const RegisteredStrategy& map_strategy() {
+  static const Map s;
+  return s;
+}
+
+}  // namespace fuseflow::codegen

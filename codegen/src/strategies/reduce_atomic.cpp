@@ -96,3 +96,48 @@ std::vector<Kernel> emit_reduce_atomic(const ReduceGroup& g, const ReducePolicy&
 }
 
 }  // namespace fuseflow::codegen
+
+// ---- The registry's view of this strategy (strategy.hpp, strategies/registry.cpp) ----
+#include "../strategy.hpp"
+
+namespace fuseflow::codegen {
+
+namespace {
+class ReduceAtomic final : public StrategyFor<ReduceGroup> {
+ public:
+  const char* name() const override { return "reduce atomic"; }
+  const char* family() const override { return "reduce"; }
+  Strategy forced_by() const override { return Strategy::Atomic; }
+  Applies applies(const ReduceGroup& g, const Target&) const override {
+    for (const auto& r : g.reduces)
+      if (atomic_function(r.op->monoid).empty())
+        return {false, "supports plus on 32- and 64-bit numbers and min/max on 32- and 64-bit integers; got " +
+                           r.op->monoid.name() + " on " + r.op->monoid.type().name()};
+    return {true, "every monoid has a hardware atomic"};
+  }
+  TuningValues tuning(const Policies& p) const override { return {{"block", p.reduce.block}}; }
+  // One pair of kernels per reduction: each needs its own atomic on its own result.
+  std::vector<KernelSpec> emit(const ReduceGroup& g, const Policies& p, const Target& t) const override {
+    std::vector<KernelSpec> out;
+    for (const auto& r : g.reduces) {
+      ReduceGroup single = g;
+      single.reduces = {r};
+      for (auto& k : emit_reduce_atomic(single, p.reduce, t)) out.push_back(std::move(k));
+    }
+    return out;
+  }
+  std::vector<StepSpec> schedule(const ReduceGroup&, const std::vector<KernelSpec>& kernels, int first) const override {
+    std::vector<StepSpec> steps;
+    for (std::size_t i = 0; i < kernels.size(); ++i) steps.push_back({StepSpec::Kind::OnePass, first + static_cast<int>(i)});
+    return steps;
+  }
+};
+
+}  // namespace
+
+const RegisteredStrategy& reduce_atomic_strategy() {
+  static const ReduceAtomic s;
+  return s;
+}
+
+}  // namespace fuseflow::codegen

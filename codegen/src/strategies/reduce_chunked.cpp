@@ -110,3 +110,40 @@ Kernel emit_reduce_chunked(const ReduceGroup& g, const ReducePolicy& policy, con
 }
 
 }  // namespace fuseflow::codegen
+
+// ---- The registry's view of this strategy (strategy.hpp, strategies/registry.cpp) ----
+#include "../strategy.hpp"
+
+namespace fuseflow::codegen {
+
+namespace {
+class ReduceChunked final : public StrategyFor<ReduceGroup> {
+ public:
+  const char* name() const override { return "reduce chunked"; }
+  const char* family() const override { return "reduce"; }
+  Strategy forced_by() const override { return Strategy::Chunked; }
+  Applies applies(const ReduceGroup& g, const Target&) const override {
+    for (const auto& r : g.reduces)
+      if (!r.op->monoid.is_commutative())
+        return {false, "needs a commutative monoid; " + r.op->monoid.name() + " is non-commutative (use staged or automatic)"};
+    return {true, "every monoid is commutative, so elements may be combined in any order"};
+  }
+  TuningValues tuning(const Policies& p) const override {
+    return {{"block", p.reduce.block}, {"unroll", p.reduce.chunked_unroll}};
+  }
+  std::vector<KernelSpec> emit(const ReduceGroup& g, const Policies& p, const Target& t) const override {
+    return {emit_reduce_chunked(g, p.reduce, t)};
+  }
+  std::vector<StepSpec> schedule(const ReduceGroup&, const std::vector<KernelSpec>&, int first) const override {
+    return {{StepSpec::Kind::OnePass, first}};
+  }
+};
+
+}  // namespace
+
+const RegisteredStrategy& reduce_chunked_strategy() {
+  static const ReduceChunked s;
+  return s;
+}
+
+}  // namespace fuseflow::codegen

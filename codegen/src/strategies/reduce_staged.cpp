@@ -128,3 +128,42 @@ Kernel emit_reduce_staged(const ReduceGroup& g, const ReducePolicy& policy, cons
 }
 
 }  // namespace fuseflow::codegen
+
+// ---- The registry's view of this strategy (strategy.hpp, strategies/registry.cpp) ----
+#include "../strategy.hpp"
+
+namespace fuseflow::codegen {
+
+namespace {
+class ReduceStaged final : public StrategyFor<ReduceGroup> {
+ public:
+  const char* name() const override { return "reduce staged"; }
+  const char* family() const override { return "reduce"; }
+  Strategy forced_by() const override { return Strategy::Staged; }
+  Applies applies(const ReduceGroup& g, const Target&) const override {
+    for (const auto& r : g.reduces)
+      if (!r.op->monoid.is_commutative())
+        return {true, r.op->monoid.name() + " is non-commutative: staged combines elements in index order"};
+    return {true, "it keeps index order, which is right for every monoid"};
+  }
+  TuningValues tuning(const Policies& p) const override {
+    return {{"block", p.reduce.block},
+            {"lane_bytes", static_cast<std::int64_t>(p.reduce.staged_lane_bytes)},
+            {"max_items", p.reduce.staged_max_items}};
+  }
+  std::vector<KernelSpec> emit(const ReduceGroup& g, const Policies& p, const Target& t) const override {
+    return {emit_reduce_staged(g, p.reduce, t)};
+  }
+  std::vector<StepSpec> schedule(const ReduceGroup&, const std::vector<KernelSpec>&, int first) const override {
+    return {{StepSpec::Kind::OnePass, first}};
+  }
+};
+
+}  // namespace
+
+const RegisteredStrategy& reduce_staged_strategy() {
+  static const ReduceStaged s;
+  return s;
+}
+
+}  // namespace fuseflow::codegen

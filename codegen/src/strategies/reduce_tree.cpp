@@ -103,3 +103,36 @@ std::vector<Kernel> emit_reduce_tree(const ReduceGroup& g, const ReducePolicy& p
 }
 
 }  // namespace fuseflow::codegen
+
+// ---- The registry's view of this strategy (strategy.hpp, strategies/registry.cpp) ----
+#include "../strategy.hpp"
+
+namespace fuseflow::codegen {
+
+namespace {
+class ReduceTree final : public StrategyFor<ReduceGroup> {
+ public:
+  const char* name() const override { return "reduce tree"; }
+  const char* family() const override { return "reduce"; }
+  Strategy forced_by() const override { return Strategy::Tree; }
+  Applies applies(const ReduceGroup&, const Target&) const override {
+    return {true, "a launch per level keeps index order, right for every monoid"};
+  }
+  TuningValues tuning(const Policies& p) const override { return {{"block", p.reduce.block}}; }
+  std::vector<KernelSpec> emit(const ReduceGroup& g, const Policies& p, const Target& t) const override {
+    return emit_reduce_tree(g, p.reduce, t);
+  }
+  // The first level, then the second kernel over the partials until one block is left.
+  std::vector<StepSpec> schedule(const ReduceGroup&, const std::vector<KernelSpec>&, int first) const override {
+    return {{StepSpec::Kind::Tree, first, 2}};
+  }
+};
+
+}  // namespace
+
+const RegisteredStrategy& reduce_tree_strategy() {
+  static const ReduceTree s;
+  return s;
+}
+
+}  // namespace fuseflow::codegen

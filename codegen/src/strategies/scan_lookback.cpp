@@ -124,3 +124,43 @@ void lookback_launches(const Plan& plan, const StepSpec& step, std::int64_t n, S
 }
 
 }  // namespace fuseflow::codegen
+
+// ---- The registry's view of this strategy (strategy.hpp, strategies/registry.cpp) ----
+#include "../strategy.hpp"
+
+namespace fuseflow::codegen {
+
+namespace {
+class ScanLookback final : public StrategyFor<ScanGroup> {
+ public:
+  const char* name() const override { return "scan lookback"; }
+  const char* family() const override { return "scan"; }
+  Strategy forced_by() const override { return Strategy::Lookback; }
+  Applies applies(const ScanGroup&, const Target&) const override {
+    return {true, "one pass over the input: each tile's prefix from its predecessors' (decoupled look-back)"};
+  }
+  TuningValues tuning(const Policies& p) const override {
+    const ScanPolicy& s = p.scan;
+    return {{"block", s.narrow.block},        {"items", s.narrow.items},        {"min_blocks", s.narrow_min_blocks},
+            {"wide_block", s.wide_block},     {"staged_block", s.staged.block}, {"staged_items", s.staged.items},
+            {"staged_from", s.staged_from}};
+  }
+  // The tile kernel, and for large n the staged tile where it applies.
+  std::vector<KernelSpec> emit(const ScanGroup& g, const Policies&, const Target& t) const override {
+    std::vector<KernelSpec> ks = {emit_scan_lookback(g, t, scan_tiling(g, true))};
+    if (const std::optional<ScanTiling> staged = staged_scan_tiling(g)) ks.push_back(emit_scan_lookback(g, t, *staged));
+    return ks;
+  }
+  std::vector<StepSpec> schedule(const ScanGroup& g, const std::vector<KernelSpec>& kernels, int first) const override {
+    return {lookback_step(first, static_cast<int>(kernels.size()), g.op->monoid.type(), g.policy.staged_from)};
+  }
+};
+
+}  // namespace
+
+const RegisteredStrategy& scan_lookback_strategy() {
+  static const ScanLookback s;
+  return s;
+}
+
+}  // namespace fuseflow::codegen

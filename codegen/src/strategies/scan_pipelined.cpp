@@ -139,3 +139,45 @@ Kernel emit_scan_pipelined(const ScanGroup& g, const Target& target) {
 }
 
 }  // namespace fuseflow::codegen
+
+// ---- The registry's view of this strategy (strategy.hpp, strategies/registry.cpp) ----
+#include "../strategy.hpp"
+
+namespace fuseflow::codegen {
+
+namespace {
+// The look-back scan with this kernel for large n (the look-back tile kernel below it).
+class ScanPipelined final : public StrategyFor<ScanGroup> {
+ public:
+  const char* name() const override { return "scan pipelined"; }
+  const char* family() const override { return "scan"; }
+  Strategy forced_by() const override { return Strategy::Lookback; }
+  Applies applies(const ScanGroup& g, const Target& t) const override {
+    if (!pipelined_scan_applies(g, t))
+      return {false, "pipelined needs sm_90 or later, one 4-byte input, 4-byte values, no mask, no reduction folded "
+                     "in, no scan_tile option and the scan pipeline on"};
+    return {true, "sm_90 with one 4-byte input and value: look-back tiles, and from " +
+                      std::to_string(g.policy.staged_from) + " elements the pipelined kernel"};
+  }
+  TuningValues tuning(const Policies& p) const override {
+    const ScanPolicy& s = p.scan;
+    return {{"block", s.narrow.block},   {"items", s.narrow.items},       {"min_blocks", s.narrow_min_blocks},
+            {"tile", s.pipe_tile},       {"stages", s.pipe_stages},       {"scan_warps", s.pipe_warps},
+            {"staged_from", s.staged_from}};
+  }
+  std::vector<KernelSpec> emit(const ScanGroup& g, const Policies&, const Target& t) const override {
+    return {emit_scan_lookback(g, t, scan_tiling(g, true)), emit_scan_pipelined(g, t)};
+  }
+  std::vector<StepSpec> schedule(const ScanGroup& g, const std::vector<KernelSpec>&, int first) const override {
+    return {lookback_step(first, 2, g.op->monoid.type(), g.policy.staged_from)};
+  }
+};
+
+}  // namespace
+
+const RegisteredStrategy& scan_pipelined_strategy() {
+  static const ScanPipelined s;
+  return s;
+}
+
+}  // namespace fuseflow::codegen

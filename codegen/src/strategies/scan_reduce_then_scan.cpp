@@ -147,3 +147,43 @@ void reduce_then_scan_launches(const Plan& plan, const StepSpec& step, std::int6
 }
 
 }  // namespace fuseflow::codegen
+
+// ---- The registry's view of this strategy (strategy.hpp, strategies/registry.cpp) ----
+#include "../strategy.hpp"
+
+namespace fuseflow::codegen {
+
+namespace {
+class ScanReduceThenScan final : public StrategyFor<ScanGroup> {
+ public:
+  const char* name() const override { return "scan reduce-then-scan"; }
+  const char* family() const override { return "scan"; }
+  Strategy forced_by() const override { return Strategy::ReduceThenScan; }
+  Applies applies(const ScanGroup& g, const Target&) const override {
+    if (!g.reduces.empty()) return {false, "folds no reductions"};
+    return {true, "three passes, no flags and no spinning"};
+  }
+  TuningValues tuning(const Policies& p) const override {
+    // Its tile is the look-back scan's (scan_tiling): narrow up to 8 bytes per element, else wide.
+    return {{"block", p.scan.narrow.block},
+            {"items", p.scan.narrow.items},
+            {"wide_block", p.scan.wide_block},
+            {"thread_bytes", static_cast<std::int64_t>(p.scan.thread_bytes)}};
+  }
+  std::vector<KernelSpec> emit(const ScanGroup& g, const Policies&, const Target& t) const override {
+    return emit_scan_reduce_then_scan(g, t);
+  }
+  // The three kernels share the block sums (one value each).
+  std::vector<StepSpec> schedule(const ScanGroup& g, const std::vector<KernelSpec>&, int first) const override {
+    return {{StepSpec::Kind::ReduceThenScan, first, 3, -1, g.op->monoid.type().size(), INT64_MAX, 0, false}};
+  }
+};
+
+}  // namespace
+
+const RegisteredStrategy& scan_reduce_then_scan_strategy() {
+  static const ScanReduceThenScan s;
+  return s;
+}
+
+}  // namespace fuseflow::codegen

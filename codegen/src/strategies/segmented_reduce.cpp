@@ -286,3 +286,41 @@ std::vector<Kernel> emit_segmented_reduce(const std::shared_ptr<const OpNode>& n
 }
 
 }  // namespace fuseflow::codegen
+
+// ---- The registry's view of this strategy (strategy.hpp, strategies/registry.cpp) ----
+#include "../strategy.hpp"
+
+namespace fuseflow::codegen {
+
+namespace {
+class SegmentedReduce final : public StrategyFor<SegmentedReduceGroup> {
+ public:
+  const char* name() const override { return "segmented reduce"; }
+  const char* family() const override { return "segmented_reduce"; }
+  Applies applies(const SegmentedReduceGroup&, const Target&) const override {
+    return {true, "the merge path balances elements and segment ends over the blocks (short segments first, a "
+                  "thread each, where the policy has the short pass)"};
+  }
+  TuningValues tuning(const Policies& p) const override {
+    const SegmentedPolicy& s = p.segmented;
+    return {{"block", s.block}, {"max_items", s.max_items}, {"shared_budget", static_cast<std::int64_t>(s.shared_budget)},
+            {"max_blocks_per_sm", s.max_blocks_per_sm}, {"short_pass", s.short_pass ? 1 : 0},
+            {"short_block", s.short_block}};
+  }
+  std::vector<KernelSpec> emit(const SegmentedReduceGroup& g, const Policies& p, const Target& t) const override {
+    return emit_segmented_reduce(g.op, g.leaves, g.offsets, g.domain, g.output, g.check, p.segmented, t);
+  }
+  std::vector<StepSpec> schedule(const SegmentedReduceGroup& g, const std::vector<KernelSpec>& kernels,
+                                 int first) const override {
+    return {{StepSpec::Kind::SegmentedReduce, first, static_cast<int>(kernels.size()), g.domain, 0, INT64_MAX, 0, false}};
+  }
+};
+
+}  // namespace
+
+const RegisteredStrategy& segmented_reduce_strategy() {
+  static const SegmentedReduce s;
+  return s;
+}
+
+}  // namespace fuseflow::codegen

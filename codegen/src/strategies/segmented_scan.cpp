@@ -327,3 +327,61 @@ Kernel emit_reduce_by_key(const ScanGroup& g, const Target& /*one block per tile
 }
 
 }  // namespace fuseflow::codegen
+
+// ---- The registry's view of this strategy (strategy.hpp, strategies/registry.cpp) ----
+#include "../strategy.hpp"
+
+namespace fuseflow::codegen {
+
+namespace {
+TuningValues pieces_tuning(const Policies& p) {
+  return {{"block", p.scan.pieces.block}, {"items", p.scan.pieces.items}, {"min_blocks", p.scan.pieces.min_blocks}};
+}
+
+// segmented_scan (heads from offsets, their own input domain) and scan_by_key.
+class SegmentedScan final : public StrategyFor<SegmentedScanGroup> {
+ public:
+  const char* name() const override { return "segmented scan"; }
+  const char* family() const override { return "segmented_scan"; }
+  Applies applies(const SegmentedScanGroup&, const Target&) const override {
+    return {true, "one look-back pass over (value, head) pieces"};
+  }
+  TuningValues tuning(const Policies& p) const override { return pieces_tuning(p); }
+  std::vector<KernelSpec> emit(const SegmentedScanGroup& g, const Policies&, const Target& t) const override {
+    return {emit_segmented_scan(g.scan, g.offsets, t)};
+  }
+  std::vector<StepSpec> schedule(const SegmentedScanGroup& g, const std::vector<KernelSpec>&, int first) const override {
+    StepSpec step = lookback_step(first, 1, segmented_piece_type(g.scan));
+    if (g.offsets) step.domain = g.offsets->domain;  // a GraphError for empty offsets
+    return {step};
+  }
+};
+
+class ReduceByKey final : public StrategyFor<ReduceByKeyGroup> {
+ public:
+  const char* name() const override { return "reduce by key"; }
+  const char* family() const override { return "reduce_by_key"; }
+  Applies applies(const ReduceByKeyGroup&, const Target&) const override {
+    return {true, "one look-back pass over (value, head count) pieces writes each run's key and total"};
+  }
+  TuningValues tuning(const Policies& p) const override { return pieces_tuning(p); }
+  std::vector<KernelSpec> emit(const ReduceByKeyGroup& g, const Policies&, const Target& t) const override {
+    return {emit_reduce_by_key(g.scan, t)};
+  }
+  std::vector<StepSpec> schedule(const ReduceByKeyGroup& g, const std::vector<KernelSpec>&, int first) const override {
+    return {lookback_step(first, 1, segmented_piece_type(g.scan))};
+  }
+};
+
+}  // namespace
+
+const RegisteredStrategy& segmented_scan_strategy() {
+  static const SegmentedScan s;
+  return s;
+}
+const RegisteredStrategy& reduce_by_key_strategy() {
+  static const ReduceByKey s;
+  return s;
+}
+
+}  // namespace fuseflow::codegen

@@ -45,13 +45,13 @@ bool overlap(const DeviceBytes& a, const DeviceBytes& b) {
   return a.size_bytes() && b.size_bytes() && a.ptr < b.ptr + b.size_bytes() && b.ptr < a.ptr + a.size_bytes();
 }
 
-bool reads_input(const codegen::Kernel& k, std::size_t input) {
+bool reads_input(const codegen::KernelSpec& k, std::size_t input) {
   return std::any_of(k.args.begin(), k.args.end(), [&](const codegen::Arg& a) {
     return a.kind == codegen::Arg::Kind::Input && static_cast<std::size_t>(a.index) == input;
   });
 }
 
-bool writes_output(const codegen::Kernel& k, std::size_t output) {
+bool writes_output(const codegen::KernelSpec& k, std::size_t output) {
   return std::any_of(k.args.begin(), k.args.end(), [&](const codegen::Arg& a) {
     return a.kind == codegen::Arg::Kind::Output && static_cast<std::size_t>(a.index) == output;
   });
@@ -165,13 +165,13 @@ void check_output_bindings(const Program& program, const codegen::Plan& plan, co
         return writes_output(plan.kernels[static_cast<std::size_t>(l.kernel)], i);
       });
       if (writer == launches.end()) continue;  // nothing to write (no elements)
-      const codegen::Kernel& w = plan.kernels[static_cast<std::size_t>(writer->kernel)];
+      const codegen::KernelSpec& w = plan.kernels[static_cast<std::size_t>(writer->kernel)];
       if (reads_input(w, k) && !w.in_place)
         throw GraphError(what + " of " + input + ", which its kernel " + w.name +
                          " reads while it writes the output; only a scan writes over its input (in place): bind "
                          "a separate array");
       for (auto l = writer + 1; l != launches.end(); ++l) {
-        const codegen::Kernel& later = plan.kernels[static_cast<std::size_t>(l->kernel)];
+        const codegen::KernelSpec& later = plan.kernels[static_cast<std::size_t>(l->kernel)];
         if (l->kernel != writer->kernel && reads_input(later, k))
           throw GraphError(what + " of " + input + ", which kernel " + later.name + " reads after " + w.name +
                            " has written the output there: bind a separate array");

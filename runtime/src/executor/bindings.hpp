@@ -33,7 +33,7 @@ std::vector<std::int64_t> domain_lengths(const Program& program, const codegen::
 // The outputs bound to the caller's memory, once the lengths are known: each has exactly
 // its output's element count, overlaps no other output, and overlaps an input only as an
 // exact alias (same address and bytes) that the plan can write in place: the kernel
-// writing the output reads that input tile by tile (Kernel::in_place) and no later kernel
+// writing the output reads that input tile by tile (KernelSpec::in_place) and no later kernel
 // reads it. Throws GraphError naming the output and what is wrong.
 void check_output_bindings(const Program& program, const codegen::Plan& plan, const BoundLeaves& leaves,
                            const std::vector<std::int64_t>& lengths);

@@ -132,7 +132,7 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
   // Arguments live in 16-byte cells; cuLaunchKernel reads each through its pointer.
   for (const auto& launch : schedule.launches) {
     std::size_t next_scratch = 0;
-    const codegen::Kernel& k = plan.kernels[static_cast<std::size_t>(launch.kernel)];
+    const codegen::KernelSpec& k = plan.kernels[static_cast<std::size_t>(launch.kernel)];
     const unsigned epoch = launch.status_bytes ? ex.next_epoch(*this) : 0;
     nvtx::ScopedRange kernel_range(k.name);
     std::vector<std::array<unsigned char, 16>> cells(k.args.size());

@@ -24,7 +24,7 @@ std::string Runtime::explain(const Program& program, const Bindings& bindings) {
   out << "a run with n = " << lengths.at(0) << ": " << schedule.launches.size() << " launch"
       << (schedule.launches.size() == 1 ? "" : "es") << ", " << schedule.scratch_bytes << " bytes of scratch\n";
   for (const codegen::Launch& launch : schedule.launches) {
-    const codegen::Kernel& k = plan.kernels.at(static_cast<std::size_t>(launch.kernel));
+    const codegen::KernelSpec& k = plan.kernels.at(static_cast<std::size_t>(launch.kernel));
     out << "  " << k.name << ": grid " << launch.grid << (k.any_grid ? " (at most; lowered to the resident grid)" : "")
         << " x " << k.block << " threads, " << k.shared_bytes << " bytes of dynamic shared memory, n = " << launch.n;
     if (launch.status_bytes) out << ", " << launch.status_bytes << " bytes of look-back status";

@@ -56,7 +56,35 @@ struct Arg {
   Type type;         // element / parameter type
 };
 
-struct Kernel {
+// One scratch buffer a kernel uses, its size as an expression of the launch: `bytes` per
+// `per` (per block of the grid, per tile, per element, per segment, or fixed), divided by
+// `divisor` and rounded up (a bit mask of segments: 4 B x ceil(segments / 32)). Printed as
+// "partials: 8 B x grid".
+struct ScratchBuffer {
+  enum class Per : std::uint8_t { Fixed, Block, Tile, Element, Segment, BinTile };
+  std::string name;   // the kernel argument it is bound to
+  std::string role;   // what it holds, in words
+  std::size_t bytes = 0;
+  Per per = Per::Fixed;
+  std::int64_t divisor = 1;
+  bool zeroed = false;  // the kernels expect it zeroed before the launch
+};
+std::string to_string(const ScratchBuffer& b);
+
+// What a kernel's launches wait for before they start. Every launch of a plan goes on one
+// stream, so each waits for the launch before it: the kernel before it in its step, or the
+// step before (a look-back step's second kernel launches instead of its first, for large
+// n, so both wait on the step before); a tree's levels also wait on their own previous
+// level. Launch::waits_on says it per launch.
+struct LaunchOrder {
+  int after_kernel = -1;  // Plan::kernels index whose launches come first, -1 for none
+  std::string reason;     // in words, as explain prints it
+};
+
+// A kernel of the plan, as data: what it is (name, source), which registered strategy made
+// it and why, the values it was tuned with, its launch shape, arguments and scratch, and
+// what its launches wait on. explain() prints the list.
+struct KernelSpec {
   std::string name;    // ff_reduce_chunked_f32_plus
   std::string source;  // complete CUDA translation unit
   Strategy strategy = Strategy::Automatic;
@@ -81,8 +109,20 @@ struct Kernel {
   // caller's PlanOptions applied, shapes fitted to the element sizes), by name.
   std::vector<std::pair<std::string, std::int64_t>> tuning;
   std::string summary;  // strategy and constants, in words
-  std::string why;      // why this strategy
+  std::string why;      // why this kernel, in the emitter's words (why its variant, its role)
+  // The registered strategy that made it (strategies/registry.cpp: "reduce chunked") and
+  // why the registry chose it (asked for, or the first that applies, with its reason).
+  std::string registered;
+  std::string chosen;
+  // The strategy's policy values for the target, the caller's options applied
+  // (Strategy::tuning), by name; `tuning` above is what the kernel fitted from them.
+  std::vector<std::pair<std::string, std::int64_t>> policy;
+  std::vector<ScratchBuffer> scratch;  // per Scratch argument, in argument order
+  LaunchOrder order;
 };
+// Transition: the strategy emitters (strategies/*.cpp, being rewritten elsewhere) still
+// spell KernelSpec as Kernel; everything else uses KernelSpec. Remove once they do.
+using Kernel = KernelSpec;
 
 // A device scalar slot: a reduction's result, written by one kernel and read by later
 // kernels or copied back to the host. Slots live in one device buffer per program.
@@ -98,6 +138,8 @@ struct Launch {
   int grid = 1;
   std::vector<std::size_t> scratch;  // byte offset into the scratch region, per Scratch arg index
   std::size_t status_bytes = 0;      // look-back status the launch uses (TileStatus argument)
+  int waits_on = -1;  // the launch (index into Schedule::launches) it waits for: stream order,
+                      // the one before it; -1 for the first
 };
 
 // Everything a run does, for one element count: launches in order, the scratch region
@@ -146,7 +188,11 @@ class ScheduleBuilder {
   std::int64_t length(int d) const;
   // Scratch of `bytes` (256-byte aligned); `zeroed` when the kernels expect zeros.
   std::size_t allocate(std::size_t bytes, bool zeroed = false);
-  void launch(Launch l) { schedule_.launches.push_back(std::move(l)); }
+  // Appends a launch; it waits for the one before it (one stream).
+  void launch(Launch l) {
+    l.waits_on = static_cast<int>(schedule_.launches.size()) - 1;
+    schedule_.launches.push_back(std::move(l));
+  }
   Schedule take() { return std::move(schedule_); }
 
  private:
@@ -173,7 +219,7 @@ struct OutputShape {
 };
 
 struct Plan {
-  std::vector<Kernel> kernels;
+  std::vector<KernelSpec> kernels;
   std::vector<ScalarSlot> scalars;
   std::size_t scalar_bytes = 0;
   // Per program output: the scalar slot it reads (reductions) or -1 for arrays.

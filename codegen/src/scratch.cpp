@@ -1,0 +1,93 @@
+// The scratch each kernel of a step uses, as sizes of the launch (ScratchBuffer): what the
+// step's launch pattern (schedule.cpp and beside the strategies) allocates for its Scratch
+// arguments, and the look-back status it binds, said as data so explain can print it and
+// tests can check it without running the schedule.
+#include <string>
+
+#include "scan_context.hpp"
+#include "schedule.hpp"
+#include "strategy.hpp"
+
+namespace fuseflow::codegen {
+
+namespace {
+
+using Per = ScratchBuffer::Per;
+
+ScratchBuffer buffer(const Arg& a, std::string role, std::size_t bytes, Per per, std::int64_t divisor = 1) {
+  return {a.name, std::move(role), bytes, per, divisor, false};
+}
+
+// The look-back status a kernel binds (TileStatus): 8 bytes per 4 bytes of value, per tile
+// and per 32 tiles (lookback_status_bytes); not cleared between launches (epochs).
+void add_status(const KernelSpec& k, std::size_t value_bytes, std::vector<ScratchBuffer>& out) {
+  for (const Arg& a : k.args)
+    if (a.kind == Arg::Kind::TileStatus)
+      out.push_back(buffer(a, "look-back status, plus an entry per 32 tiles; kept between launches, by epoch",
+                           lookback_status_bytes(value_bytes, 1) / 2, Per::Tile));
+}
+
+std::vector<ScratchBuffer> describe(const StepSpec& step, const KernelSpec& k, int nth) {
+  std::vector<ScratchBuffer> out;
+  for (const Arg& a : k.args) {
+    if (a.kind != Arg::Kind::Scratch) continue;
+    const std::size_t size = a.type.size();
+    switch (step.kind) {
+      case StepSpec::Kind::OnePass:
+        out.push_back(buffer(a, "one value per block, for the largest grid (" + std::to_string(k.max_grid) + ")",
+                             size * static_cast<std::size_t>(k.max_grid), Per::Fixed));
+        break;
+      case StepSpec::Kind::Tree:
+        out.push_back(buffer(a, nth == 0 ? "the first level's block partials" : "a level's block partials (per level)",
+                             size, Per::Element, k.block));
+        break;
+      case StepSpec::Kind::Lookback:
+        out.push_back(buffer(a, "one fold per tile", size, Per::Tile));
+        break;
+      case StepSpec::Kind::ReduceThenScan:
+        out.push_back(buffer(a, "one block sum per block, shared by the three kernels", step.value_bytes, Per::Block));
+        break;
+      case StepSpec::Kind::CountingSort:
+        out.push_back(buffer(a, a.name == "tile_counts" ? "each tile's count of each bin" : "each tile's output position of each bin",
+                             size, Per::BinTile));
+        break;
+      case StepSpec::Kind::SegmentedReduce:
+        if (a.name == "deferred")
+          out.push_back(buffer(a, "one bit per segment the short pass leaves to the merge path", 4, Per::Segment, 32));
+        else
+          out.push_back(buffer(a, "one carry per block, for the largest grid (" + std::to_string(k.max_grid) + ")",
+                               size * static_cast<std::size_t>(k.max_grid), Per::Fixed));
+        break;
+    }
+  }
+  if (step.kind == StepSpec::Kind::Lookback) add_status(k, step.value_bytes, out);
+  if (step.kind == StepSpec::Kind::CountingSort) add_status(k, sizeof(std::uint64_t), out);
+  return out;
+}
+
+}  // namespace
+
+std::string to_string(const ScratchBuffer& b) {
+  std::string s = b.name + ": " + std::to_string(b.bytes) + " B";
+  const std::string d = b.divisor > 1 ? " / " + std::to_string(b.divisor) + ")" : "";
+  const std::string open = b.divisor > 1 ? "ceil(" : "";
+  switch (b.per) {
+    case ScratchBuffer::Per::Fixed: break;
+    case ScratchBuffer::Per::Block: s += " x grid"; break;
+    case ScratchBuffer::Per::Tile: s += " x tiles"; break;
+    case ScratchBuffer::Per::Element: s += " x " + open + "n" + d; break;
+    case ScratchBuffer::Per::Segment: s += " x " + open + "segments" + d; break;
+    case ScratchBuffer::Per::BinTile: s += " x bins x tiles"; break;
+  }
+  if (b.zeroed) s += ", zeroed";
+  return s + " (" + b.role + ")";
+}
+
+void describe_scratch(const StepSpec& step, Plan& plan) {
+  for (int i = 0; i < step.kernels; ++i) {
+    KernelSpec& k = plan.kernels.at(static_cast<std::size_t>(step.kernel + i));
+    k.scratch = describe(step, k, i);
+  }
+}
+
+}  // namespace fuseflow::codegen

@@ -1,0 +1,201 @@
+// The strategy registry and KernelSpec, asserted on the specs the planner returns (no GPU):
+// which registered strategy each kernel comes from and why, the error for a forced
+// strategy that does not apply, the scratch each kernel says it needs against what the
+// schedule allocates, and the order launches wait in.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <fuseflow/fuseflow.hpp>
+
+namespace ff = fuseflow;
+using ff::codegen::KernelSpec;
+using ff::codegen::ScratchBuffer;
+
+namespace {
+
+const ff::codegen::Target& sm90() {
+  static const ff::codegen::Target t = ff::codegen::Target::preset("sm_90");
+  return t;
+}
+
+bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+
+const ScratchBuffer& scratch_named(const KernelSpec& k, const std::string& name) {
+  for (const auto& b : k.scratch)
+    if (b.name == name) return b;
+  FAIL("kernel " << k.name << " has no scratch buffer " << name);
+  return k.scratch.front();
+}
+
+std::int64_t policy_value(const KernelSpec& k, const std::string& name) {
+  for (const auto& [n, v] : k.policy)
+    if (n == name) return v;
+  FAIL("kernel " << k.name << " has no policy value " << name);
+  return -1;
+}
+
+}  // namespace
+
+TEST_CASE("an automatic reduction takes the first reduce strategy that applies, and says why") {
+  auto x = ff::input<float>("x");
+  const ff::codegen::Plan sum = ff::codegen::plan(ff::Program(ff::reduce(x, ff::plus)), sm90());
+  REQUIRE(sum.kernels.size() == 1);
+  CHECK(sum.kernels[0].registered == "reduce chunked");
+  CHECK(starts_with(sum.kernels[0].chosen, "the first reduce strategy that applies: every monoid is commutative"));
+  // A non-commutative monoid: chunked does not apply, so the next in registry order.
+  // (The composition of affine maps x -> a x + b, in order.)
+  auto ab = ff::input<ff::Tuple<float, float>>("ab");
+  const ff::Monoid affine = ff::monoid<ff::Tuple<float, float>>(
+      [](const ff::Expr& l, const ff::Expr& r) { return ff::tuple(l[0] * r[0], r[0] * l[1] + r[1]); },
+      ff::tuple(1.0f, 0.0f), ff::non_commutative, "affine");
+  const ff::codegen::Plan ordered = ff::codegen::plan(ff::Program(ff::reduce(ab, affine)), sm90());
+  REQUIRE(ordered.kernels.size() == 1);
+  CHECK(ordered.kernels[0].registered == "reduce staged");
+  CHECK(ordered.kernels[0].chosen.find("non-commutative") != std::string::npos);
+}
+
+TEST_CASE("a forced strategy is looked up in the registry: chosen as asked, with its policy values") {
+  auto x = ff::input<float>("x");
+  const ff::codegen::Plan staged = ff::codegen::plan(ff::Program(ff::reduce(x, ff::plus, ff::strategy::staged)), sm90());
+  REQUIRE(staged.kernels.size() == 1);
+  CHECK(staged.kernels[0].registered == "reduce staged");
+  CHECK(starts_with(staged.kernels[0].chosen, "asked for (strategy=staged): "));
+  CHECK(policy_value(staged.kernels[0], "block") == 256);
+  const ff::codegen::Plan tree = ff::codegen::plan(ff::Program(ff::reduce(x, ff::plus, ff::strategy::tree)), sm90());
+  REQUIRE(tree.kernels.size() == 2);
+  CHECK(tree.kernels[0].registered == "reduce tree");
+  CHECK(tree.kernels[1].registered == "reduce tree");
+  const ff::codegen::Plan rts =
+      ff::codegen::plan(ff::Program(ff::scan(x, ff::plus, ff::inclusive, ff::strategy::reduce_then_scan)), sm90());
+  REQUIRE(rts.kernels.size() == 3);
+  CHECK(rts.kernels[0].registered == "scan reduce-then-scan");
+  CHECK(starts_with(rts.kernels[0].chosen, "asked for (strategy=reduce_then_scan)"));
+}
+
+TEST_CASE("a forced strategy that does not apply is a GraphError saying why") {
+  auto x = ff::input<float>("x");
+  CHECK_THROWS_WITH_AS((void)ff::codegen::plan(ff::Program(ff::reduce(x, ff::max, ff::strategy::atomic)), sm90()),
+                       "fuseflow: reduce: strategy atomic supports plus on 32- and 64-bit numbers and min/max on 32- "
+                       "and 64-bit integers; got max on f32",
+                       ff::GraphError);
+  // Where it applies, one init + atomic pair per reduction, each with its own step.
+  auto i = ff::input<int>("i");
+  const ff::codegen::Plan atomic = ff::codegen::plan(
+      ff::Program({ff::reduce(i, ff::max, ff::strategy::atomic), ff::reduce(i, ff::plus, ff::strategy::atomic)}), sm90());
+  CHECK(atomic.kernels.size() == 4);
+  CHECK(atomic.steps.size() == 4);
+  for (const auto& k : atomic.kernels) CHECK(k.registered == "reduce atomic");
+}
+
+TEST_CASE("a scan takes the pipelined look-back where the target has it, the plain look-back elsewhere") {
+  auto x = ff::input<float>("x");
+  const ff::Program p(ff::scan(x, ff::plus));
+  const ff::codegen::Plan h100 = ff::codegen::plan(p, sm90());
+  REQUIRE(h100.kernels.size() == 2);
+  CHECK(h100.kernels[0].registered == "scan pipelined");
+  CHECK(policy_value(h100.kernels[0], "stages") == 4);
+  const ff::codegen::Plan a100 = ff::codegen::plan(p, ff::codegen::Target::preset("sm_80"));
+  CHECK(a100.kernels.at(0).registered == "scan lookback");
+  ff::codegen::PlanOptions off;
+  off.scan_pipeline = false;
+  CHECK(ff::codegen::plan(p, sm90(), off).kernels.at(0).registered == "scan lookback");
+}
+
+TEST_CASE("scratch sizes: what each kernel says it needs is what the schedule allocates") {
+  auto x = ff::input<float>("x");
+  // Chunked: block partials for the largest grid, fixed.
+  const ff::codegen::Plan sum = ff::codegen::plan(ff::Program(ff::reduce(x, ff::plus)), sm90());
+  const KernelSpec& k = sum.kernels.at(0);
+  const ScratchBuffer& partials = scratch_named(k, "partials");
+  CHECK(partials.per == ScratchBuffer::Per::Fixed);
+  CHECK(partials.bytes == sizeof(float) * static_cast<std::size_t>(k.max_grid));
+  CHECK(sum.schedule(1 << 20).scratch_bytes == partials.bytes);
+  CHECK(ff::codegen::to_string(partials).rfind("partials: " + std::to_string(partials.bytes) + " B (", 0) == 0);
+
+  // Tree: the first level's partials are 4 B per block of 256 elements of n.
+  const ff::codegen::Plan tree = ff::codegen::plan(ff::Program(ff::reduce(x, ff::plus, ff::strategy::tree)), sm90());
+  const ScratchBuffer& level0 = scratch_named(tree.kernels.at(0), "partials");
+  CHECK(level0.per == ScratchBuffer::Per::Element);
+  CHECK(level0.divisor == 256);
+  CHECK(level0.bytes == 4);
+  CHECK(ff::codegen::to_string(level0).rfind("partials: 4 B x ceil(n / 256)", 0) == 0);
+  const ff::codegen::Schedule levels = tree.schedule(1 << 16);
+  CHECK(levels.launches.at(0).grid == (1 << 16) / 256);
+
+  // Counting sort: 4-byte counts and 8-byte positions per bin per tile.
+  const ff::codegen::Plan sort = ff::codegen::plan(ff::Program(ff::counting_sort(ff::input<int>("k"), 9)), sm90());
+  const ScratchBuffer& counts = scratch_named(sort.kernels.at(0), "tile_counts");
+  CHECK(counts.per == ScratchBuffer::Per::BinTile);
+  CHECK(counts.bytes == 4);
+  CHECK(scratch_named(sort.kernels.at(1), "positions").bytes == 8);
+  const std::int64_t n = 1 << 16, tiles = n / sort.kernels[0].items_per_block_step, bins = 10;
+  const ff::codegen::Schedule s = sort.schedule(n);
+  REQUIRE(s.launches.size() == 3);
+  CHECK(s.launches[1].scratch.at(1) >= static_cast<std::size_t>(bins * tiles * 4));  // positions after the counts
+  CHECK(s.scratch_bytes == s.launches[1].scratch[1] + static_cast<std::size_t>(bins * tiles * 8));
+
+  // Segmented reduce with short segments: the mask of deferred segments, a bit each in
+  // 4-byte words, after the merge path's per-block carries.
+  auto xs = ff::input<float>("xs");
+  auto offsets = ff::input<int>("offsets");
+  const ff::codegen::Plan seg = ff::codegen::plan(ff::Program(ff::segmented_reduce(xs, offsets, ff::plus)), sm90());
+  REQUIRE(seg.kernels.size() == 2);
+  const ScratchBuffer& mask = scratch_named(seg.kernels[0], "deferred");
+  CHECK(mask.per == ScratchBuffer::Per::Segment);
+  CHECK(mask.divisor == 32);
+  CHECK(ff::codegen::to_string(mask).rfind("deferred: 4 B x ceil(segments / 32)", 0) == 0);
+  std::size_t carries = 0;
+  for (const auto& b : seg.kernels[1].scratch)
+    if (b.per == ScratchBuffer::Per::Fixed) carries = (carries + 255) / 256 * 256 + b.bytes;
+  const std::int64_t segments = 4096;  // of 4 elements each: the short pass runs
+  const ff::codegen::Schedule ss = seg.schedule({segments * 4, segments + 1});
+  REQUIRE(ss.launches.size() == 2);
+  CHECK(ss.scratch_bytes == (carries + 255) / 256 * 256 + static_cast<std::size_t>(segments / 32 * 4));
+
+  // A scan's look-back status: 8 bytes per tile for 4-byte values.
+  const ff::codegen::Plan scan = ff::codegen::plan(ff::Program(ff::scan(x, ff::plus)), sm90());
+  const ScratchBuffer& status = scratch_named(scan.kernels.at(0), "tile_status");
+  CHECK(status.per == ScratchBuffer::Per::Tile);
+  CHECK(status.bytes == 8);
+}
+
+TEST_CASE("launch order: every launch waits for the one before it, and each spec says which kernel that is") {
+  auto x = ff::input<float>("x");
+  const ff::codegen::Plan tree = ff::codegen::plan(ff::Program(ff::reduce(x, ff::plus, ff::strategy::tree)), sm90());
+  REQUIRE(tree.kernels.size() == 2);
+  CHECK(tree.kernels[0].order.after_kernel == -1);
+  CHECK(tree.kernels[1].order.after_kernel == 0);
+  // 2^20 elements: 4096 partials, then 16, then 1: the first kernel once, the level twice.
+  const ff::codegen::Schedule s = tree.schedule(1 << 20);
+  REQUIRE(s.launches.size() == 3);
+  CHECK(s.launches[0].kernel == 0);
+  CHECK(s.launches[1].kernel == 1);
+  CHECK(s.launches[2].kernel == 1);
+  for (std::size_t i = 0; i < s.launches.size(); ++i) CHECK(s.launches[i].waits_on == static_cast<int>(i) - 1);
+
+  // Two stages (a reduction read by a later map): the map waits on the reduction.
+  auto total = ff::reduce(x, ff::plus);
+  const ff::codegen::Plan split = ff::codegen::plan(ff::Program({total, x / total}), sm90());
+  REQUIRE(split.kernels.size() == 2);
+  CHECK(split.kernels[0].registered == "reduce chunked");
+  CHECK(split.kernels[1].registered == "map");
+  CHECK(split.kernels[1].order.after_kernel == 0);
+  CHECK(split.kernels[1].order.reason.find(split.kernels[0].name) != std::string::npos);
+
+  // A look-back step's second kernel replaces the first for large n: both wait on the step before.
+  const ff::codegen::Plan scan = ff::codegen::plan(ff::Program(ff::scan(x, ff::plus)), sm90());
+  CHECK(scan.kernels.at(0).order.after_kernel == -1);
+  CHECK(scan.kernels.at(1).order.after_kernel == -1);
+}
+
+TEST_CASE("explain prints each spec: registered strategy and why, policy values, scratch, what it waits on") {
+  auto x = ff::input<float>("x");
+  const std::string text = ff::codegen::explain(ff::Program(ff::reduce(x, ff::plus, ff::strategy::tree)));
+  CHECK(text.find("     registered: reduce tree (asked for (strategy=tree): ") != std::string::npos);
+  CHECK(text.find("     policy: block 256\n") != std::string::npos);
+  CHECK(text.find("     scratch partials: 4 B x ceil(n / 256)") != std::string::npos);
+  CHECK(text.find("     waits on: nothing") != std::string::npos);
+}
