@@ -59,7 +59,7 @@ ScanTiling scan_tiling(const ScanGroup& g, bool shared_stages) {
   }
   // Shared stages hold the widest of the two at a time; separate ones both.
   const std::size_t slot_bytes = shared_stages && scan_stages_can_share(g) ? widest : in_bytes + value_bytes;
-  auto stage = [&] { return static_cast<std::size_t>(t.tile()) * 33 / 32 * slot_bytes; };
+  auto stage = [&] { return static_cast<std::size_t>(shared::stage_slots(t.tile())) * slot_bytes; };
   while (t.items > 1 && stage() > p.max_stage_bytes) --t.items;
   return t;
 }
@@ -90,10 +90,9 @@ std::string scan_kernel_name(const ScanGroup& g, const char* strategy) {
 }
 
 std::size_t lookback_status_bytes(std::size_t value_bytes, std::int64_t tiles) {
-  // scan.cuh's scan_status_bytes: per tile and per group of 32 tiles, one 64-bit word
-  // (flag + 32-bit chunk) per 4 bytes of value.
-  const auto n = static_cast<std::size_t>(tiles);
-  return (value_bytes + 3) / 4 * 8 * (n + (n + 31) / 32);
+  // Per tile and per group of 32 tiles, one 64-bit word (flag + 32-bit chunk) per 4 bytes
+  // of value: the layout scan.cuh reads, from shared_constants.cuh.
+  return static_cast<std::size_t>(shared::scan_status_bytes(value_bytes, static_cast<unsigned long long>(tiles)));
 }
 
 ScanKernelWriter::ScanKernelWriter(const ScanGroup& g, std::string kernel_name, ScanTiling tiling)

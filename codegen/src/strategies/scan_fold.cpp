@@ -24,7 +24,7 @@ std::vector<Arg> ScanKernelWriter::fold_args() const {
   for (const auto& r : g_.reduces)
     a.push_back({Arg::Kind::ScalarOutput, r.output_slot, "reduced" + std::to_string(r.output_slot), r.op->monoid.type()});
   a.push_back({Arg::Kind::Scratch, 0, "tile_folds", fold_type()});
-  a.push_back({Arg::Kind::Ticket, 0, "ticket", ScalarType::U32});
+  a.push_back({Arg::Kind::Ticket, kTicketLastBlock, "ticket", ScalarType::U32});
   return a;
 }
 
