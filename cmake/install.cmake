@@ -21,6 +21,10 @@ foreach(layer frontend codegen runtime)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${layer}/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
     FILES_MATCHING PATTERN "*.hpp")
 endforeach()
+# The one device header the public headers include (plan.hpp): the constants host and
+# device share.
+install(FILES ${PROJECT_SOURCE_DIR}/codegen/device/fuseflow/shared_constants.cuh
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/fuseflow)
 if(TARGET fuseflow-dump)
   install(TARGETS fuseflow-dump RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()

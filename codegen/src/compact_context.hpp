@@ -45,6 +45,15 @@ Kernel emit_filter_compact(const CompactGroup& g, const Target& t);
 // pipeline on) it is the filter's second kernel, launched from g.policy.staged_from
 // elements like the pipelined scan.
 bool pipelined_compact_applies(const CompactGroup& g, const Target& t);
+
+// Shared by the two compaction emitters (filter_compact.cpp): keep(inputs..., i) and
+// value(inputs..., i), the predicate and the value of element i, and epilogue_j(kept, at)
+// for each output that maps the survivors; the kernel's arguments (the elementwise ones,
+// each output with its device-written count, the look-back's), with the inputs' names
+// and the outputs' in `names` and `outs`.
+void emit_compact_functions(SourceWriter& w, CudaTypes& types, const CompactGroup& g,
+                            const std::vector<std::string>& names);
+std::vector<Arg> compact_args(const CompactGroup& g, std::vector<std::string>& names, std::vector<std::string>& outs);
 Kernel emit_filter_compact_pipelined(const CompactGroup& g, const Target& t);
 
 // The filter whose result program output `output` is, or maps (possibly with parameters,

@@ -60,7 +60,7 @@ void emit_kernel_parameters(SourceWriter& w, CudaTypes& types, const std::vector
 }
 
 std::vector<Arg> lookback_args(const Type& status_type) {
-  return {{Arg::Kind::Ticket, 1, "tile_counter", ScalarType::U32},
+  return {{Arg::Kind::Ticket, kTicketTileCounter, "tile_counter", ScalarType::U32},
           {Arg::Kind::TileStatus, 0, "tile_status", status_type},
           {Arg::Kind::Epoch, 0, "epoch", ScalarType::U32}};
 }

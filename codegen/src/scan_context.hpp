@@ -90,18 +90,11 @@ class ScanKernelWriter {
                    const std::string& warp_total_type = "");
   // No output is an epilogue over the inputs, so the input stages die before the store.
   bool stages_can_share() const;
-  // Coalesced load of the tile at `base` into the input stages, then a barrier.
-  void emit_tile_load(SourceWriter& w);
   // The same with or without bounds checks (for a full tile).
   void emit_load_loop(SourceWriter& w, bool checked);
   // "stage_x[slot], ..., index": the staged inputs of tile element `slot`, as element() and
   // emit_map_function's functions take them.
   std::string element_call(const std::string& slot, const std::string& index) const;
-  // items[k] = element k of this thread (identity past n); thread_total = their combination.
-  void emit_thread_items(SourceWriter& w);
-  // Both of the above, and with `full_fast_path` a branch on base + kTile <= n: a full
-  // tile loads and evaluates its elements with no bounds checks, only the last tile checks.
-  void emit_tile_load_and_items(SourceWriter& w, bool full_fast_path);
   // Scans items[] seeded with `seed` into the scanned stage, then a barrier, then stores
   // every output element coalesced, the epilogue applied on the way (with
   // `full_fast_path`, without bounds checks when the tile is full).
@@ -124,13 +117,23 @@ class ScanKernelWriter {
 
   // Fused reductions (scan_fold.cpp; nothing when the group has none). Arguments: their
   // results and the per-tile partials. fold_identity / fold_combine / fold_element(inputs...,
-  // i) over one accumulator with a field per reduction; the tile's fold from the input
-  // stages into tile_folds[tile]; the last tile to finish combines the partials in tile
-  // order and stores the results.
+  // i) over one accumulator with a field per reduction, and `fold`, scan_tile.cuh's
+  // TileFold over them (the tile's fold into tile_folds[tile], the last tile's combine of
+  // the partials in tile order and the stores of the results). fold_call(): "fold", or
+  // "ff::NoTileFold()" without reductions.
   std::vector<Arg> fold_args() const;
   void emit_fold_functions(SourceWriter& w);
-  void emit_tile_fold(SourceWriter& w);
-  void emit_fold_finish(SourceWriter& w);
+  std::string fold_call() const { return g_.reduces.empty() ? "ff::NoTileFold()" : "fold"; }
+
+  // The tiled kernels that call scan_tile.cuh (scan_tile.cpp): namespace { kBlock,
+  // kMinBlocks, kItems, kTile, kInclusive, the input stages' byte offsets kStage_<input>
+  // and kInputStageBytes }.
+  void emit_tile_constants(SourceWriter& w);
+  // After emit_functions: load(stages, slot, i), staged_element(stages, slot, i) and, with
+  // `stores`, store(stages, scanned, slot, i) (each output, its epilogue applied).
+  void emit_tile_functors(SourceWriter& w, bool stores);
+  // "ff::stage<T>(stages, kStage_x)[slot], ..., index": the staged inputs of a tile slot.
+  std::string staged_call(const std::string& slot, const std::string& index);
   std::string fold_summary() const;
 
   // Header comment + includes (scan.cuh, then `more_includes`) + structs + body.
@@ -144,15 +147,10 @@ class ScanKernelWriter {
   // result read; in an epilogue also the scan's own element ("scanned").
   std::string leaf_name(const Expr& leaf, bool in_epilogue) const;
   Type fold_type() const;
-  void emit_items_loop(SourceWriter& w, bool checked);
   // "if (base + kTile <= n) { body(false) } else { body(true) }": a full tile without
   // bounds checks (with `full_comment` at its top), the last one with them.
   void emit_full_or_last(SourceWriter& w, const std::function<void(bool checked)>& body,
                          const std::string& full_comment = "");
-  // A staged tile (ScanTiling::staged): the thread's total from the input stage, and its
-  // scan written over its input elements; `checked` for the last tile.
-  void emit_staged_total(SourceWriter& w, bool checked);
-  void emit_staged_scan(SourceWriter& w, bool checked);
   // The scan of the thread's items in registers into the scanned stage (`restart`: the
   // condition that starts a segment again from the identity, or empty).
   void emit_register_scan(SourceWriter& w, const std::string& restart);

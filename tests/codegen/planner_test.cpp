@@ -77,10 +77,17 @@ TEST_CASE("the look-back scan kernel says its look-back is deterministic and ski
   const ff::codegen::Plan plan = ff::codegen::plan(ff::Program(ff::scan(x, ff::plus)), sm90());
   REQUIRE(plan.kernels.size() == 2);  // the tile in registers, and the pipelined scan for large n
   for (const auto& k : plan.kernels) CHECK(k.summary.find("deterministic look-back") != std::string::npos);
-  CHECK(plan.kernels[0].source.find("if (base + kTile <= n)") != std::string::npos);
+  // The tile kernels call scan_tile.cuh's lookback_scan_tile, whose full tiles skip the
+  // bounds checks.
+  CHECK(plan.kernels[0].source.find("ff::lookback_scan_tile<") != std::string::npos);
   const ff::codegen::Plan on_a100 = ff::codegen::plan(ff::Program(ff::scan(x, ff::plus)), ff::codegen::Target::preset("sm_80"));
   REQUIRE(on_a100.kernels.size() == 2);  // there the staged tile for large n
-  for (const auto& k : on_a100.kernels) CHECK(k.source.find("if (base + kTile <= n)") != std::string::npos);
+  for (const auto& k : on_a100.kernels) CHECK(k.source.find("ff::lookback_scan_tile<") != std::string::npos);
+  CHECK(on_a100.kernels[1].source.find("ff::TileStages::Staged") != std::string::npos);
+  std::string tile_header;
+  for (const auto& h : ff::codegen::device_headers())
+    if (std::string(h.name) == "fuseflow/scan_tile.cuh") tile_header = h.text;
+  CHECK(tile_header.find("if (base + kTile <= n)") != std::string::npos);
 }
 
 TEST_CASE("a reduction whose filter reads another reduction's result runs after it") {

@@ -13,8 +13,22 @@
 #pragma once
 
 #include <fuseflow/collectives.cuh>
+#include <fuseflow/shared_constants.cuh>
 
 namespace ff {
+
+// The look-back's status encoding, epochs, tile groups and stage padding, shared with the
+// host (shared_constants.cuh).
+using fuseflow::shared::kMaxLookbackEpoch;
+using fuseflow::shared::kStatusFlagBits;
+using fuseflow::shared::kStatusFlagMask;
+using fuseflow::shared::kTileAggregate;
+using fuseflow::shared::kTileInvalid;
+using fuseflow::shared::kTilePrefix;
+using fuseflow::shared::kTilesPerGroup;
+using fuseflow::shared::scan_status_bytes;
+using fuseflow::shared::TileFlag;
+static_assert(kTilesPerGroup == kWarpSize, "the group look-back reads a group's tiles with one warp");
 
 // Inclusive scan across a full warp in lane order: lane l ends with x0 . x1 . ... . xl.
 // After the step with offset d, lane l holds the combination of lanes (l - 2d, l], so
@@ -58,13 +72,13 @@ __device__ __forceinline__ T block_exclusive_scan(T value, Combine combine, T id
 
 // ---- decoupled look-back -------------------------------------------------------------
 
-// A tile's (or a group's) status: nothing yet, its own aggregate, or its inclusive prefix
-// (the combination of every element up to the end of the tile or group).
-enum TileFlag : unsigned { kTileInvalid = 0, kTileAggregate = 1, kTilePrefix = 2 };
+// A tile's (or a group's) status (TileFlag, shared_constants.cuh): nothing yet, its own
+// aggregate, or its inclusive prefix (the combination of every element up to the end of
+// the tile or group).
 
 // Look-back status entries. A value is cut into 32-bit chunks and every chunk travels in
-// its own 64-bit word beside a 32-bit tag, (chunk << 32) | (epoch << 2) | flag, written and
-// read with single 64-bit accesses. A reader accepts an entry only when every word carries
+// its own 64-bit word beside a 32-bit tag, (chunk << 32) | (epoch << kStatusFlagBits) | flag,
+// written and read with single 64-bit accesses. A reader accepts an entry only when every word carries
 // the same tag, so it never combines a half-written value, and no fence is needed on
 // either side: each word announces itself.
 //
@@ -73,8 +87,7 @@ enum TileFlag : unsigned { kTileInvalid = 0, kTileAggregate = 1, kTilePrefix = 2
 // an entry another launch left behind carries another epoch and reads as kTileInvalid. The
 // runtime hands out epochs in order and zeroes the memory before it starts them again.
 // That saves the memsets before each launch: 1.7 us of a 2^20-element scan's 10.5 on an
-// H100 (bench/RESULTS.md, seventh run).
-constexpr unsigned kMaxLookbackEpoch = (1u << 30) - 1;
+// H100 (bench/RESULTS.md, seventh run). kMaxLookbackEpoch is in shared_constants.cuh.
 
 template <typename T>
 struct StatusEntries {
@@ -85,7 +98,7 @@ struct StatusEntries {
   __device__ __forceinline__ void publish(long long e, unsigned flag, const T& value) const {
     unsigned chunks[kWords] = {};
     memcpy(chunks, &value, sizeof(T));
-    const unsigned long long tag = epoch << 2 | flag;
+    const unsigned long long tag = epoch << kStatusFlagBits | flag;
     volatile unsigned long long* w = words + e * kWords;
 #pragma unroll
     for (int k = 0; k < kWords; ++k) w[k] = (static_cast<unsigned long long>(chunks[k]) << 32) | tag;
@@ -105,7 +118,7 @@ struct StatusEntries {
       if (static_cast<unsigned>(got[k]) != tag) tag = kTileInvalid;
       chunks[k] = static_cast<unsigned>(got[k] >> 32);
     }
-    const unsigned flag = tag >> 2 == epoch ? tag & 3u : kTileInvalid;
+    const unsigned flag = tag >> kStatusFlagBits == epoch ? tag & kStatusFlagMask : kTileInvalid;
     if (flag != kTileInvalid) memcpy(&value, chunks, sizeof(T));
     return flag;
   }
@@ -122,16 +135,9 @@ __device__ __forceinline__ unsigned draw_tile_id(unsigned* counter) {
   return id;
 }
 
-// Tiles form groups of 32 consecutive tiles (a warp's width).
-constexpr int kTilesPerGroup = kWarpSize;
-
-// Bytes of look-back status for `tiles` tiles of values of `value_bytes` bytes: one entry
-// per tile (its aggregate), then one per group (aggregate, then inclusive prefix). The
-// host sizes the status memory with the same function.
-__host__ __device__ constexpr unsigned long long scan_status_bytes(unsigned long long value_bytes,
-                                                                  unsigned long long tiles) {
-  return ((value_bytes + 3) / 4) * 8 * (tiles + (tiles + kTilesPerGroup - 1) / kTilesPerGroup);
-}
+// Tiles form groups of kTilesPerGroup = 32 consecutive tiles (a warp's width); the status
+// of `tiles` tiles takes scan_status_bytes (both in shared_constants.cuh, which the host
+// sizes the status memory with).
 
 template <typename T>
 struct ScanTileStatus {

@@ -1,18 +1,8 @@
-// Filter as a program output (stream compaction), one pass (DESIGN.md "Strategies:
-// Filter"). One block per tile; a block takes its tile id from an atomic counter, so
-// every predecessor of a tile is already running (no deadlock whatever order blocks are
-// scheduled in). Each warp owns a contiguous part of the tile and loads it in rows, one
-// coalesced 16-byte vector load per lane and row (element-wise loads for the last tile
-// and for misaligned inputs), evaluates the predicate (with the map before the filter
-// fused in) on each element and ranks the survivors in input order with one ballot per
-// element of a row (compact.cuh, WarpRanks); each survivor's value goes to its rank in
-// the warp's part of a shared-memory tile. The warps' counts give the tile's count and
-// each warp's offset in it; the tile's first output position comes from scan.cuh's
-// deterministic look-back (tile_exclusive_prefix) over the tiles' survivor counts, as
-// 64-bit integers. Each warp then writes its
-// survivors to consecutive positions (coalesced), each output's map applied on the way
-// (filter -> map), and the last tile writes the total count to the device. Stable:
-// survivors keep their input order. Reads n elements, writes the survivors.
+// Filter as a program output (stream compaction), one pass: compact.cuh's compact_tile
+// (one block per tile; warp ballots rank the survivors, a look-back over the tiles'
+// survivor counts places them; stable), and on sm_90 the pipelined compaction
+// (scan_pipeline.cuh, compact_tiles). The emitters write the predicate, the value, the
+// loads of the inputs, the stores of the outputs and the count, and one call.
 #include <algorithm>
 #include <set>
 #include <string>
@@ -31,8 +21,6 @@ namespace fuseflow::codegen {
 // dynamic shared memory. Resident blocks per SM asked of the compiler: 2 x 512 threads
 // keep enough loads in flight while a block waits on the look-back; a thread's loads are
 // <= 128 bytes, so the 64 registers this leaves hold them without spilling.
-
-namespace {
 
 // keep(inputs..., i) and value(inputs..., i): the predicate and the value of element i;
 // epilogue_j(kept, at): output j of the survivor written at position `at` (filter -> map;
@@ -86,6 +74,8 @@ std::vector<Arg> compact_args(const CompactGroup& g, std::vector<std::string>& n
   for (const Arg& a : lookback_args(ScalarType::U64)) args.push_back(a);
   return args;
 }
+
+namespace {
 
 // The store of one survivor to every output, the map after the filter applied on the way.
 std::string store_survivor(const CompactGroup& g, const std::vector<std::string>& outs, std::size_t j) {
@@ -148,127 +138,45 @@ Kernel emit_filter_compact(const CompactGroup& g, const Target& target) {
   w.line("constexpr int kBlock = " + std::to_string(tiling.block) + ";");
   w.line("constexpr int kVec = " + std::to_string(tiling.vec) + ";  // elements per vector load");
   w.line("constexpr int kRows = " + std::to_string(tiling.rows) + ";  // vector loads per thread and input per tile");
-  w.line("constexpr int kWarpTile = 32 * kRows * kVec;  // a warp's consecutive elements of the tile");
-  w.line("constexpr int kTile = kBlock / 32 * kWarpTile;");
   w.line("}  // namespace");
   w.line();
   open_elementwise_kernel(w, types, name, tiling.block, args, l, tiling.min_blocks);
 
   emit_compact_functions(w, types, g, names);
-  w.line();
+  w.comment("The lane's rows of inputs (registers): element k of row r is element\n"
+            "warp_base + (r * 32 + lane) * kVec + k (compact.cuh, compact_tile).");
+  std::string aligned, loaded;
+  for (std::size_t j = 0; j < names.size(); ++j) {
+    w.line("ff::Vec<" + types.name(l.inputs[j].type()) + ", kVec> " + names[j] + "_v[kRows];");
+    aligned += (j ? " | " : "") + std::string("ff::misalignment<kVec>(in_") + names[j] + ")";
+    loaded += names[j] + "_v[r].v[k], ";
+  }
+  loaded += "i";
+  if (tiling.vec > 1) {
+    w.line("const auto aligned = [&]() { return (" + (aligned.empty() ? std::string("0") : aligned) + ") == 0; };");
+    w.open("const auto load_row = [&](const int r, const long long at)");
+    for (const auto& n : names) w.line(n + "_v[r] = ff::load_vec<kVec>(in_" + n + " + at);");
+    w.close("};");
+  } else {
+    w.line("const auto aligned = [] { return false; };  // kVec 1: element by element only");
+    w.line("const auto load_row = [](const int, const long long) {};");
+  }
+  w.open("const auto load = [&](const int r, const int k, const long long i)");
+  for (const auto& n : names) w.line(n + "_v[r].v[k] = in_" + n + "[i];");
+  w.close("};");
+  w.line("const auto keep_at = [&](const int r, const int k, const long long i) { return keep(" + loaded + "); };");
+  w.line("const auto value_at = [&](const int r, const int k, const long long i) { return value(" + loaded + "); };");
+  w.open("const auto count = [&](const unsigned long long total)");
+  for (const auto& o : outs) w.line("*" + o + "_count = total;");
+  w.close("};");
+  w.open("const auto store = [&](const long long at, const " + value_type + " kept)");
+  for (std::size_t j = 0; j < g.outputs.size(); ++j) w.line(store_survivor(g, outs, j));
+  w.close("};");
   w.comment("Warp w's survivors in order, from w * kWarpTile: kTile elements of dynamic shared memory.");
   w.line("extern __shared__ __align__(16) unsigned char stage[];");
-  w.line(value_type + "* const survivors = reinterpret_cast<" + value_type + "*>(stage);");
-  w.line("__shared__ unsigned int warp_counts[kBlock / 32];");
-  w.line("__shared__ unsigned int tile_id;");
-  w.line("__shared__ unsigned long long tile_offset;");
-  w.comment("Dynamic tile id: tiles are numbered in the order their blocks start.");
-  w.line("if (threadIdx.x == 0) tile_id = ff::draw_tile_id(tile_counter);");
-  w.line("__syncthreads();");
-  w.line("const long long tile = tile_id;");
-  w.line("const long long base = tile * kTile;");
-  w.line("const int lane = threadIdx.x % 32;");
-  w.line("const int warp = threadIdx.x / 32;");
-  w.line("const long long warp_base = base + (long long)warp * kWarpTile;");
-
-  // Loads: element k of row r of this lane is warp_base + (r * 32 + lane) * kVec + k.
-  const std::string element_index = "const long long i = warp_base + (r * 32 + lane) * kVec + k;";
-  w.comment("Warp w owns the kWarpTile elements from warp_base, in rows: in row r, lane l holds the\n"
-            "kVec elements from warp_base + (r * 32 + l) * kVec.");
-  for (std::size_t j = 0; j < l.inputs.size(); ++j)
-    w.line("ff::Vec<" + types.name(l.inputs[j].type()) + ", kVec> " + names[j] + "_v[kRows];");
-  auto checked_loads = [&] {
-    w.line("#pragma unroll");
-    w.open("for (int r = 0; r < kRows; ++r)");
-    w.line("#pragma unroll");
-    w.open("for (int k = 0; k < kVec; ++k)");
-    w.line(element_index);
-    w.open("if (i < n)");
-    for (std::size_t j = 0; j < l.inputs.size(); ++j) w.line(names[j] + "_v[r].v[k] = in_" + names[j] + "[i];");
-    w.close();
-    w.close();
-    w.close();
-  };
-  if (tiling.vec > 1) {
-    std::string aligned;
-    for (std::size_t j = 0; j < names.size(); ++j)
-      aligned += (j ? " | " : "") + std::string("ff::misalignment<kVec>(in_") + names[j] + ")";
-    w.open("if (base + kTile <= n && (" + aligned + ") == 0)");
-    w.comment("A full tile of aligned inputs (every tile but the last): one coalesced vector load\n"
-              "per lane, row and input, no bounds checks.");
-    w.line("#pragma unroll");
-    w.open("for (int r = 0; r < kRows; ++r)");
-    for (std::size_t j = 0; j < l.inputs.size(); ++j)
-      w.line(names[j] + "_v[r] = ff::load_vec<kVec>(in_" + names[j] + " + warp_base + (r * 32 + lane) * kVec);");
-    w.close();
-    w.close("} else {");
-    w.indent();
-    checked_loads();
-    w.close();
-  } else {
-    checked_loads();
-  }
-
-  std::string loaded;
-  for (const auto& n : names) loaded += n + "_v[r].v[k], ";
-  loaded += "i";
-  w.comment("Each survivor's rank among the warp's survivors, in input order (a ballot per element\n"
-            "of a row), and its value stored at that rank in the warp's part of the shared tile.");
-  w.line("ff::WarpRanks<kVec> ranks;");
-  w.line("#pragma unroll");
-  w.open("for (int r = 0; r < kRows; ++r)");
-  w.line("bool flags[kVec];");
-  w.line("#pragma unroll");
-  w.open("for (int k = 0; k < kVec; ++k)");
-  w.line(element_index);
-  w.line("flags[k] = i < n && keep(" + loaded + ");");
-  w.close();
-  w.line("unsigned int rank = ranks.rank_row(flags);  // of this lane's first survivor in the row");
-  w.line("#pragma unroll");
-  w.open("for (int k = 0; k < kVec; ++k)");
-  w.line(element_index);
-  w.line("if (flags[k]) survivors[warp * kWarpTile + rank++] = value(" + loaded + ");");
-  w.close();
-  w.close();
-  w.line("if (lane == 0) warp_counts[warp] = ranks.kept;");
-  w.line("__syncthreads();");
-  w.comment("This warp's survivors start at warp_offset in the tile, which has tile_count.");
-  w.line("unsigned int warp_offset = 0, tile_count = 0;");
-  w.line("#pragma unroll");
-  w.open("for (int v = 0; v < kBlock / 32; ++v)");
-  w.line("if (v == warp) warp_offset = tile_count;");
-  w.line("tile_count += warp_counts[v];");
-  w.close();
-  w.line();
-  w.comment("The tile's first output position: the survivors of all earlier tiles, from scan.cuh's\n"
-            "look-back over the tiles' counts (tile_exclusive_prefix: warp 0 publishes the tile's\n"
-            "count and folds its predecessors' in one fixed order). The grid has one block per\n"
-            "tile, so gridDim.x is the tile count (1 when n is 0). No stash: sums of counts reach\n"
-            "a group prefix within one window. The last tile writes the total count.");
-  w.open("if (warp == 0)");
-  w.line("const ff::ScanTileStatus<unsigned long long> status(tile_status, gridDim.x, epoch);");
-  w.line("const auto plus = [](const unsigned long long a, const unsigned long long b) { return a + b; };");
-  w.line("const unsigned long long exclusive =");
-  w.line("    ff::tile_exclusive_prefix(status, tile, (unsigned long long)tile_count, plus, 0ull,");
-  w.line("                              static_cast<unsigned long long*>(nullptr), 0);");
-  w.open("if (lane == 0)");
-  w.line("tile_offset = exclusive;");
-  w.open("if (base + kTile >= n)");
-  for (const auto& o : outs) w.line("*" + o + "_count = exclusive + tile_count;");
-  w.close();
-  w.close();
-  w.close();
-  w.line("__syncthreads();");
-  w.line();
-  w.comment("Coalesced stores: each warp writes its survivors to consecutive positions, the map\n"
-            "after the filter applied to each on the way.");
-  w.line("const unsigned int mine = warp_counts[warp];");
-  w.line("const long long first = (long long)(tile_offset + warp_offset);");
-  w.open("for (unsigned int s = lane; s < mine; s += 32)");
-  w.line("const long long at = first + s;");
-  w.line("const " + value_type + " kept = survivors[warp * kWarpTile + s];");
-  for (std::size_t j = 0; j < g.outputs.size(); ++j) w.line(store_survivor(g, outs, j));
-  w.close();
+  w.line("ff::compact_tile<kBlock, kVec, kRows>(reinterpret_cast<" + value_type +
+         "*>(stage), n, tile_counter, tile_status, epoch, aligned,");
+  w.line("                                      load_row, load, keep_at, value_at, count, store);");
   w.close();
 
   Kernel k;
@@ -291,120 +199,6 @@ Kernel emit_filter_compact(const CompactGroup& g, const Target& target) {
   return k;
 }
 
-
-namespace {
-// The pipelined compaction (scan_pipeline.cuh, compact_tiles): the pipelined scan's ring
-// and producer, the look-back warp over survivor counts, and compacting warps that rank
-// and compact their segment of a stage in place, then write it pipe_depth tiles later.
-// CompactPolicy: tiles of 13312 in 4 stages (208 KB), pass 2 two tiles behind: the
-// fastest shape of the tenth run's study (bench/RESULTS.md; 12288 x 4, 16384 x 3 and
-// 10240 x 5 were 1-5% slower at 2^28, a one-tile delay 4-20%).
-
-// The store of one survivor to output j in the pipelined kernel: a streaming store
-// (__stcs: written once, not kept in the caches) for the scalar types it has.
-std::string stream_survivor(const CompactGroup& g, CudaTypes& types, const std::vector<std::string>& outs,
-                            std::size_t j) {
-  const Type t = g.outputs[j].type();
-  const std::string v = g.outputs[j].kind() == ExprKind::Result ? "kept" : "epilogue" + std::to_string(j) + "(kept, at)";
-  if (!t.is_scalar() || t.is_bool()) return outs[j] + "[at] = " + v + ";";
-  return "__stcs(" + outs[j] + " + at, static_cast<" + types.name(t) + ">(" + v + "));";
-}
-}  // namespace
-
-bool pipelined_compact_applies(const CompactGroup& g, const Target& target) {
-  const CompactPolicy& p = g.policy;
-  if (p.tile) return false;       // a study picks its one tile
-  if (!p.pipeline) return false;  // sm_80, or PlanOptions::scan_pipeline off: the one kernel
-  const auto& inputs = g.leaves.inputs;
-  const std::size_t stages = static_cast<std::size_t>(p.pipe_stages) * p.pipe_tile * 4;
-  return target.cc_major >= 9 && inputs.size() == 1 && inputs[0].type().size() == 4 && inputs[0].type().is_scalar() &&
-         g.value.type().size() <= 4 && stages + p.pipe_static_bytes <= target.shared_per_block_optin;
-}
-
-Kernel emit_filter_compact_pipelined(const CompactGroup& g, const Target& target) {
-  const int kPipeTile = g.policy.pipe_tile, kPipeStages = g.policy.pipe_stages, kPipeWarps = g.policy.pipe_warps,
-            kPipeDepth = g.policy.pipe_depth;
-  CudaTypes types;
-  const std::string value_type = types.name(g.value.type());
-  const std::string in = types.name(g.leaves.inputs[0].type());
-  std::vector<std::string> names, outs;
-  const std::vector<Arg> args = compact_args(g, names, outs);
-  const int block = (2 + kPipeWarps) * 32;
-
-  const std::string name = "ff_filter_compact_pipelined_" + short_type_name(g.value.type());
-  SourceWriter w;
-  w.line("namespace {");
-  emit_pipeline_ring(w, kPipeTile, kPipeStages, kPipeWarps, "compacting warps, each takes");
-  w.line("constexpr int kDepth = " + std::to_string(kPipeDepth) +
-         ";  // a warp writes a tile's survivors out after ranking the next kDepth tiles");
-  w.line("}  // namespace");
-  w.line();
-  open_elementwise_kernel(w, types, name, block, args, g.leaves, 1);
-  emit_compact_functions(w, types, g, names);
-  w.line();
-  w.comment("The ring: kStages input stages (dynamic shared memory) and the barriers, tile ids,\n"
-            "survivor counts and output positions that pass between the roles; `arrived` counts\n"
-            "the compacting warps done with each stage's tile.");
-  w.line("extern __shared__ __align__(128) unsigned char stage_storage[];");
-  w.line(in + "* const stages = reinterpret_cast<" + in + "*>(stage_storage);");
-  w.line("__shared__ ff::ScanPipeline<unsigned long long, kStages, kScanWarps> pipeline;");
-  w.line("__shared__ unsigned int arrived[kStages];");
-  w.line("const long long tiles = (n + kTile - 1) / kTile;");
-  w.open("if (threadIdx.x == 0)");
-  w.line("for (int s = 0; s < kStages; ++s) arrived[s] = 0;");
-  w.line("ff::pipeline_init(pipeline, kScanWarps);  // every compacting warp arrives on `reduced`");
-  w.close();
-  w.line("__syncthreads();");
-  w.line("const int warp = threadIdx.x / 32;");
-  w.open("if (warp == 0)");
-  w.comment("Producer: tile ids from the counter, each tile's input copied into the next free stage.");
-  w.line("ff::produce_tiles<kTile>(pipeline, stages, in_" + names[0] + ", n, tiles, tile_counter);");
-  w.line("return;");
-  w.close();
-  w.comment("Survivor counts are 64-bit; status entries carry the launch's epoch (scan.cuh).");
-  w.line("const ff::ScanTileStatus<unsigned long long> status(tile_status, tiles, epoch);");
-  w.open("if (warp == 1)");
-  w.comment("Look-back: each tile's first output position, then each segment's; the last tile\n"
-            "writes the total count.");
-  w.line("const auto plus = [](const unsigned long long a, const unsigned long long b) { return a + b; };");
-  w.open("const auto finish = [&](const long long tile, const unsigned long long before, const unsigned long long count)");
-  w.open("if ((tile + 1) * kTile >= n)");
-  for (const auto& o : outs) w.line("*" + o + "_count = before + count;");
-  w.close();
-  w.close("};");
-  w.line("ff::look_back_tiles(pipeline, status, plus, 0ull, finish);");
-  w.line("return;");
-  w.close();
-  w.comment("Compacting warps: warp 2 + s ranks the survivors of segment s of every tile and\n"
-            "compacts them in place (the last to finish publishes the tile's count), then writes\n"
-            "them out in order, the map after the filter applied to each on the way.");
-  w.open("const auto store = [&](const long long at, const " + value_type + " kept)");
-  for (std::size_t j = 0; j < g.outputs.size(); ++j) w.line(stream_survivor(g, types, outs, j));
-  w.close("};");
-  w.line("ff::compact_tiles<kTile, kDepth, " + in + ", " + value_type +
-         ">(pipeline, stages, arrived, warp - 2, n, status, keep, value, store);");
-  w.close();
-
-  Kernel k;
-  k.name = name;
-  k.block = block;
-  k.shared_bytes = static_cast<std::size_t>(kPipeStages) * kPipeTile * 4;
-  k.max_grid = target.sm_count;  // persistent: one block per SM
-  k.any_grid = false;
-  k.items_per_block_step = kPipeTile;
-  k.tuning = {{"tile", kPipeTile}, {"stages", kPipeStages}, {"warps", kPipeWarps}, {"depth", kPipeDepth}};
-  k.args = args;
-  k.summary = "pipelined compaction (sm_90, stable): one block per SM, tiles of " + std::to_string(kPipeTile) +
-              " elements in a ring of " + std::to_string(kPipeStages) +
-              " shared-memory stages filled by the bulk copy engine; warps: producer, look-back, " +
-              std::to_string(kPipeWarps) + " compacting warps (survivors ranked by ballots and compacted in place, "
-              "the tile's count published by the last, written out " + std::to_string(kPipeDepth) +
-              " tiles later); count written by the last tile";
-  k.why = "instead of the kernel before it from " + std::to_string(g.policy.staged_from) +
-          " elements: the look-back's waits overlap the next tiles' loads and ranking";
-  k.source = kernel_source(name, g.leaves.program_text, "strategy: " + k.summary, {"scan_pipeline.cuh"}, types, w.str());
-  return k;
-}
 
 }  // namespace fuseflow::codegen
 

@@ -1,12 +1,6 @@
-// Reductions folded into a scan's pass (DESIGN.md, fusion rules: "several reduces (and a
-// scan's total) over the same inputs: one kernel, one pass"). The scan kernel already
-// holds each tile's inputs in shared memory; every thread folds its kItems consecutive
-// elements into one accumulator (a field per reduction, each with its own map and
-// monoid), the block combines the threads in thread order, and the tile's fold is written
-// to tile_folds[tile]. The last tile to finish (atomic ticket) combines the folds in tile
-// order. Left operands always cover lower indices and the order is fixed, so the results
-// are the same bits on every run and right for non-commutative monoids, with no change to
-// the look-back (whose status carries the scan's value only).
+// Reductions folded into a scan's pass: the functors of scan_tile.cuh's TileFold (its
+// comment says how the tiles' folds are combined), one accumulator field per reduction,
+// each with its own map and monoid.
 #include "../scan_context.hpp"
 
 namespace fuseflow::codegen {
@@ -24,7 +18,7 @@ std::vector<Arg> ScanKernelWriter::fold_args() const {
   for (const auto& r : g_.reduces)
     a.push_back({Arg::Kind::ScalarOutput, r.output_slot, "reduced" + std::to_string(r.output_slot), r.op->monoid.type()});
   a.push_back({Arg::Kind::Scratch, 0, "tile_folds", fold_type()});
-  a.push_back({Arg::Kind::Ticket, 0, "ticket", ScalarType::U32});
+  a.push_back({Arg::Kind::Ticket, kTicketLastBlock, "ticket", ScalarType::U32});
   return a;
 }
 
@@ -61,42 +55,15 @@ void ScanKernelWriter::emit_fold_functions(SourceWriter& w) {
     w.line("return " + (several ? t + "{" + joined + "}" : joined) + ";");
   }
   w.close("};");
-  w.line("__shared__ " + t + " fold_warp_totals[kBlock / 32];");
-}
-
-void ScanKernelWriter::emit_tile_fold(SourceWriter& w) {
-  if (g_.reduces.empty()) return;
-  const std::string t = types_.name(fold_type());
-  w.comment("Fused reductions: thread t folds its elements t * kItems ... in order (none past n)\n"
-            "from the input stages, the block combines the threads in thread order, and the tile's\n"
-            "fold waits in tile_folds for the last tile.");
-  w.line("{");
-  w.indent();
-  w.line(t + " folded = fold_identity;");
-  w.line("#pragma unroll");
-  w.open("for (int k = 0; k < kItems; ++k)");
-  w.line("const int s = threadIdx.x * kItems + k;");
-  w.line("const long long i = base + s;");
-  w.line("if (i < n) folded = fold_combine(folded, fold_element(" + element_call("slot(s)", "i") + "));");
-  w.close();
-  w.line("const " + t + " tile_fold = ff::block_reduce<kBlock>(folded, fold_combine, fold_identity, fold_warp_totals);");
-  w.line("if (threadIdx.x == 0) tile_folds[tile] = tile_fold;");
-  w.close();
-}
-
-void ScanKernelWriter::emit_fold_finish(SourceWriter& w) {
-  if (g_.reduces.empty()) return;
-  const bool several = g_.reduces.size() > 1;
-  w.comment("The last tile to finish combines the tiles' folds in tile order (a fixed order: the\n"
-            "same bits on every run, and right for non-commutative monoids) and stores the results.");
-  w.open("if (ff::take_last_block_ticket(ticket))");
-  w.line("const " + types_.name(fold_type()) +
-         " total = ff::combine_partials<kBlock>(tile_folds, gridDim.x, fold_combine, fold_identity, fold_warp_totals);");
-  w.open("if (threadIdx.x == 0)");
+  std::string stores;
   for (std::size_t j = 0; j < g_.reduces.size(); ++j)
-    w.line("*reduced" + std::to_string(g_.reduces[j].output_slot) + " = total" + (several ? ".f" + std::to_string(j) : "") + ";");
-  w.close();
-  w.close();
+    stores += "*reduced" + std::to_string(g_.reduces[j].output_slot) + " = total" +
+              (several ? ".f" + std::to_string(j) : "") + "; ";
+  w.line("const auto fold = ff::tile_fold(");
+  w.line("    tile_folds, ticket, fold_identity, fold_combine,");
+  w.line("    [&](unsigned char* stages, const int slot, const long long i) { return fold_element(" +
+         staged_call("slot", "i") + "); },");
+  w.line("    [&](const " + t + "& total) { " + stores + "});");
 }
 
 std::string ScanKernelWriter::fold_summary() const {

@@ -29,31 +29,21 @@ Kernel emit_scan_lookback(const ScanGroup& g, const Target& /*target: one block 
   const std::size_t status_words = (type.size() + 3) / 4;
 
   SourceWriter w;
-  if (tiling.staged)
-    k.emit_constants(w, true, {"// Windows of 32 group aggregates the look-back may keep in its stash (the stage still",
-                               "// holds the inputs during the look-back).",
-                               "constexpr int kStashWindows = 8;"});
-  else
-    k.emit_constants(w, true, {"// Windows of 32 group aggregates the look-back may keep in the scanned stage.",
-                               "constexpr int kStashWindows = kTile / 32 < 32 ? kTile / 32 : 32;"});
+  k.emit_tile_constants(w);
   std::vector<Arg> extra = lookback_args(type);
   for (const Arg& a : k.fold_args()) extra.push_back(a);
   std::vector<Arg> args = k.args(true, true, extra);
   k.open_kernel(w, args);
   k.emit_functions(w, true, true);
+  k.emit_tile_functors(w, true);
   k.emit_fold_functions(w);
   w.line();
-  // block_exclusive_scan's barriers separate the items loop from the stash and the store.
-  k.emit_shared(w, true, true);
-  if (tiling.staged) w.line("__shared__ " + k.acc() + " stash[kStashWindows * 32];");
-  k.emit_tile_id(w, k.acc());
-  k.emit_tile_load_and_items(w, true);
-  k.emit_tile_fold(w);
-  // The scanned stage is free until the store (unless the tile is staged): it holds the
-  // look-back's windows.
-  k.emit_look_back(w, k.acc(), "combine", "identity", tiling.staged ? "stash" : "scanned_stage");
-  k.emit_tile_store(w, "combine(tile_prefix, thread_prefix)", true);
-  k.emit_fold_finish(w);
+  // Where the tile lives between load and store (scan_tile.cuh's TileStages).
+  const char* stages = tiling.staged ? "Staged" : k.stages_can_share() ? "Shared" : "Separate";
+  w.line(std::string("ff::lookback_scan_tile<kBlock, kItems, kInputStageBytes, ff::TileStages::") + stages +
+         ", kInclusive>(");
+  w.line("    n, tile_counter, tile_status, epoch, combine, identity, load, staged_element, store, " + k.fold_call() +
+         ");");
   w.close();
 
   Kernel out;
@@ -80,7 +70,7 @@ Kernel emit_scan_lookback(const ScanGroup& g, const Target& /*target: one block 
   if (tiling.staged)
     out.why = "instead of the kernel before it from " + std::to_string(g.policy.staged_from) +
               " elements: larger tiles, fewer look-backs per element";
-  out.source = k.assemble("strategy: " + out.summary, w.str());
+  out.source = k.assemble("strategy: " + out.summary, w.str(), {"fuseflow/scan_tile.cuh"});
   return out;
 }
 

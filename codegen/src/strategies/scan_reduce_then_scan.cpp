@@ -15,16 +15,6 @@ namespace fuseflow::codegen {
 
 namespace {
 
-// This block's contiguous range of tiles [first_tile, end_tile).
-void emit_chunk(SourceWriter& w) {
-  w.comment("This block's contiguous range of tiles: the first tiles % gridDim.x blocks take one more.");
-  w.line("const long long tiles = (n + kTile - 1) / kTile;");
-  w.line("const long long share = tiles / gridDim.x;");
-  w.line("const long long extra = tiles % gridDim.x;");
-  w.line("const long long first_tile = blockIdx.x * share + min((long long)blockIdx.x, extra);");
-  w.line("const long long end_tile = first_tile + share + (blockIdx.x < extra ? 1 : 0);");
-}
-
 Kernel finish(ScanKernelWriter& k, SourceWriter& w, std::vector<Arg> args, int max_grid, const std::string& phase) {
   Kernel out;
   out.name = k.name();
@@ -40,30 +30,20 @@ Kernel finish(ScanKernelWriter& k, SourceWriter& w, std::vector<Arg> args, int m
                                : ", " + std::to_string(k.tiling().items) + " items per thread, tiles of " +
                                      std::to_string(k.tiling().tile()) + " elements, grid <= " + std::to_string(max_grid));
   out.why = "strategy reduce_then_scan was asked for";
-  out.source = k.assemble("strategy: " + out.summary, w.str());
+  out.source = k.assemble("strategy: " + out.summary, w.str(), {"fuseflow/scan_tile.cuh"});
   return out;
 }
 
 Kernel emit_reduce_phase(const ScanGroup& g, const ScanTiling& tiling, int max_grid) {
   ScanKernelWriter k(g, scan_kernel_name(g, "rts_reduce"), tiling);
   SourceWriter w;
-  k.emit_constants(w);
+  k.emit_tile_constants(w);
   auto args = k.args(true, false, {{Arg::Kind::Scratch, 0, "block_sums", g.op->monoid.type()}});
   k.open_kernel(w, args);
   k.emit_functions(w, true, false);
+  k.emit_tile_functors(w, false);
   w.line();
-  k.emit_shared(w, false);
-  emit_chunk(w);
-  w.line(k.acc() + " chunk_total = identity;  // in thread 0");
-  w.open("for (long long tile = first_tile; tile < end_tile; ++tile)");
-  w.line("const long long base = tile * kTile;");
-  k.emit_tile_load(w);
-  k.emit_thread_items(w);
-  w.comment("Block reduce in thread order; its closing barrier frees the stages for the next tile.");
-  w.line("const " + k.acc() + " tile_total = ff::block_reduce<kBlock>(thread_total, combine, identity, warp_totals);");
-  w.line("if (threadIdx.x == 0) chunk_total = combine(chunk_total, tile_total);");
-  w.close();
-  w.line("if (threadIdx.x == 0) block_sums[blockIdx.x] = chunk_total;");
+  w.line("ff::reduce_tile_chunk<kBlock, kItems, kInputStageBytes>(n, block_sums, combine, identity, load, staged_element);");
   w.close();
   return finish(k, w, args, max_grid, "phase 1 of 3 (reduce each block's chunk)");
 }
@@ -75,21 +55,7 @@ Kernel emit_block_sums_phase(const ScanGroup& g, const ScanTiling& tiling) {
   auto args = k.args(false, false, {{Arg::Kind::Scratch, 0, "block_sums", g.op->monoid.type()}});
   k.open_kernel(w, args);
   k.emit_functions(w, false, false);
-  w.line("__shared__ " + k.acc() + " warp_totals[kBlock / 32];");
-  w.comment("n block sums, scanned exclusive in place by one block: thread t folds a contiguous run,\n"
-            "the block scans the runs' totals, then each thread rewrites its run.");
-  w.line("const long long per_thread = (n + kBlock - 1) / kBlock;");
-  w.line("const long long begin = min(n, threadIdx.x * per_thread);");
-  w.line("const long long end = min(n, begin + per_thread);");
-  w.line(k.acc() + " run_total = identity;");
-  w.line("for (long long b = begin; b < end; ++b) run_total = combine(run_total, block_sums[b]);");
-  w.line(k.acc() + " all;");
-  w.line(k.acc() + " running = ff::block_exclusive_scan<kBlock>(run_total, combine, identity, warp_totals, all);");
-  w.open("for (long long b = begin; b < end; ++b)");
-  w.line("const " + k.acc() + " sum = block_sums[b];");
-  w.line("block_sums[b] = running;");
-  w.line("running = combine(running, sum);");
-  w.close();
+  w.line("ff::scan_block_sums<kBlock>(n, block_sums, combine, identity);");
   w.close();
   return finish(k, w, args, 1, "phase 2 of 3 (exclusive scan of the block sums by one block)");
 }
@@ -97,25 +63,14 @@ Kernel emit_block_sums_phase(const ScanGroup& g, const ScanTiling& tiling) {
 Kernel emit_scan_phase(const ScanGroup& g, const ScanTiling& tiling, int max_grid) {
   ScanKernelWriter k(g, scan_kernel_name(g, "rts_scan"), tiling);
   SourceWriter w;
-  k.emit_constants(w);
+  k.emit_tile_constants(w);
   auto args = k.args(true, true, {{Arg::Kind::Scratch, 0, "block_prefixes", g.op->monoid.type()}});
   k.open_kernel(w, args);
   k.emit_functions(w, true, true);
+  k.emit_tile_functors(w, true);
   w.line();
-  k.emit_shared(w);
-  emit_chunk(w);
-  w.line(k.acc() + " carry = block_prefixes[blockIdx.x];  // everything before this block's chunk");
-  w.open("for (long long tile = first_tile; tile < end_tile; ++tile)");
-  w.line("const long long base = tile * kTile;");
-  k.emit_tile_load(w);
-  k.emit_thread_items(w);
-  w.line(k.acc() + " tile_total;");
-  w.line("const " + k.acc() +
-         " thread_prefix = ff::block_exclusive_scan<kBlock>(thread_total, combine, identity, warp_totals, tile_total);");
-  k.emit_tile_store(w, "combine(carry, thread_prefix)");
-  w.line("carry = combine(carry, tile_total);");
-  w.line("__syncthreads();  // the stages are overwritten by the next tile");
-  w.close();
+  w.line("ff::scan_tile_chunk<kBlock, kItems, kInputStageBytes, kInclusive>(n, block_prefixes, combine, identity, load,");
+  w.line("                                                                  staged_element, store);");
   w.close();
   Kernel out = finish(k, w, args, max_grid, "phase 3 of 3 (scan each chunk seeded with its block's prefix)");
   // Phase 1 has read everything before this launch; here a block reads each tile of its

@@ -12,16 +12,20 @@
 #include <vector>
 
 #include "fuseflow/codegen/plan_options.hpp"
+#include "fuseflow/shared_constants.cuh"
 #include "fuseflow/codegen/target.hpp"
 #include "fuseflow/frontend/program.hpp"
 
 namespace fuseflow::codegen {
 
-// Epochs of the look-back status: 30 bits beside a 2-bit flag (scan.cuh's StatusEntries,
-// whose kMaxLookbackEpoch is the same).
-constexpr unsigned kMaxLookbackEpoch = (1u << 30) - 1;
-// How many counters Arg::Kind::Ticket indexes (the runtime allocates them once, zeroed).
-constexpr int kTickets = 3;
+// Epochs of the look-back status (30 bits beside a 2-bit flag, scan.cuh's StatusEntries),
+// how many counters Arg::Kind::Ticket indexes (the runtime allocates them once, zeroed) and
+// what each is for: shared with the device library (codegen/device/fuseflow/shared_constants.cuh).
+using shared::kMaxLookbackEpoch;
+using shared::kTicketDeferred;
+using shared::kTicketLastBlock;
+using shared::kTickets;
+using shared::kTicketTileCounter;
 
 // One kernel argument, resolved by the executor when it launches.
 struct Arg {

@@ -1,0 +1,59 @@
+// The fused functors of a tiled scan kernel (scan_tile.cuh's templates take them): the
+// tile constants and input-stage layout, load / staged_element / store over the stages,
+// and the one call of the template.
+#include "../scan_context.hpp"
+
+namespace fuseflow::codegen {
+
+void ScanKernelWriter::emit_tile_constants(SourceWriter& w) {
+  w.line("namespace {");
+  w.line("constexpr int kBlock = " + std::to_string(tiling_.block) + ";");
+  if (tiling_.min_blocks > 0)
+    w.line("constexpr int kMinBlocks = " + std::to_string(tiling_.min_blocks) + ";  // resident blocks per SM to fit");
+  w.line("constexpr int kItems = " + std::to_string(tiling_.items) + ";  // consecutive elements per thread");
+  w.line("constexpr int kTile = kBlock * kItems;");
+  w.line(std::string("constexpr bool kInclusive = ") + (inclusive() ? "true" : "false") + ";");
+  w.comment("The input stages in shared memory, one after another, each on a 16-byte boundary:\n"
+            "byte offsets into the tile's input-stage memory (tile element s at slot ff::tile_slot(s)).");
+  std::string offset = "0";
+  for (std::size_t j = 0; j < input_names_.size(); ++j) {
+    const std::string stage = "kStage_" + input_names_[j];
+    w.line("constexpr int " + stage + " = " + offset + ";");
+    offset = stage + " + ff::stage_bytes<" + types_.name(g_.leaves.inputs[j].type()) + ">(kTile)";
+  }
+  w.line("constexpr int kInputStageBytes = " + offset + ";");
+  w.line("}  // namespace");
+  w.line();
+}
+
+std::string ScanKernelWriter::staged_call(const std::string& slot, const std::string& index) {
+  std::string s;
+  for (std::size_t j = 0; j < input_names_.size(); ++j)
+    s += "ff::stage<" + types_.name(g_.leaves.inputs[j].type()) + ">(stages, kStage_" + input_names_[j] + ")[" + slot +
+         "], ";
+  return s + index;
+}
+
+void ScanKernelWriter::emit_tile_functors(SourceWriter& w, bool stores) {
+  w.comment("The tile's functors over its input stages (`stages`, laid out by the kStage_ offsets).");
+  w.open("const auto load = [&](unsigned char* stages, const int slot, const long long i)");
+  for (std::size_t j = 0; j < input_names_.size(); ++j)
+    w.line("ff::stage<" + types_.name(g_.leaves.inputs[j].type()) + ">(stages, kStage_" + input_names_[j] +
+           ")[slot] = in_" + input_names_[j] + "[i];");
+  w.close("};");
+  w.open("const auto staged_element = [&](unsigned char* stages, const int slot, const long long i) -> " + acc());
+  w.line("return element(" + staged_call("slot", "i") + ");");
+  w.close("};");
+  if (!stores) return;
+  w.comment("Each output's element i: the scan itself, or its epilogue.");
+  w.open("const auto store = [&](unsigned char* stages, const " + acc() +
+         "* scanned, const int slot, const long long i)");
+  for (std::size_t j = 0; j < g_.outputs.size(); ++j) {
+    const std::string out = "out" + std::to_string(g_.output_ids[j]) + "[i] = ";
+    if (g_.outputs[j].kind() == ExprKind::Result) w.line(out + "scanned[slot];");
+    else w.line(out + "epilogue" + std::to_string(j) + "(scanned[slot], " + staged_call("slot", "i") + ");");
+  }
+  w.close("};");
+}
+
+}  // namespace fuseflow::codegen
