@@ -228,7 +228,8 @@ class Runtime {
  private:
   std::shared_ptr<LoadedKernel> load_module(const CacheResult& found, std::string_view kernel_name);
   std::vector<Result> execute(const Program& program, const Bindings& bindings, bool wait);
-  void launch_kernel(const KernelHandle& kernel, int grid, int block, std::size_t smem, void** args);
+  // launch, with the context current already (a run makes it current once).
+  void launch_in_scope(const KernelHandle& kernel, Dim3 grid, Dim3 block, std::size_t dynamic_smem, void** args);
   template <std::size_t... I>
   static std::array<Result, sizeof...(I)> move_to_array(std::vector<Result>& all, std::index_sequence<I...>) {
     return {std::move(all[I])...};
