@@ -26,6 +26,7 @@
 #include <thread>
 
 #include <fuseflow/fuseflow.hpp>
+#include "fuseflow/runtime/device_target.hpp"
 
 #include "fuzz/program_generator.hpp"
 
@@ -51,19 +52,6 @@ const std::vector<ff::Header>& headers() {
     return out;
   }();
   return all;
-}
-
-// The target the executor plans for on this device (execute.cpp does the same), so the
-// kernels compiled ahead are the ones it looks up.
-ff::codegen::Target device_target(const ff::Runtime& rt) {
-  const ff::DeviceProperties& props = rt.properties();
-  ff::codegen::Target t;
-  t.cc_major = props.cc_major;
-  t.cc_minor = props.cc_minor;
-  t.sm_count = props.sm_count;
-  t.max_threads_per_sm = props.max_threads_per_sm;
-  t.shared_per_block_optin = props.shared_memory_per_block_optin;
-  return t;
 }
 
 struct Prepared {
@@ -154,7 +142,7 @@ std::string run_on_gpu(ff::Runtime& rt, Prepared& p) {
 TEST_CASE("random programs on the GPU match the CPU reference") {
   const auto start = std::chrono::steady_clock::now();
   ff::Runtime& rt = runtime();
-  const ff::codegen::Target target = device_target(rt);
+  const ff::codegen::Target target = ff::device_target(rt.properties());  // the executor's own
   const ff::CompileOptions options = rt.compile_options();
   const std::vector<std::uint64_t> seeds = fz::seeds_from_environment(2000);
   const unsigned workers = std::max(1u, std::thread::hardware_concurrency());

@@ -274,7 +274,7 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
     } else {
       const codegen::ScalarSlot& s = plan.scalars[static_cast<std::size_t>(slot)];
       ordered.push_back(wait ? Result::scalar(Value::from_bytes(s.type, host + s.offset))
-                             : Result::pending_scalar(context_, prep.scalars + s.offset, s.type, prepared));
+                             : Result::pending_scalar(context_, prep.scalars + s.offset, s.type, prepared, capturing));
     }
   }
   return ordered;

@@ -198,6 +198,19 @@ class Runtime {
   // before that. Arrays are ready once the stream reaches them. Not waiting, it does not
   // report invalid segment offsets: the kernels still stay in bounds, and the results of
   // the segments concerned are unspecified.
+  //
+  // CUDA graphs: run_async may be called while the Runtime's stream is being captured
+  // (cuStreamBeginCapture / cudaStreamBeginCapture). Every operation of the run is then
+  // captured: memsets, launches. Nothing may be planned, compiled, allocated or waited for,
+  // so the program must have run once before on this Runtime with the same sizes, and its
+  // array results must be bound to the caller's memory ({result, array}); otherwise, and
+  // for run() (which waits), a CudaError (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED) says which
+  // operation cannot be captured and why, before anything is queued. A scalar result of a
+  // captured run reads the device at every value(): after each launch of the graph (on this
+  // stream, or ordered before the read) it gives that launch's value. The graph uses the
+  // Runtime's scratch, counters and look-back status: launch it on this stream, not beside
+  // other runs of this Runtime. Look-back scans zero their status in the graph, so replays
+  // never read an earlier replay's entries.
   Result run_async(const Expr& result, const Bindings& bindings = {});
   std::vector<Result> run_async(const Program& program, const Bindings& bindings = {});
 
