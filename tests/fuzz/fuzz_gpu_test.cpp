@@ -26,6 +26,7 @@
 #include <thread>
 
 #include <fuseflow/fuseflow.hpp>
+#include "fuseflow/runtime/low_level.hpp"
 #include "fuseflow/runtime/device_target.hpp"
 
 #include "fuzz/program_generator.hpp"
@@ -70,7 +71,7 @@ void prepare(Prepared& p, ff::Runtime& rt, const ff::codegen::Target& target, co
     p.inputs = fz::make_inputs(p.c);
     p.ref = fz::compute_reference(p.c, p.inputs);
     for (const auto& k : ff::codegen::plan(p.built->program, target).kernels)
-      (void)rt.cache().get(k.name, k.source, options, headers());
+      (void)ff::low_level::cache(rt).get(k.name, k.source, options, headers());
   } catch (const std::exception& e) {
     p.error = std::string("preparing failed: ") + e.what();
   }
@@ -143,7 +144,7 @@ TEST_CASE("random programs on the GPU match the CPU reference") {
   const auto start = std::chrono::steady_clock::now();
   ff::Runtime& rt = runtime();
   const ff::codegen::Target target = ff::device_target(rt.properties());  // the executor's own
-  const ff::CompileOptions options = rt.compile_options();
+  const ff::CompileOptions options = ff::low_level::compile_options(rt);
   const std::vector<std::uint64_t> seeds = fz::seeds_from_environment(2000);
   const unsigned workers = std::max(1u, std::thread::hardware_concurrency());
   const std::size_t batch = 4 * static_cast<std::size_t>(workers);
@@ -215,7 +216,7 @@ TEST_CASE("random programs on the GPU match the CPU reference") {
   for (auto s : failing_seeds) failing += " " + std::to_string(s);
   std::string skipped_list;
   for (auto s : skipped) skipped_list += " " + std::to_string(s);
-  const ff::CacheStats stats = rt.cache().stats();
+  const ff::CacheStats stats = ff::low_level::cache(rt).stats();
   char summary[1024];
   std::snprintf(summary, sizeof summary,
                 "fuzz_gpu_test summary on %s: %zu programs run (%lld elements), %zu outputs (%zu compared exactly), "

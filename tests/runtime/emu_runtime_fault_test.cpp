@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <fuseflow/fuseflow.hpp>
+#include "fuseflow/runtime/low_level.hpp"
 
 #include "cache_test_support.hpp"
 #include "emu_hooks.hpp"
@@ -151,7 +152,7 @@ TEST_CASE("a cache directory that refuses writes: the runs succeed, one warning,
   options.cache = ff::CacheSettings{};
   options.cache->disk_dir = dir;
   ff::Runtime rt(options);
-  REQUIRE(rt.cache().disk_enabled());
+  REQUIRE(ff::low_level::cache(rt).disk_enabled());
   // The directory goes and a file takes its name: every write from now on fails (as on a
   // full or read-only disk; a full disk under a file size limit: cache_fault_test.cpp).
   std::filesystem::remove_all(dir);
@@ -185,7 +186,7 @@ TEST_CASE("a cache directory that refuses writes: the runs succeed, one warning,
   const ff::CacheStats stats = rt.stats().kernels;
   CHECK(stats.disk_writes == 0);
   CHECK(stats.disk_write_failures == 1);  // then the disk is off: no second try, no second warning
-  CHECK_FALSE(rt.cache().disk_enabled());
+  CHECK_FALSE(ff::low_level::cache(rt).disk_enabled());
   CHECK(ff::test::read_bytes(dir) == "not a directory");
   CHECK(ff::test::file_count(tmp.path()) == 2);  // the file and the log: no temporary left
 }
