@@ -106,6 +106,13 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
   const std::vector<std::int64_t> lengths = detail::domain_lengths(program, plan, bound.input_lengths);
   detail::check_output_bindings(program, plan, bound, lengths);
   const std::int64_t n = lengths[0];
+  if (capturing)
+    for (std::size_t i = 0; i < program.outputs().size(); ++i)
+      if (plan.output_scalar[i] < 0 && !bound.output_bound(i))
+        throw_uncapturable("output " + std::to_string(i) + " (" + to_string(program.outputs()[i]) +
+                           ") would be allocated by the run (cuMemAllocAsync), and memory a graph allocates is not "
+                           "the caller's to keep; bind it to an array of yours ({output, array}), or, for an output "
+                           "whose length only the device knows (a compaction), run it outside the capture");
   if (!ex.tickets) {
     if (capturing) throw_uncapturable("the Runtime's first run allocates its counters (cuMemAllocAsync, cuMemsetD8Async); run any program once before cuStreamBeginCapture");
     // Kept only once zeroed: a failed memset must not leave counters a later run trusts.
@@ -120,15 +127,15 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
                        std::to_string(scratch_.capacity()) + " the Runtime holds, and growing it (cuStreamSynchronize, "
                        "cuMemFreeAsync, cuMemAllocAsync) cannot be captured; run the program once with these sizes "
                        "before cuStreamBeginCapture");
+  if (capturing && prep.status_bytes > (ex.status ? ex.status->capacity() : 0))
+    throw_uncapturable("this run's look-back scan needs " + std::to_string(prep.status_bytes) +
+                       " bytes of tile status, more than the Runtime holds, and growing it cannot be captured; run "
+                       "the program once with these sizes before cuStreamBeginCapture");
   const CUdeviceptr scratch_base = schedule.scratch_bytes ? scratch(schedule.scratch_bytes) : 0;
   for (const auto& [offset, bytes] : prep.zero_ranges) calls.memset(scratch_base + offset, 0, bytes);
   CUdeviceptr status = 0;
   if (prep.status_bytes) {
     if (!ex.status) ex.status = std::make_unique<ScratchPool>(context_);
-    if (capturing && prep.status_bytes > ex.status->capacity())
-      throw_uncapturable("this run's look-back scan needs " + std::to_string(prep.status_bytes) +
-                         " bytes of tile status, more than the Runtime holds, and growing it cannot be captured; run "
-                         "the program once with these sizes before cuStreamBeginCapture");
     status = ex.status->get(prep.status_bytes);
     // Memory new to the pool is zeroed: no launch has epoch 0.
     if (status != ex.status_ptr) calls.memset(status, 0, ex.status->capacity());
@@ -146,13 +153,6 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
   std::fill(prep.count_ptrs.begin(), prep.count_ptrs.end(), 0);
   std::fill(prep.output_bytes.begin(), prep.output_bytes.end(), 0);
   std::fill(prep.allocated_bytes.begin(), prep.allocated_bytes.end(), 0);
-  if (capturing)
-    for (std::size_t i = 0; i < outputs; ++i)
-      if (plan.output_scalar[i] < 0 && !bound.output_bound(i))
-        throw_uncapturable("output " + std::to_string(i) + " (" + to_string(program.outputs()[i]) +
-                           ") would be allocated by the run (cuMemAllocAsync), and memory a graph allocates is not "
-                           "the caller's to keep; bind it to an array of yours ({output, array}), or, for an output "
-                           "whose length only the device knows (a compaction), run it outside the capture");
   for (std::size_t i = 0; i < outputs; ++i) {
     if (plan.output_scalar[i] >= 0) continue;
     const Type& t = program.outputs()[i].type();
