@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "catalog/catalog.hpp"
+#include "fuseflow/runtime/low_level.hpp"
 #include "harness.hpp"
 
 namespace ffbench {
@@ -65,9 +66,9 @@ std::vector<CompileRow> measure_compile(const Options&) {
   {
     ff::Runtime def;  // the environment's cache settings
     for (std::size_t i = 0; i < names.size(); ++i) {
-      const ff::CacheStats before = def.cache().stats();
+      const ff::CacheStats before = ff::low_level::cache(def).stats();
       run_first(def, i, &rows[i].default_ms, nullptr);
-      const ff::CacheStats after = def.cache().stats();
+      const ff::CacheStats after = ff::low_level::cache(def).stats();
       rows[i].default_outcome = after.compiles > before.compiles     ? "compiled"
                                 : after.disk_hits > before.disk_hits ? "disk hit"
                                                                      : "memory hit";

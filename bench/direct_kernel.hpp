@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "fuseflow/runtime/low_level.hpp"
 #include "harness.hpp"
 
 namespace ffbench {
@@ -45,7 +46,7 @@ struct DirectKernel {
     CK(cudaMemset(status->ptr, 0, 32 * tiles(n)));
     std::vector<ff::Header> headers;
     for (const auto& h : ff::codegen::device_headers()) headers.push_back({h.name, h.text});
-    handle = rt.load_kernel(kernel.source, kernel.name, rt.compile_options(), headers);
+    handle = ff::low_level::load_kernel(rt, kernel.source, kernel.name, ff::low_level::compile_options(rt), headers);
   }
 
   // A compaction's survivor count (its one output's OutputCount argument).
@@ -86,7 +87,7 @@ struct DirectKernel {
                                                              : (void*)&ptrs[i]);
     }
     if (n != planned_n) throw std::runtime_error("direct kernel: launched for another n than planned");
-    rt.launch(handle, ff::Dim3{(unsigned)grid}, ff::Dim3{(unsigned)kernel.block}, kernel.shared_bytes, args.data());
+    ff::low_level::launch(rt, handle, ff::Dim3{(unsigned)grid}, ff::Dim3{(unsigned)kernel.block}, kernel.shared_bytes, args.data());
   }
 };
 

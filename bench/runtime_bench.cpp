@@ -11,6 +11,7 @@
 
 #include <unistd.h>
 
+#include "fuseflow/runtime/low_level.hpp"
 #include "fuseflow/runtime/runtime.hpp"
 
 namespace ff = fuseflow;
@@ -109,9 +110,9 @@ int disk_hit_child(const char* dir, const char* arch) {
     rt_options.cache = disk;
     std::optional<ff::Runtime> rt;
     const double setup = time_ms([&] { rt.emplace(rt_options); });
-    const double lookup = time_ms([&] { rt->load_kernel(source, kernel, options); });
+    const double lookup = time_ms([&] { ff::low_level::load_kernel(*rt, source, kernel, options); });
     std::printf("%.3f %.3f %llu\n", setup, lookup,
-                static_cast<unsigned long long>(rt->cache().stats().disk_hits));
+                static_cast<unsigned long long>(ff::low_level::cache(*rt).stats().disk_hits));
   } else {
     const double setup = time_ms([] { ff::Compiler::version(); });
     ff::KernelCache cache(disk);
@@ -196,7 +197,7 @@ int main(int argc, char** argv) {
     std::vector<double> load_ms;
     for (int i = 0; i < 5; ++i) {
       ff::Runtime fresh(rt_options);
-      load_ms.push_back(time_ms([&] { fresh.load_kernel(source, kernel, options); }));
+      load_ms.push_back(time_ms([&] { ff::low_level::load_kernel(fresh, source, kernel, options); }));
     }
     std::printf("disk hit + cuModuleLoadData in a fresh Runtime, median of 5: %.3f ms\n",
                 median(load_ms));
@@ -216,16 +217,16 @@ int main(int argc, char** argv) {
     std::vector<double> launch_us;
     for (int i = 0; i < 5000; ++i) {
       launch_us.push_back(1000 * time_ms([&] {
-        const ff::KernelHandle k = rt.load_kernel(source, kernel, options);
-        rt.launch(k, {grid}, {256}, 0, args);
+        const ff::KernelHandle k = ff::low_level::load_kernel(rt, source, kernel, options);
+        ff::low_level::launch(rt, k, {grid}, {256}, 0, args);
       }));
       if (i % 256 == 255) rt.synchronize();  // keep the launch queue from filling
     }
     rt.synchronize();
-    const ff::KernelHandle handle = rt.load_kernel(source, kernel, options);
+    const ff::KernelHandle handle = ff::low_level::load_kernel(rt, source, kernel, options);
     std::vector<double> launch_only_us;
     for (int i = 0; i < 5000; ++i) {
-      launch_only_us.push_back(1000 * time_ms([&] { rt.launch(handle, {grid}, {256}, 0, args); }));
+      launch_only_us.push_back(1000 * time_ms([&] { ff::low_level::launch(rt, handle, {grid}, {256}, 0, args); }));
       if (i % 256 == 255) rt.synchronize();
     }
     rt.synchronize();

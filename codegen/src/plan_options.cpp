@@ -2,9 +2,7 @@
 // values, which throw ConfigError naming the option.
 #include "fuseflow/codegen/plan_options.hpp"
 
-#include <cerrno>
-#include <cstdio>
-#include <cstdlib>
+#include <charconv>
 
 #include "fuseflow/frontend/error.hpp"
 
@@ -31,35 +29,66 @@ void check_tile(const std::optional<TileShape>& tile, const char* option, int ma
   throw ConfigError(source + "='" + text + "': expected " + expected);
 }
 
-TileShape parse_tile(const std::string& source, const std::string& text) {
-  TileShape t;
-  char x1 = 0, x2 = 0, extra = 0;
-  const int got = std::sscanf(text.c_str(), "%d%c%d%c%d%c", &t.block, &x1, &t.items, &x2, &t.min_blocks, &extra);
-  if ((got != 3 && got != 5) || x1 != 'x' || (got == 5 && x2 != 'x'))
-    bad_text(source, text, "<block>x<items>[x<min blocks>], e.g. 256x16 or 256x16x2");
-  if (got == 3) t.min_blocks = 0;
-  return t;
+// Parses "<digits>" fully into an int64 (no sign, no spaces, no trailing text).
+bool whole_number(const std::string& text, std::int64_t& out) {
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) return false;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return error == std::errc() && end == text.data() + text.size();
 }
 
 }  // namespace
 
+// The one strict parser of option values: the runtime's configuration (config.cpp, every
+// FUSEFLOW_* variable) and set_option (fuseflow-dump --option) both use these.
+bool parse_switch(const std::string& source, const std::string& text) {
+  for (const char* yes : {"1", "on", "true", "yes"})
+    if (text == yes) return true;
+  for (const char* no : {"0", "off", "false", "no"})
+    if (text == no) return false;
+  bad_text(source, text, "0 or 1 (or off/on, false/true, no/yes)");
+}
+
+std::int64_t parse_count(const std::string& source, const std::string& text, std::int64_t min, std::int64_t max) {
+  std::int64_t n = 0;
+  if (!whole_number(text, n) || n < min || n > max)
+    bad_text(source, text, "a whole number in [" + std::to_string(min) + ", " + std::to_string(max) + "]");
+  return n;
+}
+
+TileShape parse_tile(const std::string& source, const std::string& text, int max_items) {
+  const std::string expected = "<block>x<items>[x<min blocks>] with block a multiple of 32 in [32, 1024], items in [1, " +
+                               std::to_string(max_items) + "] and min blocks in [0, 32], e.g. 256x8 or 128x16x4";
+  std::int64_t parts[3] = {0, 0, 0};
+  int count = 0;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t x = text.find('x', start);
+    const std::string part = text.substr(start, x == std::string::npos ? std::string::npos : x - start);
+    if (count == 3 || !whole_number(part, parts[count])) bad_text(source, text, expected);
+    ++count;
+    if (x == std::string::npos) break;
+    start = x + 1;
+  }
+  const std::int64_t block = parts[0], items = parts[1], min_blocks = parts[2];
+  if (count < 2 || block < 32 || block > 1024 || block % 32 != 0 || items < 1 || items > max_items || min_blocks > 32)
+    bad_text(source, text, expected);
+  return {static_cast<int>(block), static_cast<int>(items), static_cast<int>(min_blocks)};
+}
+
 void set_option(PlanOptions& o, const std::string& name, const std::string& text, const std::string& source_name) {
   const std::string source = source_name.empty() ? name : source_name;
   if (name == "scan_tile") {
-    o.scan_tile = parse_tile(source, text);
+    o.scan_tile = parse_tile(source, text, kMaxScanTileItems);
   } else if (name == "filter_tile") {
-    o.filter_tile = parse_tile(source, text);
+    o.filter_tile = parse_tile(source, text, kMaxFilterTileItems);
   } else if (name == "segmented_tile") {
-    o.segmented_tile = parse_tile(source, text);
+    o.segmented_tile = parse_tile(source, text, kMaxSegmentedTileItems);
   } else if (name == "scan_staged_from") {
-    char* end = nullptr;
-    errno = 0;
-    const long long n = std::strtoll(text.c_str(), &end, 10);
-    if (text.empty() || *end || errno) bad_text(source, text, "an element count, e.g. 16777216");
-    o.scan_staged_from = n;
-  } else if (name == "scan_pipeline" || name == "segmented_short") {
-    if (text != "0" && text != "1") bad_text(source, text, "0 (off) or 1 (on)");
-    (name == "scan_pipeline" ? o.scan_pipeline : o.segmented_short) = text == "1";
+    o.scan_staged_from = parse_count(source, text, 0, std::int64_t{1} << 62);
+  } else if (name == "scan_pipeline") {
+    o.scan_pipeline = parse_switch(source, text);
+  } else if (name == "segmented_short") {
+    o.segmented_short = parse_switch(source, text);
   } else {
     throw ConfigError("unknown plan option '" + name + "' (" + source + "); known: scan_tile, filter_tile, "
                       "segmented_tile, scan_staged_from, scan_pipeline, segmented_short");

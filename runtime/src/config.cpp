@@ -4,7 +4,7 @@
 // default. The README's "Environment variables" table lists the same variables.
 #include "fuseflow/runtime/config.hpp"
 
-#include <charconv>
+#include <utility>
 #include <cstdlib>
 
 #include "fuseflow/codegen/plan.hpp"
@@ -20,60 +20,26 @@ std::string variable(const char* name) {
   return value ? std::string(value) : std::string();
 }
 
-[[noreturn]] void bad_value(const std::string& name, const std::string& text, const std::string& expected) {
-  throw ConfigError(name + "='" + text + "': expected " + expected);
-}
-
 std::optional<std::filesystem::path> path_variable(const char* name) {
   std::string text = variable(name);
   if (text.empty()) return std::nullopt;
   return std::filesystem::path(text);
 }
 
-// Parses "<digits>" fully into an int64 (no sign, no spaces, no trailing text).
-bool whole_number(const std::string& text, std::int64_t& out) {
-  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) return false;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), out);
-  return error == std::errc() && end == text.data() + text.size();
-}
-
 }  // namespace
 
 namespace detail {
 
-bool parse_flag(const std::string& name, const std::string& text) {
-  for (const char* yes : {"1", "on", "true", "yes"})
-    if (text == yes) return true;
-  for (const char* no : {"0", "off", "false", "no"})
-    if (text == no) return false;
-  bad_value(name, text, "0 or 1 (or off/on, false/true, no/yes)");
-}
+// The values are parsed by the code generator's option parser (plan_options.hpp), the one
+// set_option uses: one strict parser for every variable and --option.
+bool parse_flag(const std::string& name, const std::string& text) { return codegen::parse_switch(name, text); }
 
 std::int64_t parse_integer(const std::string& name, const std::string& text, std::int64_t min, std::int64_t max) {
-  std::int64_t n = 0;
-  if (!whole_number(text, n) || n < min || n > max)
-    bad_value(name, text, "a whole number in [" + std::to_string(min) + ", " + std::to_string(max) + "]");
-  return n;
+  return codegen::parse_count(name, text, min, max);
 }
 
 codegen::TileShape parse_tile(const std::string& name, const std::string& text, int max_items) {
-  const std::string expected = "<block>x<items>[x<min blocks>] with block a multiple of 32 in [32, 1024], items in [1, " +
-                               std::to_string(max_items) + "] and min blocks in [0, 32], e.g. 256x8 or 128x16x4";
-  std::int64_t parts[3] = {0, 0, 0};
-  int count = 0;
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t x = text.find('x', start);
-    const std::string part = text.substr(start, x == std::string::npos ? std::string::npos : x - start);
-    if (count == 3 || !whole_number(part, parts[count])) bad_value(name, text, expected);
-    ++count;
-    if (x == std::string::npos) break;
-    start = x + 1;
-  }
-  const std::int64_t block = parts[0], items = parts[1], min_blocks = parts[2];
-  if (count < 2 || block < 32 || block > 1024 || block % 32 != 0 || items < 1 || items > max_items || min_blocks > 32)
-    bad_value(name, text, expected);
-  return {static_cast<int>(block), static_cast<int>(items), static_cast<int>(min_blocks)};
+  return codegen::parse_tile(name, text, max_items);
 }
 
 }  // namespace detail
@@ -104,19 +70,15 @@ EnvironmentConfig read_environment() {
     config.lookback_epochs = static_cast<unsigned>(
         detail::parse_integer("FUSEFLOW_LOOKBACK_EPOCHS", text, 1, codegen::kMaxLookbackEpoch));
 
-  // Tile overrides: the scans' tiles hold up to 32 items per thread, the compaction's and
-  // the merge path's 16 (the limits the strategies' shared memory allows).
-  if (std::string text = variable("FUSEFLOW_SCAN_TILE"); !text.empty())
-    config.plan.scan_tile = detail::parse_tile("FUSEFLOW_SCAN_TILE", text, 32);
-  if (std::string text = variable("FUSEFLOW_FILTER_TILE"); !text.empty())
-    config.plan.filter_tile = detail::parse_tile("FUSEFLOW_FILTER_TILE", text, 16);
-  if (std::string text = variable("FUSEFLOW_SEGMENTED_TILE"); !text.empty())
-    config.plan.segmented_tile = detail::parse_tile("FUSEFLOW_SEGMENTED_TILE", text, 16);
-  if (std::string text = variable("FUSEFLOW_SCAN_STAGED_FROM"); !text.empty())
-    config.plan.scan_staged_from =
-        detail::parse_integer("FUSEFLOW_SCAN_STAGED_FROM", text, 0, std::int64_t{1} << 62);
-  config.plan.scan_pipeline = flag("FUSEFLOW_SCAN_PIPELINE", true);
-  config.plan.segmented_short = flag("FUSEFLOW_SEGMENTED_SHORT", true);
+  // The planner's options, each from its variable through codegen::set_option (errors name
+  // the variable).
+  for (const auto& [option, name] : {std::pair<const char*, const char*>{"scan_tile", "FUSEFLOW_SCAN_TILE"},
+                                     {"filter_tile", "FUSEFLOW_FILTER_TILE"},
+                                     {"segmented_tile", "FUSEFLOW_SEGMENTED_TILE"},
+                                     {"scan_staged_from", "FUSEFLOW_SCAN_STAGED_FROM"},
+                                     {"scan_pipeline", "FUSEFLOW_SCAN_PIPELINE"},
+                                     {"segmented_short", "FUSEFLOW_SEGMENTED_SHORT"}})
+    if (std::string text = variable(name); !text.empty()) codegen::set_option(config.plan, option, text, name);
   codegen::validate(config.plan);  // what the strategies' policies allow beyond the forms above
 
   if (std::string text = variable("FUSEFLOW_CHECK_MONOIDS"); !text.empty())

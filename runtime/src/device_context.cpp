@@ -167,6 +167,32 @@ void DeviceContext::free(CUdeviceptr ptr) noexcept {
   driver_api()->cuMemFreeAsync(ptr, stream_);
 }
 
+void* DeviceContext::allocate_host(std::size_t bytes) {
+  ensure_usable();
+  if (bytes == 0) return nullptr;
+  Scope scope(*this);
+  void* ptr = nullptr;
+  const CUresult result = driver_api()->cuMemHostAlloc(&ptr, bytes, 0);
+  if (result == CUDA_ERROR_OUT_OF_MEMORY)
+    throw CudaError("cuMemHostAlloc", result, cuda_error_name(result),
+                    "out of page-locked host memory: asked for " + human_bytes(bytes));
+  check(result, "cuMemHostAlloc");
+  return ptr;
+}
+
+void DeviceContext::free_host(void* ptr) noexcept {
+  if (!ptr) return;
+  Scope scope(*this, std::nothrow);
+  driver_api()->cuMemFreeHost(ptr);
+}
+
+bool DeviceContext::capturing() {
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  check(driver_api()->cuStreamIsCapturing(stream_, &status), "cuStreamIsCapturing");
+  // An invalidated capture counts as one: anything queued now would be lost with it.
+  return status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
 void DeviceContext::copy_to_device(CUdeviceptr dst, const void* src, std::size_t bytes) {
   ensure_usable();
   if (bytes == 0) return;

@@ -43,8 +43,9 @@ Result Result::caller_array(std::shared_ptr<detail::DeviceContext> ctx, CUdevice
 }
 
 Result Result::pending_scalar(std::shared_ptr<detail::DeviceContext> ctx, CUdeviceptr ptr, Type t,
-                              std::shared_ptr<const void> owner) {
+                              std::shared_ptr<const void> owner, bool live) {
   Result r;
+  r.live_ = live;
   r.ctx_ = std::move(ctx);
   r.owner_ = std::move(owner);
   r.pending_ = ptr;
@@ -53,7 +54,7 @@ Result Result::pending_scalar(std::shared_ptr<detail::DeviceContext> ctx, CUdevi
 }
 
 Result::Result(Result&& o) noexcept
-    : value_(std::move(o.value_)), pending_(std::exchange(o.pending_, 0)), ctx_(std::move(o.ctx_)), is_array_(o.is_array_), ptr_(std::exchange(o.ptr_, 0)),
+    : value_(std::move(o.value_)), pending_(std::exchange(o.pending_, 0)), live_(o.live_), ctx_(std::move(o.ctx_)), is_array_(o.is_array_), ptr_(std::exchange(o.ptr_, 0)),
       owns_(std::exchange(o.owns_, false)), moved_out_(o.moved_out_), caller_memory_(o.caller_memory_), size_(o.size_),
       count_(std::exchange(o.count_, {})), type_(std::move(o.type_)), owner_(std::move(o.owner_)) {}
 
@@ -62,6 +63,7 @@ Result& Result::operator=(Result&& o) noexcept {
     if (owns_ && ptr_) ctx_->free(ptr_);
     value_ = std::move(o.value_);
     pending_ = std::exchange(o.pending_, 0);
+    live_ = o.live_;
     ctx_ = std::move(o.ctx_);
     is_array_ = o.is_array_;
     ptr_ = std::exchange(o.ptr_, 0);
@@ -88,8 +90,10 @@ const Value& Result::value() const {
     std::vector<unsigned char> bytes(type_.size());
     ctx_->copy_to_host(bytes.data(), pending_, bytes.size());
     value_ = Value::from_bytes(type_, bytes.data());
-    pending_ = 0;
-    owner_.reset();
+    if (!live_) {
+      pending_ = 0;
+      owner_.reset();
+    }
   }
   return value_;
 }

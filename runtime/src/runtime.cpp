@@ -118,9 +118,14 @@ std::shared_ptr<LoadedKernel> Runtime::load_module(const CacheResult& found, std
 void Runtime::launch(const KernelHandle& handle, Dim3 grid, Dim3 block, std::size_t dynamic_smem,
                      void** args) {
   ensure_usable();
+  detail::DeviceContext::Scope scope(*context_);
+  launch_in_scope(handle, grid, block, dynamic_smem, args);
+}
+
+void Runtime::launch_in_scope(const KernelHandle& handle, Dim3 grid, Dim3 block, std::size_t dynamic_smem,
+                              void** args) {
   LoadedKernel& kernel = handle.kernel();
   const detail::DriverApi& api = *detail::driver_api();
-  detail::DeviceContext::Scope scope(*context_);
   if (dynamic_smem > kernel.dynamic_smem_limit) {
     if (kernel.static_smem + dynamic_smem > properties_.shared_memory_per_block_optin)
       throw CudaError("cuLaunchKernel(" + kernel.name + ")", CUDA_ERROR_INVALID_VALUE,

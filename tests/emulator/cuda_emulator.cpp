@@ -330,6 +330,8 @@ struct Faults {
   long driver_calls = 0, nvrtc_calls = 0;      // counted since the last arm
   long driver_fail_at = 0, nvrtc_fail_at = 0;  // 0: none armed
   std::string last;                            // the call made to fail last
+  std::string log;                             // the calls counted since the last arm, by name
+  bool capturing = false;                      // cuStreamIsCapturing's answer (ff_emu_set_capturing)
   long allocations = 0, modules = 0, contexts = 0, programs = 0;  // live now
 };
 Faults& faults() {
@@ -341,6 +343,8 @@ bool fail(const char* call, long Faults::*calls, long Faults::*fail_at) {
   Faults& f = faults();
   std::lock_guard<std::mutex> lock(f.mutex);
   ++(f.*calls);
+  // Bounded: a test reads the log of a few calls; a long test never arms it again.
+  if (calls == &Faults::driver_calls && f.log.size() < 4096) (f.log += call) += ' ';
   if (f.*fail_at == 0 || f.*calls != f.*fail_at) return false;
   f.*fail_at = 0;
   f.last = call;
@@ -363,6 +367,7 @@ extern "C" {
 void ff_emu_fail_driver_call(long k) {
   std::lock_guard<std::mutex> lock(faults().mutex);
   faults().driver_calls = 0;
+  faults().log.clear();
   faults().driver_fail_at = k;
   faults().last.clear();
 }
@@ -379,6 +384,20 @@ long ff_emu_driver_calls() {
 long ff_emu_nvrtc_calls() {
   std::lock_guard<std::mutex> lock(faults().mutex);
   return faults().nvrtc_calls;
+}
+// The driver calls counted since the last ff_emu_fail_driver_call, by name, each followed by
+// a space; valid until the next call.
+const char* ff_emu_driver_call_log() {
+  std::lock_guard<std::mutex> lock(faults().mutex);
+  static thread_local std::string copy;
+  copy = faults().log;
+  return copy.c_str();
+}
+// Makes cuStreamIsCapturing report every stream as capturing (1) or not (0), so a test can
+// reach the executor's stream-capture paths without a GPU.
+void ff_emu_set_capturing(int on) {
+  std::lock_guard<std::mutex> lock(faults().mutex);
+  faults().capturing = on != 0;
 }
 // The name of the call made to fail last ("" when none); valid until the next fault.
 const char* ff_emu_last_fault() {
@@ -626,6 +645,20 @@ CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr* pointer, size_t bytes, CUstream) {
   return allocate(pointer, bytes);
 }
 CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr pointer, CUstream) { return cuMemFree(pointer); }
+CUresult CUDAAPI cuMemHostAlloc(void** pointer, size_t bytes, unsigned int) {
+  FF_EMU_DRIVER_FAULT(cuMemHostAlloc, CUDA_ERROR_OUT_OF_MEMORY);
+  CUdeviceptr p = 0;
+  const CUresult result = allocate(&p, bytes);  // counted with the device allocations
+  *pointer = reinterpret_cast<void*>(p);
+  return result;
+}
+CUresult CUDAAPI cuMemFreeHost(void* pointer) { return cuMemFree(reinterpret_cast<CUdeviceptr>(pointer)); }
+CUresult CUDAAPI cuStreamIsCapturing(CUstream, CUstreamCaptureStatus* status) {
+  FF_EMU_DRIVER_FAULT(cuStreamIsCapturing, CUDA_ERROR_UNKNOWN);
+  std::lock_guard<std::mutex> lock(faults().mutex);
+  *status = faults().capturing ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+  return CUDA_SUCCESS;
+}
 CUresult CUDAAPI cuDeviceGetDefaultMemPool(CUmemoryPool* pool, CUdevice) {
   FF_EMU_DRIVER_FAULT(cuDeviceGetDefaultMemPool, CUDA_ERROR_UNKNOWN);
   *pool = reinterpret_cast<CUmemoryPool>(&g_pool_object);

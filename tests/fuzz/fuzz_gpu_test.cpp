@@ -26,6 +26,8 @@
 #include <thread>
 
 #include <fuseflow/fuseflow.hpp>
+#include "fuseflow/runtime/low_level.hpp"
+#include "fuseflow/runtime/device_target.hpp"
 
 #include "fuzz/program_generator.hpp"
 
@@ -53,19 +55,6 @@ const std::vector<ff::Header>& headers() {
   return all;
 }
 
-// The target the executor plans for on this device (execute.cpp does the same), so the
-// kernels compiled ahead are the ones it looks up.
-ff::codegen::Target device_target(const ff::Runtime& rt) {
-  const ff::DeviceProperties& props = rt.properties();
-  ff::codegen::Target t;
-  t.cc_major = props.cc_major;
-  t.cc_minor = props.cc_minor;
-  t.sm_count = props.sm_count;
-  t.max_threads_per_sm = props.max_threads_per_sm;
-  t.shared_per_block_optin = props.shared_memory_per_block_optin;
-  return t;
-}
-
 struct Prepared {
   std::uint64_t seed = 0;
   fz::Case c;
@@ -82,7 +71,7 @@ void prepare(Prepared& p, ff::Runtime& rt, const ff::codegen::Target& target, co
     p.inputs = fz::make_inputs(p.c);
     p.ref = fz::compute_reference(p.c, p.inputs);
     for (const auto& k : ff::codegen::plan(p.built->program, target).kernels)
-      (void)rt.cache().get(k.name, k.source, options, headers());
+      (void)ff::low_level::cache(rt).get(k.name, k.source, options, headers());
   } catch (const std::exception& e) {
     p.error = std::string("preparing failed: ") + e.what();
   }
@@ -154,8 +143,8 @@ std::string run_on_gpu(ff::Runtime& rt, Prepared& p) {
 TEST_CASE("random programs on the GPU match the CPU reference") {
   const auto start = std::chrono::steady_clock::now();
   ff::Runtime& rt = runtime();
-  const ff::codegen::Target target = device_target(rt);
-  const ff::CompileOptions options = rt.compile_options();
+  const ff::codegen::Target target = ff::device_target(rt.properties());  // the executor's own
+  const ff::CompileOptions options = ff::low_level::compile_options(rt);
   const std::vector<std::uint64_t> seeds = fz::seeds_from_environment(2000);
   const unsigned workers = std::max(1u, std::thread::hardware_concurrency());
   const std::size_t batch = 4 * static_cast<std::size_t>(workers);
@@ -227,7 +216,7 @@ TEST_CASE("random programs on the GPU match the CPU reference") {
   for (auto s : failing_seeds) failing += " " + std::to_string(s);
   std::string skipped_list;
   for (auto s : skipped) skipped_list += " " + std::to_string(s);
-  const ff::CacheStats stats = rt.cache().stats();
+  const ff::CacheStats stats = ff::low_level::cache(rt).stats();
   char summary[1024];
   std::snprintf(summary, sizeof summary,
                 "fuzz_gpu_test summary on %s: %zu programs run (%lld elements), %zu outputs (%zu compared exactly), "

@@ -12,6 +12,7 @@
 #include <limits>
 
 #include <fuseflow/fuseflow.hpp>
+#include "fuseflow/runtime/low_level.hpp"
 
 #include "gpu_test_support.hpp"
 
@@ -95,10 +96,10 @@ TEST_CASE("changing the threshold parameter does not recompile") {
   ff::Expr prog = ff::filter(x, x > t);
   auto dev = rt.upload(random_values<float>(5000, -1, 1));
   (void)rt.run(prog, {{x, dev}, {t, 0.5f}}).size();
-  const std::uint64_t compiles = rt.cache().stats().compiles;
+  const std::uint64_t compiles = ff::low_level::cache(rt).stats().compiles;
   const std::size_t half = rt.run(prog, {{x, dev}, {t, 0.0f}}).size();
   const std::size_t none = rt.run(prog, {{x, dev}, {t, 2.0f}}).size();
-  CHECK(rt.cache().stats().compiles == compiles);
+  CHECK(ff::low_level::cache(rt).stats().compiles == compiles);
   CHECK(half > 0);
   CHECK(none == 0);
 }

@@ -11,6 +11,7 @@
 
 #include "catalog/catalog.hpp"
 #include <fuseflow/fuseflow.hpp>
+#include "fuseflow/runtime/low_level.hpp"
 
 #include "gpu_test_support.hpp"
 
@@ -226,7 +227,7 @@ TEST_CASE("filter -> reduce with a parameter: changing the threshold does not re
   auto host = random_values<float>((1 << 20) + 7, -1, 1);
   auto dev = rt.upload(host);
   (void)rt.run(prog, {{x, dev}, {t, 0.0f}});
-  auto before = rt.cache().stats();
+  auto before = ff::low_level::cache(rt).stats();
   for (float thr : {-0.5f, 0.25f, 0.9f}) {
     float got = rt.run(prog, {{x, dev}, {t, thr}});
     double want = 0, magnitude = 0;
@@ -237,7 +238,7 @@ TEST_CASE("filter -> reduce with a parameter: changing the threshold does not re
       }
     check_close(got, want, magnitude, "filtered sum above " + std::to_string(thr));
   }
-  auto after = rt.cache().stats();
+  auto after = ff::low_level::cache(rt).stats();
   CHECK(after.compiles == before.compiles);
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "fuseflow/runtime/low_level.hpp"
 #include "fuseflow/runtime/runtime.hpp"
 
 namespace ff = fuseflow;
@@ -13,11 +14,11 @@ TEST_CASE("after an illegal address every call says the Runtime is unusable and 
   ff::RuntimeOptions options;
   options.cache = ff::CacheSettings{};
   ff::Runtime rt(options);
-  const ff::KernelHandle kernel = rt.load_kernel(
+  const ff::KernelHandle kernel = ff::low_level::load_kernel(rt, 
       "extern \"C\" __global__ void ff_crash(int* p) { p[threadIdx.x] = 1; }\n", "ff_crash");
   CUdeviceptr bad = 0x10;  // not a device allocation
   void* args[] = {&bad};
-  rt.launch(kernel, {1}, {32}, 0, args);
+  ff::low_level::launch(rt, kernel, {1}, {32}, 0, args);
   try {
     rt.synchronize();
     FAIL("the illegal write was not reported");
@@ -34,5 +35,5 @@ TEST_CASE("after an illegal address every call says the Runtime is unusable and 
     CHECK(what.find("CUDA_ERROR_ILLEGAL_ADDRESS") != std::string::npos);
     CHECK(what.find("cuStreamSynchronize") != std::string::npos);
   }
-  CHECK_THROWS_AS(rt.launch(kernel, {1}, {32}, 0, args), ff::CudaError);
+  CHECK_THROWS_AS(ff::low_level::launch(rt, kernel, {1}, {32}, 0, args), ff::CudaError);
 }

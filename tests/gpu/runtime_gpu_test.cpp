@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "fuseflow/runtime/driver_api.hpp"
+#include "fuseflow/runtime/low_level.hpp"
 #include "fuseflow/runtime/runtime.hpp"
 #include "runtime/cache_test_support.hpp"
 
@@ -55,7 +56,7 @@ void fill_and_check(ff::Runtime& rt, ff::KernelHandle kernel, CUdeviceptr out, s
   void* args[] = {&out, &count};
   const unsigned block = 256;
   const auto grid = static_cast<unsigned>((n + block - 1) / block);
-  if (grid > 0) rt.launch(kernel, {grid}, {block}, 0, args);
+  if (grid > 0) ff::low_level::launch(rt, kernel, {grid}, {block}, 0, args);
   rt.synchronize();
 }
 
@@ -98,7 +99,7 @@ TEST_CASE("device properties are read and plausible") {
 
 TEST_CASE("a compiled kernel writes every element of a poisoned buffer") {
   ff::Runtime rt(memory_only());
-  const ff::KernelHandle kernel = rt.load_kernel(ff::test::fill_kernel("ff_fill"), "ff_fill");
+  const ff::KernelHandle kernel = ff::low_level::load_kernel(rt, ff::test::fill_kernel("ff_fill"), "ff_fill");
   REQUIRE(kernel);
   for (std::size_t n : sizes) {
     CAPTURE(n);
@@ -107,17 +108,17 @@ TEST_CASE("a compiled kernel writes every element of a poisoned buffer") {
     check_filled(out.download());
   }
   // The second load of the same source is a memory hit and the same loaded kernel.
-  const ff::KernelHandle again = rt.load_kernel(ff::test::fill_kernel("ff_fill"), "ff_fill");
+  const ff::KernelHandle again = ff::low_level::load_kernel(rt, ff::test::fill_kernel("ff_fill"), "ff_fill");
   CHECK(again.function() == kernel.function());
-  CHECK(rt.cache().stats().memory_hits == 1);
+  CHECK(ff::low_level::cache(rt).stats().memory_hits == 1);
 }
 
 TEST_CASE("a kernel compiled to PTX is JIT-compiled by the driver and runs") {
   ff::RuntimeOptions options = memory_only();
   options.force_ptx = true;
   ff::Runtime rt(options);
-  CHECK(rt.compile_options().ptx);
-  const ff::KernelHandle kernel = rt.load_kernel(ff::test::fill_kernel("ff_fill_ptx"), "ff_fill_ptx");
+  CHECK(ff::low_level::compile_options(rt).ptx);
+  const ff::KernelHandle kernel = ff::low_level::load_kernel(rt, ff::test::fill_kernel("ff_fill_ptx"), "ff_fill_ptx");
   ff::DeviceArray<int> out = rt.upload(std::vector<int>(1000, poison));
   fill_and_check(rt, kernel, out.data(), 1000);
   check_filled(out.download());
@@ -133,13 +134,13 @@ TEST_CASE("a kernel needing more than 48 KB of dynamic shared memory launches") 
       "  __syncthreads();\n"
       "  for (unsigned i = threadIdx.x; i < n; i += blockDim.x) out[i] = tile[i % words];\n"
       "}\n";
-  const ff::KernelHandle kernel = rt.load_kernel(source, "ff_big_smem");
+  const ff::KernelHandle kernel = ff::low_level::load_kernel(rt, source, "ff_big_smem");
   const std::size_t n = 64 * 1024 / 4;
   ff::DeviceArray<int> out = rt.upload(std::vector<int>(n, poison));
   CUdeviceptr ptr = out.data();
   unsigned long long count = n;
   void* args[] = {&ptr, &count};
-  rt.launch(kernel, {1}, {256}, 64 * 1024, args);
+  ff::low_level::launch(rt, kernel, {1}, {256}, 64 * 1024, args);
   rt.synchronize();
   check_filled(out.download());
   CHECK(kernel.kernel().dynamic_smem_limit == 64 * 1024);
@@ -160,7 +161,7 @@ TEST_CASE("exactly 48 KB of dynamic shared memory beside static shared memory la
       "  __syncthreads();\n"
       "  for (unsigned i = threadIdx.x; i < n; i += blockDim.x) out[i] = own[i % 256] + tile[i % words];\n"
       "}\n";
-  const ff::KernelHandle kernel = rt.load_kernel(source, "ff_smem_48k");
+  const ff::KernelHandle kernel = ff::low_level::load_kernel(rt, source, "ff_smem_48k");
   CHECK(kernel.kernel().static_smem == 1024);
   CHECK(kernel.kernel().dynamic_smem_limit == 48 * 1024 - 1024);
   const std::size_t n = 48 * 1024 / 4;
@@ -168,7 +169,7 @@ TEST_CASE("exactly 48 KB of dynamic shared memory beside static shared memory la
   CUdeviceptr ptr = out.data();
   unsigned long long count = n;
   void* args[] = {&ptr, &count};
-  rt.launch(kernel, {1}, {256}, 48 * 1024, args);
+  ff::low_level::launch(rt, kernel, {1}, {256}, 48 * 1024, args);
   rt.synchronize();
   const std::vector<int> got = out.download();
   std::size_t wrong = 0;
@@ -185,7 +186,7 @@ TEST_CASE("device_span views memory allocated with cuMemAlloc directly") {
   REQUIRE(cu.cuCtxPushCurrent(rt.context()) == CUDA_SUCCESS);
   REQUIRE(cu.cuMemAlloc(&raw, n * sizeof(int)) == CUDA_SUCCESS);
   const ff::device_span<int> view(raw, n);
-  const ff::KernelHandle kernel = rt.load_kernel(ff::test::fill_kernel("ff_fill"), "ff_fill");
+  const ff::KernelHandle kernel = ff::low_level::load_kernel(rt, ff::test::fill_kernel("ff_fill"), "ff_fill");
   fill_and_check(rt, kernel, view.data(), n);
   check_filled(rt.download(view));
   const ff::device_span<int> by_pointer(reinterpret_cast<int*>(raw), n);
@@ -219,13 +220,13 @@ TEST_CASE("a fresh Runtime loads a kernel from the disk cache without compiling"
   const std::string source = ff::test::fill_kernel("ff_fill_disk", 7);
   {
     ff::Runtime first(options);
-    first.load_kernel(source, "ff_fill_disk");
-    CHECK(first.cache().stats().compiles == 1);
+    ff::low_level::load_kernel(first, source, "ff_fill_disk");
+    CHECK(ff::low_level::cache(first).stats().compiles == 1);
   }
   ff::Runtime second(options);
-  const ff::KernelHandle kernel = second.load_kernel(source, "ff_fill_disk");
-  CHECK(second.cache().stats().disk_hits == 1);
-  CHECK(second.cache().stats().compiles == 0);
+  const ff::KernelHandle kernel = ff::low_level::load_kernel(second, source, "ff_fill_disk");
+  CHECK(ff::low_level::cache(second).stats().disk_hits == 1);
+  CHECK(ff::low_level::cache(second).stats().compiles == 0);
   ff::DeviceArray<int> out = second.upload(std::vector<int>(1000, poison));
   fill_and_check(second, kernel, out.data(), 1000);
   check_filled(out.download());
@@ -245,8 +246,8 @@ TEST_CASE("a second process loads the kernel from the disk cache") {
   options.cache->disk_dir = dir.path();
   {
     ff::Runtime rt(options);
-    const ff::KernelHandle kernel = rt.load_kernel(child_source, "ff_fill_child");
-    REQUIRE(rt.cache().stats().compiles == 1);
+    const ff::KernelHandle kernel = ff::low_level::load_kernel(rt, child_source, "ff_fill_child");
+    REQUIRE(ff::low_level::cache(rt).stats().compiles == 1);
     ff::DeviceArray<int> out = rt.upload(std::vector<int>(1000, poison));
     fill_and_check(rt, kernel, out.data(), 1000);
     check_filled(out.download());
@@ -281,11 +282,11 @@ TEST_CASE("child: loads the disk-cached kernel (a no-op unless run by the test a
   options.cache = ff::CacheSettings{};
   options.cache->disk_dir = cache_dir;
   ff::Runtime rt(options);
-  const ff::CacheResult found = rt.cache().get("ff_fill_child", child_source, rt.compile_options());
+  const ff::CacheResult found = ff::low_level::cache(rt).get("ff_fill_child", child_source, ff::low_level::compile_options(rt));
   CHECK(found.outcome == ff::CacheOutcome::disk_hit);
-  const ff::KernelHandle kernel = rt.load_kernel(child_source, "ff_fill_child");  // memory hit
-  CHECK(rt.cache().stats().disk_hits == 1);
-  CHECK(rt.cache().stats().compiles == 0);
+  const ff::KernelHandle kernel = ff::low_level::load_kernel(rt, child_source, "ff_fill_child");  // memory hit
+  CHECK(ff::low_level::cache(rt).stats().disk_hits == 1);
+  CHECK(ff::low_level::cache(rt).stats().compiles == 0);
   ff::DeviceArray<int> out = rt.upload(std::vector<int>(1000, poison));
   fill_and_check(rt, kernel, out.data(), 1000);
   check_filled(out.download());
@@ -306,7 +307,7 @@ TEST_CASE("a Runtime works on a stream the user supplies") {
     options.stream = user;
     ff::Runtime rt(options);
     CHECK(rt.stream() == user);
-    const ff::KernelHandle kernel = rt.load_kernel(ff::test::fill_kernel("ff_fill"), "ff_fill");
+    const ff::KernelHandle kernel = ff::low_level::load_kernel(rt, ff::test::fill_kernel("ff_fill"), "ff_fill");
     ff::DeviceArray<int> out = rt.upload(std::vector<int>(5000, poison));
     fill_and_check(rt, kernel, out.data(), 5000);
     check_filled(out.download());
@@ -320,14 +321,14 @@ TEST_CASE("a Runtime works on a stream the user supplies") {
 
 TEST_CASE("scratch memory is reused while it is big enough and grows when asked for more") {
   ff::Runtime rt(memory_only());
-  const CUdeviceptr first = rt.scratch(1000);
+  const CUdeviceptr first = ff::low_level::scratch(rt, 1000);
   CHECK(first != 0);
   CHECK(first % 256 == 0);
-  CHECK(rt.scratch(10) == first);
-  const CUdeviceptr grown = rt.scratch(std::size_t{1} << 24);
+  CHECK(ff::low_level::scratch(rt, 10) == first);
+  const CUdeviceptr grown = ff::low_level::scratch(rt, std::size_t{1} << 24);
   CHECK(grown != 0);
   // Zeroing through the runtime's stream is visible to a download on it.
-  rt.zero(grown, 4096);
+  ff::low_level::zero(rt, grown, 4096);
   std::vector<std::uint8_t> bytes(4096, 0xff);
   ff::device_span<std::uint8_t> view(grown, bytes.size());
   CHECK(rt.download(view) == std::vector<std::uint8_t>(4096, 0));

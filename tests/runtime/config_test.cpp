@@ -151,6 +151,32 @@ TEST_CASE("the parsers alone: what each accepts") {
   CHECK_THROWS_AS(ff::detail::parse_flag("V", "?"), ff::Error);
 }
 
+TEST_CASE("one parser: set_option (fuseflow-dump --option) takes and refuses what the variables do") {
+  ff::codegen::PlanOptions o;
+  ff::codegen::set_option(o, "scan_tile", "128x16x4", "--option scan_tile");
+  CHECK(o.scan_tile == ff::codegen::TileShape{128, 16, 4});
+  ff::codegen::set_option(o, "scan_pipeline", "off");  // the variables' spellings of a switch
+  CHECK_FALSE(o.scan_pipeline);
+  ff::codegen::set_option(o, "scan_staged_from", "4096");
+  CHECK(o.scan_staged_from == 4096);
+  auto error = [](const char* name, const char* text) {
+    ff::codegen::PlanOptions p;
+    try {
+      ff::codegen::set_option(p, name, text, "--option x");
+    } catch (const ff::ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  // The ranges are checked while parsing, as for FUSEFLOW_FILTER_TILE (16 items at most).
+  CHECK(contains(error("filter_tile", "256x17"), "--option x='256x17': expected"));
+  CHECK(contains(error("filter_tile", "256x17"), "items in [1, 16]"));
+  CHECK(contains(error("scan_staged_from", "-1"), "expected a whole number in [0, "));
+  CHECK(contains(error("scan_staged_from", " 12"), "expected a whole number"));
+  CHECK(contains(error("segmented_short", "TRUE"), "expected 0 or 1"));
+  CHECK(contains(error("no_such_option", "1"), "unknown plan option 'no_such_option'"));
+}
+
 TEST_CASE("the loaders' variables are read as given") {
   const ScopedEnv cuda("FUSEFLOW_CUDA_LIBRARY", "/x/libcuda-emu.so"), nvrtc("FUSEFLOW_NVRTC_LIBRARY", std::nullopt),
       path("CUDA_PATH", "/opt/cuda");

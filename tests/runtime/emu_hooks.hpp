@@ -32,6 +32,10 @@ class EmulatorHooks {
   // k >= 1: the k-th call from now fails, once; 0: none. Restarts the count either way.
   void fail_driver_call(long k) const { call<void (*)(long)>("ff_emu_fail_driver_call")(k); }
   void fail_nvrtc_call(long k) const { call<void (*)(long)>("ff_emu_fail_nvrtc_call")(k); }
+  // The driver calls made since the last fail_driver_call, by name, each followed by a space.
+  std::string driver_call_log() const { return call<const char* (*)()>("ff_emu_driver_call_log")(); }
+  // Makes cuStreamIsCapturing say every stream is being captured (or not).
+  void set_capturing(bool on) const { call<void (*)(int)>("ff_emu_set_capturing")(on ? 1 : 0); }
   std::string last_fault() const { return call<const char* (*)()>("ff_emu_last_fault")(); }
 
  private:

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <fuseflow/fuseflow.hpp>
+#include "fuseflow/runtime/low_level.hpp"
 
 #include "cache_test_support.hpp"
 #include "emu_hooks.hpp"
@@ -151,7 +152,7 @@ TEST_CASE("a cache directory that refuses writes: the runs succeed, one warning,
   options.cache = ff::CacheSettings{};
   options.cache->disk_dir = dir;
   ff::Runtime rt(options);
-  REQUIRE(rt.cache().disk_enabled());
+  REQUIRE(ff::low_level::cache(rt).disk_enabled());
   // The directory goes and a file takes its name: every write from now on fails (as on a
   // full or read-only disk; a full disk under a file size limit: cache_fault_test.cpp).
   std::filesystem::remove_all(dir);
@@ -185,7 +186,110 @@ TEST_CASE("a cache directory that refuses writes: the runs succeed, one warning,
   const ff::CacheStats stats = rt.stats().kernels;
   CHECK(stats.disk_writes == 0);
   CHECK(stats.disk_write_failures == 1);  // then the disk is off: no second try, no second warning
-  CHECK_FALSE(rt.cache().disk_enabled());
+  CHECK_FALSE(ff::low_level::cache(rt).disk_enabled());
   CHECK(ff::test::read_bytes(dir) == "not a directory");
   CHECK(ff::test::file_count(tmp.path()) == 2);  // the file and the log: no temporary left
+}
+
+namespace {
+std::size_t occurrences(const std::string& log, const std::string& call) {
+  std::size_t n = 0;
+  for (std::size_t at = log.find(call + " "); at != std::string::npos; at = log.find(call + " ", at + 1))
+    if (at == 0 || log[at - 1] == ' ') ++n;
+  return n;
+}
+std::size_t words(const std::string& log) {
+  std::size_t n = 0;
+  for (char c : log) n += c == ' ';
+  return n;
+}
+}  // namespace
+
+TEST_CASE("a prepared run: one launch, one copy into pinned memory, one wait; no allocation, no module load") {
+  const ff::test::EmulatorHooks emu;
+  ff::RuntimeOptions options;
+  options.cache = ff::CacheSettings{};
+  ff::Runtime rt(options);
+  auto xs = rt.upload(host);
+  const Affine a;
+  CHECK(rt.run(a.sum, {{a.x, xs}, {a.p, 2.0f}}).as<float>() == expected(2));  // prepares
+  const Counts before = counts(emu);
+  for (const bool rebuilt : {false, true}) {
+    INFO("rebuilt: ", rebuilt);
+    const Affine b;
+    const Affine& p = rebuilt ? b : a;
+    emu.fail_driver_call(0);  // restarts the count and the log
+    CHECK(rt.run(p.sum, {{p.x, xs}, {p.p, 3.0f}}).as<float>() == expected(3));
+    const std::string log = emu.driver_call_log();
+    INFO("driver calls: ", log);
+    // The reduction over 4 elements is one kernel: its launch, the scalar's copy back and
+    // the wait, beside the context check and the capture query. Nothing else.
+    CHECK(occurrences(log, "cuLaunchKernel") == 1);
+    CHECK(occurrences(log, "cuMemcpyDtoHAsync") == 1);
+    CHECK(occurrences(log, "cuStreamSynchronize") == 1);
+    CHECK(occurrences(log, "cuCtxGetCurrent") == 1);
+    CHECK(occurrences(log, "cuStreamIsCapturing") == 1);
+    CHECK(words(log) == 5);
+    CHECK(counts(emu) == before);
+  }
+  CHECK(rt.stats().programs.misses == 1);
+  emu.fail_driver_call(0);
+  ff::Result pending = rt.run_async(a.sum, {{a.x, xs}, {a.p, 4.0f}});
+  const std::string log = emu.driver_call_log();
+  INFO("run_async's driver calls: ", log);
+  CHECK(occurrences(log, "cuLaunchKernel") == 1);
+  CHECK(words(log) == 3);  // context check, capture query, launch: no copy, no wait
+  CHECK(pending.as<float>() == expected(4));
+}
+
+TEST_CASE("inside a stream capture: what cannot be captured throws, naming it, before anything is queued") {
+  const ff::test::EmulatorHooks emu;
+  ff::RuntimeOptions options;
+  options.cache = ff::CacheSettings{};
+  ff::Runtime rt(options);
+  auto xs = rt.upload(host);
+  const Affine a;
+  CHECK(rt.run(a.sum, {{a.x, xs}, {a.p, 2.0f}}).as<float>() == expected(2));  // prepared before the capture
+  const ff::Expr x = ff::input<float>("x");
+  const ff::Expr doubled = x * 2.0f;
+  const ff::Expr kept = ff::filter(x, x > 2.0f);
+  struct Capturing {
+    const ff::test::EmulatorHooks& emu;
+    explicit Capturing(const ff::test::EmulatorHooks& e) : emu(e) { emu.set_capturing(true); }
+    ~Capturing() { emu.set_capturing(false); }
+  };
+  auto message = [&](auto&& f) -> std::string {
+    const Capturing capturing(emu);
+    emu.fail_driver_call(0);
+    try {
+      f();
+    } catch (const ff::CudaError& e) {
+      // Nothing reached the stream: a real capture would still be valid.
+      const std::string log = emu.driver_call_log();
+      CHECK_MESSAGE(log.find("cuLaunchKernel") == std::string::npos, log);
+      CHECK_MESSAGE(log.find("cuMemsetD8Async") == std::string::npos, log);
+      CHECK_MESSAGE(log.find("cuMemAllocAsync") == std::string::npos, log);
+      CHECK(e.code() == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+      return e.what();
+    }
+    FAIL("no error");
+    return "";
+  };
+  CHECK(message([&] { (void)rt.run(a.sum, {{a.x, xs}, {a.p, 1.0f}}); }).find("run() waits for its results") !=
+        std::string::npos);
+  CHECK(message([&] { (void)rt.run_async(ff::reduce(x, ff::max), {{x, xs}}); }).find("has not run on this Runtime yet") !=
+        std::string::npos);
+  (void)rt.run(doubled, {{x, xs}});
+  CHECK(message([&] { (void)rt.run_async(doubled, {{x, xs}}); }).find("bind it to an array of yours") != std::string::npos);
+  (void)rt.run(kept, {{x, xs}}).size();
+  CHECK(message([&] { (void)rt.run_async(kept, {{x, xs}}); }).find("a compaction") != std::string::npos);
+  // What can be captured runs: the prepared sum, and the map into the caller's memory.
+  auto out = rt.alloc<float>(host.size());
+  ff::Result sum = [&] {
+    const Capturing capturing(emu);
+    (void)rt.run_async(doubled, {{x, xs}, {doubled, out}});
+    return rt.run_async(a.sum, {{a.x, xs}, {a.p, 5.0f}});
+  }();
+  CHECK(sum.as<float>() == expected(5));
+  CHECK(rt.download(out) == std::vector<float>{2, 4, 6, 8});
 }

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <map>
 #include <optional>
 #include <string>
 
@@ -62,24 +61,35 @@ bool writes_output(const codegen::KernelSpec& k, std::size_t output) {
 namespace detail {
 
 BoundLeaves bind_leaves(const Program& program, const Bindings& bindings) {
-  std::map<const ExprNode*, const Binding*> bound;
-  std::map<const ExprNode*, const Binding*> results;
+  // Linear scans, no maps: a run binds a handful of leaves, and this runs every time.
   BoundLeaves out;
   out.outputs.resize(program.outputs().size());
-  for (const auto& [leaf, binding] : bindings) {
+  std::size_t leaves = 0;  // bindings of inputs and parameters
+  for (std::size_t i = 0; i < bindings.size(); ++i) {
+    const auto& [leaf, binding] = bindings[i];
     if (!leaf.valid()) throw GraphError("run: a binding names an empty ff::Expr");
-    if (leaf.kind() != ExprKind::Input && leaf.kind() != ExprKind::Param) {
-      if (!results.emplace(leaf.get(), &binding).second)
-        throw GraphError("run: the result " + to_string(leaf) + " is bound twice");
-      bind_output(program, leaf, binding, out.outputs);
+    const bool is_leaf = leaf.kind() == ExprKind::Input || leaf.kind() == ExprKind::Param;
+    for (std::size_t j = 0; j < i; ++j)
+      if (bindings[j].first.get() == leaf.get())
+        throw GraphError(is_leaf ? "run: " + describe(leaf) + " is bound twice"
+                                 : "run: the result " + to_string(leaf) + " is bound twice");
+    if (is_leaf) {
+      ++leaves;
       continue;
     }
-    if (!bound.emplace(leaf.get(), &binding).second) throw GraphError("run: " + describe(leaf) + " is bound twice");
+    bind_output(program, leaf, binding, out.outputs);
   }
+  auto find = [&](const Expr& e) -> const Binding* {
+    for (const auto& [leaf, binding] : bindings)
+      if (leaf.get() == e.get()) return &binding;
+    return nullptr;
+  };
+  out.input_lengths.reserve(program.inputs().size());
+  out.input_ptrs.reserve(program.inputs().size());
   for (const auto& in : program.inputs()) {
-    auto it = bound.find(in.get());
-    if (it == bound.end()) throw GraphError("run: " + describe(in) + " is not bound");
-    const Binding& b = *it->second;
+    const Binding* found = find(in);
+    if (!found) throw GraphError("run: " + describe(in) + " is not bound");
+    const Binding& b = *found;
     if (!b.is_array()) throw GraphError("run: " + describe(in) + " is an array but was bound to the scalar " + b.scalar().to_string());
     if (b.type() != in.type())
       throw GraphError("run: " + describe(in) + " holds " + in.type().name() + " but was bound to an array of " + b.type().name());
@@ -89,20 +99,30 @@ BoundLeaves bind_leaves(const Program& program, const Bindings& bindings) {
                        " elements but was bound to " + std::to_string(len));
     out.input_lengths.push_back(len);
     out.input_ptrs.push_back(b.bytes().ptr);
-    bound.erase(it);
   }
+  out.params.reserve(program.params().size());
   for (const auto& pa : program.params()) {
-    auto it = bound.find(pa.get());
-    if (it == bound.end()) throw GraphError("run: " + describe(pa) + " is not bound");
-    const Binding& b = *it->second;
+    const Binding* found = find(pa);
+    if (!found) throw GraphError("run: " + describe(pa) + " is not bound");
+    const Binding& b = *found;
     if (b.is_array()) throw GraphError("run: " + describe(pa) + " is a scalar but was bound to an array");
     if (!b.type().is_scalar()) throw GraphError("run: " + describe(pa) + " needs a scalar, got " + b.type().name());
     out.params.push_back(b.scalar().cast(pa.type().scalar()));
-    bound.erase(it);
   }
-  // What is left was bound but is not read: most likely a leaf of another program.
-  for (const auto& [leaf, binding] : bindings)
-    if (bound.count(leaf.get())) throw GraphError("run: " + describe(leaf) + " is bound but not used by this program");
+  // Each leaf bound once, and every input and parameter found bound: a leaf binding more
+  // than those is one the program does not read, most likely a leaf of another program.
+  if (leaves != program.inputs().size() + program.params().size()) {
+    auto used = [&](const Expr& leaf) {
+      for (const auto& e : program.inputs())
+        if (e.get() == leaf.get()) return true;
+      for (const auto& e : program.params())
+        if (e.get() == leaf.get()) return true;
+      return false;
+    };
+    for (const auto& [leaf, binding] : bindings)
+      if ((leaf.kind() == ExprKind::Input || leaf.kind() == ExprKind::Param) && !used(leaf))
+        throw GraphError("run: " + describe(leaf) + " is bound but not used by this program");
+  }
   return out;
 }
 
@@ -110,14 +130,14 @@ std::vector<std::int64_t> domain_lengths(const Program& program, const codegen::
                                          const std::vector<std::int64_t>& input_lengths) {
   // Domain 0's length is n, the elements' count; other domains are segmented ops' offsets.
   std::vector<std::int64_t> lengths(static_cast<std::size_t>(plan.domains), -1);
-  std::vector<std::string> first_input(lengths.size());
+  std::vector<std::size_t> first_input(lengths.size(), 0);  // named only in an error
   for (std::size_t i = 0; i < input_lengths.size(); ++i) {
     auto d = static_cast<std::size_t>(plan.input_domain.empty() ? 0 : plan.input_domain[i]);
-    const std::string who = describe(program.inputs()[i]);
     if (lengths[d] >= 0 && input_lengths[i] != lengths[d])
-      throw GraphError("run: arrays of different lengths: " + first_input[d] + " has " + std::to_string(lengths[d]) +
-                       " elements, " + who + " has " + std::to_string(input_lengths[i]));
-    if (lengths[d] < 0) first_input[d] = who;
+      throw GraphError("run: arrays of different lengths: " + describe(program.inputs()[first_input[d]]) + " has " +
+                       std::to_string(lengths[d]) + " elements, " + describe(program.inputs()[i]) + " has " +
+                       std::to_string(input_lengths[i]));
+    if (lengths[d] < 0) first_input[d] = i;
     lengths[d] = input_lengths[i];
   }
   for (auto& l : lengths) l = std::max<std::int64_t>(l, 0);

@@ -1,18 +1,7 @@
 #pragma once
-// The code generator's view of this Runtime's device (what a plan is made for).
-#include "fuseflow/codegen/plan.hpp"
-#include "fuseflow/runtime/device.hpp"
+// The executor's name for the public fuseflow::device_target.
+#include "fuseflow/runtime/device_target.hpp"
 
 namespace fuseflow::detail {
-
-inline codegen::Target device_target(const DeviceProperties& props) {
-  codegen::Target target;
-  target.cc_major = props.cc_major;
-  target.cc_minor = props.cc_minor;
-  target.sm_count = props.sm_count;
-  target.max_threads_per_sm = props.max_threads_per_sm;
-  target.shared_per_block_optin = props.shared_memory_per_block_optin;
-  return target;
-}
-
+using fuseflow::device_target;
 }  // namespace fuseflow::detail

@@ -1,5 +1,5 @@
 // Preparing a program: its plan for this device and options, made once per structure
-// (program_key), its kernels compiled or fetched and loaded, its scalar and flag buffers.
+// (structure.hpp), its kernels compiled or fetched and loaded, its scalar and flag buffers.
 #include <algorithm>
 
 #include "fuseflow/runtime/config.hpp"
@@ -20,48 +20,87 @@ const std::vector<Header>& embedded_headers() {
   return headers;
 }
 
-// What decides whether two programs can share a plan and its kernels: the program's
-// textual form (to_string: inputs and parameters by name and type in a fixed order, ops,
-// constants, custom monoids in full; never node addresses, never parameter values, which
-// are bound per run), the device's architecture and SM count, and the plan options. The
-// plan does not depend on binding lengths (they reach the kernels as arguments), so they
-// are not in the key. Names are part of the text, and harmless: the frontend refuses two
-// leaves of one name in a program, so names identify leaves.
-std::string program_key(const Program& program, const DeviceProperties& props, const codegen::PlanOptions& options) {
-  return "target sm_" + std::to_string(props.cc_major) + std::to_string(props.cc_minor) + " x" +
-         std::to_string(props.sm_count) + "\noptions " + options.key() + "\n" + to_string(program);
+[[noreturn]] void throw_not_prepared() {
+  throw CudaError("run_async (stream capture)", CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+                  detail::cuda_error_name(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED),
+                  "this program has not run on this Runtime yet, and preparing it (planning, compiling, "
+                  "cuModuleLoadData, allocating its buffers) cannot be captured into a CUDA graph; run it once, "
+                  "with the sizes the graph will use, before cuStreamBeginCapture");
 }
 
 }  // namespace
 
 namespace detail {
 
+void PreparedProgram::schedule_for(const std::vector<std::int64_t>& lengths) {
+  if (has_schedule && lengths == schedule_lengths) return;
+  has_schedule = false;
+  schedule = plan.schedule(lengths);
+  schedule_lengths = lengths;
+  // Zeroed scratch ranges a little apart become one memset: what lies between them is
+  // scratch too, whose contents no kernel expects.
+  zero_ranges.clear();
+  std::vector<std::pair<std::size_t, std::size_t>> ranges = schedule.zeroed;
+  std::sort(ranges.begin(), ranges.end());
+  for (const auto& [offset, bytes] : ranges) {
+    if (!zero_ranges.empty()) {
+      auto& [last, last_bytes] = zero_ranges.back();
+      if (offset <= last + last_bytes + 4096) {
+        last_bytes = std::max(last_bytes, offset + bytes - last);
+        continue;
+      }
+    }
+    zero_ranges.emplace_back(offset, bytes);
+  }
+  status_bytes = 0;
+  for (const auto& launch : schedule.launches) status_bytes = std::max(status_bytes, launch.status_bytes);
+  has_schedule = true;
+}
+
 std::shared_ptr<PreparedProgram> prepare(Runtime& rt, Executor& ex, const Program& program,
-                                         const std::shared_ptr<DeviceContext>& context) {
+                                         const std::shared_ptr<DeviceContext>& context, bool capturing) {
   const DeviceProperties& props = rt.properties();
   const codegen::PlanOptions& options = *rt.options().plan;
-  std::vector<const ExprNode*> outputs;
-  for (const Expr& o : program.outputs()) outputs.push_back(o.get());
-  const Executor::KnownProgram* known = ex.keys.find(outputs);
-  if (!known) known = &ex.keys.insert(outputs, {program, program_key(program, props, options)}, 1);
-  const std::string& key = known->key;  // valid until ex.keys changes, which prepare does not do below
-  if (std::shared_ptr<PreparedProgram>* found = ex.programs.find(key)) return *found;
+  // The same Program object (or one with the same output nodes) as lately: its key without
+  // a walk. Otherwise the walk, and the structure found in the cache or prepared.
+  ex.output_nodes.clear();
+  for (const Expr& o : program.outputs()) ex.output_nodes.push_back(o.get());
+  std::shared_ptr<const ProgramKey> key;
+  if (const Executor::KnownProgram* known = ex.keys.find(ex.output_nodes)) {
+    if (std::shared_ptr<PreparedProgram>* found = ex.programs.find(*known->key)) return *found;
+    key = known->key;  // evicted since: prepared again below
+  } else {
+    structural_key(program, ex.walked);
+    if (std::shared_ptr<PreparedProgram>* found = ex.programs.find(ex.walked)) {
+      ex.keys.insert(ex.output_nodes, {program, (*found)->key}, 1);
+      return *found;
+    }
+    key = std::make_shared<const ProgramKey>(ex.walked);
+  }
+  if (capturing) throw_not_prepared();
   auto p = std::make_shared<PreparedProgram>(context);
+  p->key = std::move(key);
   const codegen::Target target = device_target(props);
   p->plan = codegen::plan(program, target, options);
   p->range_name = p->plan.kernels.empty() ? "fuseflow run" : "fuseflow run " + p->plan.kernels.front().name;
   CompileOptions compile = rt.compile_options();
-  if (p->plan.scalar_bytes) p->scalars = context->allocate(p->plan.scalar_bytes);
-  if (!p->plan.checked_offsets.empty())
-    p->invalid_flags = context->allocate(p->plan.checked_offsets.size() * sizeof(unsigned));
+  const std::size_t flag_bytes = p->plan.checked_offsets.size() * sizeof(unsigned);
+  p->flags_offset = (p->plan.scalar_bytes + 15) / 16 * 16;
+  if (p->flags_offset + flag_bytes) {
+    p->scalars = context->allocate(p->flags_offset + flag_bytes);
+    p->invalid_flags = flag_bytes ? p->scalars + p->flags_offset : 0;
+    p->host = context->allocate_host(p->flags_offset + flag_bytes);
+  }
   for (const auto& op : p->plan.checked_offsets) {
     const auto& ops = program.ops();
     const auto at = std::find(ops.begin(), ops.end(), op);
     if (at == ops.end()) throw InternalError("prepare: a checked op of the plan is not among the program's ops");
     p->checked_op_index.push_back(static_cast<std::size_t>(at - ops.begin()));
   }
+  std::size_t most_args = 0;
   DeviceContext::Scope scope(*context);
   for (const auto& k : p->plan.kernels) {
+    most_args = std::max(most_args, k.args.size());
     p->kernels.push_back(rt.load_kernel(k.source, k.name, compile, embedded_headers()));
     // Only a kernel that strides over its domain (any_grid) is launched with the resident
     // grid; the others (one block per tile) skip the occupancy query, which for more than
@@ -73,8 +112,19 @@ std::shared_ptr<PreparedProgram> prepare(Runtime& rt, Executor& ex, const Progra
                "cuOccupancyMaxActiveBlocksPerMultiprocessor");
     p->resident_grid.push_back(std::max(1, per_sm) * props.sm_count);
   }
-  const std::size_t bytes = p->bytes() + key.size();
-  return ex.programs.insert(key, std::move(p), bytes);
+  p->cells.resize(most_args);
+  p->args.resize(most_args);
+  for (std::size_t a = 0; a < most_args; ++a) p->args[a] = p->cells[a].data();
+  const std::size_t outputs = program.outputs().size();
+  p->output_ptrs.resize(outputs);
+  p->count_ptrs.resize(outputs);
+  p->output_bytes.resize(outputs);
+  p->allocated_bytes.resize(outputs);
+  const std::size_t bytes = p->bytes();
+  const std::shared_ptr<const ProgramKey> cached_key = p->key;
+  std::shared_ptr<PreparedProgram> cached = ex.programs.insert(*cached_key, std::move(p), bytes);
+  ex.keys.insert(ex.output_nodes, {program, cached_key}, 1);
+  return cached;
 }
 
 }  // namespace detail

@@ -2,6 +2,7 @@
 // Prepared programs: a plan for this Runtime's device and options, its kernels loaded, the
 // buffers its runs share; and the Executor, the run state a Runtime keeps (the prepared
 // programs by structure, tickets, look-back status).
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -11,38 +12,61 @@
 
 #include "fuseflow/codegen/plan.hpp"
 #include "fuseflow/runtime/runtime.hpp"
+#include "structure.hpp"
 
 namespace fuseflow {
 namespace detail {
 
-// A planned program, its loaded kernels, and the device buffer its reductions write.
-// Shared by every program of its structure; freed (buffers, and modules no other program
-// uses) when the program cache evicts it and no pending result still reads its scalars.
+// A planned program, its loaded kernels, and what its runs reuse: the device buffer its
+// reductions write (scalars, then the invalid-offset flags, so one copy reads both back),
+// a pinned host buffer that copy lands in, the schedule of the last lengths it ran with,
+// and the argument cells of its launches. Shared by every program of its structure; freed
+// (buffers, and modules no other program uses) when the program cache evicts it and no
+// pending result still reads its scalars. Runs use it under the Executor's mutex.
 struct PreparedProgram {
+  std::shared_ptr<const ProgramKey> key;  // what the program cache finds it by
   codegen::Plan plan;
   std::vector<KernelHandle> kernels;
   std::vector<int> resident_grid;  // per kernel: blocks resident at once on the whole device
   std::string range_name;          // NVTX range of a run: "fuseflow run <first kernel>"
   std::shared_ptr<DeviceContext> context;
-  CUdeviceptr scalars = 0;  // plan.scalar_bytes
-  CUdeviceptr invalid_flags = 0;  // one unsigned per plan.checked_offsets
+  CUdeviceptr scalars = 0;        // device: plan.scalar_bytes, then the flags
+  CUdeviceptr invalid_flags = 0;  // one unsigned per plan.checked_offsets, inside `scalars`' buffer
+  std::size_t flags_offset = 0;   // bytes from scalars to invalid_flags
+  void* host = nullptr;           // pinned: flags_offset + the flags' bytes
   // Per plan.checked_offsets: the op's index in Program::ops(). The plan's own op belongs
   // to the program first prepared; a later program of this structure explains its error
   // with its own op (the same index), bound to its own inputs.
   std::vector<std::size_t> checked_op_index;
+
+  // The schedule of the last lengths run (most runs repeat their sizes), with its zeroed
+  // scratch ranges merged into few memsets and the look-back status it needs.
+  std::vector<std::int64_t> schedule_lengths;
+  codegen::Schedule schedule;
+  std::vector<std::pair<std::size_t, std::size_t>> zero_ranges;
+  std::size_t status_bytes = 0;
+  bool has_schedule = false;
+  // Reused by every run: argument cells (cuLaunchKernel copies them at the call) and the
+  // outputs' pointers and sizes.
+  std::vector<std::array<unsigned char, 16>> cells;
+  std::vector<void*> args;
+  std::vector<CUdeviceptr> output_ptrs, count_ptrs;
+  std::vector<std::size_t> output_bytes, allocated_bytes;
 
   explicit PreparedProgram(std::shared_ptr<DeviceContext> ctx) : context(std::move(ctx)) {}
   PreparedProgram(const PreparedProgram&) = delete;
   PreparedProgram& operator=(const PreparedProgram&) = delete;
   ~PreparedProgram() {
     if (scalars) context->free(scalars);
-    if (invalid_flags) context->free(invalid_flags);
+    if (host) context->free_host(host);
   }
-  // What the program cache counts against its byte limit: device buffers and host text.
+  // The schedule for `lengths`: the last one when they repeat, else made now.
+  void schedule_for(const std::vector<std::int64_t>& lengths);
+  // What the program cache counts against its byte limit: device and pinned buffers, host text.
   std::size_t bytes() const {
-    std::size_t total = sizeof *this + plan.scalar_bytes + plan.checked_offsets.size() * sizeof(unsigned);
+    std::size_t total = sizeof *this + 2 * flags_offset + plan.checked_offsets.size() * 2 * sizeof(unsigned);
     for (const auto& k : plan.kernels) total += k.source.size() + k.name.size() + k.args.size() * sizeof(codegen::Arg);
-    return total;
+    return total + (key ? key->bytes() : 0);
   }
 };
 
@@ -62,15 +86,15 @@ struct Executor {
   // FUSEFLOW_LOOKBACK_EPOCHS; tests reach the restart this way).
   const unsigned max_epoch;
   std::mutex mutex;
-  // By program_key: structure, not object identity, so a program rebuilt in a loop finds
-  // the plan of the one before it.
-  LruCache<std::string, std::shared_ptr<PreparedProgram>> programs;
+  // By structure (structure.hpp), not object identity, so a program rebuilt in a loop
+  // finds the plan of the one before it.
+  LruCache<ProgramKey, std::shared_ptr<PreparedProgram>, ProgramKeyHash> programs;
   // The key of a program run lately, by the identity of its outputs, so that running the
-  // same Program object again costs a lookup instead of printing it. Each entry holds the
-  // program, so its nodes (and addresses) stay taken while the entry lives.
+  // same Program object again costs a lookup instead of a walk of its graph. Each entry
+  // holds the program, so its nodes (and addresses) stay taken while the entry lives.
   struct KnownProgram {
     Program program;
-    std::string key;
+    std::shared_ptr<const ProgramKey> key;
   };
   struct NodesHash {
     std::size_t operator()(const std::vector<const ExprNode*>& nodes) const noexcept {
@@ -81,6 +105,8 @@ struct Executor {
   };
   static constexpr std::size_t kProgramsByIdentity = 64;
   LruCache<std::vector<const ExprNode*>, KnownProgram, NodesHash> keys;
+  std::vector<const ExprNode*> output_nodes;  // reused by each lookup
+  ProgramKey walked;                          // reused by each walk
   // Counters kernels leave zeroed (Arg::Kind::Ticket): [0] the reductions' last-block
   // ticket, [1] the look-back scans' tile counter, [2] the segmented reduce's "segments
   // left to the merge path" flag.
@@ -89,33 +115,18 @@ struct Executor {
   // between launches: each launch writes and accepts only entries of its own epoch.
   std::unique_ptr<ScratchPool> status;
   CUdeviceptr status_ptr = 0;
-  unsigned epoch = 0;  // the last launch's
-
-  // Status memory of at least `bytes`. Memory new to the pool is zeroed: epoch 0 is no
-  // launch's.
-  CUdeviceptr lookback_status(Runtime& rt, const std::shared_ptr<DeviceContext>& context, std::size_t bytes) {
-    if (!status) status = std::make_unique<ScratchPool>(context);
-    const CUdeviceptr p = status->get(bytes);
-    if (p != status_ptr) rt.zero(p, status->capacity());
-    status_ptr = p;
-    return p;
-  }
-
-  // The next launch's epoch. When they run out the status is zeroed and they start again
-  // at 1, so no entry in it can carry the epoch handed out.
-  unsigned next_epoch(Runtime& rt) {
-    if (epoch == max_epoch) {
-      rt.zero(status_ptr, status->capacity());
-      epoch = 0;
-    }
-    return ++epoch;
-  }
+  // The last launch's epoch. Epoch 1 is kept for launches captured into a CUDA graph
+  // (execute.cpp): they zero the status they use first, since every replay of the graph
+  // runs with the epoch baked in at capture; the others count from 2.
+  static constexpr unsigned kCapturedEpoch = 1;
+  unsigned epoch = kCapturedEpoch;
 };
 
 // The prepared program of `program`'s structure: from the cache, or planned, compiled
-// (or fetched) and loaded now and cached.
+// (or fetched) and loaded now and cached. While the stream is being captured (`capturing`)
+// nothing may be planned, compiled or allocated: a program not prepared yet throws.
 std::shared_ptr<PreparedProgram> prepare(Runtime& rt, Executor& ex, const Program& program,
-                                         const std::shared_ptr<DeviceContext>& context);
+                                         const std::shared_ptr<DeviceContext>& context, bool capturing);
 
 }  // namespace detail
 

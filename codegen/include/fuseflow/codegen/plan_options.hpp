@@ -48,12 +48,19 @@ inline constexpr int kMaxSegmentedTileItems = 16;
 void validate(const PlanOptions& options);
 
 // Sets option `name` (a field above: scan_tile, filter_tile, segmented_tile,
-// scan_staged_from, scan_pipeline, segmented_short) from its text: a tile as
-// <block>x<items>[x<min blocks>], a count as a decimal integer, a switch as 0 or 1. For the
+// scan_staged_from, scan_pipeline, segmented_short) from its text, strictly (the parsers
+// below): a tile as <block>x<items>[x<min blocks>] within the ranges validate() checks, a
+// count as a whole number, a switch as 0/1 (off/on, false/true, no/yes). For the
 // runtime's configuration (each FUSEFLOW_* variable) and tools (fuseflow-dump --option).
 // ConfigError naming `source` (the variable or flag; `name` when empty), the text and what
 // was expected; validate() checks the ranges.
 void set_option(PlanOptions& options, const std::string& name, const std::string& text,
                 const std::string& source = "");
+
+// The one strict parser of option values (set_option and the runtime's FUSEFLOW_*
+// variables use it): the whole text or a ConfigError "<source>='<text>': expected ...".
+bool parse_switch(const std::string& source, const std::string& text);
+std::int64_t parse_count(const std::string& source, const std::string& text, std::int64_t min, std::int64_t max);
+TileShape parse_tile(const std::string& source, const std::string& text, int max_items);
 
 }  // namespace fuseflow::codegen

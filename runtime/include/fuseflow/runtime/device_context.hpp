@@ -48,6 +48,11 @@ class DeviceContext {
 
   CUdeviceptr allocate(std::size_t bytes);  // 0 for 0 bytes; OOM says asked vs free
   void free(CUdeviceptr ptr) noexcept;
+  // Page-locked host memory (a run's results land there in one asynchronous copy).
+  void* allocate_host(std::size_t bytes);
+  void free_host(void* ptr) noexcept;
+  // Whether the stream is being captured into a CUDA graph now.
+  bool capturing();
   // Both copies are ordered on the stream and complete before returning.
   void copy_to_device(CUdeviceptr dst, const void* src, std::size_t bytes);
   void copy_to_host(void* dst, CUdeviceptr src, std::size_t bytes);

@@ -21,7 +21,8 @@ namespace fuseflow::detail {
   X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction)                            \
   X(cuFuncGetAttribute) X(cuFuncSetAttribute) X(cuLaunchKernel)                            \
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor)                                          \
-  X(cuMemAllocAsync) X(cuMemFreeAsync) X(cuDeviceGetDefaultMemPool) X(cuMemPoolSetAttribute)
+  X(cuMemAllocAsync) X(cuMemFreeAsync) X(cuDeviceGetDefaultMemPool) X(cuMemPoolSetAttribute)      \
+  X(cuMemHostAlloc) X(cuMemFreeHost) X(cuStreamIsCapturing)
 
 struct DriverApi {
 #define FUSEFLOW_DRIVER_MEMBER(name) decltype(&::name) name = nullptr;

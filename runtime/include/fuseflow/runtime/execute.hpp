@@ -75,8 +75,10 @@ class Result {
   static Result counted_array(std::shared_ptr<detail::DeviceContext> ctx, CUdeviceptr ptr, DeviceCount count, Type t);
   // A scalar still on the device (run_async): read on first use of value(). `owner` keeps
   // the memory at ptr alive until then (the prepared program, should its cache evict it).
+  // `live` (a run captured into a CUDA graph): every value() reads the device again, so
+  // after each launch of the graph it gives that launch's result.
   static Result pending_scalar(std::shared_ptr<detail::DeviceContext> ctx, CUdeviceptr ptr, Type t,
-                               std::shared_ptr<const void> owner = nullptr);
+                               std::shared_ptr<const void> owner = nullptr, bool live = false);
   // An array written into memory the caller bound it to: a view, never freed or moved out.
   static Result caller_array(std::shared_ptr<detail::DeviceContext> ctx, CUdeviceptr ptr, std::size_t n, Type t);
   Result(Result&&) noexcept;
@@ -134,6 +136,7 @@ class Result {
 
   mutable Value value_;
   mutable CUdeviceptr pending_ = 0;  // device address of a scalar not read back yet
+  bool live_ = false;                // pending_ is read again by every value()
   std::shared_ptr<detail::DeviceContext> ctx_;
   bool is_array_ = false;
   CUdeviceptr ptr_ = 0;

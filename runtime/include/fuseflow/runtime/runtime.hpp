@@ -31,9 +31,16 @@
 
 namespace fuseflow {
 
+class Runtime;
 namespace detail {
 struct Executor;
+struct PreparedProgram;
+std::shared_ptr<PreparedProgram> prepare(Runtime& rt, Executor& ex, const Program& program,
+                                         const std::shared_ptr<DeviceContext>& context, bool capturing);
 }  // namespace detail
+namespace low_level {
+struct Access;
+}  // namespace low_level
 
 // How many prepared programs and loaded modules a Runtime keeps, by count and by the bytes
 // they hold; past a limit the least recently used go (a prepared program's device buffers
@@ -115,13 +122,12 @@ class KernelHandle {
   std::shared_ptr<LoadedKernel> kernel_;
 };
 
-// Thread safety: run, run_async, load_kernel, alloc, upload and download may be called
-// from several host threads at once on one Runtime. Runs are serialised (one mutex per
+// Thread safety: run, run_async, alloc, upload and download (and low_level::load_kernel)
+// may be called from several host threads at once on one Runtime. Runs are serialised (one mutex per
 // Runtime, held while a run binds, compiles, launches and, for run, copies its scalars
 // back), so they execute one after another on the Runtime's stream; compiling a program
-// for the first time holds up other threads' runs meanwhile. launch, scratch and zero are
-// the executor's building blocks and are not synchronised: call them from one thread at a
-// time, and not while another thread runs programs on this Runtime. Two Runtimes are
+// for the first time holds up other threads' runs meanwhile. The low-level building blocks
+// (fuseflow/runtime/low_level.hpp: launch, scratch, zero) are not synchronised. Two Runtimes are
 // independent (each has its own stream) and may be used concurrently, also on one device.
 class Runtime {
  public:
@@ -158,23 +164,6 @@ class Runtime {
     if (!out.empty()) context_->copy_to_host(out.data(), view.data(), view.size_bytes());
     return out;
   }
-  // Device scratch of at least `bytes`, valid until the next scratch() call.
-  CUdeviceptr scratch(std::size_t bytes);
-  // Zeroes `bytes` at `ptr`, ordered on the stream (e.g. tickets in scratch).
-  void zero(CUdeviceptr ptr, std::size_t bytes);
-
-  // --- kernels ------------------------------------------------------------------
-  // Options for this device: its sm_XX, and PTX when NVRTC is newer than the driver.
-  CompileOptions compile_options() const;
-  // Compiles (or fetches from the cache) `source` and loads `kernel_name` from it
-  // (an extern "C" __global__ function).
-  KernelHandle load_kernel(std::string_view source, std::string_view kernel_name,
-                           const CompileOptions& options, std::span<const Header> headers = {});
-  KernelHandle load_kernel(std::string_view source, std::string_view kernel_name);
-  // Launches on the runtime's stream; raises the kernel's dynamic shared memory limit
-  // when it needs more than 48 KB. `args` as for cuLaunchKernel.
-  void launch(const KernelHandle& kernel, Dim3 grid, Dim3 block, std::size_t dynamic_smem,
-              void** args);
   void synchronize();
 
   // --- programs (execute.cpp) --------------------------------------------------
@@ -198,6 +187,19 @@ class Runtime {
   // before that. Arrays are ready once the stream reaches them. Not waiting, it does not
   // report invalid segment offsets: the kernels still stay in bounds, and the results of
   // the segments concerned are unspecified.
+  //
+  // CUDA graphs: run_async may be called while the Runtime's stream is being captured
+  // (cuStreamBeginCapture / cudaStreamBeginCapture). Every operation of the run is then
+  // captured: memsets, launches. Nothing may be planned, compiled, allocated or waited for,
+  // so the program must have run once before on this Runtime with the same sizes, and its
+  // array results must be bound to the caller's memory ({result, array}); otherwise, and
+  // for run() (which waits), a CudaError (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED) says which
+  // operation cannot be captured and why, before anything is queued. A scalar result of a
+  // captured run reads the device at every value(): after each launch of the graph (on this
+  // stream, or ordered before the read) it gives that launch's value. The graph uses the
+  // Runtime's scratch, counters and look-back status: launch it on this stream, not beside
+  // other runs of this Runtime. Look-back scans zero their status in the graph, so replays
+  // never read an earlier replay's entries.
   Result run_async(const Expr& result, const Bindings& bindings = {});
   std::vector<Result> run_async(const Program& program, const Bindings& bindings = {});
 
@@ -217,7 +219,6 @@ class Runtime {
   // Hits, misses, evictions and bytes held of the prepared programs, the loaded modules
   // and the kernel cache.
   RuntimeStats stats();
-  KernelCache& cache() noexcept { return cache_; }
   CUstream stream() const noexcept { return context_->stream(); }
   CUcontext context() const noexcept { return context_->context(); }
   // Throws CudaError when an earlier error left the device unusable.
@@ -226,9 +227,31 @@ class Runtime {
   void check(CUresult result, const char* call) { context_->check(result, call); }
 
  private:
+  // The low-level building blocks (fuseflow/runtime/low_level.hpp: ff::low_level::load_kernel,
+  // launch, scratch, zero, cache, compile_options); the executor uses them too.
+  friend struct low_level::Access;
+  friend std::shared_ptr<detail::PreparedProgram> detail::prepare(Runtime&, detail::Executor&, const Program&,
+                                                                  const std::shared_ptr<detail::DeviceContext>&, bool);
+  // Device scratch of at least `bytes`, valid until the next scratch() call.
+  CUdeviceptr scratch(std::size_t bytes);
+  // Zeroes `bytes` at `ptr`, ordered on the stream (e.g. tickets in scratch).
+  void zero(CUdeviceptr ptr, std::size_t bytes);
+
+  // Options for this device: its sm_XX, and PTX when NVRTC is newer than the driver.
+  CompileOptions compile_options() const;
+  // Compiles (or fetches from the cache) `source` and loads `kernel_name` from it
+  // (an extern "C" __global__ function).
+  KernelHandle load_kernel(std::string_view source, std::string_view kernel_name,
+                           const CompileOptions& options, std::span<const Header> headers = {});
+  KernelHandle load_kernel(std::string_view source, std::string_view kernel_name);
+  // Launches on the runtime's stream; raises the kernel's dynamic shared memory limit
+  // when it needs more than 48 KB. `args` as for cuLaunchKernel.
+  void launch(const KernelHandle& kernel, Dim3 grid, Dim3 block, std::size_t dynamic_smem,
+              void** args);
   std::shared_ptr<LoadedKernel> load_module(const CacheResult& found, std::string_view kernel_name);
   std::vector<Result> execute(const Program& program, const Bindings& bindings, bool wait);
-  void launch_kernel(const KernelHandle& kernel, int grid, int block, std::size_t smem, void** args);
+  // launch, with the context current already (a run makes it current once).
+  void launch_in_scope(const KernelHandle& kernel, Dim3 grid, Dim3 block, std::size_t dynamic_smem, void** args);
   template <std::size_t... I>
   static std::array<Result, sizeof...(I)> move_to_array(std::vector<Result>& all, std::index_sequence<I...>) {
     return {std::move(all[I])...};
