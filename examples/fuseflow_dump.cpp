@@ -10,9 +10,14 @@
 //       variables of a run, by their option names)
 //   fuseflow-dump --help     (or -h: the usage on stdout; a bad argument: usage on stderr, exit 2)
 //
-// --emit ptx compiles every kernel with NVRTC (no GPU needed) and prints the PTX. A
-// program that does not parse or check prints the GraphError and exits with 1.
+// --emit ptx compiles every kernel with NVRTC (no GPU needed) and prints the PTX. --emit
+// times compiles every kernel as a first run would (memory-only cache, cubin) and prints
+// one row: planning, NVRTC's load, and the compile split into NVRTC's phases (front end,
+// NVVM optimiser, ptxas), summed over the kernels; `--emit times-header` prints the
+// header row. A program that does not parse or check prints the GraphError and exits with 1.
 #include <cerrno>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -23,14 +28,16 @@
 #include "catalog/catalog.hpp"
 #include <fuseflow/codegen/plan.hpp>
 #include <fuseflow/runtime/compiler.hpp>
+#include <fuseflow/runtime/kernel_cache.hpp>
 
 namespace ff = fuseflow;
 
 namespace {
 void print_usage(std::ostream& out) {
   out << "usage: fuseflow-dump --list\n"
-      << "       fuseflow-dump --example NAME [--emit program|plan|cuda|ptx] [--arch sm_90|sm_80]\n"
-      << "       fuseflow-dump --program FILE|- [--emit program|plan|cuda|ptx] [--arch sm_90|sm_80]\n"
+      << "       fuseflow-dump --example NAME [--emit program|plan|cuda|ptx|times] [--arch sm_90|sm_80]\n"
+      << "       fuseflow-dump --program FILE|- [--emit program|plan|cuda|ptx|times] [--arch sm_90|sm_80]\n"
+      << "       fuseflow-dump --emit times-header\n"
       << "       ... [--option NAME=VALUE]... (plan options: scan_tile, filter_tile, segmented_tile,\n"
       << "           scan_staged_from, scan_pipeline, segmented_short)\n"
       << "       fuseflow-dump --help | -h\n";
@@ -54,6 +61,43 @@ std::string read_text(const std::string& path) {
   text << (path == "-" ? std::cin.rdbuf() : file.rdbuf());
   return text.str();
 }
+
+double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+const char* kTimesHeader =
+    "program                        kernels  plan ms  nvrtc load  front end  optimizer   ptxas  nvrtc other  compile ms\n";
+
+// One row of the first-run split (--emit times): what a fresh process pays before the
+// first launch, less the CUDA context and module load.
+void print_times(const std::string& name, const ff::Program& p, const ff::codegen::Target& target,
+                 const ff::codegen::PlanOptions& plan_options, const std::string& arch) {
+  auto start = std::chrono::steady_clock::now();
+  (void)ff::Compiler::version();  // dlopen of libnvrtc, as a Runtime's constructor does
+  const double load_ms = ms_since(start);
+  start = std::chrono::steady_clock::now();
+  const ff::codegen::Plan plan = ff::codegen::plan(p, target, plan_options);
+  const double plan_ms = ms_since(start);
+  std::vector<ff::Header> headers;
+  for (const auto& h : ff::codegen::device_headers()) headers.push_back({h.name, h.text});
+  ff::KernelCache cache(ff::CacheSettings{});  // memory only: every kernel compiled once
+  ff::CompileOptions options;
+  options.arch = arch;
+  ff::CompilePhases sum;
+  start = std::chrono::steady_clock::now();
+  for (const auto& k : plan.kernels) {
+    const ff::CacheResult r = cache.get(k.name, k.source, options, headers, /*time_phases=*/true);
+    sum.front_end_ms += r.phases.front_end_ms;
+    sum.optimizer_ms += r.phases.optimizer_ms;
+    sum.ptxas_ms += r.phases.ptxas_ms;
+    sum.total_ms += r.phases.total_ms;
+  }
+  const double compile_ms = ms_since(start);
+  std::printf("%-30s %7zu %8.1f %11.1f %10.0f %10.0f %7.0f %12.0f %11.1f\n", name.c_str(), plan.kernels.size(),
+              plan_ms, load_ms, sum.front_end_ms, sum.optimizer_ms, sum.ptxas_ms,
+              sum.total_ms - sum.front_end_ms - sum.optimizer_ms - sum.ptxas_ms, compile_ms);
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -76,6 +120,10 @@ int main(int argc, char** argv) {
     else if (a == "--arch") arch = value();
     else if (a == "--option") option_texts.push_back(value());
     else return usage(("unknown argument " + a).c_str());
+  }
+  if (emit == "times-header") {
+    std::cout << kTimesHeader;
+    return 0;
   }
   if (example.empty() == program_file.empty()) return usage("one of --example NAME and --program FILE is required");
   try {
@@ -101,6 +149,8 @@ int main(int argc, char** argv) {
       for (const auto& h : ff::codegen::device_headers()) headers.push_back({h.name, h.text});
       for (const auto& k : ff::codegen::plan(p, target, plan_options).kernels)
         std::cout << ff::Compiler::ptx(k.source, options, headers, k.name);
+    } else if (emit == "times") {
+      print_times(example.empty() ? program_file : example, p, target, plan_options, arch);
     } else {
       return usage(("unknown --emit " + emit).c_str());
     }

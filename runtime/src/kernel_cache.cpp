@@ -118,7 +118,8 @@ CacheStats KernelCache::stats() const {
 }
 
 CacheResult KernelCache::get(std::string_view kernel_name, std::string_view source,
-                             const CompileOptions& options, std::span<const Header> headers) {
+                             const CompileOptions& options, std::span<const Header> headers,
+                             bool time_phases) {
   const Clock::time_point start = Clock::now();
   const std::string options_key = options.key();
   CacheResult result;
@@ -143,7 +144,8 @@ CacheResult KernelCache::get(std::string_view kernel_name, std::string_view sour
     result.outcome = result.kernel ? CacheOutcome::disk_hit : CacheOutcome::compiled;
     if (!result.kernel) {
       auto compiled = std::make_shared<const CompiledKernel>(
-          Compiler::compile(source, kernel_name, options, headers));
+          Compiler::compile(source, kernel_name, options, headers,
+                            time_phases || settings_.log_compile ? &result.phases : nullptr));
       const bool tried = disk_ && disk_->enabled();
       const bool stored = tried && disk_->store(result.hash, key, encode_kernel(*compiled));
       std::lock_guard lock(mutex_);
@@ -172,7 +174,7 @@ CacheResult KernelCache::get(std::string_view kernel_name, std::string_view sour
                           *result.kernel);
   }
   result.milliseconds = milliseconds_since(start);
-  if (settings_.log) report(kernel_name, result.hash, result.outcome, result.milliseconds);
+  if (settings_.log || settings_.log_compile) report(kernel_name, result);
   return result;
 }
 
@@ -201,14 +203,20 @@ std::shared_ptr<const CompiledKernel> KernelCache::load_from_disk(std::uint64_t 
   return std::make_shared<const CompiledKernel>(std::move(*kernel));
 }
 
-void KernelCache::report(std::string_view kernel_name, std::uint64_t hash, CacheOutcome outcome,
-                         double milliseconds) const {
+void KernelCache::report(std::string_view kernel_name, const CacheResult& result) const {
   const std::string name(kernel_name);
-  if (outcome == CacheOutcome::memory_hit) {
-    std::fprintf(stderr, "fuseflow: %s %s: memory hit\n", name.c_str(), hex64(hash).c_str());
+  const double ms = result.milliseconds;
+  const CompilePhases& p = result.phases;
+  if (result.outcome == CacheOutcome::memory_hit) {
+    std::fprintf(stderr, "fuseflow: %s %s: memory hit\n", name.c_str(), hex64(result.hash).c_str());
+  } else if (result.outcome == CacheOutcome::compiled && p.measured) {
+    std::fprintf(stderr,
+                 "fuseflow: %s %s: compiled (%.*f ms: front end %.0f, optimizer %.0f, ptxas %.0f, nvrtc other %.0f)\n",
+                 name.c_str(), hex64(result.hash).c_str(), ms < 10 ? 1 : 0, ms, p.front_end_ms, p.optimizer_ms,
+                 p.ptxas_ms, p.total_ms - p.front_end_ms - p.optimizer_ms - p.ptxas_ms);
   } else {
-    std::fprintf(stderr, "fuseflow: %s %s: %s (%.*f ms)\n", name.c_str(), hex64(hash).c_str(),
-                 to_string(outcome), milliseconds < 10 ? 1 : 0, milliseconds);
+    std::fprintf(stderr, "fuseflow: %s %s: %s (%.*f ms)\n", name.c_str(), hex64(result.hash).c_str(),
+                 to_string(result.outcome), ms < 10 ? 1 : 0, ms);
   }
 }
 

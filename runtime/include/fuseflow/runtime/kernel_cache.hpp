@@ -25,6 +25,9 @@ struct CacheSettings {
   std::optional<std::filesystem::path> disk_dir;  // nullopt: memory only
   std::optional<std::filesystem::path> dump_dir;  // FUSEFLOW_DUMP
   bool log = false;                               // FUSEFLOW_LOG=1
+  // FUSEFLOW_LOG=compile: as log, and each compile's split into NVRTC's phases (front
+  // end, NVVM optimiser, ptxas) beside its total.
+  bool log_compile = false;
   // The compiled kernels kept in memory (source and binary each), least recently used
   // first out; the disk keeps them all.
   std::size_t memory_entries = 1024;
@@ -44,6 +47,7 @@ struct CacheResult {
   std::uint64_t hash = 0;
   CacheOutcome outcome = CacheOutcome::compiled;
   double milliseconds = 0;  // time spent in get()
+  CompilePhases phases;     // when compiled with settings.log_compile or get(..., time_phases)
 };
 
 struct CacheStats {
@@ -65,8 +69,11 @@ class KernelCache {
 
   // The kernel for this source, from memory, disk or NVRTC (in that order). Throws
   // CompileError if NVRTC rejects the source; cache I/O problems never throw.
+  // time_phases: a compile also reports NVRTC's phases in CacheResult::phases (as
+  // settings.log_compile does).
   CacheResult get(std::string_view kernel_name, std::string_view source,
-                  const CompileOptions& options, std::span<const Header> headers = {});
+                  const CompileOptions& options, std::span<const Header> headers = {},
+                  bool time_phases = false);
 
   CacheStats stats() const;
   const CacheSettings& settings() const noexcept { return settings_; }
@@ -89,8 +96,7 @@ class KernelCache {
   };
 
   std::shared_ptr<const CompiledKernel> load_from_disk(std::uint64_t hash, const std::string& key);
-  void report(std::string_view kernel_name, std::uint64_t hash, CacheOutcome outcome,
-              double milliseconds) const;
+  void report(std::string_view kernel_name, const CacheResult& result) const;
 
   CacheSettings settings_;
   std::unique_ptr<DiskCache> disk_;
