@@ -96,6 +96,7 @@ EnvironmentConfig read_environment() {
       config.cache.disk_dir = *home / ".cache" / "fuseflow";
     }
   }
+  config.cache.read_only = flag("FUSEFLOW_CACHE_READONLY", false);
   config.cache.dump_dir = path_variable("FUSEFLOW_DUMP");
   // FUSEFLOW_LOG: 0/1, or "compile" (also each compile's NVRTC phases).
   if (const std::string log = variable("FUSEFLOW_LOG"); log == "compile") {

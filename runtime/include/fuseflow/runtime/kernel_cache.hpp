@@ -2,7 +2,9 @@
 // The kernel cache: a thread-safe in-memory map in front of a DiskCache, compiling with
 // NVRTC on a miss. The key covers everything that can change the binary: kernel name,
 // source, every header's content, CompileOptions::key() (arch included) and the NVRTC
-// version. It also implements FUSEFLOW_DUMP and FUSEFLOW_LOG, since it is the one place
+// version. The source's leading comment lines (the generated kernels' description of
+// their program) are left out of the key unless line_info is set: they cannot change the
+// binary, and kernels that differ only there (one scan in several programs) compile once. It also implements FUSEFLOW_DUMP and FUSEFLOW_LOG, since it is the one place
 // that sees every kernel and knows how it was obtained.
 #include <cstdint>
 #include <filesystem>
@@ -13,6 +15,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "fuseflow/runtime/compile_options.hpp"
 #include "fuseflow/runtime/compiler.hpp"
@@ -23,6 +26,11 @@ namespace fuseflow {
 
 struct CacheSettings {
   std::optional<std::filesystem::path> disk_dir;  // nullopt: memory only
+  // A cache directory shipped read-only (a container image, a shared mount; the
+  // FUSEFLOW_CACHE_READONLY=1 variable): its entries are served, a kernel not in it is
+  // compiled and kept in memory, nothing is written, and the first such kernel prints one
+  // warning. Set it explicitly where the process could write anyway (as root).
+  bool read_only = false;
   std::optional<std::filesystem::path> dump_dir;  // FUSEFLOW_DUMP
   bool log = false;                               // FUSEFLOW_LOG=1
   // FUSEFLOW_LOG=compile: as log, and each compile's split into NVRTC's phases (front
@@ -40,6 +48,12 @@ struct CacheSettings {
 };
 
 enum class CacheOutcome { memory_hit, disk_hit, compiled };
+
+// One kernel of a batch (KernelCache::get_all).
+struct KernelSource {
+  std::string_view name;
+  std::string_view source;
+};
 const char* to_string(CacheOutcome outcome) noexcept;
 
 struct CacheResult {
@@ -74,6 +88,15 @@ class KernelCache {
   CacheResult get(std::string_view kernel_name, std::string_view source,
                   const CompileOptions& options, std::span<const Header> headers = {},
                   bool time_phases = false);
+
+  // The kernels of a batch (a program's, or several programs' for precompiling): each
+  // from memory, disk or NVRTC as get() does, the misses compiled in parallel threads
+  // (each its own NVRTC program; at most `threads`, 0: one per hardware thread) and each
+  // distinct kernel once. Results in the order given; the first CompileError (in that
+  // order) is rethrown once every compile has finished.
+  std::vector<CacheResult> get_all(std::span<const KernelSource> kernels, const CompileOptions& options,
+                                   std::span<const Header> headers = {}, bool time_phases = false,
+                                   unsigned threads = 0);
 
   CacheStats stats() const;
   const CacheSettings& settings() const noexcept { return settings_; }
