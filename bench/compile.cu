@@ -6,6 +6,8 @@
 //   disk hit    the directory the cold run filled: no NVRTC.
 //   memory hit  a later run of the same Program in that process (plan memoised, kernels
 //               loaded): host wall time, median of 21.
+//   cold PTX    as cold, with RuntimeOptions::force_ptx: NVRTC stops at PTX (no ptxas) and
+//               the driver JIT-compiles it at module load (its cache off: CUDA_CACHE_DISABLE=1).
 // The cold run's compile is split as FUSEFLOW_LOG=compile prints it (NVRTC's front end,
 // NVVM optimiser, ptxas, NVRTC's other time), summed over its kernels; `rest` is the cold
 // run less those: planning, module load, launch, the copy back.
@@ -153,14 +155,18 @@ Anchor cupy_anchor(const std::string& which, const std::string& cache_dir) {
 
 // The child: `--compile-child NAME` (one program: context, first run, warm runs) or
 // `--compile-child ALL [precompile]` (every bindable catalog program, one after the other,
-// first runs only, optionally after one Runtime::precompile of them all). Prints
+// first runs only, optionally after one Runtime::precompile of them all); a last argument
+// `ptx`: RuntimeOptions::force_ptx. Prints
 // "child <context ms> <first ms or total> <warm us> <compiles> <disk hits>".
 int compile_child(int argc, char** argv) {
   if (argc < 3) return 2;
   const std::string name = argv[2];
   const bool precompile = argc > 3 && std::string(argv[3]) == "precompile";
+  const bool ptx = std::string(argv[argc - 1]) == "ptx";
   Clock::time_point t0 = Clock::now();
-  ff::Runtime rt;
+  ff::RuntimeOptions options;
+  options.force_ptx = ptx;
+  ff::Runtime rt(options);
   const double context_ms = ms_since(t0);
   std::vector<ff::Program> programs;
   if (name == "ALL") {
@@ -202,14 +208,15 @@ std::vector<CompileRow> measure_compile(const Options& opt) {
   const std::string root = ::mkdtemp(pattern) ? pattern : "/tmp/fuseflow-bench-compile";
   std::vector<CompileRow> rows;
   std::printf("  each case in a fresh process (n = 2^16); ms unless said; compile split summed over the kernels\n");
-  std::printf("  %-28s %7s %8s %6s %6s %6s %6s %6s %8s %8s\n", "program", "context", "cold", "front", "nvvm", "ptxas",
-              "other", "rest", "disk hit", "mem us");
+  std::printf("  %-28s %7s %8s %6s %6s %6s %6s %6s %8s %8s %8s\n", "program", "context", "cold", "front", "nvvm", "ptxas",
+              "other", "rest", "cold PTX", "disk hit", "mem us");
   double cold_total = 0, disk_total = 0;
   for (const std::string& name : names) {
     const std::string dir = root + "/" + name;
     const std::string env = "FUSEFLOW_CACHE=1 FUSEFLOW_CACHE_DIR='" + dir + "'";
     const ChildRow cold = spawn(env + " FUSEFLOW_LOG=compile", name);
     const ChildRow disk = spawn(env, name);
+    const ChildRow ptx = spawn("FUSEFLOW_CACHE=0 CUDA_CACHE_DISABLE=1", name + " ptx");
     CompileRow r;
     r.program = name;
     r.cold_ms = cold.first_ms;
@@ -219,11 +226,13 @@ std::vector<CompileRow> measure_compile(const Options& opt) {
     rows.push_back(r);
     cold_total += cold.first_ms;
     disk_total += disk.first_ms;
-    std::printf("  %-28s %7.1f %8.1f %6.0f %6.0f %6.0f %6.0f %6.1f %8.2f %8.1f%s\n", name.c_str(), cold.context_ms,
+    std::printf("  %-28s %7.1f %8.1f %6.0f %6.0f %6.0f %6.0f %6.1f %8.1f %8.2f %8.1f%s\n", name.c_str(), cold.context_ms,
                 cold.first_ms, cold.front_end, cold.optimizer, cold.ptxas, cold.nvrtc_other,
-                cold.first_ms - cold.compile_ms, disk.first_ms, disk.warm_us, cold.ok && disk.ok ? "" : "  (failed)");
+                cold.first_ms - cold.compile_ms, ptx.first_ms, disk.first_ms, disk.warm_us,
+                cold.ok && disk.ok && ptx.ok ? "" : "  (failed)");
   }
   std::printf("  sum over these programs, each alone: cold %.0f ms, disk hit %.1f ms\n", cold_total, disk_total);
+  std::printf("  (rest = cold less its compiles: planning, module load, launch, copy back; context apart)\n");
 
   const ChildRow serial = spawn("FUSEFLOW_CACHE=0", "ALL");
   const ChildRow ahead = spawn("FUSEFLOW_CACHE=0", "ALL precompile");
