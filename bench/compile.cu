@@ -1,81 +1,256 @@
-// The first run of a fresh program, NVRTC compile included, in Runtimes of their own.
+// The compile group (issue 22): what the first run of a program costs, per catalog program,
+// each case in a fresh process (this binary started again with --compile-child, so that
+// nothing is cached in memory; the process start itself is not timed):
+//   cold        an empty kernel cache directory: plan, NVRTC, module load, run. The CUDA
+//               context (and NVRTC's loading, hidden behind it) is timed apart: `context`.
+//   disk hit    the directory the cold run filled: no NVRTC.
+//   memory hit  a later run of the same Program in that process (plan memoised, kernels
+//               loaded): host wall time, median of 21.
+//   cold PTX    as cold, with RuntimeOptions::force_ptx: NVRTC stops at PTX (no ptxas) and
+//               the driver JIT-compiles it at module load (its cache off: CUDA_CACHE_DISABLE=1).
+// The cold run's compile is split as FUSEFLOW_LOG=compile prints it (NVRTC's front end,
+// NVVM optimiser, ptxas, NVRTC's other time), summed over its kernels; `rest` is the cold
+// run less those: planning, module load, launch, the copy back.
+// Then the catalog one after the other in one fresh process, cold, as runs (each program's
+// kernels compiled one after another) and after Runtime::precompile of all of them (the
+// kernels compiled in parallel); and CuPy's cold ReductionKernel, ElementwiseKernel and
+// cumsum in fresh processes (compile_anchors.py), cold and from its disk cache.
+// Programs with tuple-typed inputs (matmul2x2) are left out: no generic input for them.
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstddef>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "catalog/catalog.hpp"
-#include "fuseflow/runtime/low_level.hpp"
 #include "harness.hpp"
 
+#ifndef FUSEFLOW_BENCH_COMPILE_ANCHOR_SCRIPT
+#define FUSEFLOW_BENCH_COMPILE_ANCHOR_SCRIPT "bench/compile_anchors.py"
+#endif
+
 namespace ffbench {
+namespace {
 
 using Clock = std::chrono::steady_clock;
+constexpr std::size_t kN = std::size_t{1} << 16;
+constexpr std::size_t kSegment = 16;  // offsets inputs: segments of 16
 
-std::vector<CompileRow> measure_compile(const Options&) {
-  const std::vector<std::string> names = {"sum", "sum_of_squares", "dot", "argmax", "mssp"};
-  const std::size_t n = 1 << 16;
-  std::vector<CompileRow> rows(names.size());
-  for (std::size_t i = 0; i < names.size(); ++i) rows[i].program = names[i];
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
-  auto run_first = [&](ff::Runtime& rt, std::size_t i, double* first_ms, double* warm_us) {
-    ff::Program p = ff::catalog::find(names[i]).build();
-    ff::Bindings b;
-    std::vector<ff::DeviceArray<float>> fa;
-    std::vector<ff::DeviceArray<int>> ia;
-    for (const ff::Expr& in : p.inputs()) {
-      if (names[i] == "mssp") {
-        std::vector<int> h(n);
-        for (std::size_t j = 0; j < n; ++j) h[j] = (int)(hash32(j, 5) % 201u) - 100 == 0 ? 1 : (int)(hash32(j, 5) % 201u) - 100;
-        ia.push_back(rt.upload(h));
-      } else {
-        std::vector<float> h(n);
-        for (std::size_t j = 0; j < n; ++j) h[j] = 0.5f + (float)(hash32(j, 7 + (unsigned)fa.size()) >> 8) / 16777216.0f;
-        fa.push_back(rt.upload(h));
-      }
-    }
-    std::size_t fi = 0, ii = 0;
-    for (const ff::Expr& in : p.inputs()) {
-      if (names[i] == "mssp")
-        b.push_back({in, ff::Binding(ia[ii++])});
-      else
-        b.push_back({in, ff::Binding(fa[fi++])});
-    }
-    rt.synchronize();
-    auto t0 = Clock::now();
-    (void)rt.run(p, b);
-    auto t1 = Clock::now();
-    *first_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
-    if (warm_us) {
-      std::vector<double> w;
-      for (int r = 0; r < 21; ++r) {
-        auto a = Clock::now();
-        (void)rt.run(p, b);
-        w.push_back(std::chrono::duration<double, std::micro>(Clock::now() - a).count());
-      }
-      *warm_us = median(w);
-    }
-  };
-
-  {
-    ff::RuntimeOptions o;
-    o.cache = ff::CacheSettings{};  // memory only: as FUSEFLOW_CACHE=0, every kernel is compiled
-    ff::Runtime cold(o);
-    for (std::size_t i = 0; i < names.size(); ++i) run_first(cold, i, &rows[i].cold_ms, &rows[i].warm_us);
+bool bindable(const ff::Program& p) {
+  for (const ff::Expr& in : p.inputs()) {
+    const std::string t = in.type().name();
+    if (t != "f32" && t != "i32" && t != "u32") return false;
   }
-  {
-    ff::Runtime def;  // the environment's cache settings
-    for (std::size_t i = 0; i < names.size(); ++i) {
-      const ff::CacheStats before = ff::low_level::cache(def).stats();
-      run_first(def, i, &rows[i].default_ms, nullptr);
-      const ff::CacheStats after = ff::low_level::cache(def).stats();
-      rows[i].default_outcome = after.compiles > before.compiles     ? "compiled"
-                                : after.disk_hits > before.disk_hits ? "disk hit"
-                                                                     : "memory hit";
-    }
-  }
-  return rows;
+  for (const ff::Expr& param : p.params())
+    if (param.type().name() != "f32") return false;
+  return true;
 }
 
+// Inputs for any catalog program with scalar inputs: f32 in [0.5, 1.5), integers in
+// [0, 9) (keys and bins of the sorts and histograms), offsets every kSegment elements.
+struct Inputs {
+  std::vector<ff::DeviceArray<float>> f;
+  std::vector<ff::DeviceArray<int>> i;
+  std::vector<ff::DeviceArray<unsigned>> u;
+  ff::Bindings bindings;
+  Inputs(ff::Runtime& rt, const ff::Program& p) {
+    f.reserve(8), i.reserve(8), u.reserve(8);
+    unsigned seed = 1;
+    for (const ff::Expr& in : p.inputs()) {
+      const std::string t = in.type().name();
+      if (in.node().name == "offsets") {
+        std::vector<int> h;
+        for (std::size_t s = 0; s <= kN; s += kSegment) h.push_back(static_cast<int>(s));
+        i.push_back(rt.upload(h));
+        bindings.push_back({in, ff::Binding(i.back())});
+      } else if (t == "f32") {
+        std::vector<float> h(kN);
+        for (std::size_t j = 0; j < kN; ++j) h[j] = 0.5f + (float)(hash32(j, seed) >> 8) / 16777216.0f;
+        f.push_back(rt.upload(h));
+        bindings.push_back({in, ff::Binding(f.back())});
+      } else if (t == "i32") {
+        std::vector<int> h(kN);
+        for (std::size_t j = 0; j < kN; ++j) h[j] = (int)(hash32(j, seed) % 9u);
+        i.push_back(rt.upload(h));
+        bindings.push_back({in, ff::Binding(i.back())});
+      } else {
+        std::vector<unsigned> h(kN);
+        for (std::size_t j = 0; j < kN; ++j) h[j] = hash32(j, seed) % 9u;
+        u.push_back(rt.upload(h));
+        bindings.push_back({in, ff::Binding(u.back())});
+      }
+      ++seed;
+    }
+    for (const ff::Expr& param : p.params()) bindings.push_back({param, ff::Binding(0.5f)});
+  }
+};
+
+// One run to completion: results on the host or, for arrays, the stream drained.
+void run_once(ff::Runtime& rt, const ff::Program& p, const ff::Bindings& b) {
+  (void)rt.run(p, b);
+  rt.synchronize();
+}
+
+struct ChildRow {
+  double context_ms = NAN, first_ms = NAN, warm_us = NAN, compiles = 0, disk_hits = 0;
+  double front_end = 0, optimizer = 0, ptxas = 0, nvrtc_other = 0, compile_ms = 0;
+  bool ok = false;
+};
+
+// Starts this binary again (`args` after --compile-child) with `env` set, and reads its
+// "child ..." line and, with FUSEFLOW_LOG=compile, the compile lines of the kernel cache.
+ChildRow spawn(const std::string& env, const std::string& args) {
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  const std::string cmd = env + " '" + self + "' --compile-child " + args + " 2>&1";
+  std::fflush(stdout);
+  ChildRow row;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return row;
+  char line[1024];
+  while (std::fgets(line, sizeof line, p)) {
+    double fe = 0, opt = 0, px = 0, other = 0, ms = 0;
+    if (std::sscanf(line, "child %lf %lf %lf %lf %lf", &row.context_ms, &row.first_ms, &row.warm_us, &row.compiles,
+                    &row.disk_hits) == 5) {
+      row.ok = true;
+    } else if (const char* at = std::strstr(line, ": compiled (");
+               at && std::sscanf(at, ": compiled (%lf ms: front end %lf, optimizer %lf, ptxas %lf, nvrtc other %lf)", &ms,
+                                 &fe, &opt, &px, &other) == 5) {
+      row.front_end += fe, row.optimizer += opt, row.ptxas += px, row.nvrtc_other += other, row.compile_ms += ms;
+    } else if (!std::strstr(line, ": disk hit (") && !std::strstr(line, ": memory hit")) {
+      std::printf("    child: %s", line);
+    }
+  }
+  if (pclose(p) != 0) row.ok = false;
+  return row;
+}
+
+struct Anchor {
+  double context_ms = NAN, first_ms = NAN, second_us = NAN;
+};
+
+Anchor cupy_anchor(const std::string& which, const std::string& cache_dir) {
+  const std::string cmd = "CUPY_CACHE_DIR='" + cache_dir + "' python3 '" FUSEFLOW_BENCH_COMPILE_ANCHOR_SCRIPT "' " + which + " 2>&1";
+  std::fflush(stdout);
+  Anchor a;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return a;
+  char line[512], name[64];
+  while (std::fgets(line, sizeof line, p))
+    if (std::sscanf(line, "anchor cupy %63s %lf %lf %lf", name, &a.context_ms, &a.first_ms, &a.second_us) != 4)
+      std::printf("    cupy: %s", line);
+  pclose(p);
+  return a;
+}
+
+}  // namespace
+
+// The child: `--compile-child NAME` (one program: context, first run, warm runs) or
+// `--compile-child ALL [precompile]` (every bindable catalog program, one after the other,
+// first runs only, optionally after one Runtime::precompile of them all); a last argument
+// `ptx`: RuntimeOptions::force_ptx. Prints
+// "child <context ms> <first ms or total> <warm us> <compiles> <disk hits>".
+int compile_child(int argc, char** argv) {
+  if (argc < 3) return 2;
+  const std::string name = argv[2];
+  const bool precompile = argc > 3 && std::string(argv[3]) == "precompile";
+  const bool ptx = std::string(argv[argc - 1]) == "ptx";
+  Clock::time_point t0 = Clock::now();
+  ff::RuntimeOptions options;
+  options.force_ptx = ptx;
+  ff::Runtime rt(options);
+  const double context_ms = ms_since(t0);
+  std::vector<ff::Program> programs;
+  if (name == "ALL") {
+    for (const auto& e : ff::catalog::entries())
+      if (ff::Program p = e.build(); bindable(p)) programs.push_back(p);
+  } else {
+    programs.push_back(ff::catalog::find(name).build());
+  }
+  std::vector<Inputs> inputs;
+  inputs.reserve(programs.size());
+  for (const ff::Program& p : programs) inputs.emplace_back(rt, p);
+  rt.synchronize();
+  t0 = Clock::now();
+  if (precompile) (void)rt.precompile(programs).get();
+  for (std::size_t k = 0; k < programs.size(); ++k) run_once(rt, programs[k], inputs[k].bindings);
+  const double first_ms = ms_since(t0);
+  double warm_us = NAN;
+  if (programs.size() == 1) {
+    std::vector<double> w;
+    for (int r = 0; r < 21; ++r) {
+      const Clock::time_point a = Clock::now();
+      run_once(rt, programs[0], inputs[0].bindings);
+      w.push_back(ms_since(a) * 1e3);
+    }
+    warm_us = median(w);
+  }
+  const ff::CacheStats s = rt.stats().kernels;
+  std::printf("child %.3f %.3f %.2f %llu %llu\n", context_ms, first_ms, warm_us, (unsigned long long)s.compiles,
+              (unsigned long long)s.disk_hits);
+  return 0;
+}
+
+std::vector<CompileRow> measure_compile(const Options& opt) {
+  std::vector<std::string> names;
+  for (const auto& e : ff::catalog::entries())
+    if (bindable(e.build())) names.push_back(e.name);
+  if (opt.quick) names.resize(std::min<std::size_t>(names.size(), 5));
+  char pattern[] = "/tmp/fuseflow-bench-compile-XXXXXX";
+  const std::string root = ::mkdtemp(pattern) ? pattern : "/tmp/fuseflow-bench-compile";
+  std::vector<CompileRow> rows;
+  std::printf("  each case in a fresh process (n = 2^16); ms unless said; compile split summed over the kernels\n");
+  std::printf("  %-28s %7s %8s %6s %6s %6s %6s %6s %8s %8s %8s\n", "program", "context", "cold", "front", "nvvm", "ptxas",
+              "other", "rest", "cold PTX", "disk hit", "mem us");
+  double cold_total = 0, disk_total = 0;
+  for (const std::string& name : names) {
+    const std::string dir = root + "/" + name;
+    const std::string env = "FUSEFLOW_CACHE=1 FUSEFLOW_CACHE_DIR='" + dir + "'";
+    const ChildRow cold = spawn(env + " FUSEFLOW_LOG=compile", name);
+    const ChildRow disk = spawn(env, name);
+    const ChildRow ptx = spawn("FUSEFLOW_CACHE=0 CUDA_CACHE_DISABLE=1", name + " ptx");
+    CompileRow r;
+    r.program = name;
+    r.cold_ms = cold.first_ms;
+    r.default_ms = disk.first_ms;
+    r.default_outcome = !disk.ok ? "failed" : disk.compiles > 0 ? "compiled" : "disk hit";
+    r.warm_us = disk.warm_us;
+    rows.push_back(r);
+    cold_total += cold.first_ms;
+    disk_total += disk.first_ms;
+    std::printf("  %-28s %7.1f %8.1f %6.0f %6.0f %6.0f %6.0f %6.1f %8.1f %8.2f %8.1f%s\n", name.c_str(), cold.context_ms,
+                cold.first_ms, cold.front_end, cold.optimizer, cold.ptxas, cold.nvrtc_other,
+                cold.first_ms - cold.compile_ms, ptx.first_ms, disk.first_ms, disk.warm_us,
+                cold.ok && disk.ok && ptx.ok ? "" : "  (failed)");
+  }
+  std::printf("  sum over these programs, each alone: cold %.0f ms, disk hit %.1f ms\n", cold_total, disk_total);
+  std::printf("  (rest = cold less its compiles: planning, module load, launch, copy back; context apart)\n");
+
+  const ChildRow serial = spawn("FUSEFLOW_CACHE=0", "ALL");
+  const ChildRow ahead = spawn("FUSEFLOW_CACHE=0", "ALL precompile");
+  std::printf("  the %zu programs one after the other in one fresh process, cold: %.0f ms as runs (%g compiles), "
+              "%.0f ms after one Runtime::precompile of them all (%g compiles)\n",
+              names.size(), serial.first_ms, serial.compiles, ahead.first_ms, ahead.compiles);
+
+  std::printf("  CuPy, fresh process each (context: import + context; first: compile + run; second: us):\n");
+  for (const char* which : {"reduction", "elementwise", "cumsum"}) {
+    const std::string dir = root + "/cupy-" + which;
+    const Anchor cold = cupy_anchor(which, dir);
+    const Anchor disk = cupy_anchor(which, dir);
+    std::printf("  cupy %-12s context %7.1f  cold first %7.1f  disk-cache first %7.2f  second %7.1f us\n", which,
+                cold.context_ms, cold.first_ms, disk.first_ms, disk.second_us);
+  }
+  std::error_code ignored;
+  std::filesystem::remove_all(root, ignored);
+  return rows;
+}
 
 }  // namespace ffbench

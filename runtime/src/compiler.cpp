@@ -1,5 +1,7 @@
 #include "fuseflow/runtime/compiler.hpp"
 
+#include <chrono>
+#include <cstdlib>
 #include <memory>
 #include <vector>
 
@@ -58,10 +60,40 @@ std::string program_cubin(const Compiling& site, nvrtcProgram program) {
   return cubin;
 }
 
+// NVRTC's --time=- table, at the end of the log:
+//   File name, phase name, metric, unit
+//   k.cu, CUDA C++ Frontend, 9, ms
+//   k.cu, NVVM Optimizer, 26, ms
+//   k.cu, PTX Translation, 29, ms
+// Fills `phases` from it and removes it from `log`.
+void take_phase_table(std::string& log, CompilePhases& phases) {
+  const std::size_t at = log.find("File name, phase name, metric, unit");
+  if (at == std::string::npos) return;
+  std::size_t line = log.find('\n', at);
+  while (line != std::string::npos && line + 1 < log.size()) {
+    const std::size_t end = log.find('\n', line + 1);
+    const std::string row = log.substr(line + 1, end == std::string::npos ? std::string::npos : end - line - 1);
+    line = end;
+    const std::size_t c1 = row.find(", "), c2 = row.find(", ", c1 == std::string::npos ? 0 : c1 + 2);
+    if (c1 == std::string::npos || c2 == std::string::npos) continue;
+    const std::string phase = row.substr(c1 + 2, c2 - c1 - 2);
+    const double ms = std::strtod(row.c_str() + c2 + 2, nullptr);
+    if (phase.find("Frontend") != std::string::npos) phases.front_end_ms += ms;
+    else if (phase.find("NVVM") != std::string::npos) phases.optimizer_ms += ms;
+    else if (phase.find("PTX") != std::string::npos) phases.ptxas_ms += ms;
+    else continue;
+    phases.measured = true;
+  }
+  log.erase(at);
+  while (!log.empty() && (log.back() == '\n' || log.back() == ' ')) log.pop_back();
+}
+
 }  // namespace
 
 CompiledKernel Compiler::compile(std::string_view source, std::string_view kernel_name,
-                                 const CompileOptions& options, std::span<const Header> headers) {
+                                 const CompileOptions& options, std::span<const Header> headers,
+                                 CompilePhases* phases) {
+  const auto start = std::chrono::steady_clock::now();
   const std::string program_name = std::string(kernel_name) + ".cu";
   const std::string source_text(source);  // NVRTC wants NUL-terminated text
   std::vector<const char*> header_contents, header_names;
@@ -77,7 +109,8 @@ CompiledKernel Compiler::compile(std::string_view source, std::string_view kerne
               "nvrtcCreateProgram");
   Program program(raw);
 
-  const std::vector<std::string> flags = options.nvrtc_flags();
+  std::vector<std::string> flags = options.nvrtc_flags();
+  if (phases) flags.push_back("--time=-");
   std::vector<const char*> flag_ptrs;
   for (const std::string& flag : flags) flag_ptrs.push_back(flag.c_str());
   const nvrtcResult result =
@@ -85,6 +118,7 @@ CompiledKernel Compiler::compile(std::string_view source, std::string_view kerne
 
   CompiledKernel compiled;
   compiled.log = program_log(site, raw);
+  if (phases) take_phase_table(compiled.log, *phases);
   if (result == NVRTC_ERROR_COMPILATION)
     throw CompileError(std::string(kernel_name), options.target(), compiled.log,
                        detail::source_excerpt(compiled.log, program_name, source, headers));
@@ -95,6 +129,8 @@ CompiledKernel Compiler::compile(std::string_view source, std::string_view kerne
                        "");
   compiled.format = options.ptx ? BinaryFormat::ptx : BinaryFormat::cubin;
   compiled.image = options.ptx ? program_ptx(site, raw) : program_cubin(site, raw);
+  if (phases)
+    phases->total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return compiled;
 }
 

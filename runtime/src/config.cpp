@@ -62,8 +62,14 @@ EnvironmentConfig read_environment() {
       config.cache.disk_dir = *home / ".cache" / "fuseflow";
     }
   }
+  config.cache.read_only = flag("FUSEFLOW_CACHE_READONLY", false);
   config.cache.dump_dir = path_variable("FUSEFLOW_DUMP");
-  config.cache.log = flag("FUSEFLOW_LOG", false);
+  // FUSEFLOW_LOG: 0/1, or "compile" (also each compile's NVRTC phases).
+  if (const std::string log = variable("FUSEFLOW_LOG"); log == "compile") {
+    config.cache.log = config.cache.log_compile = true;
+  } else {
+    config.cache.log = flag("FUSEFLOW_LOG", false);
+  }
 
   config.poison = flag("FUSEFLOW_POISON", false);
   if (std::string text = variable("FUSEFLOW_LOOKBACK_EPOCHS"); !text.empty())

@@ -55,11 +55,17 @@ std::string temporary_suffix() {
 
 }  // namespace
 
-DiskCache::DiskCache(std::filesystem::path dir) : dir_(std::move(dir)) {
+DiskCache::DiskCache(std::filesystem::path dir, bool read_only) : dir_(std::move(dir)), read_only_(read_only) {
   std::error_code error;
+  if (read_only_) {
+    enabled_ = false;  // nothing is written; a missing directory simply has no entries
+    return;
+  }
   std::filesystem::create_directories(dir_, error);
-  if (error || !std::filesystem::is_directory(dir_, error))
+  if (error || !std::filesystem::is_directory(dir_, error)) {
+    readable_ = false;
     disable("cannot create the directory (" + (error ? error.message() : "not a directory") + ")");
+  }
 }
 
 std::filesystem::path DiskCache::entry_path(std::uint64_t hash) const {
@@ -81,7 +87,7 @@ std::string DiskCache::encode(std::string_view key, std::string_view payload) {
 
 DiskCache::Loaded DiskCache::load(std::uint64_t hash, std::string_view key) const {
   Loaded loaded;
-  if (!enabled()) return loaded;
+  if (!readable_) return loaded;
   bool found = false;
   std::string bytes = read_file(entry_path(hash), found);
   if (!found) return loaded;
@@ -138,6 +144,12 @@ bool DiskCache::store(std::uint64_t hash, std::string_view key, std::string_view
     return false;
   }
   return true;
+}
+
+void DiskCache::refuse_store() {
+  if (!refused_.exchange(true))
+    std::cerr << "fuseflow: warning: kernel cache directory " << dir_
+              << " is read-only: kernels not in it are compiled and kept in memory only\n";
 }
 
 void DiskCache::disable(const std::string& why) {

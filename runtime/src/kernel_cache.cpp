@@ -1,9 +1,14 @@
 #include "fuseflow/runtime/kernel_cache.hpp"
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <thread>
+#include <unordered_map>
 
 #include "fuseflow/runtime/config.hpp"
 #include "fuseflow/runtime/hash.hpp"
@@ -24,6 +29,21 @@ const std::string& nvrtc_version_text() {
     return std::to_string(v.major) + "." + std::to_string(v.minor);
   }();
   return text;
+}
+
+// What of `source` the key covers: all of it, less the leading `//` comment lines unless
+// line numbers go into the binary (line_info). Comments cannot change the code NVRTC
+// makes; generated kernels open with their program's text there, so one kernel shared by
+// several programs would otherwise be compiled (and stored) once per program.
+std::string_view code_of(std::string_view source, const CompileOptions& options) {
+  if (options.line_info) return source;
+  std::size_t at = 0;
+  while (source.compare(at, 2, "//") == 0) {
+    const std::size_t end = source.find('\n', at);
+    if (end == std::string_view::npos) return source.substr(source.size());
+    at = end + 1;
+  }
+  return source.substr(at);
 }
 
 // Disk payload: u8 format, u32 log length, log, image.
@@ -88,19 +108,19 @@ const char* to_string(CacheOutcome outcome) noexcept {
 
 KernelCache::KernelCache(CacheSettings settings)
     : settings_(std::move(settings)), memory_(settings_.memory_entries, settings_.memory_bytes) {
-  if (settings_.disk_dir) disk_ = std::make_unique<DiskCache>(*settings_.disk_dir);
+  if (settings_.disk_dir) disk_ = std::make_unique<DiskCache>(*settings_.disk_dir, settings_.read_only);
 }
 
 std::string KernelCache::key_string(std::string_view kernel_name, std::string_view source,
                                     const CompileOptions& options,
                                     std::span<const Header> headers) {
-  return key_from_parts(kernel_name, source, options.key(), headers);
+  return key_from_parts(kernel_name, code_of(source, options), options.key(), headers);
 }
 
 std::uint64_t KernelCache::key_hash(std::string_view kernel_name, std::string_view source,
                                     const CompileOptions& options,
                                     std::span<const Header> headers) {
-  return hash_parts(kernel_name, source, options.key(), headers);
+  return hash_parts(kernel_name, code_of(source, options), options.key(), headers);
 }
 
 std::filesystem::path KernelCache::disk_entry_path(std::uint64_t hash) const {
@@ -118,16 +138,18 @@ CacheStats KernelCache::stats() const {
 }
 
 CacheResult KernelCache::get(std::string_view kernel_name, std::string_view source,
-                             const CompileOptions& options, std::span<const Header> headers) {
+                             const CompileOptions& options, std::span<const Header> headers,
+                             bool time_phases) {
   const Clock::time_point start = Clock::now();
   const std::string options_key = options.key();
+  const std::string_view code = code_of(source, options);
   CacheResult result;
-  result.hash = hash_parts(kernel_name, source, options_key, headers);
+  result.hash = hash_parts(kernel_name, code, options_key, headers);
   {
     std::lock_guard lock(mutex_);
     const MemoryEntry* entry = memory_.find(result.hash);
     // Compare the texts too, so even a 64-bit hash collision cannot return a wrong kernel.
-    if (entry && entry->source == source && entry->kernel_name == kernel_name && entry->options_key == options_key) {
+    if (entry && entry->source == code && entry->kernel_name == kernel_name && entry->options_key == options_key) {
       ++stats_.memory_hits;
       result.kernel = entry->kernel;
       result.outcome = CacheOutcome::memory_hit;
@@ -138,14 +160,16 @@ CacheResult KernelCache::get(std::string_view kernel_name, std::string_view sour
   if (!result.kernel) {
     // The lock is not held while compiling: two threads missing on one key both compile
     // (same result) rather than serialising every compile in the process.
-    const std::string key = key_from_parts(kernel_name, source, options_key, headers);
+    const std::string key = key_from_parts(kernel_name, code, options_key, headers);
     result.kernel = load_from_disk(result.hash, key);
     result.outcome = result.kernel ? CacheOutcome::disk_hit : CacheOutcome::compiled;
     if (!result.kernel) {
       auto compiled = std::make_shared<const CompiledKernel>(
-          Compiler::compile(source, kernel_name, options, headers));
+          Compiler::compile(source, kernel_name, options, headers,
+                            time_phases || settings_.log_compile ? &result.phases : nullptr));
       const bool tried = disk_ && disk_->enabled();
       const bool stored = tried && disk_->store(result.hash, key, encode_kernel(*compiled));
+      if (disk_ && disk_->read_only()) disk_->refuse_store();  // one warning, nothing written
       std::lock_guard lock(mutex_);
       ++stats_.compiles;
       if (stored) ++stats_.disk_writes;
@@ -157,14 +181,14 @@ CacheResult KernelCache::get(std::string_view kernel_name, std::string_view sour
       const MemoryEntry* entry = memory_.find(result.hash);
       // If another thread got here first, share its object: callers rely on one object
       // per kernel (the Runtime keys loaded modules by it).
-      if (entry && entry->kernel && entry->source == source && entry->kernel_name == kernel_name &&
+      if (entry && entry->kernel && entry->source == code && entry->kernel_name == kernel_name &&
           entry->options_key == options_key) {
         result.kernel = entry->kernel;
       } else {
-        const std::size_t bytes = kernel_name.size() + source.size() + options_key.size() +
+        const std::size_t bytes = kernel_name.size() + code.size() + options_key.size() +
                                   result.kernel->image.size() + result.kernel->log.size();
         memory_.insert(result.hash,
-                       MemoryEntry{std::string(kernel_name), std::string(source), options_key, result.kernel}, bytes);
+                       MemoryEntry{std::string(kernel_name), std::string(code), options_key, result.kernel}, bytes);
       }
     }
     if (settings_.dump_dir)
@@ -172,8 +196,45 @@ CacheResult KernelCache::get(std::string_view kernel_name, std::string_view sour
                           *result.kernel);
   }
   result.milliseconds = milliseconds_since(start);
-  if (settings_.log) report(kernel_name, result.hash, result.outcome, result.milliseconds);
+  if (settings_.log || settings_.log_compile) report(kernel_name, result);
   return result;
+}
+
+std::vector<CacheResult> KernelCache::get_all(std::span<const KernelSource> kernels, const CompileOptions& options,
+                                              std::span<const Header> headers, bool time_phases, unsigned threads) {
+  // Each distinct kernel once, in parallel; a repeat is served from memory afterwards.
+  std::vector<std::size_t> first_of(kernels.size());
+  std::vector<std::size_t> distinct;
+  std::unordered_map<std::uint64_t, std::size_t> seen;
+  for (std::size_t i = 0; i < kernels.size(); ++i) {
+    const auto [at, fresh] = seen.try_emplace(key_hash(kernels[i].name, kernels[i].source, options, headers), i);
+    first_of[i] = at->second;
+    if (fresh) distinct.push_back(i);
+  }
+  std::vector<CacheResult> results(kernels.size());
+  std::vector<std::exception_ptr> errors(kernels.size());
+  std::atomic<std::size_t> next{0};
+  auto work = [&] {
+    for (std::size_t d = next++; d < distinct.size(); d = next++) {
+      const std::size_t i = distinct[d];
+      try {
+        results[i] = get(kernels[i].name, kernels[i].source, options, headers, time_phases);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    }
+  };
+  const unsigned hardware = std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t helpers = std::min<std::size_t>(threads ? threads : hardware, distinct.size());
+  std::vector<std::thread> pool;
+  for (std::size_t t = 1; t < helpers; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& thread : pool) thread.join();
+  for (std::size_t i = 0; i < kernels.size(); ++i) {
+    if (errors[first_of[i]]) std::rethrow_exception(errors[first_of[i]]);
+    if (first_of[i] != i) results[i] = get(kernels[i].name, kernels[i].source, options, headers);
+  }
+  return results;
 }
 
 std::shared_ptr<const CompiledKernel> KernelCache::load_from_disk(std::uint64_t hash,
@@ -201,14 +262,20 @@ std::shared_ptr<const CompiledKernel> KernelCache::load_from_disk(std::uint64_t 
   return std::make_shared<const CompiledKernel>(std::move(*kernel));
 }
 
-void KernelCache::report(std::string_view kernel_name, std::uint64_t hash, CacheOutcome outcome,
-                         double milliseconds) const {
+void KernelCache::report(std::string_view kernel_name, const CacheResult& result) const {
   const std::string name(kernel_name);
-  if (outcome == CacheOutcome::memory_hit) {
-    std::fprintf(stderr, "fuseflow: %s %s: memory hit\n", name.c_str(), hex64(hash).c_str());
+  const double ms = result.milliseconds;
+  const CompilePhases& p = result.phases;
+  if (result.outcome == CacheOutcome::memory_hit) {
+    std::fprintf(stderr, "fuseflow: %s %s: memory hit\n", name.c_str(), hex64(result.hash).c_str());
+  } else if (result.outcome == CacheOutcome::compiled && p.measured) {
+    std::fprintf(stderr,
+                 "fuseflow: %s %s: compiled (%.*f ms: front end %.0f, optimizer %.0f, ptxas %.0f, nvrtc other %.0f)\n",
+                 name.c_str(), hex64(result.hash).c_str(), ms < 10 ? 1 : 0, ms, p.front_end_ms, p.optimizer_ms,
+                 p.ptxas_ms, p.total_ms - p.front_end_ms - p.optimizer_ms - p.ptxas_ms);
   } else {
-    std::fprintf(stderr, "fuseflow: %s %s: %s (%.*f ms)\n", name.c_str(), hex64(hash).c_str(),
-                 to_string(outcome), milliseconds < 10 ? 1 : 0, milliseconds);
+    std::fprintf(stderr, "fuseflow: %s %s: %s (%.*f ms)\n", name.c_str(), hex64(result.hash).c_str(),
+                 to_string(result.outcome), ms < 10 ? 1 : 0, ms);
   }
 }
 

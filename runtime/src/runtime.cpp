@@ -1,12 +1,14 @@
 #include "fuseflow/runtime/runtime.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <future>
 
 #include "fuseflow/codegen/plan.hpp"
 #include "fuseflow/frontend/settings.hpp"
 #include "fuseflow/runtime/config.hpp"
 #include "fuseflow/runtime/driver_api.hpp"
+#include "executor/device_target.hpp"
 
 namespace fuseflow {
 namespace {
@@ -63,7 +65,11 @@ Runtime::Runtime(RuntimeOptions options)
       modules_(options_.limits.modules, options_.limits.module_bytes) {}
 
 // Modules still used by a KernelHandle stay loaded until it goes (each holds the context).
-Runtime::~Runtime() = default;
+// Precompiles in flight use the kernel cache: they finish first.
+Runtime::~Runtime() {
+  std::lock_guard lock(precompile_mutex_);
+  for (PrecompileThread& p : precompiles_) p.thread.join();
+}
 
 LoadedKernel::~LoadedKernel() {
   if (!module || !context) return;
@@ -158,6 +164,59 @@ void Runtime::zero(CUdeviceptr ptr, std::size_t bytes) {
   if (bytes == 0) return;
   detail::DeviceContext::Scope scope(*context_);
   check(detail::driver_api()->cuMemsetD8Async(ptr, 0, bytes, context_->stream()), "cuMemsetD8Async");
+}
+
+}  // namespace fuseflow
+
+// --- precompile ---------------------------------------------------------------------
+// The executor's recipe (executor/prepared.cpp) up to the kernel cache: the plan for this
+// device and options, each kernel with compile_options() and the embedded device headers
+// in device_headers()' order, so that the keys are the ones a run looks up.
+
+namespace fuseflow {
+
+std::future<PrecompileReport> Runtime::precompile(const Program& program) {
+  return precompile(std::vector<Program>{program});
+}
+
+std::future<PrecompileReport> Runtime::precompile(std::vector<Program> programs) {
+  const codegen::Target target = detail::device_target(properties_);
+  const codegen::PlanOptions plan_options = *options_.plan;
+  const CompileOptions compile = compile_options();
+  std::packaged_task<PrecompileReport()> task([this, programs = std::move(programs), target, plan_options, compile] {
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<codegen::Plan> plans;
+    for (const Program& program : programs) plans.push_back(codegen::plan(program, target, plan_options));
+    std::vector<KernelSource> kernels;
+    for (const codegen::Plan& plan : plans)
+      for (const auto& k : plan.kernels) kernels.push_back({k.name, k.source});
+    std::vector<Header> headers;
+    for (const auto& h : codegen::device_headers()) headers.push_back({h.name, h.text});
+    PrecompileReport report;
+    report.programs = programs.size();
+    report.kernels = kernels.size();
+    for (const CacheResult& r : cache_.get_all(kernels, compile, headers)) {
+      if (r.outcome == CacheOutcome::compiled) ++report.compiled;
+      else if (r.outcome == CacheOutcome::disk_hit) ++report.disk_hits;
+      else ++report.memory_hits;
+    }
+    report.milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    return report;
+  });
+  std::future<PrecompileReport> result = task.get_future();
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  std::lock_guard lock(precompile_mutex_);
+  std::erase_if(precompiles_, [](PrecompileThread& p) {
+    if (!p.done->load()) return false;
+    p.thread.join();
+    return true;
+  });
+  precompiles_.push_back({std::thread([task = std::move(task), done]() mutable {
+                            task();
+                            done->store(true);
+                          }),
+                          done});
+  return result;
 }
 
 }  // namespace fuseflow

@@ -135,3 +135,21 @@ TEST_CASE("the NVRTC version is known and encoded like the driver's") {
   CHECK(v.major >= 12);
   CHECK(v.encoded() == v.major * 1000 + v.minor * 10);
 }
+
+TEST_CASE("asked for its phases, NVRTC times them and the log and image are as without") {
+  ff::CompileOptions options;
+  options.arch = "sm_90";
+  ff::CompilePhases phases;
+  const ff::CompiledKernel timed =
+      ff::Compiler::compile(ff::test::fill_kernel("ff_fill"), "ff_fill", options, {}, &phases);
+  const ff::CompiledKernel plain = ff::Compiler::compile(ff::test::fill_kernel("ff_fill"), "ff_fill", options);
+  REQUIRE(phases.measured);
+  CHECK(phases.front_end_ms >= 0);
+  CHECK(phases.ptxas_ms >= 0);
+  // The wall time covers the phases NVRTC reports (its figures are whole milliseconds).
+  CHECK(phases.total_ms + 3 >= phases.front_end_ms + phases.optimizer_ms + phases.ptxas_ms);
+  CHECK(phases.total_ms > 0);
+  CHECK(timed.log.find("phase name") == std::string::npos);
+  CHECK(timed.log == plain.log);
+  CHECK(timed.image.size() == plain.image.size());
+}

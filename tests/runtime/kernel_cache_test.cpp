@@ -280,6 +280,31 @@ TEST_CASE("FUSEFLOW_LOG prints one line per lookup saying how it was satisfied")
   CHECK(std::count(text.begin(), text.end(), '\n') == 3);
 }
 
+TEST_CASE("FUSEFLOW_LOG=compile splits a compile into NVRTC's phases; hits are logged as before") {
+  TempDir dir;
+  const ff::test::ScopedEnv log("FUSEFLOW_LOG", std::string("compile"));
+  ff::CacheSettings settings = ff::CacheSettings::from_environment();
+  CHECK(settings.log);
+  CHECK(settings.log_compile);
+  settings.disk_dir = std::nullopt;
+  StderrCapture capture(dir.path() / "stderr.txt");
+  std::uint64_t hash = 0;
+  {
+    ff::KernelCache cache(settings);
+    const ff::CacheResult first = cache.get("ff_fill", source, options);
+    hash = first.hash;
+    CHECK(first.phases.measured);
+    cache.get("ff_fill", source, options);
+  }
+  const std::string text = capture.finish();
+  const std::string prefix = "fuseflow: ff_fill " + ff::hex64(hash) + ": ";
+  CHECK(text.find(prefix + "compiled (") != std::string::npos);
+  CHECK(text.find("front end ") != std::string::npos);
+  CHECK(text.find(", optimizer ") != std::string::npos);
+  CHECK(text.find(", ptxas ") != std::string::npos);
+  CHECK(text.find(prefix + "memory hit\n") != std::string::npos);
+}
+
 TEST_CASE("a kernel that fails to compile throws CompileError through the cache and is not cached") {
   TempDir dir;
   ff::KernelCache cache(disk_settings(dir.path()));

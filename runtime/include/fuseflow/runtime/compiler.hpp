@@ -25,6 +25,19 @@ struct CompiledKernel {
   std::string log;    // NVRTC's log; warnings may appear even on success
 };
 
+// Where one NVRTC compile spent its time, from NVRTC's own `--time` table (CUDA 12.x+):
+// the C++ front end (preprocess, parse, instantiate), the NVVM optimiser, and the PTX to
+// SASS translation (ptxas; 0 for PTX output). total_ms is the wall time of
+// nvrtcCreateProgram + nvrtcCompileProgram + fetching the image, measured here; what the
+// three phases do not cover is NVRTC's own set-up.
+struct CompilePhases {
+  double front_end_ms = 0;
+  double optimizer_ms = 0;
+  double ptxas_ms = 0;
+  double total_ms = 0;
+  bool measured = false;  // NVRTC reported the phases
+};
+
 struct NvrtcVersion {
   int major = 0;
   int minor = 0;
@@ -36,9 +49,12 @@ class Compiler {
  public:
   // Compiles `source` (named `<kernel_name>.cu` in NVRTC's messages). Throws CompileError
   // when NVRTC rejects it, Error when NVRTC cannot be loaded.
+  // With `phases`, NVRTC also times its phases (--time; the table is taken out of the
+  // log again, so the result is the same as without).
   static CompiledKernel compile(std::string_view source, std::string_view kernel_name,
                                 const CompileOptions& options,
-                                std::span<const Header> headers = {});
+                                std::span<const Header> headers = {},
+                                CompilePhases* phases = nullptr);
   // The PTX for the same source and options (compute_XX), whatever options.ptx says:
   // for FUSEFLOW_DUMP and for golden tests that check instructions.
   static std::string ptx(std::string_view source, const CompileOptions& options,

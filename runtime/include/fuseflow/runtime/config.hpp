@@ -17,7 +17,8 @@
 namespace fuseflow {
 
 struct EnvironmentConfig {
-  // FUSEFLOW_CACHE (0/1), FUSEFLOW_CACHE_DIR, FUSEFLOW_DUMP, FUSEFLOW_LOG (0/1); the disk
+  // FUSEFLOW_CACHE (0/1), FUSEFLOW_CACHE_DIR, FUSEFLOW_CACHE_READONLY (0/1), FUSEFLOW_DUMP,
+  // FUSEFLOW_LOG (0/1 or compile); the disk
   // cache's default place comes from XDG_CACHE_HOME or HOME.
   CacheSettings cache;
   bool poison = false;           // FUSEFLOW_POISON (0/1)

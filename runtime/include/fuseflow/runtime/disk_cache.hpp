@@ -37,7 +37,9 @@ class DiskCache {
 
   // Creates the directory if needed. If that fails, the cache is disabled with one
   // warning on stderr: caching is an optimisation and must never fail a run.
-  explicit DiskCache(std::filesystem::path dir);
+  // read_only: the directory is only read (it is not created; store() writes nothing and
+  // refuse_store() warns once).
+  explicit DiskCache(std::filesystem::path dir, bool read_only = false);
 
   Loaded load(std::uint64_t hash, std::string_view key) const;
   // Writes a temporary file in the same directory and renames it over the entry, so
@@ -47,7 +49,12 @@ class DiskCache {
   // directory, a full disk. A cut-off temporary file is removed.
   bool store(std::uint64_t hash, std::string_view key, std::string_view payload);
 
+  // Whether entries are written; reads go on after a failed write (a directory that
+  // turned out read-only still serves what it holds).
   bool enabled() const noexcept { return enabled_.load(); }
+  bool read_only() const noexcept { return read_only_; }
+  // A kernel not in a read-only cache: the first call prints one warning.
+  void refuse_store();
   const std::filesystem::path& dir() const noexcept { return dir_; }
   std::filesystem::path entry_path(std::uint64_t hash) const;
 
@@ -57,7 +64,10 @@ class DiskCache {
   void disable(const std::string& why);
 
   std::filesystem::path dir_;
-  std::atomic<bool> enabled_{true};
+  bool read_only_ = false;
+  std::atomic<bool> enabled_{true};   // writes
+  std::atomic<bool> readable_{true};  // reads
+  std::atomic<bool> refused_{false};
 };
 
 }  // namespace fuseflow

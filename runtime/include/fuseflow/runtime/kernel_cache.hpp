@@ -2,7 +2,9 @@
 // The kernel cache: a thread-safe in-memory map in front of a DiskCache, compiling with
 // NVRTC on a miss. The key covers everything that can change the binary: kernel name,
 // source, every header's content, CompileOptions::key() (arch included) and the NVRTC
-// version. It also implements FUSEFLOW_DUMP and FUSEFLOW_LOG, since it is the one place
+// version. The source's leading comment lines (the generated kernels' description of
+// their program) are left out of the key unless line_info is set: they cannot change the
+// binary, and kernels that differ only there (one scan in several programs) compile once. It also implements FUSEFLOW_DUMP and FUSEFLOW_LOG, since it is the one place
 // that sees every kernel and knows how it was obtained.
 #include <cstdint>
 #include <filesystem>
@@ -13,6 +15,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "fuseflow/runtime/compile_options.hpp"
 #include "fuseflow/runtime/compiler.hpp"
@@ -23,8 +26,16 @@ namespace fuseflow {
 
 struct CacheSettings {
   std::optional<std::filesystem::path> disk_dir;  // nullopt: memory only
+  // A cache directory shipped read-only (a container image, a shared mount; the
+  // FUSEFLOW_CACHE_READONLY=1 variable): its entries are served, a kernel not in it is
+  // compiled and kept in memory, nothing is written, and the first such kernel prints one
+  // warning. Set it explicitly where the process could write anyway (as root).
+  bool read_only = false;
   std::optional<std::filesystem::path> dump_dir;  // FUSEFLOW_DUMP
   bool log = false;                               // FUSEFLOW_LOG=1
+  // FUSEFLOW_LOG=compile: as log, and each compile's split into NVRTC's phases (front
+  // end, NVVM optimiser, ptxas) beside its total.
+  bool log_compile = false;
   // The compiled kernels kept in memory (source and binary each), least recently used
   // first out; the disk keeps them all.
   std::size_t memory_entries = 1024;
@@ -37,6 +48,12 @@ struct CacheSettings {
 };
 
 enum class CacheOutcome { memory_hit, disk_hit, compiled };
+
+// One kernel of a batch (KernelCache::get_all).
+struct KernelSource {
+  std::string_view name;
+  std::string_view source;
+};
 const char* to_string(CacheOutcome outcome) noexcept;
 
 struct CacheResult {
@@ -44,6 +61,7 @@ struct CacheResult {
   std::uint64_t hash = 0;
   CacheOutcome outcome = CacheOutcome::compiled;
   double milliseconds = 0;  // time spent in get()
+  CompilePhases phases;     // when compiled with settings.log_compile or get(..., time_phases)
 };
 
 struct CacheStats {
@@ -65,8 +83,20 @@ class KernelCache {
 
   // The kernel for this source, from memory, disk or NVRTC (in that order). Throws
   // CompileError if NVRTC rejects the source; cache I/O problems never throw.
+  // time_phases: a compile also reports NVRTC's phases in CacheResult::phases (as
+  // settings.log_compile does).
   CacheResult get(std::string_view kernel_name, std::string_view source,
-                  const CompileOptions& options, std::span<const Header> headers = {});
+                  const CompileOptions& options, std::span<const Header> headers = {},
+                  bool time_phases = false);
+
+  // The kernels of a batch (a program's, or several programs' for precompiling): each
+  // from memory, disk or NVRTC as get() does, the misses compiled in parallel threads
+  // (each its own NVRTC program; at most `threads`, 0: one per hardware thread) and each
+  // distinct kernel once. Results in the order given; the first CompileError (in that
+  // order) is rethrown once every compile has finished.
+  std::vector<CacheResult> get_all(std::span<const KernelSource> kernels, const CompileOptions& options,
+                                   std::span<const Header> headers = {}, bool time_phases = false,
+                                   unsigned threads = 0);
 
   CacheStats stats() const;
   const CacheSettings& settings() const noexcept { return settings_; }
@@ -89,8 +119,7 @@ class KernelCache {
   };
 
   std::shared_ptr<const CompiledKernel> load_from_disk(std::uint64_t hash, const std::string& key);
-  void report(std::string_view kernel_name, std::uint64_t hash, CacheOutcome outcome,
-              double milliseconds) const;
+  void report(std::string_view kernel_name, const CacheResult& result) const;
 
   CacheSettings settings_;
   std::unique_ptr<DiskCache> disk_;

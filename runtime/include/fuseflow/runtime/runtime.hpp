@@ -7,7 +7,10 @@
 
 #include <cstddef>
 #include <array>
+#include <atomic>
+#include <future>
 #include <map>
+#include <thread>
 #include <utility>
 #include <memory>
 #include <mutex>
@@ -85,6 +88,16 @@ struct RuntimeStats {
 
 struct Dim3 {
   unsigned x = 1, y = 1, z = 1;
+};
+
+// What Runtime::precompile did: the kernels of the programs' plans and how each was had.
+struct PrecompileReport {
+  std::size_t programs = 0;
+  std::size_t kernels = 0;      // as planned (a kernel shared by two programs counts twice)
+  std::size_t compiled = 0;     // NVRTC runs
+  std::size_t disk_hits = 0;
+  std::size_t memory_hits = 0;  // already compiled in this process
+  double milliseconds = 0;      // planning + compiling, wall time
 };
 
 // A loaded module and its kernel. The module is unloaded when the last KernelHandle (and
@@ -212,6 +225,17 @@ class Runtime {
   // checks against sm_90's.
   void check_bindings(const Program& program, const Bindings& bindings);
 
+  // --- ahead of time (runtime.cpp, "precompile") -------------------------------
+  // Plans `programs` for this device and options and compiles their kernels into the
+  // kernel cache (memory, and the disk unless it is read-only) on a thread of its own,
+  // the kernels in parallel; nothing is loaded or launched. A later run of such a program
+  // then finds its kernels in memory (in this process) or on disk (in the next): no NVRTC.
+  // Plans do not depend on the lengths of the arrays a run binds, so no shapes are
+  // needed. The future holds the report, or the first GraphError/CompileError. Runs may
+  // go on meanwhile; destroying the Runtime waits for precompiles in flight.
+  std::future<PrecompileReport> precompile(const Program& program);
+  std::future<PrecompileReport> precompile(std::vector<Program> programs);
+
   // --- state --------------------------------------------------------------------
   const DeviceProperties& properties() const noexcept { return properties_; }
   // The options in force: the caller's, with what was left unset from the environment.
@@ -269,6 +293,15 @@ class Runtime {
   // lives no other kernel can have that address (no hash collision risk either).
   std::mutex modules_mutex_;
   detail::LruCache<const CompiledKernel*, std::shared_ptr<LoadedKernel>> modules_;
+
+  // precompile's threads, each with a flag set when it is done (finished ones are joined
+  // at the next precompile, the rest by the destructor).
+  struct PrecompileThread {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
+  std::mutex precompile_mutex_;
+  std::vector<PrecompileThread> precompiles_;
 };
 
 }  // namespace fuseflow
