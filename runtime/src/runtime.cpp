@@ -91,7 +91,10 @@ KernelHandle Runtime::load_kernel(std::string_view source, std::string_view kern
 KernelHandle Runtime::load_kernel(std::string_view source, std::string_view kernel_name,
                                   const CompileOptions& options, std::span<const Header> headers) {
   ensure_usable();
-  const CacheResult found = cache_.get(kernel_name, source, options, headers);
+  return loaded(cache_.get(kernel_name, source, options, headers), kernel_name);
+}
+
+KernelHandle Runtime::loaded(const CacheResult& found, std::string_view kernel_name) {
   std::lock_guard lock(modules_mutex_);
   if (std::shared_ptr<LoadedKernel>* loaded = modules_.find(found.kernel.get())) return KernelHandle(*loaded);
   return KernelHandle(load_module(found, kernel_name));

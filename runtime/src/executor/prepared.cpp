@@ -99,9 +99,18 @@ std::shared_ptr<PreparedProgram> prepare(Runtime& rt, Executor& ex, const Progra
   }
   std::size_t most_args = 0;
   DeviceContext::Scope scope(*context);
-  for (const auto& k : p->plan.kernels) {
+  // The kernels are found or compiled as one batch: a program of several kernels compiles
+  // its misses in parallel, one NVRTC program per thread and each distinct kernel once
+  // (KernelCache::get_all); then each is loaded.
+  rt.ensure_usable();
+  std::vector<KernelSource> sources;
+  sources.reserve(p->plan.kernels.size());
+  for (const auto& k : p->plan.kernels) sources.push_back({k.name, k.source});
+  const std::vector<CacheResult> found = rt.cache_.get_all(sources, compile, embedded_headers());
+  for (std::size_t i = 0; i < p->plan.kernels.size(); ++i) {
+    const codegen::KernelSpec& k = p->plan.kernels[i];
     most_args = std::max(most_args, k.args.size());
-    p->kernels.push_back(rt.load_kernel(k.source, k.name, compile, embedded_headers()));
+    p->kernels.push_back(rt.loaded(found[i], k.name));
     // Only a kernel that strides over its domain (any_grid) is launched with the resident
     // grid; the others (one block per tile) skip the occupancy query, which for more than
     // 48 KB of dynamic shared memory needs the kernel's opt-in first (Runtime::launch).

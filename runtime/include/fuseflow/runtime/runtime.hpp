@@ -273,6 +273,8 @@ class Runtime {
   void launch(const KernelHandle& kernel, Dim3 grid, Dim3 block, std::size_t dynamic_smem,
               void** args);
   std::shared_ptr<LoadedKernel> load_module(const CacheResult& found, std::string_view kernel_name);
+  // The loaded module of a kernel the cache has found or compiled (load_kernel's second half).
+  KernelHandle loaded(const CacheResult& found, std::string_view kernel_name);
   std::vector<Result> execute(const Program& program, const Bindings& bindings, bool wait);
   // launch, with the context current already (a run makes it current once).
   void launch_in_scope(const KernelHandle& kernel, Dim3 grid, Dim3 block, std::size_t dynamic_smem, void** args);
