@@ -78,11 +78,15 @@ class ReduceKernelWriter {
   // The call of `element` for element index `index_expr`, reading input j as
   // `load(j)`, e.g. "element(in_x[i], i)".
   std::string element_call(const std::vector<std::string>& input_values, const std::string& index_expr) const;
-  // Block reduce of `value`, block partial, last-block combine and the output stores.
-  void emit_finish(SourceWriter& w, const std::string& value, bool ordered);
+  // `store(total)`: the output stores of an accumulator, for the device library's reduce
+  // templates (<fuseflow/reduce.cuh>).
+  void emit_store(SourceWriter& w);
+  // The input pointers in the order `element` takes them, each after ", ".
+  std::string input_pointers() const;
 
-  // The full file: header comment + includes + structs + body.
-  std::string assemble(const std::string& strategy_comment, const std::string& body);
+  // The full file: header comment + the device library header `include` + structs + body.
+  std::string assemble(const std::string& strategy_comment, const std::string& body,
+                       const std::string& include = "collectives.cuh");
 
   std::string input_name(std::size_t j) const { return input_names_[j]; }
   const ReduceGroup& group() const { return g_; }
