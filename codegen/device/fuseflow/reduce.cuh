@@ -38,12 +38,6 @@ __device__ __forceinline__ void finish_last_block(const Acc& value, Combine comb
 
 // ---- chunked: commutative monoids (Brent's lemma) ---------------------------------------
 
-// Calls f(Vec<In, kVec>...) with vector `at` of every input.
-template <int kVec, typename F, typename... In>
-__device__ __forceinline__ void with_vectors(long long at, F f, const In*... in) {
-  f(ff::load_vec<kVec>(in + at * kVec)...);
-}
-
 // A fixed grid of about (SM count x resident blocks per SM) blocks; each thread folds a
 // grid-strided sequence of kVec-element (16-byte) vector loads into kVec independent
 // accumulators (one per vector lane, so the loads and combines of different lanes
@@ -53,53 +47,12 @@ __device__ __forceinline__ void with_vectors(long long at, F f, const In*... in)
 // accumulators hold elements kVec apart, and threads stride through the array.
 template <int kBlock, int kVec, typename Acc, typename Element, typename Combine, typename Store, typename... In>
 __device__ __forceinline__ void chunked(long long n, Element element, Combine combine, Acc identity, Store store,
-                                               Acc* partials, unsigned* ticket, const In*... in) {
+                                        Acc* partials, unsigned* ticket, const In*... in) {
   Acc acc[kVec];
 #pragma unroll
   for (int k = 0; k < kVec; ++k) acc[k] = identity;
-  const long long threads = (long long)gridDim.x * kBlock;
-  const long long first = (long long)blockIdx.x * kBlock + threadIdx.x;
-  const auto by_element = [&] {
-    for (long long i = first; i < n; i += threads) {
-      acc[0] = combine(acc[0], element(in[i]..., i));
-    }
-  };
-  if constexpr (kVec > 1) {
-    // Vector loads need every input aligned to a whole vector. Any pointer is accepted:
-    // a misaligned one takes the element-wise loop instead.
-    if ((ff::misalignment<kVec>(in) | ...) == 0) {
-      const long long vectors = n / kVec;
-      long long v = first;
-      // Two independent vector loads per input in flight per iteration.
-      for (; v + threads < vectors; v += 2 * threads) {
-        const long long v2 = v + threads;
-        with_vectors<kVec>(v, [&](const Vec<In, kVec>&... a) {
-          with_vectors<kVec>(v2, [&](const Vec<In, kVec>&... b) {
-#pragma unroll
-            for (int k = 0; k < kVec; ++k) {
-              acc[k] = combine(acc[k], element(a.v[k]..., v * kVec + k));
-              acc[k] = combine(acc[k], element(b.v[k]..., v2 * kVec + k));
-            }
-          }, in...);
-        }, in...);
-      }
-      if (v < vectors) {
-        with_vectors<kVec>(v, [&](const Vec<In, kVec>&... c) {
-#pragma unroll
-          for (int k = 0; k < kVec; ++k) {
-            acc[k] = combine(acc[k], element(c.v[k]..., v * kVec + k));
-          }
-        }, in...);
-      }
-      // The last n % kVec elements, one per thread.
-      const long long tail = vectors * kVec + first;
-      if (tail < n) acc[0] = combine(acc[0], element(in[tail]..., tail));
-    } else {
-      by_element();
-    }
-  } else {
-    by_element();
-  }
+  ff::for_each_strided<kBlock, kVec>(
+      n, [&](int k, long long i, const In&... x) { acc[k] = combine(acc[k], element(x..., i)); }, in...);
   Acc value = acc[0];
 #pragma unroll
   for (int k = 1; k < kVec; ++k) value = combine(value, acc[k]);
@@ -161,7 +114,7 @@ struct StageArrays<kRows, kCols, T> {  // the last one: no empty tail in the lay
 // sum, matrix products) are exact.
 template <int kBlock, int kItems, typename Acc, typename Element, typename Combine, typename Store, typename... In>
 __device__ __forceinline__ void staged(long long n, Element element, Combine combine, Acc identity, Store store,
-                                              Acc* partials, unsigned* ticket, const In*... in) {
+                                       Acc* partials, unsigned* ticket, const In*... in) {
   constexpr int kWarps = kBlock / 32;
   constexpr int kWarpTile = 32 * kItems;
   __shared__ StageArrays<kWarps, kWarpTile + kWarpTile / 32, In...> stage;
