@@ -171,5 +171,52 @@ __device__ __forceinline__ void staged(long long n, Element element, Combine com
   finish_last_block<kBlock>(running, combine, identity, partials, ticket, store);
 }
 
+// ---- tree: the course's multi-pass reduction, kept for study ---------------------------
+
+// Every level ends alike: the block's value in thread order becomes its partial, and the
+// last level (a single block) writes the result.
+template <int kBlock, typename Acc, typename Combine, typename Store>
+__device__ __forceinline__ void tree_level_finish(Acc value, Combine combine, const Acc& identity, Acc* partials,
+                                                  Store store) {
+  __shared__ Acc warp_partials[kBlock / 32];
+  value = ff::block_reduce<kBlock>(value, combine, identity, warp_partials);
+  if (threadIdx.x == 0) ff::store_global_words(partials + blockIdx.x, value);
+  if (gridDim.x == 1 && threadIdx.x == 0) store(value);
+}
+
+// Pass 1: block b reduces elements b * kBlock ... b * kBlock + kBlock - 1 (one per
+// thread, the fused map applied) in thread order and writes one partial; every later pass
+// (tree_level) reduces blocks of kBlock partials the same way, one level of the tree per
+// launch, until one block is left, which writes the result. Order-preserving, so any
+// monoid is exact; it reads each level back from memory and pays a launch per level,
+// which is what the chunked and staged strategies avoid.
+template <int kBlock, typename Acc, typename Element, typename Combine, typename Store, typename... In>
+__device__ __forceinline__ void tree_first(long long n, Element element, Combine combine, Acc identity, Store store,
+                                           Acc* partials, const In*... in) {
+  const long long i = (long long)blockIdx.x * kBlock + threadIdx.x;
+  Acc value = i < n ? element(in[i]..., i) : identity;
+  tree_level_finish<kBlock>(value, combine, identity, partials, store);
+}
+template <int kBlock, typename Acc, typename Combine, typename Store>
+__device__ __forceinline__ void tree_level(long long n, Combine combine, Acc identity, Store store, Acc* partials,
+                                           const Acc* in) {
+  const long long i = (long long)blockIdx.x * kBlock + threadIdx.x;
+  Acc value = i < n ? in[i] : identity;
+  tree_level_finish<kBlock>(value, combine, identity, partials, store);
+}
+
+// ---- atomic: per-element atomics, kept to reproduce the course's measurements ------------
+
+// Every thread of a grid-strided loop applies add(element(x..., i)) (an atomicAdd /
+// atomicMin / atomicMax on the single result, which the kernel before set to the
+// identity) for each of its elements. Every element contends for one address, so it is
+// slow at scale; a float sum's rounding depends on the order the atomics land in.
+template <int kBlock, typename Element, typename Add, typename... In>
+__device__ __forceinline__ void atomic(long long n, Element element, Add add, const In*... in) {
+  for (long long i = (long long)blockIdx.x * kBlock + threadIdx.x; i < n; i += (long long)gridDim.x * kBlock) {
+    add(element(in[i]..., i));
+  }
+}
+
 }  // namespace reduce
 }  // namespace ff
