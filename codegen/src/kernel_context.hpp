@@ -127,6 +127,10 @@ void emit_kernel_parameters(SourceWriter& w, CudaTypes& types, const std::vector
 // (Ticket 1), the status of values of `status_type` and the launch's epoch.
 std::vector<Arg> lookback_args(const Type& status_type);
 
+// The kernel's compile-time constants: `lines` inside an anonymous namespace, then a blank
+// line.
+void emit_constants(SourceWriter& w, const std::vector<std::string>& lines);
+
 // Opens an element-wise kernel (map, histogram, compaction): the signature from `args`
 // (inputs and reduction results as const pointers, n, parameters by value, outputs and
 // scratch as pointers), then the reads of the reductions' results the maps use, as

@@ -24,6 +24,13 @@ int vector_load_width(const ReduceGroup& g) {
   return widest == 0 ? 1 : static_cast<int>(16 / widest);
 }
 
+void emit_constants(SourceWriter& w, const std::vector<std::string>& lines) {
+  w.line("namespace {");
+  for (const auto& l : lines) w.line(l);
+  w.line("}  // namespace");
+  w.line();
+}
+
 std::string reduce_kernel_name(const ReduceGroup& g, const char* strategy) {
   std::string s = std::string("ff_reduce_") + strategy;
   for (std::size_t i = 0; i < g.reduces.size() && i < 3; ++i) {
