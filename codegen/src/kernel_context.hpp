@@ -78,11 +78,15 @@ class ReduceKernelWriter {
   // The call of `element` for element index `index_expr`, reading input j as
   // `load(j)`, e.g. "element(in_x[i], i)".
   std::string element_call(const std::vector<std::string>& input_values, const std::string& index_expr) const;
+  // The same, reading every input at `index`: "element(in_x[i], in_y[i], i)".
+  std::string element_at(const std::string& index) const;
   // `store(total)`: the output stores of an accumulator, for the device library's reduce
   // templates (<fuseflow/reduce.cuh>).
   void emit_store(SourceWriter& w);
-  // The input pointers in the order `element` takes them, each after ", ".
-  std::string input_pointers() const;
+  // The input pointers in the order `element` takes them: "in_x, in_y" (input_list), and
+  // each after ", " (input_pointers, to follow other arguments).
+  std::string input_list() const;
+  std::string input_pointers() const { return input_names_.empty() ? "" : ", " + input_list(); }
 
   // The full file: header comment + the device library header `include` + structs + body.
   std::string assemble(const std::string& strategy_comment, const std::string& body,

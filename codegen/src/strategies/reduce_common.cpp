@@ -144,15 +144,21 @@ std::string ReduceKernelWriter::element_call(const std::vector<std::string>& inp
   return s + index_expr + ")";
 }
 
+std::string ReduceKernelWriter::element_at(const std::string& index) const {
+  std::vector<std::string> loads;
+  for (const auto& name : input_names_) loads.push_back("in_" + name + "[" + index + "]");
+  return element_call(loads, index);
+}
+
 void ReduceKernelWriter::emit_store(SourceWriter& w) {
   w.open("const auto store = [&](const " + acc() + "& total)");
   emit_output_stores(w, "total");
   w.close("};");
 }
 
-std::string ReduceKernelWriter::input_pointers() const {
+std::string ReduceKernelWriter::input_list() const {
   std::string s;
-  for (const auto& name : input_names_) s += ", in_" + name;
+  for (const auto& name : input_names_) s += (s.empty() ? "in_" : ", in_") + name;
   return s;
 }
 
