@@ -78,11 +78,19 @@ class ReduceKernelWriter {
   // The call of `element` for element index `index_expr`, reading input j as
   // `load(j)`, e.g. "element(in_x[i], i)".
   std::string element_call(const std::vector<std::string>& input_values, const std::string& index_expr) const;
-  // Block reduce of `value`, block partial, last-block combine and the output stores.
-  void emit_finish(SourceWriter& w, const std::string& value, bool ordered);
+  // The same, reading every input at `index`: "element(in_x[i], in_y[i], i)".
+  std::string element_at(const std::string& index) const;
+  // `store(total)`: the output stores of an accumulator, for the device library's reduce
+  // templates (<fuseflow/reduce.cuh>).
+  void emit_store(SourceWriter& w);
+  // The input pointers in the order `element` takes them: "in_x, in_y" (input_list), and
+  // each after ", " (input_pointers, to follow other arguments).
+  std::string input_list() const;
+  std::string input_pointers() const { return input_names_.empty() ? "" : ", " + input_list(); }
 
-  // The full file: header comment + includes + structs + body.
-  std::string assemble(const std::string& strategy_comment, const std::string& body);
+  // The full file: header comment + the device library header `include` + structs + body.
+  std::string assemble(const std::string& strategy_comment, const std::string& body,
+                       const std::string& include = "collectives.cuh");
 
   std::string input_name(std::size_t j) const { return input_names_[j]; }
   const ReduceGroup& group() const { return g_; }
@@ -122,6 +130,10 @@ void emit_kernel_parameters(SourceWriter& w, CudaTypes& types, const std::vector
 // The arguments of a look-back kernel's tile ids and status (scan.cuh): the tile counter
 // (Ticket 1), the status of values of `status_type` and the launch's epoch.
 std::vector<Arg> lookback_args(const Type& status_type);
+
+// The kernel's compile-time constants: `lines` inside an anonymous namespace, then a blank
+// line.
+void emit_constants(SourceWriter& w, const std::vector<std::string>& lines);
 
 // Opens an element-wise kernel (map, histogram, compaction): the signature from `args`
 // (inputs and reduction results as const pointers, n, parameters by value, outputs and

@@ -177,4 +177,60 @@ __device__ __forceinline__ unsigned long long misalignment(const T* p) {
   return reinterpret_cast<unsigned long long>(p) % (sizeof(T) * kN);
 }
 
+// Calls f(Vec<In, kVec>...) with vector `at` of every input.
+template <int kVec, typename F, typename... In>
+__device__ __forceinline__ void with_vectors(long long at, F f, const In*... in) {
+  f(ff::load_vec<kVec>(in + at * kVec)...);
+}
+
+// The grid-strided pass of a fixed grid over n elements of the inputs in... (the chunked
+// reduce, the histogram): visit(k, i, x...) for every element i this thread takes, x...
+// its inputs' elements, k its lane in a kVec-element vector (0 off the vector path), so a
+// caller may keep one accumulator per lane. With kVec > 1 and every input aligned to a
+// whole vector, a thread reads vectors (16 bytes for kVec * sizeof == 16) grid-strided,
+// two in flight per input per iteration, then the last n % kVec elements one per
+// thread; otherwise (a misaligned pointer is accepted too) element by element.
+template <int kBlock, int kVec, typename Visit, typename... In>
+__device__ __forceinline__ void for_each_strided(long long n, Visit visit, const In*... in) {
+  const long long threads = (long long)gridDim.x * kBlock;
+  const long long first = (long long)blockIdx.x * kBlock + threadIdx.x;
+  const auto by_element = [&] {
+    for (long long i = first; i < n; i += threads) visit(0, i, in[i]...);
+  };
+  if constexpr (kVec > 1) {
+    // Vector loads need every input aligned to a whole vector. Any pointer is accepted:
+    // a misaligned one takes the element-wise loop instead.
+    if ((ff::misalignment<kVec>(in) | ...) == 0) {
+      const long long vectors = n / kVec;
+      long long v = first;
+      // Two independent vector loads per input in flight per iteration.
+      for (; v + threads < vectors; v += 2 * threads) {
+        const long long v2 = v + threads;
+        with_vectors<kVec>(v, [&](const Vec<In, kVec>&... a) {
+          with_vectors<kVec>(v2, [&](const Vec<In, kVec>&... b) {
+#pragma unroll
+            for (int k = 0; k < kVec; ++k) {
+              visit(k, v * kVec + k, a.v[k]...);
+              visit(k, v2 * kVec + k, b.v[k]...);
+            }
+          }, in...);
+        }, in...);
+      }
+      if (v < vectors) {
+        with_vectors<kVec>(v, [&](const Vec<In, kVec>&... c) {
+#pragma unroll
+          for (int k = 0; k < kVec; ++k) visit(k, v * kVec + k, c.v[k]...);
+        }, in...);
+      }
+      // The last n % kVec elements, one per thread.
+      const long long tail = vectors * kVec + first;
+      if (tail < n) visit(0, tail, in[tail]...);
+    } else {
+      by_element();
+    }
+  } else {
+    by_element();
+  }
+}
+
 }  // namespace ff

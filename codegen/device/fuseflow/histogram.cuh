@@ -4,6 +4,8 @@
 // are integers, so atomics on them give the same result in any order: deterministic.
 #pragma once
 
+#include <fuseflow/collectives.cuh>
+
 namespace ff {
 
 // A block's private histogram in shared memory: kCopies copies of kBins 32-bit counts.
@@ -49,6 +51,32 @@ struct SharedHistogram {
 template <typename Count>
 __device__ __forceinline__ void count_global(Count* global, long long bin, long long bins) {
   if ((unsigned long long)bin < (unsigned long long)bins) atomicAdd(global + bin, (Count)1);
+}
+
+// The histogram kernels. bin_of(x..., i) is the fused bin expression of element i (x...
+// its inputs' elements); counts (u32 or u64) were zeroed before the launch. A fixed grid
+// strides through the inputs with vector loads (ff::for_each_strided).
+
+// "shared": every block keeps kCopies private copies of the counts in shared memory,
+// adds with shared-memory atomics, then adds its non-zero bins into the global counts
+// with one global atomic each.
+template <int kBlock, int kVec, long long kBins, int kCopies, typename BinOf, typename Count, typename... In>
+__device__ __forceinline__ void histogram_shared(long long n, BinOf bin_of, Count* counts, const In*... in) {
+  __shared__ unsigned int private_counts[kCopies * kBins];
+  SharedHistogram<kBlock, kBins, kCopies> hist{private_counts};
+  hist.clear();
+  __syncthreads();
+  ff::for_each_strided<kBlock, kVec>(n, [&](int, long long i, const In&... x) { hist.add(bin_of(x..., i)); }, in...);
+  __syncthreads();
+  // One global atomic per non-zero bin of this block.
+  hist.merge_into(counts);
+}
+
+// "global" (the counts do not fit in shared memory): every element is one global atomic.
+template <int kBlock, int kVec, long long kBins, typename BinOf, typename Count, typename... In>
+__device__ __forceinline__ void histogram_global(long long n, BinOf bin_of, Count* counts, const In*... in) {
+  ff::for_each_strided<kBlock, kVec>(
+      n, [&](int, long long i, const In&... x) { count_global(counts, bin_of(x..., i), kBins); }, in...);
 }
 
 }  // namespace ff

@@ -105,6 +105,26 @@ struct TileSpan {
   bool fast;   // no segment end, a full tile, vector-aligned: read straight into registers
 };
 
+// The body of the merge path's vector_at(i, v): v[k] = element(x..., i + k) for k < kVec,
+// x... the inputs' elements read with one vector load per input (element(x..., i) is the
+// kernel's fused map of element i). The kernel's lambda passes its __restrict__ input
+// parameters straight in: a closure holding the pointers loses their read-only loads
+// (ld.global.nc), a call like this one keeps them.
+template <int kVec, typename T, typename Element, typename... In>
+__device__ __forceinline__ void vector_elements(const Element& element, const long long i, T* v, const In*... in) {
+  const auto fold = [&](const Vec<In, kVec>&... x) {
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) v[k] = element(x.v[k]..., i + k);
+  };
+  fold(ff::load_vec<kVec>(in + i)...);
+}
+
+// Whether every input is aligned to a whole vector of kVec elements (true with none).
+template <int kVec, typename... In>
+__device__ __forceinline__ bool vectors_aligned(const In*... in) {
+  return (0ull | ... | ff::misalignment<kVec>(in)) == 0;
+}
+
 // The whole reduction, called by every thread of every block of the grid.
 //   segments: m; value_at(i): the (mapped) value of element i; vector_at(i, v): the mapped
 //   values of elements i .. i + kVec - 1 into v (i a multiple of kVec; used only when

@@ -1,18 +1,12 @@
-// Stable counting sort by a small integer key (counting_sort, sort_by_key): the course's
-// construction of histogram + exclusive scan + scatter, with per-tile counts for stability
-// (ff::sort in <fuseflow/counting_sort.cuh> holds the algorithm):
-//  1. ff_counting_sort_tile_counts_*: one block per tile of kTile elements; the fused key
-//     expression is evaluated on each element and counted in shared memory
-//     (ff::SharedHistogram, as the histogram strategy does); the counts become column
-//     `tile` of the bin-major [bins x tiles] count matrix.
-//  2. ff_counting_sort_scan_u64: one exclusive scan of the matrix (single pass, decoupled
-//     look-back) gives each (bin, tile) the 64-bit output position of its first element.
-//  3. ff_counting_sort_scatter_*: one block per tile re-reads the keys and values, ranks
-//     each element within its tile and bin (per-warp ballots, per-warp counts scanned in
-//     bin-major order) and writes it to its position: "staged" (the tile sorted in shared
-//     memory, copied out coalesced) while the bins fit, "direct" (from registers) above.
-// A key outside [0, bins) goes to one more bin after every key in range (the CPU
-// reference's definition), so the output is a permutation of the n elements.
+// Stable counting sort by a small integer key (counting_sort, sort_by_key): per-tile
+// counts (ff_counting_sort_tile_counts_*), one exclusive scan of them into 64-bit output
+// positions (ff_counting_sort_scan_u64, decoupled look-back), a scatter
+// (ff_counting_sort_scatter_*) that ranks each element within its tile and bin by per-warp
+// ballots; the algorithm and why it is stable are in ff::sort, <fuseflow/counting_sort.cuh>.
+// Here: the tile shape, the scatter's kind ("staged": the tile sorted in shared memory and
+// copied out coalesced, while the bins fit; "direct" from registers above), the fused key
+// and value expressions and the output stores. A key outside [0, bins) goes to one more
+// bin after every key in range (the CPU reference's definition): a permutation of n.
 #include <algorithm>
 #include <bit>
 #include <cstdint>
@@ -40,26 +34,24 @@ struct SortTuning {
 };
 
 SortTuning sort_tuning(const OpNode& op, const SortPolicy& policy) {
-  const std::size_t kSharedLimit = policy.shared_limit, kThreadBytes = policy.thread_bytes;
-  const std::size_t kMaxItems = static_cast<std::size_t>(policy.max_items);
+  const std::size_t kSharedLimit = policy.shared_limit, kThreadBytes = policy.thread_bytes,
+                    kMaxItems = static_cast<std::size_t>(policy.max_items);
   if (op.bins > kMaxCountingSortBins)
     throw GraphError("counting_sort: " + std::to_string(op.bins) + " bins is more than the " +
-                     std::to_string(kMaxCountingSortBins) +
-                     " this version sorts by (a tile's per-warp counts live in shared memory); sort by a coarser key, "
-                     "or in two stable passes: by the low bits, then by the high bits");
+                     std::to_string(kMaxCountingSortBins) + " this version sorts by (a tile's per-warp counts live in "
+                     "shared memory); sort by a coarser key, or in two stable passes: by the low bits, then the high bits");
   const std::size_t key = op.keys.type().size();
   const std::size_t value = op.values.valid() ? op.values.type().size() : 0;
   SortTuning s;
-  s.items = policy.max_items;
   s.scatter_threads_per_sm = policy.scatter_threads_per_sm;
   s.bins = op.bins + 1;
   const auto bins = static_cast<std::size_t>(s.bins);
   s.items = static_cast<int>(std::clamp<std::size_t>(kThreadBytes / (key + value), 1, kMaxItems));
-  const std::size_t stage_element = std::max(key, value);
+  // The staged scatter's shared memory: each bin's position, then the per-warp 16-bit
+  // counts or the tile's keys or values (the same bytes, used one after the other).
   const auto staged_bytes = [&] {
-    const std::size_t counters = static_cast<std::size_t>(s.warps()) * bins * 2;
-    const std::size_t stage = static_cast<std::size_t>(s.tile()) * stage_element;
-    return bins * 8 + std::max(counters, stage);
+    return bins * 8 + std::max(static_cast<std::size_t>(s.warps()) * bins * 2,
+                               static_cast<std::size_t>(s.tile()) * std::max(key, value));
   };
   while (s.items > 1 && staged_bytes() > kSharedLimit) --s.items;
   s.shared_bytes = staged_bytes();
@@ -74,8 +66,7 @@ SortTuning sort_tuning(const OpNode& op, const SortPolicy& policy) {
   return s;
 }
 
-// Emits `const auto fn = [&](const long long i) -> T { ... };`: the fused expression e of
-// element i, reading input x as in_x[i].
+// `const auto fn = [&](const long long i) -> T { ... };`: expression e of element i (input x as in_x[i]).
 void emit_element_function(SourceWriter& w, CudaTypes& types, const ReduceGroup& g,
                            const std::vector<std::string>& names, const std::string& fn, const Expr& e) {
   w.open("const auto " + fn + " = [&](const long long i) -> " + types.name(e.type()));
@@ -93,13 +84,27 @@ std::string source(const std::string& name, const ReduceGroup& g, const std::str
                        {"counting_sort.cuh"}, types, body.str());
 }
 
-const char* kWhy =
-    "a stable counting sort (DESIGN.md): per-tile counts, one exclusive scan of them, a scatter; the per-tile "
-    "positions keep equal keys in input order";
+const char* kWhy = "a stable counting sort (DESIGN.md): per-tile counts, one exclusive scan of them, a scatter; the "
+                   "per-tile positions keep equal keys in input order";
 
 std::string bins_text(const OpNode& op) {
   return std::to_string(op.bins + 1) + " bins (" + std::to_string(op.bins) + " keys + 1 for keys outside [0, " +
          std::to_string(op.bins) + "))";
+}
+
+// The fields the three kernels share: one block per tile of `tile` items, the grid
+// growing with n (no grid cap), the reason the sort was chosen.
+Kernel tile_kernel(const std::string& name, int block, int tile, int items, std::vector<Arg> args) {
+  Kernel k;
+  k.name = name;
+  k.block = block;
+  k.max_grid = 0;
+  k.any_grid = false;
+  k.items_per_block_step = tile;
+  k.tuning = {{"block", block}, {"items", items}};
+  k.args = std::move(args);
+  k.why = kWhy;
+  return k;
 }
 
 Kernel emit_tile_counts(const OpNode& op, const ReduceGroup& g, const SortTuning& s) {
@@ -110,32 +115,22 @@ Kernel emit_tile_counts(const OpNode& op, const ReduceGroup& g, const SortTuning
   const std::string name = "ff_counting_sort_tile_counts_" + short_type_name(op.keys.type());
 
   SourceWriter w;
-  w.line("namespace {");
-  w.line("constexpr int kBlock = " + std::to_string(s.block) + ";");
-  w.line("constexpr int kTile = " + std::to_string(s.tile()) + ";  // elements per tile (block " +
-         std::to_string(s.block) + " x " + std::to_string(s.items) + ")");
-  w.line("constexpr long long kKeyBins = " + std::to_string(op.bins) + ";  // keys in [0, kKeyBins); any other key sorts last");
-  w.line("constexpr int kCopies = " + std::to_string(s.copies) + ";  // private copies of the tile's counts");
-  w.line("}  // namespace");
-  w.line();
+  emit_constants(w, {"constexpr int kBlock = " + std::to_string(s.block) + ";",
+                     "constexpr int kTile = " + std::to_string(s.tile()) + ";  // elements per tile (block " +
+                         std::to_string(s.block) + " x " + std::to_string(s.items) + ")",
+                     "constexpr long long kKeyBins = " + std::to_string(op.bins) +
+                         ";  // keys in [0, kKeyBins); any other key sorts last",
+                     "constexpr int kCopies = " + std::to_string(s.copies) + ";  // private copies of the tile's counts"});
   open_elementwise_kernel(w, types, name, s.block, args, g);
   emit_element_function(w, types, g, names, "key_at", op.keys);
   w.line("ff::sort::count_tile<kBlock, kTile, kKeyBins, kCopies>(n, key_at, tile_counts);");
   w.close();
 
-  Kernel k;
-  k.name = name;
-  k.block = s.block;
-  k.max_grid = 0;  // one block per tile: the grid grows with n
-  k.any_grid = false;
-  k.items_per_block_step = s.tile();
-  k.tuning = {{"block", s.block}, {"items", s.items}};
-  k.args = args;
+  Kernel k = tile_kernel(name, s.block, s.tile(), s.items, args);
   k.summary = "counting sort 1/3, tile counts: tiles of " + std::to_string(s.tile()) + " elements (block " +
               std::to_string(s.block) + " x " + std::to_string(s.items) + "), " + bins_text(op) + ", " +
               std::to_string(s.copies) + " private copies of 32-bit counts in shared memory; each tile's counts are "
               "one column of the bin-major [bins x tiles] count matrix";
-  k.why = kWhy;
   k.source = source(name, g, k.summary, "", types, w);
   return k;
 }
@@ -149,29 +144,17 @@ Kernel emit_scan_counts(const ReduceGroup& g, const SortPolicy& policy) {
   for (const Arg& a : lookback_args(ScalarType::U64)) args.push_back(a);
   const std::string name = "ff_counting_sort_scan_u64";
   SourceWriter w;
-  w.line("namespace {");
-  w.line("constexpr int kBlock = " + std::to_string(kScanBlock) + ";");
-  w.line("constexpr int kItems = " + std::to_string(kScanItems) + ";  // counts per thread");
-  w.line("}  // namespace");
-  w.line();
-  ReduceGroup none;
-  open_elementwise_kernel(w, types, name, kScanBlock, args, none);
+  emit_constants(w, {"constexpr int kBlock = " + std::to_string(kScanBlock) + ";",
+                     "constexpr int kItems = " + std::to_string(kScanItems) + ";  // counts per thread"});
+  open_elementwise_kernel(w, types, name, kScanBlock, args, ReduceGroup{});
   w.comment("n is the number of counts: bins x tiles.");
   w.line("ff::sort::exclusive_scan_counts<kBlock, kItems>(tile_counts, positions, n, tile_counter, tile_status, epoch);");
   w.close();
 
-  Kernel k;
-  k.name = name;
-  k.block = kScanBlock;
-  k.max_grid = 0;
-  k.any_grid = false;
-  k.items_per_block_step = kScanBlock * kScanItems;
-  k.tuning = {{"block", kScanBlock}, {"items", kScanItems}};
-  k.args = args;
+  Kernel k = tile_kernel(name, kScanBlock, kScanBlock * kScanItems, kScanItems, args);
   k.summary = "counting sort 2/3, exclusive scan of the count matrix in bin-major order into 64-bit output "
               "positions: single pass, decoupled look-back, block " + std::to_string(kScanBlock) + ", " +
               std::to_string(kScanItems) + " counts per thread";
-  k.why = kWhy;
   k.source = source(name, g, k.summary, "", types, w);
   return k;
 }
@@ -185,20 +168,17 @@ Kernel emit_scatter(const OpNode& op, const ReduceGroup& g, const std::vector<So
     args.push_back({Arg::Kind::Output, o.program_output, "out" + std::to_string(o.program_output),
                     op.output_types[static_cast<std::size_t>(o.result)]});
   args.push_back({Arg::Kind::Scratch, 0, "positions", ScalarType::U64});
-  std::string name = std::string("ff_counting_sort_scatter_") + (s.staged ? "staged_" : "direct_") +
-                     short_type_name(op.keys.type());
-  if (with_values) name += "_" + short_type_name(op.values.type());
+  const std::string name = std::string("ff_counting_sort_scatter_") + (s.staged ? "staged_" : "direct_") +
+                           short_type_name(op.keys.type()) + (with_values ? "_" + short_type_name(op.values.type()) : "");
 
   SourceWriter w;
-  w.line("namespace {");
-  w.line("constexpr int kBlock = " + std::to_string(s.block) + ";");
-  w.line("constexpr int kItems = " + std::to_string(s.items) + ";  // elements per thread per tile");
-  w.line("constexpr long long kKeyBins = " + std::to_string(op.bins) + ";  // keys in [0, kKeyBins); any other key sorts last");
-  w.line(std::string("constexpr bool kStaged = ") + (s.staged ? "true" : "false") + ";  // " +
-         (s.staged ? "the tile is sorted in shared memory, then copied out coalesced"
-                   : "elements are written straight from registers"));
-  w.line("}  // namespace");
-  w.line();
+  emit_constants(w, {"constexpr int kBlock = " + std::to_string(s.block) + ";",
+                     "constexpr int kItems = " + std::to_string(s.items) + ";  // elements per thread per tile",
+                     "constexpr long long kKeyBins = " + std::to_string(op.bins) +
+                         ";  // keys in [0, kKeyBins); any other key sorts last",
+                     std::string("constexpr bool kStaged = ") + (s.staged ? "true" : "false") + ";  // " +
+                         (s.staged ? "the tile is sorted in shared memory, then copied out coalesced"
+                                   : "elements are written straight from registers")});
   open_elementwise_kernel(w, types, name, s.block, args, g, s.scatter_threads_per_sm / s.block);
   emit_element_function(w, types, g, names, "key_at", op.keys);
   if (with_values) emit_element_function(w, types, g, names, "value_at", op.values);
@@ -219,14 +199,7 @@ Kernel emit_scatter(const OpNode& op, const ReduceGroup& g, const std::vector<So
          std::string(with_values ? "value_at" : "ff::sort::NoValues{}") + ", " + store_key + ", " + store_value + ");");
   w.close();
 
-  Kernel k;
-  k.name = name;
-  k.block = s.block;
-  k.max_grid = 0;
-  k.any_grid = false;
-  k.items_per_block_step = s.tile();
-  k.tuning = {{"block", s.block}, {"items", s.items}};
-  k.args = args;
+  Kernel k = tile_kernel(name, s.block, s.tile(), s.items, args);
   k.summary = std::string("counting sort 3/3, scatter (") + (s.staged ? "staged" : "direct") + "): tiles of " +
               std::to_string(s.tile()) + " elements (block " + std::to_string(s.block) + " x " +
               std::to_string(s.items) + "), " + bins_text(op) + ", stable ranks within each warp's chunk by ballots over " +

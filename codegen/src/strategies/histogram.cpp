@@ -8,16 +8,14 @@
 // the global counts with one global atomic each (32- or 64-bit: the count type).
 // "global" (bins * 4 bytes above 48 KB, the static shared memory a block may declare):
 // every element is one global atomic. The executor zeroes the counts before the launch.
-// Counts are integers: atomics give the same result in any order.
+// Counts are integers: atomics give the same result in any order. The algorithms are
+// ff::histogram_shared and ff::histogram_global (<fuseflow/histogram.cuh>); this file
+// chooses between them and writes the fused bin expression.
 #include <algorithm>
 
 #include "../array_ops.hpp"
 
 namespace fuseflow::codegen {
-
-namespace {
-
-}  // namespace
 
 Kernel emit_histogram(const OpNode& op, const ReduceGroup& g, int output, const HistogramPolicy& policy,
                       const Target& t) {
@@ -56,71 +54,11 @@ Kernel emit_histogram(const OpNode& op, const ReduceGroup& g, int output, const 
                 [&](const Expr& leaf) { return elementwise_leaf(g, names, leaf, "a histogram's bin expression"); });
   w.line("return (long long)" + e.emit(op.keys) + ";");
   w.close("};");
-  if (shared) {
-    w.line("__shared__ unsigned int private_counts[kCopies * kBins];");
-    w.line("ff::SharedHistogram<kBlock, kBins, kCopies> hist{private_counts};");
-    w.line("hist.clear();");
-    w.line("__syncthreads();");
-  }
-  // The statement counting element `index` whose inputs are `vals`.
-  auto count = [&](const std::vector<std::string>& vals, const std::string& index) {
-    std::string bin = "bin_of(";
-    for (const auto& v : vals) bin += v + ", ";
-    bin += index + ")";
-    return shared ? "hist.add(" + bin + ");" : "ff::count_global(counts, " + bin + ", kBins);";
-  };
-  auto indexed = [&](const std::string& index) {
-    std::vector<std::string> vals;
-    for (const auto& n : names) vals.push_back("in_" + n + "[" + index + "]");
-    return vals;
-  };
-  // Loads vector `at` of every input, then counts its kVec elements.
-  auto vector_step = [&](const std::vector<std::pair<std::string, std::string>>& steps) {
-    for (const auto& [at, tag] : steps)
-      for (std::size_t j = 0; j < names.size(); ++j)
-        w.line("const ff::Vec<" + types.name(g.inputs[j].type()) + ", kVec> " + names[j] + tag +
-               " = ff::load_vec<kVec>(in_" + names[j] + " + " + at + " * kVec);");
-    w.line("#pragma unroll");
-    w.open("for (int k = 0; k < kVec; ++k)");
-    for (const auto& [at, tag] : steps) {
-      std::vector<std::string> vals;
-      for (const auto& n : names) vals.push_back(n + tag + ".v[k]");
-      w.line(count(vals, at + " * kVec + k"));
-    }
-    w.close();
-  };
-  w.line("const long long threads = (long long)gridDim.x * kBlock;");
-  w.line("const long long first = (long long)blockIdx.x * kBlock + threadIdx.x;");
-  if (vec > 1) {
-    std::string misaligned;
-    for (std::size_t j = 0; j < names.size(); ++j)
-      misaligned += (j ? " | " : "") + std::string("ff::misalignment<kVec>(in_") + names[j] + ")";
-    w.comment("Vector loads need every input aligned to a whole vector; a misaligned one takes the\n"
-              "element-wise loop instead.");
-    w.open("if ((" + misaligned + ") == 0)");
-    w.line("const long long vectors = n / kVec;");
-    w.line("long long v = first;");
-    w.comment(std::to_string(kUnroll) + " independent vector loads per input in flight per iteration.");
-    w.open("for (; v + threads < vectors; v += 2 * threads)");
-    w.line("const long long v2 = v + threads;");
-    vector_step({{"v", "_a"}, {"v2", "_b"}});
-    w.close();
-    w.open("if (v < vectors)");
-    vector_step({{"v", "_c"}});
-    w.close();
-    w.comment("The last n % kVec elements, one per thread.");
-    w.line("const long long tail = vectors * kVec + first;");
-    w.line("if (tail < n) " + count(indexed("tail"), "tail"));
-    w.close("} else {");
-    w.indent();
-  }
-  w.line("for (long long i = first; i < n; i += threads) " + count(indexed("i"), "i"));
-  if (vec > 1) w.close();
-  if (shared) {
-    w.line("__syncthreads();");
-    w.comment("One global atomic per non-zero bin of this block.");
-    w.line("hist.merge_into(counts);");
-  }
+  std::string pointers;
+  for (const auto& n : names) pointers += ", in_" + n;
+  w.line();
+  w.line(std::string(shared ? "ff::histogram_shared<kBlock, kVec, kBins, kCopies>" : "ff::histogram_global<kBlock, kVec, kBins>") +
+         "(n, bin_of, counts" + pointers + ");");
   w.close();
 
   Kernel k;
@@ -147,7 +85,7 @@ Kernel emit_histogram(const OpNode& op, const ReduceGroup& g, int output, const 
             std::to_string(kSharedLimit) + " bytes)";
   }
   k.source = kernel_source(name, g.program_text, "strategy: " + k.summary + "\nBins outside [0, kBins) are dropped.",
-                           {"collectives.cuh", "histogram.cuh"}, types, w.str());
+                           {"histogram.cuh"}, types, w.str());
   return k;
 }
 

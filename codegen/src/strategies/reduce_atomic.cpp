@@ -1,7 +1,7 @@
 // Reduce with per-element atomics: "atomic" (kept to reproduce the course's measurements,
-// never chosen automatically). Kernel 0 writes the identity; kernel 1 has every thread
-// apply atomicAdd / atomicMin / atomicMax to the single result for each element of a
-// grid-strided loop. Every element contends for one address, so it is slow at scale; a
+// never chosen automatically). Kernel 0 writes the identity; kernel 1 (the loop in
+// ff::reduce::atomic, <fuseflow/reduce.cuh>) has every thread apply atomicAdd / atomicMin
+// / atomicMax to the single result for each element of a grid-strided loop. Every element contends for one address, so it is slow at scale; a
 // float sum's rounding depends on the order the atomics land in, so it is not
 // deterministic. Supports plus on numbers and min/max on integers.
 #include "../kernel_context.hpp"
@@ -72,11 +72,12 @@ std::vector<Kernel> emit_reduce_atomic(const ReduceGroup& g, const ReducePolicy&
     w.line();
     k.open_kernel(w, kBlock);
     k.emit_functions(w);  // identity too: a masked element (filter -> reduce) contributes it
-    w.open("for (long long i = (long long)blockIdx.x * kBlock + threadIdx.x; i < n; i += (long long)gridDim.x * kBlock)");
-    std::vector<std::string> vals;
-    for (std::size_t j = 0; j < g.inputs.size(); ++j) vals.push_back("in_" + k.input_name(j) + "[i]");
-    w.line(fn + "(" + atomic_target(m.type(), slot, fn) + ", " + atomic_value(m.type(), k.element_call(vals, "i"), fn) + ");");
-    w.close();
+    // add(v): the atomic on the single result.
+    w.open("const auto add = [&](const " + k.acc() + " v)");
+    w.line(fn + "(" + atomic_target(m.type(), slot, fn) + ", " + atomic_value(m.type(), "v", fn) + ");");
+    w.close("};");
+    w.line();
+    w.line("ff::reduce::atomic<kBlock>(n, element, add" + k.input_pointers() + ");");
     w.close();
     Kernel main;
     main.name = k.name();
@@ -89,7 +90,7 @@ std::vector<Kernel> emit_reduce_atomic(const ReduceGroup& g, const ReducePolicy&
     main.summary = "atomic: one " + fn + " per element on the single result, block " + std::to_string(kBlock) +
                    ", grid-strided, grid <= " + std::to_string(main.max_grid) + " (not deterministic for floats)";
     main.why = "strategy atomic was asked for (kept to reproduce the course's measurements)";
-    main.source = k.assemble("strategy: " + main.summary, w.str());
+    main.source = k.assemble("strategy: " + main.summary, w.str(), "reduce.cuh");
     out.push_back(std::move(main));
   }
   return out;

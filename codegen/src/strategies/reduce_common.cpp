@@ -1,6 +1,6 @@
 // Pieces every reduce strategy shares: the accumulator (one field per fused reduction),
-// the combine and element lambdas, the kernel signature, and the finish: block reduce,
-// block partial, and the last block combining the partials in block order.
+// the combine, element and store lambdas, and the kernel signature. The algorithms are
+// templates in <fuseflow/reduce.cuh>, which the kernels call with these.
 #include <algorithm>
 #include <cctype>
 #include <set>
@@ -22,6 +22,13 @@ int vector_load_width(const ReduceGroup& g) {
     widest = std::max(widest, in.type().size());
   }
   return widest == 0 ? 1 : static_cast<int>(16 / widest);
+}
+
+void emit_constants(SourceWriter& w, const std::vector<std::string>& lines) {
+  w.line("namespace {");
+  for (const auto& l : lines) w.line(l);
+  w.line("}  // namespace");
+  w.line();
 }
 
 std::string reduce_kernel_name(const ReduceGroup& g, const char* strategy) {
@@ -137,21 +144,22 @@ std::string ReduceKernelWriter::element_call(const std::vector<std::string>& inp
   return s + index_expr + ")";
 }
 
-void ReduceKernelWriter::emit_finish(SourceWriter& w, const std::string& value, bool ordered) {
-  w.line();
-  w.comment(ordered ? "The warps' values in warp order (lane 0 of each holds it; the other lanes hold the\n"
-                      "identity), then the last block combines the block partials in block order."
-                    : "Block partial, then the last block to finish combines the partials in block order:\n"
-                      "a fixed order, so the result is the same bits on every run.");
-  w.line("__shared__ " + acc() + " warp_partials[kBlock / 32];");
-  w.line("const " + acc() + " block_total = ff::block_reduce<kBlock>(" + value + ", combine, identity, warp_partials);");
-  w.line("if (threadIdx.x == 0) ff::store_global_words(partials + blockIdx.x, block_total);");
-  w.open("if (ff::take_last_block_ticket(ticket))");
-  w.line("const " + acc() + " total = ff::combine_partials<kBlock>(partials, gridDim.x, combine, identity, warp_partials);");
-  w.open("if (threadIdx.x == 0)");
+std::string ReduceKernelWriter::element_at(const std::string& index) const {
+  std::vector<std::string> loads;
+  for (const auto& name : input_names_) loads.push_back("in_" + name + "[" + index + "]");
+  return element_call(loads, index);
+}
+
+void ReduceKernelWriter::emit_store(SourceWriter& w) {
+  w.open("const auto store = [&](const " + acc() + "& total)");
   emit_output_stores(w, "total");
-  w.close();
-  w.close();
+  w.close("};");
+}
+
+std::string ReduceKernelWriter::input_list() const {
+  std::string s;
+  for (const auto& name : input_names_) s += (s.empty() ? "in_" : ", in_") + name;
+  return s;
 }
 
 void ReduceKernelWriter::emit_output_stores(SourceWriter& w, const std::string& total) {
@@ -160,18 +168,9 @@ void ReduceKernelWriter::emit_output_stores(SourceWriter& w, const std::string& 
     w.line("*out" + std::to_string(g_.reduces[j].output_slot) + " = " + total + (fused ? ".f" + std::to_string(j) : "") + ";");
 }
 
-std::string ReduceKernelWriter::assemble(const std::string& strategy_comment, const std::string& body) {
-  SourceWriter w;
-  w.line("// fuseflow kernel " + name_);
-  w.line("//");
-  w.comment(g_.program_text);
-  w.line("//");
-  w.comment(strategy_comment);
-  w.line("#include <fuseflow/collectives.cuh>");
-  w.line();
-  std::string defs = types_.definitions();
-  std::string out = w.str() + (defs.empty() ? "" : defs + "\n") + body;
-  return out;
+std::string ReduceKernelWriter::assemble(const std::string& strategy_comment, const std::string& body,
+                                         const std::string& include) {
+  return kernel_source(name_, g_.program_text, strategy_comment, {include}, types_, body);
 }
 
 }  // namespace fuseflow::codegen

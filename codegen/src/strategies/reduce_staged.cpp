@@ -1,15 +1,9 @@
-// Reduce, any monoid, order preserved: "staged" (chunked coalesced staging). The array
-// is split into warp tiles of 32 x kItems elements; every warp of the grid owns a
-// contiguous range of tiles (quotient/remainder split, as in the persistent-blocks
-// paper), numbered so that a block's warps, and the blocks, follow each other in index
-// order. A warp loads its tile coalesced (in step k, lane l reads element k * 32 + l)
-// into its own slice of shared memory, then lane l folds its kItems consecutive elements
-// in order, applying the fused map; a warp reduce (shuffles, left operand = lower lanes)
-// gives the tile's value, folded into the warp's running value. Only __syncwarp guards a
-// tile: warps never wait for each other until the end, where the warps' values are
-// combined in warp order and the blocks' partials in block order by the last block.
-// Left operands always cover lower indices, so non-commutative monoids (maximum segment
-// sum, matrix products) are exact.
+// Reduce, any monoid, order preserved: "staged" (chunked coalesced staging, the
+// algorithm in ff::reduce::staged, <fuseflow/reduce.cuh>): warps stage tiles of
+// 32 x kItems elements coalesced into padded shared memory, each lane folds its
+// consecutive elements in order, and warps and blocks are combined in index order, so
+// non-commutative monoids are exact. Here: the tile size from the inputs' width, the
+// grid from the shared memory it takes, and the fused functors.
 #include <algorithm>
 
 #include "../kernel_context.hpp"
@@ -34,77 +28,15 @@ Kernel emit_reduce_staged(const ReduceGroup& g, const ReducePolicy& policy, cons
   SourceWriter w;
   w.line("namespace {");
   w.line("constexpr int kBlock = " + std::to_string(kBlock) + ";");
-  w.line("constexpr int kWarps = kBlock / 32;");
   w.line("constexpr int kItems = " + std::to_string(items) + ";  // consecutive elements per lane per tile");
-  w.line("constexpr int kWarpTile = 32 * kItems;");
-  w.line("// Shared-memory slot of tile element s: one slot of padding per 32 elements, so lane l");
-  w.line("// reading element l * kItems + k does not collide with its neighbours' banks.");
-  w.line("__device__ __forceinline__ int slot(int s) { return s + s / 32; }");
   w.line("}  // namespace");
   w.line();
   k.open_kernel(w, kBlock);
   k.emit_functions(w);
+  k.emit_store(w);
   w.line();
-  for (std::size_t j = 0; j < g.inputs.size(); ++j)
-    w.line("__shared__ " + k.types().name(g.inputs[j].type()) + " stage_" + k.input_name(j) +
-           "[kWarps][kWarpTile + kWarpTile / 32];");
-  w.line("const int lane = threadIdx.x % 32;");
-  w.line("const int warp = threadIdx.x / 32;");
-  w.comment("This warp's contiguous range of tiles: the first tiles % warps warps take one more.");
-  w.line("const long long tiles = (n + kWarpTile - 1) / kWarpTile;");
-  w.line("const long long warps = (long long)gridDim.x * kWarps;");
-  w.line("const long long me = (long long)blockIdx.x * kWarps + warp;");
-  w.line("const long long share = tiles / warps;");
-  w.line("const long long extra = tiles % warps;");
-  w.line("const long long begin = me * share + min(me, extra);");
-  w.line("const long long end = begin + share + (me < extra ? 1 : 0);");
-  w.line(k.acc() + " running = identity;  // the warp's value so far, in lane 0");
-  w.open("for (long long t = begin; t < end; ++t)");
-  w.line("const long long base = t * kWarpTile;");
-  w.line(k.acc() + " value;");
-  // One tile: a full one needs no bounds checks and starts the fold from its first
-  // element; the last, partial tile checks every index and starts from the identity.
-  auto tile = [&](bool full) {
-    w.comment("Coalesced: in step k, lane l loads element base + k * 32 + l.");
-    w.line("#pragma unroll");
-    w.open("for (int k = 0; k < kItems; ++k)");
-    w.line("const int s = k * 32 + lane;");
-    std::string store;
-    for (std::size_t j = 0; j < g.inputs.size(); ++j)
-      store += (j ? " " : "") + std::string("stage_") + k.input_name(j) + "[warp][slot(s)] = in_" + k.input_name(j) + "[base + s];";
-    w.line(full ? store : "if (base + s < n) { " + store + " }");
-    w.close();
-    w.line("__syncwarp();");
-    w.comment("Lane l folds elements l * kItems ... l * kItems + kItems - 1, in order.");
-    auto at = [&](const std::string& s_expr) {
-      std::vector<std::string> vals;
-      for (std::size_t j = 0; j < g.inputs.size(); ++j) vals.push_back("stage_" + k.input_name(j) + "[warp][slot(" + s_expr + ")]");
-      return k.element_call(vals, "base + " + s_expr);
-    };
-    if (full) {
-      w.line("value = " + at("lane * kItems") + ";");
-      w.line("#pragma unroll");
-      w.line("for (int k = 1; k < kItems; ++k) value = combine(value, " + at("lane * kItems + k") + ");");
-    } else {
-      w.line("value = identity;");
-      w.line("#pragma unroll");
-      w.open("for (int k = 0; k < kItems; ++k)");
-      w.line("const int s = lane * kItems + k;");
-      w.line("if (base + s < n) value = combine(value, " + at("s") + ");");
-      w.close();
-    }
-  };
-  w.open("if (base + kWarpTile <= n)");
-  tile(true);
-  w.close("} else {");
-  w.indent();
-  tile(false);
-  w.close();
-  w.line("__syncwarp();  // the stage is overwritten by the next tile");
-  w.line("value = ff::warp_reduce(value, combine);");
-  w.line("if (lane == 0) running = combine(running, value);");
-  w.close();
-  k.emit_finish(w, "running", true);
+  w.line("ff::reduce::staged<kBlock, kItems>(n, element, combine, identity, store, partials, ticket" + k.input_pointers() +
+         ");");
   w.close();
 
   Kernel out;
@@ -123,7 +55,7 @@ Kernel emit_reduce_staged(const ReduceGroup& g, const ReducePolicy& policy, cons
   for (const auto& r : g.reduces) all_commutative = all_commutative && r.op->monoid.is_commutative();
   out.why = all_commutative ? "strategy staged was asked for"
                             : "a monoid is non-commutative: elements must be combined in index order";
-  out.source = k.assemble("strategy: " + out.summary, w.str());
+  out.source = k.assemble("strategy: " + out.summary, w.str(), "reduce.cuh");
   return out;
 }
 

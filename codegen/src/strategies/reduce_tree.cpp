@@ -1,10 +1,7 @@
-// Reduce, any monoid: "tree" (the course's multi-pass reduction, kept for study). Pass 1:
-// block b reduces elements b * kBlock ... b * kBlock + kBlock - 1 (one per thread, the
-// fused map applied) in thread order and writes one partial; every later pass reduces
-// blocks of kBlock partials the same way, one level of the tree per launch, until one
-// block is left, which writes the result. Order-preserving, so any monoid is exact; it
-// reads each level back from memory and pays a launch per level, which is what the
-// chunked and staged strategies avoid.
+// Reduce, any monoid: "tree" (the course's multi-pass reduction, kept for study; the
+// algorithm in ff::reduce::tree_first and ff::reduce::tree_level, <fuseflow/reduce.cuh>):
+// a launch per level of the tree, each block reducing kBlock elements (then partials) in
+// thread order, until one block is left, which writes the result. Order-preserving.
 #include "../kernel_context.hpp"
 
 namespace fuseflow::codegen {
@@ -22,16 +19,6 @@ void emit_block_constant(SourceWriter& w, int block) {
   w.line();
 }
 
-// Every level ends alike: the block's value in thread order becomes its partial, and
-// the last level (a single block) writes the result.
-void emit_level_finish(SourceWriter& w, ReduceKernelWriter& k) {
-  w.line("__shared__ " + k.acc() + " warp_partials[kBlock / 32];");
-  w.line("value = ff::block_reduce<kBlock>(value, combine, identity, warp_partials);");
-  w.line("if (threadIdx.x == 0) ff::store_global_words(partials + blockIdx.x, value);");
-  w.open("if (gridDim.x == 1 && threadIdx.x == 0)");
-  k.emit_output_stores(w, "value");
-  w.close();
-}
 }  // namespace
 
 std::vector<Kernel> emit_reduce_tree(const ReduceGroup& g, const ReducePolicy& policy, const Target& t) {
@@ -44,11 +31,9 @@ std::vector<Kernel> emit_reduce_tree(const ReduceGroup& g, const ReducePolicy& p
     emit_block_constant(w, kBlock);
     k.open_kernel(w, kBlock);
     k.emit_functions(w);
-    w.line("const long long i = (long long)blockIdx.x * kBlock + threadIdx.x;");
-    std::vector<std::string> vals;
-    for (std::size_t j = 0; j < g.inputs.size(); ++j) vals.push_back("in_" + k.input_name(j) + "[i]");
-    w.line(k.acc() + " value = i < n ? " + k.element_call(vals, "i") + " : identity;");
-    emit_level_finish(w, k);
+    k.emit_store(w);
+    w.line();
+    w.line("ff::reduce::tree_first<kBlock>(n, element, combine, identity, store, partials" + k.input_pointers() + ");");
     w.close();
     Kernel first;
     first.name = k.name();
@@ -57,12 +42,12 @@ std::vector<Kernel> emit_reduce_tree(const ReduceGroup& g, const ReducePolicy& p
     first.max_grid = 0x7fffffff;
     first.items_per_block_step = kBlock;
     first.tuning = {{"block", kBlock}};
-  first.any_grid = false;  // one block per kBlock elements
+    first.any_grid = false;  // one block per kBlock elements
     first.args = k.args();
     first.summary = "tree (multi-pass, order-preserving): block " + std::to_string(kBlock) +
                     ", one element per thread per level, a launch per level";
     first.why = "strategy tree was asked for (kept to reproduce the course's measurements)";
-    first.source = k.assemble(header(kBlock, "first level: the inputs, with the map fused"), w.str());
+    first.source = k.assemble(header(kBlock, "first level: the inputs, with the map fused"), w.str(), "reduce.cuh");
     out.push_back(std::move(first));
   }
   {
@@ -83,9 +68,9 @@ std::vector<Kernel> emit_reduce_tree(const ReduceGroup& g, const ReducePolicy& p
     }
     w.indent();
     k.emit_combine(w);
-    w.line("const long long i = (long long)blockIdx.x * kBlock + threadIdx.x;");
-    w.line(k.acc() + " value = i < n ? in[i] : identity;");
-    emit_level_finish(w, k);
+    k.emit_store(w);
+    w.line();
+    w.line("ff::reduce::tree_level<kBlock>(n, combine, identity, store, partials, in);");
     w.close();
     Kernel level;
     level.name = k.name();
@@ -93,10 +78,10 @@ std::vector<Kernel> emit_reduce_tree(const ReduceGroup& g, const ReducePolicy& p
     level.block = kBlock;
     level.max_grid = 0x7fffffff;
     level.items_per_block_step = kBlock;
-  level.any_grid = false;
+    level.any_grid = false;
     level.args = args;
     level.summary = "tree level: blocks of " + std::to_string(kBlock) + " partials";
-    level.source = k.assemble(header(kBlock, "later levels: blocks of partials"), w.str());
+    level.source = k.assemble(header(kBlock, "later levels: blocks of partials"), w.str(), "reduce.cuh");
     out.push_back(std::move(level));
   }
   return out;

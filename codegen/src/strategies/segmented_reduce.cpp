@@ -9,27 +9,19 @@
 //     segments, which the host knows): a thread per segment of at most 8 elements, folded
 //     in order from unrolled loads (segments of 3 at the copy's speed); each longer segment
 //     gets a bit in a mask, and a flag says whether there was one.
-//  2. ff_segmented_reduce_*: splits the merge of segment ends and elements evenly
-//     (ff::segmented::reduce_by_offsets in <fuseflow/segmented.cuh>), so it costs the same
-//     per item for every shape: one huge segment, skew, empty segments. A block owns a
-//     contiguous range of tiles and carries the open segment from tile to tile in order;
-//     the last block completes the segments that cross block boundaries. After the short
-//     pass it returns at once when the flag is clear, skips the tiles that hold no segment
-//     left to it (without loading them), and writes only those segments; when the short
-//     pass was not launched (the same test, made in the kernel) it takes every segment.
+//  2. ff_segmented_reduce_*: the merge path (ff::segmented::reduce_by_offsets in
+//     <fuseflow/segmented.cuh>): the merge of segment ends and elements split evenly, so
+//     one huge segment, skew and empty segments cost the same per item. After the short
+//     pass it returns at once when the flag is clear and takes only the segments left to
+//     it; when the short pass was not launched (the same test, made in the kernel), all.
 // Order is preserved throughout, so non-commutative monoids (maximum segment sum) are
 // exact, and floats give the same bits on every run. The plan option segmented_short=0
 // (FUSEFLOW_SEGMENTED_SHORT=0) plans the merge path alone.
 //
-// Where the merge path's time goes, and what keeps it down: the next tile is loaded into
-// registers while the current one is reduced (a block always has a tile's loads in
-// flight); a tile with no segment end (inside a long segment) is read with 16-byte vector
-// loads straight into registers and never staged; other tiles stage ends and values in
-// padded (conflict-free) shared memory, mark where segments start with a byte per element,
-// and each thread folds its consecutive elements with no branch per element; threads join
-// their partial segments with a ballot plus one shuffle per step (no 64-bit segment ids),
-// and one thread per segment end reads its segment's value and writes it, coalesced.
-// Tiles of 256 x 16 items for 4-byte values.
+// Where the merge path's time goes, and what keeps it down (the next tile prefetched into
+// registers, vector loads for tiles with no segment end, padded staging, a head byte per
+// element, a ballot-based join): <fuseflow/segmented.cuh>. Tiles of 256 x 16 items for
+// 4-byte values.
 #include <algorithm>
 #include <limits>
 #include <string>
@@ -74,42 +66,29 @@ SegmentedTuning segmented_tuning(const Type& acc, const SegmentedPolicy& p) {
 namespace {
 
 // The short-segment pass: threads per block (SegmentedPolicy::short_block) and segments
-// per thread (warp-striped); the longest segment one thread folds is kShortSegment. Measured on the H100 at 2^28
-// (bench/RESULTS.md, eleventh run): segments of 3 in 640 us (the merge path: 1218), with 2
-// segments per thread 12% faster than 4; longer segments are better split by the merge
-// path (a thread folding 10..50 elements reads them uncoalesced).
+// per thread (warp-striped); the longest segment one thread folds is kShortSegment.
+// Measured on the H100 at 2^28 (bench/RESULTS.md, eleventh run): segments of 3 in 640 us
+// (the merge path: 1218), with 2 segments per thread 12% faster than 4; longer segments
+// are better split by the merge path (a thread folding 10..50 elements reads them uncoalesced).
 int short_per_thread(const Type& acc) { return acc.size() <= 4 ? 2 : 1; }
 
 // What both kernels read: the inputs, n, the offsets, parameters and scalar results; then
 // the output.
-std::vector<Arg> element_args(ReduceKernelWriter& k, const ReduceGroup& leaves, const ReduceGroup& offsets,
-                              int offsets_domain, int output) {
-  std::vector<Arg> args;
-  for (std::size_t j = 0; j < leaves.inputs.size(); ++j)
-    args.push_back({Arg::Kind::Input, leaves.input_ids[j], "in_" + k.input_name(j), leaves.inputs[j].type()});
-  args.push_back({Arg::Kind::Length, 0, "n", ScalarType::I64});
-  for (const Arg& a : offsets_args(offsets, offsets_domain)) args.push_back(a);
-  for (std::size_t j = 0; j < leaves.params.size(); ++j)
-    args.push_back({Arg::Kind::Param, leaves.param_ids[j], "p_" + sanitize(leaves.params[j].node().name),
-                    leaves.params[j].type()});
-  for (int s : leaves.scalars_read)
-    args.push_back({Arg::Kind::Scalar, s, "s" + std::to_string(s), leaves.slot_types[static_cast<std::size_t>(s)]});
-  args.push_back({Arg::Kind::Output, output, "out", k.acc_type()});
+std::vector<Arg> element_args(const ReduceGroup& leaves, const ReduceGroup& offsets, int offsets_domain, int output,
+                              const Type& acc) {
+  std::vector<std::string> names;
+  std::vector<Arg> args = elementwise_args(leaves, names);
+  const std::vector<Arg> offsets_read = offsets_args(offsets, offsets_domain);
+  args.insert(args.begin() + static_cast<std::ptrdiff_t>(leaves.inputs.size()) + 1, offsets_read.begin(),
+              offsets_read.end());  // after n
+  args.push_back({Arg::Kind::Output, output, "out", acc});
   return args;
-}
-
-// value_at(i): the mapped value of element i.
-void emit_value_at(SourceWriter& w, ReduceKernelWriter& k, const ReduceGroup& leaves) {
-  std::vector<std::string> loads;
-  for (std::size_t j = 0; j < leaves.inputs.size(); ++j) loads.push_back("in_" + k.input_name(j) + "[i]");
-  w.line("const auto value_at = [&](const long long i) -> " + k.acc() + " { return " + k.element_call(loads, "i") + "; };");
 }
 
 // The translation unit: the header comment (program, strategy), includes, tuple types, body.
 std::string segmented_source(const std::string& name, const ReduceGroup& g, const std::string& strategy,
                              const CudaTypes& types, const SourceWriter& body) {
-  return kernel_source(name, g.program_text, "strategy: " + strategy, {"collectives.cuh", "segmented.cuh"}, types,
-                       body.str());
+  return kernel_source(name, g.program_text, "strategy: " + strategy, {"collectives.cuh", "segmented.cuh"}, types, body.str());
 }
 
 const char* kClampNote =
@@ -123,24 +102,21 @@ Kernel emit_short_pass(const OpNode& op, const ReduceGroup& g, const ReduceGroup
   const std::string name = "ff_segmented_short_" + short_type_name(acc) + "_" + sanitize(op.monoid.name());
   ReduceKernelWriter k(g, name, ReduceKernelWriter::Partials::None);
   const int per_thread = short_per_thread(acc);
-  std::vector<Arg> args = element_args(k, g, offsets, offsets_domain, output);
+  std::vector<Arg> args = element_args(g, offsets, offsets_domain, output, acc);
   args.push_back({Arg::Kind::Scratch, 0, "deferred", ScalarType::U32});
   args.push_back({Arg::Kind::Ticket, 2, "any_deferred", ScalarType::U32});
   args.push_back({Arg::Kind::InvalidFlag, check, "offsets_invalid", ScalarType::U32});
 
   SourceWriter w;
-  w.line("namespace {");
-  w.line("constexpr int kBlock = " + std::to_string(kShortBlock) + ";");
-  w.line("constexpr int kPerThread = " + std::to_string(per_thread) + ";  // segments per thread per step (32 apart)");
-  w.line("constexpr int kShort = " + std::to_string(kShortSegment) + ";  // the longest segment a thread folds");
-  w.line("}  // namespace");
-  w.line();
+  emit_constants(w, {"constexpr int kBlock = " + std::to_string(kShortBlock) + ";",
+                     "constexpr int kPerThread = " + std::to_string(per_thread) + ";  // segments per thread per step (32 apart)",
+                     "constexpr int kShort = " + std::to_string(kShortSegment) + ";  // the longest segment a thread folds"});
   w.line("extern \"C\" __global__ void __launch_bounds__(kBlock) " + name + "(");
   emit_kernel_parameters(w, k.types(), args);
   k.emit_functions(w);
   w.line("bool out_of_range = false;  // stored once, at the end: a store in the loop would slow it by 10%");
   emit_offset_at(w, k.types(), op, offsets, "a segment ending before its start is flagged too", "out_of_range = true");
-  emit_value_at(w, k, g);
+  w.line("const auto value_at = [&](const long long i) -> " + k.acc() + " { return " + k.element_at("i") + "; };");
   w.line("ff::segmented::reduce_short_segments<kBlock, kPerThread, kShort>(n, offsets_count - 1, value_at, offset_at, combine,");
   w.line("                                                                 identity, out, deferred, any_deferred,");
   w.line("                                                                 offsets_invalid);");
@@ -188,8 +164,7 @@ Kernel emit_merge_path(const OpNode& op, const ReduceGroup& g, const ReduceGroup
   const int max_grid = t.sm_count * blocks_per_sm;
 
   CudaTypes& types = k.types();
-  const std::string acc_name = k.acc();
-  std::vector<Arg> args = element_args(k, g, offsets, offsets_domain, output);
+  std::vector<Arg> args = element_args(g, offsets, offsets_domain, output, acc);
   args.push_back({Arg::Kind::Scratch, 0, "carry_segment", ScalarType::I64});
   args.push_back({Arg::Kind::Scratch, 1, "carry_value", acc});
   args.push_back({Arg::Kind::Scratch, 2, "head_value", acc});
@@ -199,41 +174,26 @@ Kernel emit_merge_path(const OpNode& op, const ReduceGroup& g, const ReduceGroup
   args.push_back({Arg::Kind::InvalidFlag, check, "offsets_invalid", ScalarType::U32});
 
   SourceWriter w;
-  w.line("namespace {");
-  w.line("constexpr int kBlock = " + std::to_string(tuning.block) + ";");
-  w.line("constexpr int kItems = " + std::to_string(tuning.items) + ";  // merge items (elements + segment ends) per thread per tile");
-  w.line("constexpr int kVec = " + std::to_string(vec) + ";  // elements per vector load in tiles with no segment end");
-  w.line("constexpr int kMinBlocks = " + std::to_string(blocks_per_sm) + ";  // resident blocks per SM (the grid is sized for them)");
+  std::vector<std::string> constants = {
+      "constexpr int kBlock = " + std::to_string(tuning.block) + ";",
+      "constexpr int kItems = " + std::to_string(tuning.items) + ";  // merge items (elements + segment ends) per thread per tile",
+      "constexpr int kVec = " + std::to_string(vec) + ";  // elements per vector load in tiles with no segment end",
+      "constexpr int kMinBlocks = " + std::to_string(blocks_per_sm) + ";  // resident blocks per SM (the grid is sized for them)"};
   if (after_short)
-    w.line("constexpr long long kShortAverage = " + std::to_string(kShortSegment) +
-           ";  // the short pass ran when n <= this x segments");
-  w.line("}  // namespace");
-  w.line();
+    constants.push_back("constexpr long long kShortAverage = " + std::to_string(kShortSegment) +
+                        ";  // the short pass ran when n <= this x segments");
+  emit_constants(w, constants);
   w.line("extern \"C\" __global__ void __launch_bounds__(kBlock, kMinBlocks) " + name + "(");
   emit_kernel_parameters(w, types, args);
   k.emit_functions(w);
   // offset_at(s): offsets[s] (any integral map of the offsets' inputs), clamped to [0, n].
   emit_offset_at(w, types, op, offsets, "reduce_by_offsets flags decreasing ones");
-  emit_value_at(w, k, g);
-  std::vector<std::string> vector_loads, misaligned;
-  for (std::size_t j = 0; j < g.inputs.size(); ++j) {
-    vector_loads.push_back(k.input_name(j) + "_v.v[k]");
-    misaligned.push_back("ff::misalignment<kVec>(in_" + k.input_name(j) + ")");
-  }
-  w.comment(vector_tiles ? "A tile holding no segment end is read with vector loads straight into registers, when every\n"
-                           "input is aligned to a whole vector (otherwise it is staged like the others)."
-                         : "Vector loads would not fit the tile layout (kItems % kVec != 0, or tuple inputs): every tile is\n"
-                           "staged.");
-  std::string aligned;
-  for (std::size_t j = 0; j < misaligned.size(); ++j) aligned += (j ? " | " : "") + misaligned[j];
-  w.line("const bool vectors_aligned = " + (aligned.empty() ? std::string("true") : "(" + aligned + ") == 0") + ";");
-  w.open("const auto vector_at = [&](const long long i, " + acc_name + "* v)");
-  for (std::size_t j = 0; j < g.inputs.size(); ++j)
-    w.line("const ff::Vec<" + types.name(g.inputs[j].type()) + ", kVec> " + k.input_name(j) + "_v = ff::load_vec<kVec>(in_" +
-           k.input_name(j) + " + i);");
-  w.line("#pragma unroll");
-  w.line("for (int k = 0; k < kVec; ++k) v[k] = " + k.element_call(vector_loads, "i + k") + ";");
-  w.close("};");
+  w.line("const auto value_at = [&](const long long i) -> " + k.acc() + " { return " + k.element_at("i") + "; };");
+  w.comment(vector_tiles ? "A tile with no segment end: vector loads into registers when every input is aligned."
+                         : "Every tile is staged: vector loads would not fit the tile (kItems % kVec != 0, or tuple inputs).");
+  w.line("const bool vectors_aligned = ff::segmented::vectors_aligned<kVec>(" + k.input_list() + ");");
+  w.line("const auto vector_at = [&](const long long i, " + k.acc() + "* v) { ff::segmented::vector_elements<kVec>(element, i, v" +
+         k.input_pointers() + "); };");
   if (after_short) {
     w.comment("Only the segments the short-segment pass left (their bits in `deferred`): the kernel returns at once\n"
               "when there is none, and skips the tiles that hold none. Every segment when the pass did not run\n"
