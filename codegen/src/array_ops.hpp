@@ -42,13 +42,13 @@ void plan_array_op(const PlanContext& c, const std::shared_ptr<const OpNode>& op
 
 // The emitters. `leaves` lists the inputs, parameters and scalar results the op's
 // element-wise expressions read; for segmented_reduce, `offsets` lists the offsets'.
-Kernel emit_histogram(const OpNode& op, const ReduceGroup& leaves, int output, const HistogramPolicy& policy,
+KernelSpec emit_histogram(const OpNode& op, const ReduceGroup& leaves, int output, const HistogramPolicy& policy,
                       const Target& t);
 // `check` is the index of its offsets_invalid flag (Plan::checked_offsets). Returns the
 // short-segment pass and the merge-path kernel, in launch order (the merge path alone
 // without the policy's short pass); with two, both take the mask of segments the first
 // left as their last Scratch argument (one bit per segment, rounded up to words).
-std::vector<Kernel> emit_segmented_reduce(const std::shared_ptr<const OpNode>& op, const ReduceGroup& leaves,
+std::vector<KernelSpec> emit_segmented_reduce(const std::shared_ptr<const OpNode>& op, const ReduceGroup& leaves,
                                           const ReduceGroup& offsets, int offsets_domain, int output, int check,
                                           const SegmentedPolicy& policy, const Target& t);
 
@@ -61,7 +61,7 @@ struct SortOutput {
   int result;
 };
 inline constexpr std::int64_t kMaxCountingSortBins = 8192;
-std::vector<Kernel> emit_counting_sort(const OpNode& op, const ReduceGroup& key_leaves, const ReduceGroup& leaves,
+std::vector<KernelSpec> emit_counting_sort(const OpNode& op, const ReduceGroup& key_leaves, const ReduceGroup& leaves,
                                        const std::vector<SortOutput>& outputs, const SortPolicy& policy);
 
 // The offsets of a segmented op (segment_offsets.cpp): their kernel arguments (an

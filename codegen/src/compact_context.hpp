@@ -38,7 +38,7 @@ struct CompactTiling {
 };
 CompactTiling compact_tiling(const CompactGroup& g, const Target& t);
 
-Kernel emit_filter_compact(const CompactGroup& g, const Target& t);
+KernelSpec emit_filter_compact(const CompactGroup& g, const Target& t);
 // The pipelined compaction (scan_pipeline.cuh, compact_tiles): where it applies (sm_90 or
 // later, one 4-byte scalar input, a value of at most 4 bytes per survivor, since survivors
 // are compacted over their inputs in the stage; no filter_tile option, the policy's
@@ -54,7 +54,7 @@ bool pipelined_compact_applies(const CompactGroup& g, const Target& t);
 void emit_compact_functions(SourceWriter& w, CudaTypes& types, const CompactGroup& g,
                             const std::vector<std::string>& names);
 std::vector<Arg> compact_args(const CompactGroup& g, std::vector<std::string>& names, std::vector<std::string>& outs);
-Kernel emit_filter_compact_pipelined(const CompactGroup& g, const Target& t);
+KernelSpec emit_filter_compact_pipelined(const CompactGroup& g, const Target& t);
 
 // The filter whose result program output `output` is, or maps (possibly with parameters,
 // reductions' results and index(), the position among the survivors); nullptr when it

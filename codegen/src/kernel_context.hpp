@@ -176,15 +176,15 @@ void emit_fused_monoid(SourceWriter& w, CudaTypes& types, const std::vector<Fuse
                        const std::string& acc, const std::string& identity, const std::string& combine);
 
 // Strategy emitters.
-Kernel emit_reduce_chunked(const ReduceGroup& g, const ReducePolicy& policy, const Target& t);
-Kernel emit_reduce_staged(const ReduceGroup& g, const ReducePolicy& policy, const Target& t);
+KernelSpec emit_reduce_chunked(const ReduceGroup& g, const ReducePolicy& policy, const Target& t);
+KernelSpec emit_reduce_staged(const ReduceGroup& g, const ReducePolicy& policy, const Target& t);
 // Tree: kernel 0 reduces kBlock-element blocks of the input, kernel 1 reduces blocks of
 // partials; the schedule repeats kernel 1 until one value is left.
-std::vector<Kernel> emit_reduce_tree(const ReduceGroup& g, const ReducePolicy& policy, const Target& t);
+std::vector<KernelSpec> emit_reduce_tree(const ReduceGroup& g, const ReducePolicy& policy, const Target& t);
 // Atomic: kernel 0 writes the identity, kernel 1 adds every element with an atomic.
-std::vector<Kernel> emit_reduce_atomic(const ReduceGroup& g, const ReducePolicy& policy, const Target& t);
+std::vector<KernelSpec> emit_reduce_atomic(const ReduceGroup& g, const ReducePolicy& policy, const Target& t);
 // The element-wise kernel of the array outputs `outputs` (program outputs `output_ids`).
-Kernel emit_map(const std::vector<Expr>& outputs, const std::vector<int>& output_ids, const ReduceGroup& leaves,
+KernelSpec emit_map(const std::vector<Expr>& outputs, const std::vector<int>& output_ids, const ReduceGroup& leaves,
                 const MapPolicy& policy, const Target& t);
 
 }  // namespace fuseflow::codegen

@@ -164,16 +164,16 @@ class ScanKernelWriter {
 
 std::string scan_kernel_name(const ScanGroup& g, const char* strategy);
 
-Kernel emit_scan_lookback(const ScanGroup& g, const Target& t, const ScanTiling& tiling);
+KernelSpec emit_scan_lookback(const ScanGroup& g, const Target& t, const ScanTiling& tiling);
 // The pipelined look-back scan (scan_pipelined.cpp, scan_pipeline.cuh): where it applies
 // (pipelined_scan_applies: sm_90 or later, one 4-byte input, 4-byte values, no mask, no
 // reductions folded in, no scan_tile option, the policy's pipeline on), it is the second
 // kernel of a plain scan in place of the staged tile, launched from g.policy.staged_from
 // elements.
 bool pipelined_scan_applies(const ScanGroup& g, const Target& target);
-Kernel emit_scan_pipelined(const ScanGroup& g, const Target& target);
+KernelSpec emit_scan_pipelined(const ScanGroup& g, const Target& target);
 // Three kernels: per-block reduce, scan of the block sums, scan of each block's chunk.
-std::vector<Kernel> emit_scan_reduce_then_scan(const ScanGroup& g, const Target& t);
+std::vector<KernelSpec> emit_scan_reduce_then_scan(const ScanGroup& g, const Target& t);
 
 // Segmented scans (segmented_scan by offsets, scan_by_key) and reduce_by_key
 // (segmented_scan.cpp): the look-back scan over (value, heads) pieces. Segment heads come
@@ -185,8 +185,8 @@ struct SegmentOffsets {
   int domain = 0;
   int check = 0;  // the index of its offsets_invalid flag (Plan::checked_offsets)
 };
-Kernel emit_segmented_scan(const ScanGroup& g, const SegmentOffsets* offsets, const Target& t);
-Kernel emit_reduce_by_key(const ScanGroup& g, const Target& t);
+KernelSpec emit_segmented_scan(const ScanGroup& g, const SegmentOffsets* offsets, const Target& t);
+KernelSpec emit_reduce_by_key(const ScanGroup& g, const Target& t);
 // The pieces' type, (value, head flag) or (value, head count) as a tuple: the look-back
 // status holds them.
 Type segmented_piece_type(const ScanGroup& g);

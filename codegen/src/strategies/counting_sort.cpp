@@ -94,8 +94,8 @@ std::string bins_text(const OpNode& op) {
 
 // The fields the three kernels share: one block per tile of `tile` items, the grid
 // growing with n (no grid cap), the reason the sort was chosen.
-Kernel tile_kernel(const std::string& name, int block, int tile, int items, std::vector<Arg> args) {
-  Kernel k;
+KernelSpec tile_kernel(const std::string& name, int block, int tile, int items, std::vector<Arg> args) {
+  KernelSpec k;
   k.name = name;
   k.block = block;
   k.max_grid = 0;
@@ -107,7 +107,7 @@ Kernel tile_kernel(const std::string& name, int block, int tile, int items, std:
   return k;
 }
 
-Kernel emit_tile_counts(const OpNode& op, const ReduceGroup& g, const SortTuning& s) {
+KernelSpec emit_tile_counts(const OpNode& op, const ReduceGroup& g, const SortTuning& s) {
   CudaTypes types;
   std::vector<std::string> names;
   std::vector<Arg> args = elementwise_args(g, names);
@@ -126,7 +126,7 @@ Kernel emit_tile_counts(const OpNode& op, const ReduceGroup& g, const SortTuning
   w.line("ff::sort::count_tile<kBlock, kTile, kKeyBins, kCopies>(n, key_at, tile_counts);");
   w.close();
 
-  Kernel k = tile_kernel(name, s.block, s.tile(), s.items, args);
+  KernelSpec k = tile_kernel(name, s.block, s.tile(), s.items, args);
   k.summary = "counting sort 1/3, tile counts: tiles of " + std::to_string(s.tile()) + " elements (block " +
               std::to_string(s.block) + " x " + std::to_string(s.items) + "), " + bins_text(op) + ", " +
               std::to_string(s.copies) + " private copies of 32-bit counts in shared memory; each tile's counts are "
@@ -135,7 +135,7 @@ Kernel emit_tile_counts(const OpNode& op, const ReduceGroup& g, const SortTuning
   return k;
 }
 
-Kernel emit_scan_counts(const ReduceGroup& g, const SortPolicy& policy) {
+KernelSpec emit_scan_counts(const ReduceGroup& g, const SortPolicy& policy) {
   const int kScanBlock = policy.scan_block, kScanItems = policy.scan_items;
   CudaTypes types;
   std::vector<Arg> args = {{Arg::Kind::Length, 0, "n", ScalarType::I64},
@@ -151,7 +151,7 @@ Kernel emit_scan_counts(const ReduceGroup& g, const SortPolicy& policy) {
   w.line("ff::sort::exclusive_scan_counts<kBlock, kItems>(tile_counts, positions, n, tile_counter, tile_status, epoch);");
   w.close();
 
-  Kernel k = tile_kernel(name, kScanBlock, kScanBlock * kScanItems, kScanItems, args);
+  KernelSpec k = tile_kernel(name, kScanBlock, kScanBlock * kScanItems, kScanItems, args);
   k.summary = "counting sort 2/3, exclusive scan of the count matrix in bin-major order into 64-bit output "
               "positions: single pass, decoupled look-back, block " + std::to_string(kScanBlock) + ", " +
               std::to_string(kScanItems) + " counts per thread";
@@ -159,7 +159,7 @@ Kernel emit_scan_counts(const ReduceGroup& g, const SortPolicy& policy) {
   return k;
 }
 
-Kernel emit_scatter(const OpNode& op, const ReduceGroup& g, const std::vector<SortOutput>& outputs, const SortTuning& s) {
+KernelSpec emit_scatter(const OpNode& op, const ReduceGroup& g, const std::vector<SortOutput>& outputs, const SortTuning& s) {
   CudaTypes types;
   std::vector<std::string> names;
   std::vector<Arg> args = elementwise_args(g, names);
@@ -199,7 +199,7 @@ Kernel emit_scatter(const OpNode& op, const ReduceGroup& g, const std::vector<So
          std::string(with_values ? "value_at" : "ff::sort::NoValues{}") + ", " + store_key + ", " + store_value + ");");
   w.close();
 
-  Kernel k = tile_kernel(name, s.block, s.tile(), s.items, args);
+  KernelSpec k = tile_kernel(name, s.block, s.tile(), s.items, args);
   k.summary = std::string("counting sort 3/3, scatter (") + (s.staged ? "staged" : "direct") + "): tiles of " +
               std::to_string(s.tile()) + " elements (block " + std::to_string(s.block) + " x " +
               std::to_string(s.items) + "), " + bins_text(op) + ", stable ranks within each warp's chunk by ballots over " +
@@ -220,7 +220,7 @@ Kernel emit_scatter(const OpNode& op, const ReduceGroup& g, const std::vector<So
 
 }  // namespace
 
-std::vector<Kernel> emit_counting_sort(const OpNode& op, const ReduceGroup& key_leaves, const ReduceGroup& leaves,
+std::vector<KernelSpec> emit_counting_sort(const OpNode& op, const ReduceGroup& key_leaves, const ReduceGroup& leaves,
                                        const std::vector<SortOutput>& outputs, const SortPolicy& policy) {
   const SortTuning s = sort_tuning(op, policy);
   return {emit_tile_counts(op, key_leaves, s), emit_scan_counts(leaves, policy), emit_scatter(op, leaves, outputs, s)};

@@ -122,7 +122,7 @@ CompactTiling compact_tiling(const CompactGroup& g, const Target& target) {
   return t;
 }
 
-Kernel emit_filter_compact(const CompactGroup& g, const Target& target) {
+KernelSpec emit_filter_compact(const CompactGroup& g, const Target& target) {
   const CompactTiling tiling = compact_tiling(g, target);
   const std::size_t stage_bytes = static_cast<std::size_t>(tiling.tile()) * g.value.type().size();
   const ReduceGroup& l = g.leaves;
@@ -179,7 +179,7 @@ Kernel emit_filter_compact(const CompactGroup& g, const Target& target) {
   w.line("                                      load_row, load, keep_at, value_at, count, store);");
   w.close();
 
-  Kernel k;
+  KernelSpec k;
   k.name = name;
   k.block = tiling.block;
   k.shared_bytes = stage_bytes;

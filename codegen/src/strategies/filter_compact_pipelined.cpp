@@ -36,7 +36,7 @@ bool pipelined_compact_applies(const CompactGroup& g, const Target& target) {
          g.value.type().size() <= 4 && stages + p.pipe_static_bytes <= target.shared_per_block_optin;
 }
 
-Kernel emit_filter_compact_pipelined(const CompactGroup& g, const Target& target) {
+KernelSpec emit_filter_compact_pipelined(const CompactGroup& g, const Target& target) {
   const int kPipeTile = g.policy.pipe_tile, kPipeStages = g.policy.pipe_stages, kPipeWarps = g.policy.pipe_warps,
             kPipeDepth = g.policy.pipe_depth;
   CudaTypes types;
@@ -100,7 +100,7 @@ Kernel emit_filter_compact_pipelined(const CompactGroup& g, const Target& target
          ">(pipeline, stages, arrived, warp - 2, n, status, keep, value, store);");
   w.close();
 
-  Kernel k;
+  KernelSpec k;
   k.name = name;
   k.block = block;
   k.shared_bytes = static_cast<std::size_t>(kPipeStages) * kPipeTile * 4;

@@ -17,7 +17,7 @@
 
 namespace fuseflow::codegen {
 
-Kernel emit_histogram(const OpNode& op, const ReduceGroup& g, int output, const HistogramPolicy& policy,
+KernelSpec emit_histogram(const OpNode& op, const ReduceGroup& g, int output, const HistogramPolicy& policy,
                       const Target& t) {
   const int kBlock = policy.block, kWarps = kBlock / 32, kUnroll = policy.unroll, kPasses = policy.passes;
   const std::size_t kSharedLimit = policy.shared_limit, kCopiesBudget = policy.copies_budget;
@@ -61,7 +61,7 @@ Kernel emit_histogram(const OpNode& op, const ReduceGroup& g, int output, const 
          "(n, bin_of, counts" + pointers + ");");
   w.close();
 
-  Kernel k;
+  KernelSpec k;
   k.name = name;
   k.block = kBlock;
   k.max_grid = max_grid;

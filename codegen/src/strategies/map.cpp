@@ -4,7 +4,7 @@
 
 namespace fuseflow::codegen {
 
-Kernel emit_map(const std::vector<Expr>& outputs, const std::vector<int>& output_ids, const ReduceGroup& g,
+KernelSpec emit_map(const std::vector<Expr>& outputs, const std::vector<int>& output_ids, const ReduceGroup& g,
                 const MapPolicy& policy, const Target& t) {
   const int kBlock = policy.block;
   const int blocks_per_sm = t.max_threads_per_sm / kBlock;
@@ -28,7 +28,7 @@ Kernel emit_map(const std::vector<Expr>& outputs, const std::vector<int>& output
   w.close();
   w.close();
 
-  Kernel k;
+  KernelSpec k;
   k.name = name;
   k.strategy = Strategy::Automatic;
   k.block = kBlock;

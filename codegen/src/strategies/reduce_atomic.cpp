@@ -34,7 +34,7 @@ std::string atomic_value(const Type& t, const std::string& v, const std::string&
 }
 }  // namespace
 
-std::vector<Kernel> emit_reduce_atomic(const ReduceGroup& g, const ReducePolicy& policy, const Target& t) {
+std::vector<KernelSpec> emit_reduce_atomic(const ReduceGroup& g, const ReducePolicy& policy, const Target& t) {
   const int kBlock = policy.block;
   const FusedReduce& r = g.reduces.at(0);
   const Monoid& m = r.op->monoid;
@@ -42,7 +42,7 @@ std::vector<Kernel> emit_reduce_atomic(const ReduceGroup& g, const ReducePolicy&
   if (g.reduces.size() != 1 || fn.empty())
     throw GraphError("reduce: strategy atomic supports plus on 32- and 64-bit numbers and min/max on 32- and 64-bit "
                      "integers; got " + m.name() + " on " + m.type().name());
-  std::vector<Kernel> out;
+  std::vector<KernelSpec> out;
   const std::string slot = "out" + std::to_string(r.output_slot);
   {
     ReduceKernelWriter k(g, reduce_kernel_name(g, "atomic_init"), ReduceKernelWriter::Partials::None);
@@ -52,7 +52,7 @@ std::vector<Kernel> emit_reduce_atomic(const ReduceGroup& g, const ReducePolicy&
     w.indent();
     w.line("*" + slot + " = " + k.types().literal(m.identity()) + ";");
     w.close();
-    Kernel init;
+    KernelSpec init;
     init.name = k.name();
     init.strategy = Strategy::Atomic;
     init.block = 1;
@@ -79,7 +79,7 @@ std::vector<Kernel> emit_reduce_atomic(const ReduceGroup& g, const ReducePolicy&
     w.line();
     w.line("ff::reduce::atomic<kBlock>(n, element, add" + k.input_pointers() + ");");
     w.close();
-    Kernel main;
+    KernelSpec main;
     main.name = k.name();
     main.strategy = Strategy::Atomic;
     main.block = kBlock;

@@ -8,7 +8,7 @@
 
 namespace fuseflow::codegen {
 
-Kernel emit_reduce_chunked(const ReduceGroup& g, const ReducePolicy& policy, const Target& t) {
+KernelSpec emit_reduce_chunked(const ReduceGroup& g, const ReducePolicy& policy, const Target& t) {
   const int kBlock = policy.block;
   const int kUnroll = policy.chunked_unroll;  // vector loads in flight per input per thread per iteration
   ReduceKernelWriter k(g, reduce_kernel_name(g, "chunked"));
@@ -30,7 +30,7 @@ Kernel emit_reduce_chunked(const ReduceGroup& g, const ReducePolicy& policy, con
          ");");
   w.close();
 
-  Kernel out;
+  KernelSpec out;
   out.name = k.name();
   out.strategy = Strategy::Chunked;
   out.block = kBlock;

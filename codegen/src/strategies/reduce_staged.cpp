@@ -10,7 +10,7 @@
 
 namespace fuseflow::codegen {
 
-Kernel emit_reduce_staged(const ReduceGroup& g, const ReducePolicy& policy, const Target& t) {
+KernelSpec emit_reduce_staged(const ReduceGroup& g, const ReducePolicy& policy, const Target& t) {
   const int kBlock = policy.block;
   const int kWarps = kBlock / 32;
   ReduceKernelWriter k(g, reduce_kernel_name(g, "staged"));
@@ -39,7 +39,7 @@ Kernel emit_reduce_staged(const ReduceGroup& g, const ReducePolicy& policy, cons
          ");");
   w.close();
 
-  Kernel out;
+  KernelSpec out;
   out.name = k.name();
   out.strategy = Strategy::Staged;
   out.block = kBlock;

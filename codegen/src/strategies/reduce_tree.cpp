@@ -21,10 +21,10 @@ void emit_block_constant(SourceWriter& w, int block) {
 
 }  // namespace
 
-std::vector<Kernel> emit_reduce_tree(const ReduceGroup& g, const ReducePolicy& policy, const Target& t) {
+std::vector<KernelSpec> emit_reduce_tree(const ReduceGroup& g, const ReducePolicy& policy, const Target& t) {
   const int kBlock = policy.block;
   (void)t;
-  std::vector<Kernel> out;
+  std::vector<KernelSpec> out;
   {
     ReduceKernelWriter k(g, reduce_kernel_name(g, "tree_first"), ReduceKernelWriter::Partials::PerBlock);
     SourceWriter w;
@@ -35,7 +35,7 @@ std::vector<Kernel> emit_reduce_tree(const ReduceGroup& g, const ReducePolicy& p
     w.line();
     w.line("ff::reduce::tree_first<kBlock>(n, element, combine, identity, store, partials" + k.input_pointers() + ");");
     w.close();
-    Kernel first;
+    KernelSpec first;
     first.name = k.name();
     first.strategy = Strategy::Tree;
     first.block = kBlock;
@@ -72,7 +72,7 @@ std::vector<Kernel> emit_reduce_tree(const ReduceGroup& g, const ReducePolicy& p
     w.line();
     w.line("ff::reduce::tree_level<kBlock>(n, combine, identity, store, partials, in);");
     w.close();
-    Kernel level;
+    KernelSpec level;
     level.name = k.name();
     level.strategy = Strategy::Tree;
     level.block = kBlock;

@@ -22,7 +22,7 @@
 
 namespace fuseflow::codegen {
 
-Kernel emit_scan_lookback(const ScanGroup& g, const Target& /*target: one block per tile, sized by n*/,
+KernelSpec emit_scan_lookback(const ScanGroup& g, const Target& /*target: one block per tile, sized by n*/,
                           const ScanTiling& tiling) {
   ScanKernelWriter k(g, scan_kernel_name(g, tiling.staged ? "lookback_staged" : "lookback"), tiling);
   const Type& type = g.op->monoid.type();
@@ -46,7 +46,7 @@ Kernel emit_scan_lookback(const ScanGroup& g, const Target& /*target: one block 
          ");");
   w.close();
 
-  Kernel out;
+  KernelSpec out;
   out.name = k.name();
   out.strategy = Strategy::Lookback;
   out.block = tiling.block;
@@ -88,7 +88,7 @@ StepSpec lookback_step(int kernel, int kernels, const Type& status, std::int64_t
 void lookback_launches(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuilder& b) {
   if (step.domain >= 0 && b.length(step.domain) < 1)
     throw GraphError("segmented_scan: the offsets are empty; s segments need s + 1 offsets");
-  const Kernel& k = plan.kernels.at(static_cast<std::size_t>(step.kernel));
+  const KernelSpec& k = plan.kernels.at(static_cast<std::size_t>(step.kernel));
   // Fused reductions: one fold per tile (the Scratch argument), and a launch even for n = 0,
   // whose one tile stores nothing and gives each reduction its identity.
   std::size_t fold_bytes = 0;
@@ -98,7 +98,7 @@ void lookback_launches(const Plan& plan, const StepSpec& step, std::int64_t n, S
   // The second kernel (the staged tile, or the pipelined kernel's persistent blocks) from
   // step.from elements on.
   const bool second = step.kernels > 1 && n >= step.from && n > 0;
-  const Kernel& launched = second ? plan.kernels.at(static_cast<std::size_t>(step.kernel) + 1) : k;
+  const KernelSpec& launched = second ? plan.kernels.at(static_cast<std::size_t>(step.kernel) + 1) : k;
   const std::int64_t per_tile = launched.items_per_block_step;
   const std::int64_t tiles = std::max<std::int64_t>(1, (n + per_tile - 1) / per_tile);
   const std::int64_t grid = second && launched.max_grid > 0 ? std::min<std::int64_t>(tiles, launched.max_grid) : tiles;

@@ -37,7 +37,7 @@ bool pipelined_scan_applies(const ScanGroup& g, const Target& target) {
          stages + 4096 <= target.shared_per_block_optin;
 }
 
-Kernel emit_scan_pipelined(const ScanGroup& g, const Target& target) {
+KernelSpec emit_scan_pipelined(const ScanGroup& g, const Target& target) {
   const int kTile = g.policy.pipe_tile, kStages = g.policy.pipe_stages, kScanWarps = g.policy.pipe_warps;
   ScanTiling tiling;  // only the launch bounds: one block per SM
   tiling.block = (3 + kScanWarps) * 32;
@@ -118,7 +118,7 @@ Kernel emit_scan_pipelined(const ScanGroup& g, const Target& target) {
          ">(pipeline, stages, warp - 3, n, element, combine, identity, store4, store1);");
   w.close();
 
-  Kernel out;
+  KernelSpec out;
   out.name = k.name();
   out.strategy = Strategy::Lookback;
   out.block = tiling.block;

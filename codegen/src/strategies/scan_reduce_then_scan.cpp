@@ -15,8 +15,8 @@ namespace fuseflow::codegen {
 
 namespace {
 
-Kernel finish(ScanKernelWriter& k, SourceWriter& w, std::vector<Arg> args, int max_grid, const std::string& phase) {
-  Kernel out;
+KernelSpec finish(ScanKernelWriter& k, SourceWriter& w, std::vector<Arg> args, int max_grid, const std::string& phase) {
+  KernelSpec out;
   out.name = k.name();
   out.strategy = Strategy::ReduceThenScan;
   out.block = k.tiling().block;
@@ -34,7 +34,7 @@ Kernel finish(ScanKernelWriter& k, SourceWriter& w, std::vector<Arg> args, int m
   return out;
 }
 
-Kernel emit_reduce_phase(const ScanGroup& g, const ScanTiling& tiling, int max_grid) {
+KernelSpec emit_reduce_phase(const ScanGroup& g, const ScanTiling& tiling, int max_grid) {
   ScanKernelWriter k(g, scan_kernel_name(g, "rts_reduce"), tiling);
   SourceWriter w;
   k.emit_tile_constants(w);
@@ -48,7 +48,7 @@ Kernel emit_reduce_phase(const ScanGroup& g, const ScanTiling& tiling, int max_g
   return finish(k, w, args, max_grid, "phase 1 of 3 (reduce each block's chunk)");
 }
 
-Kernel emit_block_sums_phase(const ScanGroup& g, const ScanTiling& tiling) {
+KernelSpec emit_block_sums_phase(const ScanGroup& g, const ScanTiling& tiling) {
   ScanKernelWriter k(g, scan_kernel_name(g, "rts_block_sums"), tiling);
   SourceWriter w;
   k.emit_constants(w, false);
@@ -60,7 +60,7 @@ Kernel emit_block_sums_phase(const ScanGroup& g, const ScanTiling& tiling) {
   return finish(k, w, args, 1, "phase 2 of 3 (exclusive scan of the block sums by one block)");
 }
 
-Kernel emit_scan_phase(const ScanGroup& g, const ScanTiling& tiling, int max_grid) {
+KernelSpec emit_scan_phase(const ScanGroup& g, const ScanTiling& tiling, int max_grid) {
   ScanKernelWriter k(g, scan_kernel_name(g, "rts_scan"), tiling);
   SourceWriter w;
   k.emit_tile_constants(w);
@@ -72,7 +72,7 @@ Kernel emit_scan_phase(const ScanGroup& g, const ScanTiling& tiling, int max_gri
   w.line("ff::scan_tile_chunk<kBlock, kItems, kInputStageBytes, kInclusive>(n, block_prefixes, combine, identity, load,");
   w.line("                                                                  staged_element, store);");
   w.close();
-  Kernel out = finish(k, w, args, max_grid, "phase 3 of 3 (scan each chunk seeded with its block's prefix)");
+  KernelSpec out = finish(k, w, args, max_grid, "phase 3 of 3 (scan each chunk seeded with its block's prefix)");
   // Phase 1 has read everything before this launch; here a block reads each tile of its
   // own chunk into shared memory before it stores that tile.
   out.in_place = true;
@@ -81,10 +81,10 @@ Kernel emit_scan_phase(const ScanGroup& g, const ScanTiling& tiling, int max_gri
 
 }  // namespace
 
-std::vector<Kernel> emit_scan_reduce_then_scan(const ScanGroup& g, const Target& t) {
+std::vector<KernelSpec> emit_scan_reduce_then_scan(const ScanGroup& g, const Target& t) {
   const ScanTiling tiling = scan_tiling(g, false);
   const int max_grid = t.sm_count * std::max(1, t.max_threads_per_sm / tiling.block);
-  std::vector<Kernel> kernels = {emit_reduce_phase(g, tiling, max_grid), emit_block_sums_phase(g, tiling),
+  std::vector<KernelSpec> kernels = {emit_reduce_phase(g, tiling, max_grid), emit_block_sums_phase(g, tiling),
                                  emit_scan_phase(g, tiling, max_grid)};
   kernels[1].items_per_block_step = 1;
   return kernels;
@@ -93,7 +93,7 @@ std::vector<Kernel> emit_scan_reduce_then_scan(const ScanGroup& g, const Target&
 void reduce_then_scan_launches(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuilder& b) {
   if (n == 0) return;
   const int first = step.kernel;
-  const Kernel& k = plan.kernels.at(static_cast<std::size_t>(first));
+  const KernelSpec& k = plan.kernels.at(static_cast<std::size_t>(first));
   const int grid = grid_for(n, k.items_per_block_step, k.max_grid);
   const std::size_t sums = b.allocate(static_cast<std::size_t>(grid) * step.value_bytes);
   b.launch({first, n, grid, {sums}});

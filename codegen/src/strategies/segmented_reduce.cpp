@@ -95,7 +95,7 @@ const char* kClampNote =
     "Offsets are clamped to [0, n], so bad ones never read or write out of bounds; one outside [0, n] or below its "
     "predecessor sets offsets_invalid, which run() reports as an error. An empty segment gives the identity.";
 
-Kernel emit_short_pass(const OpNode& op, const ReduceGroup& g, const ReduceGroup& offsets, int offsets_domain,
+KernelSpec emit_short_pass(const OpNode& op, const ReduceGroup& g, const ReduceGroup& offsets, int offsets_domain,
                        int output, int check, const SegmentedPolicy& policy) {
   const int kShortBlock = policy.short_block;
   const Type& acc = op.monoid.type();
@@ -123,7 +123,7 @@ Kernel emit_short_pass(const OpNode& op, const ReduceGroup& g, const ReduceGroup
   w.line("if (out_of_range) *offsets_invalid = 1u;");
   w.close();
 
-  Kernel out;
+  KernelSpec out;
   out.name = name;
   out.block = kShortBlock;
   // A warp per chunk of segments, all launched at once: measured on the H100 at 2^28, 1-6%
@@ -146,7 +146,7 @@ Kernel emit_short_pass(const OpNode& op, const ReduceGroup& g, const ReduceGroup
   return out;
 }
 
-Kernel emit_merge_path(const OpNode& op, const ReduceGroup& g, const ReduceGroup& offsets, int offsets_domain,
+KernelSpec emit_merge_path(const OpNode& op, const ReduceGroup& g, const ReduceGroup& offsets, int offsets_domain,
                        int output, int check, bool after_short, const SegmentedPolicy& policy, const Target& t) {
   const Type& acc = op.monoid.type();
   const std::string name = "ff_segmented_reduce_" + short_type_name(acc) + "_" + sanitize(op.monoid.name());
@@ -206,7 +206,7 @@ Kernel emit_merge_path(const OpNode& op, const ReduceGroup& g, const ReduceGroup
          (after_short ? ", ff::segmented::DeferredSegments{deferred, any_deferred, every});" : ");"));
   w.close();
 
-  Kernel out;
+  KernelSpec out;
   out.name = name;
   out.block = tuning.block;
   out.max_grid = max_grid;
@@ -231,13 +231,13 @@ Kernel emit_merge_path(const OpNode& op, const ReduceGroup& g, const ReduceGroup
 
 }  // namespace
 
-std::vector<Kernel> emit_segmented_reduce(const std::shared_ptr<const OpNode>& node, const ReduceGroup& leaves,
+std::vector<KernelSpec> emit_segmented_reduce(const std::shared_ptr<const OpNode>& node, const ReduceGroup& leaves,
                                           const ReduceGroup& offsets, int offsets_domain, int output, int check,
                                           const SegmentedPolicy& policy, const Target& t) {
   const OpNode& op = *node;
   ReduceGroup g = leaves;
   g.reduces = {FusedReduce{node, op.values, Expr(), -1}};
-  std::vector<Kernel> kernels;
+  std::vector<KernelSpec> kernels;
   // PlanOptions::segmented_short off (FUSEFLOW_SEGMENTED_SHORT=0): the merge path alone.
   const bool after_short = policy.short_pass;
   if (after_short) kernels.push_back(emit_short_pass(op, g, offsets, offsets_domain, output, check, policy));

@@ -58,7 +58,7 @@ class SegmentedScanEmitter {
   SegmentedScanEmitter(const ScanGroup& g, const SegmentOffsets* offsets)
       : g_(g), offsets_(offsets), counts_(counts_heads(g)), k_(g, kernel_name(g), scan_tiling(g, !counts_heads(g))) {}
 
-  Kernel emit() {
+  KernelSpec emit() {
     SourceWriter w;
     k_.emit_constants(w, true, {"// Windows of 32 group aggregates (pieces) the look-back may keep in piece_stash.",
                                 "constexpr int kStashWindows = 4;"});
@@ -106,7 +106,7 @@ class SegmentedScanEmitter {
     else k_.emit_tile_store(w, "combine_pieces(tile_prefix, thread_prefix).value", true, "(heads >> k & 1u)");
     w.close();
 
-    Kernel out;
+    KernelSpec out;
     out.name = k_.name();
     out.strategy = Strategy::Lookback;
     out.block = k_.tiling().block;
@@ -318,11 +318,11 @@ Type segmented_piece_type(const ScanGroup& g) {
   return Type::tuple({g.op->monoid.type(), counts_heads(g) ? ScalarType::I64 : ScalarType::Bool});
 }
 
-Kernel emit_segmented_scan(const ScanGroup& g, const SegmentOffsets* offsets, const Target& /*one block per tile*/) {
+KernelSpec emit_segmented_scan(const ScanGroup& g, const SegmentOffsets* offsets, const Target& /*one block per tile*/) {
   return SegmentedScanEmitter(g, offsets).emit();
 }
 
-Kernel emit_reduce_by_key(const ScanGroup& g, const Target& /*one block per tile*/) {
+KernelSpec emit_reduce_by_key(const ScanGroup& g, const Target& /*one block per tile*/) {
   return SegmentedScanEmitter(g, nullptr).emit();
 }
 

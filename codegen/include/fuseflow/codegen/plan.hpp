@@ -124,9 +124,6 @@ struct KernelSpec {
   std::vector<ScratchBuffer> scratch;  // per Scratch argument, in argument order
   LaunchOrder order;
 };
-// Transition: the strategy emitters (strategies/*.cpp, being rewritten elsewhere) still
-// spell KernelSpec as Kernel; everything else uses KernelSpec. Remove once they do.
-using Kernel = KernelSpec;
 
 // A device scalar slot: a reduction's result, written by one kernel and read by later
 // kernels or copied back to the host. Slots live in one device buffer per program.
