@@ -167,12 +167,12 @@ void DeviceContext::free(CUdeviceptr ptr) noexcept {
   driver_api()->cuMemFreeAsync(ptr, stream_);
 }
 
-void* DeviceContext::allocate_host(std::size_t bytes) {
+void* DeviceContext::allocate_host(std::size_t bytes, bool mapped) {
   ensure_usable();
   if (bytes == 0) return nullptr;
   Scope scope(*this);
   void* ptr = nullptr;
-  const CUresult result = driver_api()->cuMemHostAlloc(&ptr, bytes, 0);
+  const CUresult result = driver_api()->cuMemHostAlloc(&ptr, bytes, mapped ? CU_MEMHOSTALLOC_DEVICEMAP : 0u);
   if (result == CUDA_ERROR_OUT_OF_MEMORY)
     throw CudaError("cuMemHostAlloc", result, cuda_error_name(result),
                     "out of page-locked host memory: asked for " + human_bytes(bytes));

@@ -205,7 +205,7 @@ std::size_t words(const std::string& log) {
 }
 }  // namespace
 
-TEST_CASE("a prepared run: one launch, one copy into pinned memory, one wait; no allocation, no module load") {
+TEST_CASE("a prepared run: one launch writing its result into mapped pinned memory, one wait; no copy, no allocation, no module load") {
   const ff::test::EmulatorHooks emu;
   ff::RuntimeOptions options;
   options.cache = ff::CacheSettings{};
@@ -222,17 +222,28 @@ TEST_CASE("a prepared run: one launch, one copy into pinned memory, one wait; no
     CHECK(rt.run(p.sum, {{p.x, xs}, {p.p, 3.0f}}).as<float>() == expected(3));
     const std::string log = emu.driver_call_log();
     INFO("driver calls: ", log);
-    // The reduction over 4 elements is one kernel: its launch, the scalar's copy back and
-    // the wait, beside the context check and the capture query. Nothing else.
+    // The reduction over 4 elements is one kernel: its launch, which stores the scalar
+    // straight into the prepared program's mapped pinned buffer, and the wait, beside the
+    // context check and the capture query. No copy back, nothing else.
     CHECK(occurrences(log, "cuLaunchKernel") == 1);
-    CHECK(occurrences(log, "cuMemcpyDtoHAsync") == 1);
+    CHECK(occurrences(log, "cuMemcpyDtoHAsync") == 0);
     CHECK(occurrences(log, "cuStreamSynchronize") == 1);
     CHECK(occurrences(log, "cuCtxGetCurrent") == 1);
     CHECK(occurrences(log, "cuStreamIsCapturing") == 1);
-    CHECK(words(log) == 5);
+    CHECK(words(log) == 4);
     CHECK(counts(emu) == before);
   }
   CHECK(rt.stats().programs.misses == 1);
+  {
+    // A result that a later kernel reads stays in device memory, so that run copies the
+    // scalars back: sum(x - sum(x)) = 10 - 4 * 10 over {1, 2, 3, 4}.
+    const ff::Expr x = ff::input<float>("x");
+    const ff::Expr centred = ff::reduce(x - ff::reduce(x, ff::plus), ff::plus);
+    CHECK(rt.run(centred, {{x, xs}}).as<float>() == -30.0f);  // prepares
+    emu.fail_driver_call(0);
+    CHECK(rt.run(centred, {{x, xs}}).as<float>() == -30.0f);
+    CHECK(occurrences(emu.driver_call_log(), "cuMemcpyDtoHAsync") == 1);
+  }
   emu.fail_driver_call(0);
   ff::Result pending = rt.run_async(a.sum, {{a.x, xs}, {a.p, 4.0f}});
   const std::string log = emu.driver_call_log();

@@ -70,7 +70,9 @@ struct Calls {
 //   cuStreamIsCapturing   whether this run is being captured into a graph
 //   cuMemsetD8Async       only when the schedule zeroes scratch or the program checks offsets
 //   cuLaunchKernel        one per launch
-//   cuMemcpyDtoHAsync     scalars and flags together, into the prepared program's pinned buffer
+//   cuMemcpyDtoHAsync     scalars and flags together, into the prepared program's pinned
+//                         buffer; none when the kernels write the scalars there themselves
+//                         (PreparedProgram::direct_results: no flags, no result read back)
 //   cuStreamSynchronize   the one wait
 // Host work besides: the bindings checked (vectors, no maps), the prepared program found
 // by the identity of the outputs (a hash of a few pointers) and then by its structural key
@@ -101,6 +103,8 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
   const std::shared_ptr<detail::PreparedProgram> prepared = detail::prepare(*this, ex, program, context_, capturing);
   detail::PreparedProgram& prep = *prepared;
   const codegen::Plan& plan = prep.plan;
+  // run() of a program whose kernels may write their scalars straight to the host.
+  const bool direct = wait && prep.direct_results;
   // Nsight shows each run and each kernel by name.
   nvtx::ScopedRange run_range(prep.range_name);
   const std::vector<std::int64_t> lengths = detail::domain_lengths(program, plan, bound.input_lengths);
@@ -230,8 +234,11 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
           continue;
         case codegen::Arg::Kind::Param: bound.params[static_cast<std::size_t>(arg.index)].to_bytes(cell); continue;
         case codegen::Arg::Kind::Scalar:
-        case codegen::Arg::Kind::ScalarOutput:
           ptr = prep.scalars + plan.scalars[static_cast<std::size_t>(arg.index)].offset;
+          break;
+        case codegen::Arg::Kind::ScalarOutput:
+          ptr = (direct ? reinterpret_cast<CUdeviceptr>(prep.host) : prep.scalars) +
+                plan.scalars[static_cast<std::size_t>(arg.index)].offset;
           break;
         case codegen::Arg::Kind::Output: ptr = prep.output_ptrs[static_cast<std::size_t>(arg.index)]; break;
         case codegen::Arg::Kind::OutputCount: ptr = prep.count_ptrs[static_cast<std::size_t>(arg.index)]; break;
@@ -253,7 +260,7 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
   // the scalars stay on the device until read (run_async).
   const std::size_t back = flag_bytes ? prep.flags_offset + flag_bytes : plan.scalar_bytes;
   if (back && wait) {
-    check(calls.api.cuMemcpyDtoHAsync(prep.host, prep.scalars, back, calls.stream), "cuMemcpyDtoHAsync");
+    if (!direct) check(calls.api.cuMemcpyDtoHAsync(prep.host, prep.scalars, back, calls.stream), "cuMemcpyDtoHAsync");
     check(calls.api.cuStreamSynchronize(calls.stream), "cuStreamSynchronize");
   }
   const auto* host = static_cast<const unsigned char*>(prep.host);

@@ -89,7 +89,14 @@ std::shared_ptr<PreparedProgram> prepare(Runtime& rt, Executor& ex, const Progra
   if (p->flags_offset + flag_bytes) {
     p->scalars = context->allocate(p->flags_offset + flag_bytes);
     p->invalid_flags = flag_bytes ? p->scalars + p->flags_offset : 0;
-    p->host = context->allocate_host(p->flags_offset + flag_bytes);
+    bool direct = flag_bytes == 0;
+    for (const auto& k : p->plan.kernels) {
+      if (k.strategy == Strategy::Atomic) direct = false;
+      for (const auto& a : k.args)
+        if (a.kind == codegen::Arg::Kind::Scalar) direct = false;
+    }
+    p->direct_results = direct;
+    p->host = context->allocate_host(p->flags_offset + flag_bytes, direct);
   }
   for (const auto& op : p->plan.checked_offsets) {
     const auto& ops = program.ops();

@@ -49,7 +49,9 @@ class DeviceContext {
   CUdeviceptr allocate(std::size_t bytes);  // 0 for 0 bytes; OOM says asked vs free
   void free(CUdeviceptr ptr) noexcept;
   // Page-locked host memory (a run's results land there in one asynchronous copy).
-  void* allocate_host(std::size_t bytes);
+  // Page-locked host memory; `mapped`: also mapped into the device's address space (with
+  // unified addressing, which every 64-bit platform CUDA supports, at the same address).
+  void* allocate_host(std::size_t bytes, bool mapped = false);
   void free_host(void* ptr) noexcept;
   // Whether the stream is being captured into a CUDA graph now.
   bool capturing();
