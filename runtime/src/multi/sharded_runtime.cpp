@@ -1,9 +1,11 @@
 // ShardedRuntime: runs a program over sharded inputs on every local rank (a thread each
 // when this process drives several), exchanging what the combine needs through the
 // communicator: scan totals before the main pass, reduce partials and filter counts after
-// it, histogram counts all-reduced in place. See sharded.hpp for what each op does.
+// it, histogram counts all-reduced in place. See sharded.hpp for what each op does. The
+// rewrite of a program for shards is made once per program and cached.
 #include "fuseflow/runtime/sharded.hpp"
 
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -11,10 +13,18 @@
 
 #include "fuseflow/frontend/reference.hpp"
 #include "fuseflow/runtime/driver_api.hpp"
+#include "gather.hpp"
 #include "rank_pool.hpp"
 #include "shard_plan.hpp"
 
 namespace fuseflow {
+
+using detail::GatherItem;
+using detail::Gathered;
+using detail::Histo;
+using detail::aligned;
+using detail::count_item;
+using detail::scalar_item;
 
 ShardLayout ShardLayout::even(std::size_t n, int world) {
   if (world < 1) throw GraphError("ShardLayout::even: a world needs at least one rank, not " + std::to_string(world));
@@ -34,12 +44,21 @@ ShardLayout ShardLayout::from_sizes(const std::vector<std::size_t>& sizes) {
 
 // A program's sharded rewrite and what a run needs to know of it, made once per program
 // (the caller's Program is kept, so its nodes' addresses stay unique while cached).
+// The device fold of a reduction's gathered partials (scalar monoids): partials bound to
+// the gathered block, the inclusive scan bound to memory next to it.
+struct DeviceFold {
+  Expr partials;
+  Expr folded;
+  Program program;
+};
+
 struct CachedPlan {
   Program program;
   detail::ShardPlan plan;
   std::optional<Program> totals;            // the scans' per-shard totals (none: no scan)
   bool main_uses_offset = false;
   std::vector<std::vector<bool>> carry_used;  // per scan, per carry field: main uses it
+  std::vector<std::optional<DeviceFold>> folds;  // per output: a Reduce folded on the device
 };
 
 struct ShardedRuntime::State {
@@ -51,6 +70,9 @@ struct ShardedRuntime::State {
   std::unique_ptr<detail::RankPool> pool;
   std::mutex plans_mutex;
   std::map<std::vector<const ExprNode*>, std::shared_ptr<const CachedPlan>> plans;
+  // FUSEFLOW_SHARDED_FOLD=host folds every reduction's partials on the host (after the
+  // same one copy) instead of on the device: for comparing the two.
+  bool device_fold = true;
 
   template <class F>
   void for_each_local(F&& fn) {
@@ -131,6 +153,12 @@ ShardedRuntime::ShardedRuntime(std::vector<std::unique_ptr<Runtime>> runtimes,
   state_->runtimes = std::move(runtimes);
   state_->comms = std::move(comms);
   state_->send.resize(state_->runtimes.size());
+  if (const char* f = std::getenv("FUSEFLOW_SHARDED_FOLD")) {
+    const std::string v = f;
+    if (v != "host" && v != "device")
+      throw GraphError("ShardedRuntime: FUSEFLOW_SHARDED_FOLD must be 'host' or 'device', not '" + v + "'");
+    state_->device_fold = v == "device";
+  }
   state_->recv.resize(state_->runtimes.size());
 }
 ShardedRuntime::~ShardedRuntime() = default;
@@ -295,92 +323,6 @@ Value fold(const Monoid& m, const std::vector<Value>& in_rank_order) {
   return acc;
 }
 
-// One value of this rank to gather from every rank: where it lies on the device, or (when
-// the run left it on the host) its bytes, staged through the rank's send buffer.
-struct GatherItem {
-  CUdeviceptr at = 0;
-  std::size_t bytes = 0;
-  std::vector<std::byte> host;  // at == 0: the value's bytes
-};
-
-GatherItem scalar_item(const Result& r) {
-  GatherItem it;
-  it.bytes = r.type().size();
-  it.at = r.device_scalar();
-  if (!it.at) {
-    it.host.resize(it.bytes);
-    r.value().to_bytes(it.host.data());
-  }
-  return it;
-}
-
-GatherItem count_item(const Result& r) {
-  GatherItem it;
-  it.bytes = sizeof(unsigned long long);
-  it.at = r.device_count().at;
-  if (!it.at) {
-    const auto n = static_cast<unsigned long long>(r.size());
-    it.host.resize(it.bytes);
-    std::memcpy(it.host.data(), &n, it.bytes);
-  }
-  return it;
-}
-
-constexpr std::size_t kAlign = 16;
-std::size_t aligned(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
-
-// Every rank's items, gathered straight from device memory into this rank's `recv`
-// (item k's block holds the ranks' values in rank order), the histograms all-reduced in
-// place, all in one NCCL group on the rank's stream; then one copy of the gathered values
-// to the host (which waits for the stream). Returns per item the offset of its block.
-struct Gathered {
-  std::vector<std::byte> host;
-  std::vector<std::size_t> block;  // per item
-  Value value(const Type& t, std::size_t item, std::size_t bytes, int rank) const {
-    return Value::from_bytes(t, host.data() + block[item] + bytes * static_cast<std::size_t>(rank));
-  }
-};
-
-struct Histo {
-  DeviceBytes bytes;
-  ScalarType type;
-};
-
-Gathered gather(Runtime& rt, Communicator& comm, std::vector<GatherItem>& items, const std::vector<Histo>& histos,
-                DeviceArray<std::byte>& send, DeviceArray<std::byte>& recv) {
-  const auto world = static_cast<std::size_t>(comm.size());
-  Gathered g;
-  std::size_t staged = 0, total = 0;
-  for (const GatherItem& it : items) {
-    if (!it.at) staged += aligned(it.bytes);
-    g.block.push_back(total);
-    total += aligned(it.bytes * world);
-  }
-  if (staged) {  // values the run left on the host (rare): one upload
-    std::vector<std::byte> buf(staged);
-    std::size_t at = 0;
-    if (send.size() < staged) send = rt.alloc<std::byte>(staged);
-    for (GatherItem& it : items)
-      if (!it.at) {
-        std::memcpy(buf.data() + at, it.host.data(), it.bytes);
-        it.at = send.data() + at;
-        at += aligned(it.bytes);
-      }
-    send.upload(std::span<const std::byte>(buf));
-  }
-  if (recv.size() < total) recv = rt.alloc<std::byte>(total);
-  comm.group_start();
-  for (std::size_t k = 0; k < items.size(); ++k)
-    comm.all_gather(items[k].at, recv.data() + g.block[k], items[k].bytes, rt.stream());
-  for (const Histo& h : histos) comm.all_reduce(h.bytes.ptr, h.bytes.ptr, h.bytes.count, h.type, CollectiveOp::Sum, rt.stream());
-  comm.group_end();
-  if (total) {
-    g.host.resize(total);
-    rt.download(device_span<std::byte>(recv.data(), total)).swap(g.host);
-  }
-  return g;
-}
-
 // What one rank produced: scalars (combined), and per output its piece.
 struct RankOutput {
   std::vector<Value> scalars;                 // per output (Reduce)
@@ -400,7 +342,7 @@ std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const Sha
     if (it != state_->plans.end()) {
       cached = it->second;
     } else {
-      auto made = std::make_shared<CachedPlan>(CachedPlan{program, detail::plan_sharded(program), std::nullopt, false, {}});
+      auto made = std::make_shared<CachedPlan>(CachedPlan{program, detail::plan_sharded(program), std::nullopt, false, {}, {}});
       const detail::ShardPlan& p = made->plan;
       if (!p.totals.empty()) made->totals.emplace(p.totals);
       made->main_uses_offset = uses_param(p.main, p.offset_param);
@@ -408,6 +350,14 @@ std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const Sha
         std::vector<bool> used;
         for (const Expr& c : sc.carry_params) used.push_back(uses_param(p.main, c));
         made->carry_used.push_back(std::move(used));
+      }
+      made->folds.resize(p.kinds.size());
+      for (std::size_t o = 0; o < p.kinds.size(); ++o) {
+        const Type& t = p.main.outputs()[o].type();
+        if (p.kinds[o] != detail::ShardedOutput::Reduce || !t.is_scalar() || !state_->device_fold) continue;
+        Expr partials = Expr::input("ff_rank_partials", t);
+        Expr folded = scan(partials, p.monoids[o], ScanKind::Inclusive);
+        made->folds[o].emplace(DeviceFold{partials, folded, Program(folded)});
       }
       if (state_->plans.size() >= 64) state_->plans.clear();  // a bound, not an LRU: programs are few
       state_->plans.emplace(std::move(key), made);
@@ -448,7 +398,8 @@ std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const Sha
       std::vector<Result> mine = rt.run_async(totals, tb);
       std::vector<GatherItem> items;
       for (const Result& r : mine) items.push_back(scalar_item(r));
-      Gathered all = gather(rt, comm, items, {}, state_->send[li], state_->recv[li]);
+      Gathered all = detail::gather(rt, comm, items, {}, 0, state_->send[li], state_->recv[li]);
+      all.finish(rt, state_->recv[li]);
       for (std::size_t s = 0; s < plan.scans.size(); ++s) {
         std::vector<Value> before;
         for (int q = 0; q < rank; ++q) before.push_back(all.value(mine[s].type(), s, items[s].bytes, q));
@@ -501,11 +452,32 @@ std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const Sha
         histos.push_back({out.pieces[o].bytes, plan.main.outputs()[o].type().scalar()});
       }
     }
-    Gathered all = gather(rt, comm, items, histos, state_->send[li], state_->recv[li]);
+    // Scalar monoids fold on the device, in rank order (an inclusive scan over the world's
+    // partials, its last element the fold), queued behind the gather on the same stream
+    // and written next to the gathered values, so that one copy brings everything back.
+    std::size_t extra = 0;
+    for (std::size_t o = 0; o < outputs; ++o)
+      if (cached->folds[o]) extra += aligned(results[o].type().size() * static_cast<std::size_t>(world));
+    Gathered all = detail::gather(rt, comm, items, histos, extra, state_->send[li], state_->recv[li]);
+    std::vector<std::size_t> folded_at(outputs, 0);
+    for (std::size_t o = 0, at = all.extra_at; o < outputs; ++o) {
+      const std::optional<DeviceFold>& f = cached->folds[o];
+      if (!f) continue;
+      const Type& t = results[o].type();
+      const auto w = static_cast<std::size_t>(world);
+      const CUdeviceptr recv = state_->recv[li].data();
+      (void)rt.run_async(f->program, {{f->partials, Binding(DeviceBytes{recv + all.block[item_of[o]], w, t.size()}, t)},
+                                      {f->folded, Binding(DeviceBytes{recv + at, w, t.size()}, t)}});
+      folded_at[o] = at + (w - 1) * t.size();
+      at += aligned(t.size() * w);
+    }
+    all.finish(rt, state_->recv[li]);
     out.filter_sizes.assign(outputs * static_cast<std::size_t>(world), 0);
     for (std::size_t o = 0; o < outputs; ++o) {
       const std::size_t k = item_of[o];
-      if (plan.kinds[o] == detail::ShardedOutput::Reduce) {
+      if (plan.kinds[o] == detail::ShardedOutput::Reduce && cached->folds[o]) {
+        out.scalars[o] = Value::from_bytes(results[o].type(), all.host.data() + folded_at[o]);
+      } else if (plan.kinds[o] == detail::ShardedOutput::Reduce) {  // tuples: folded on the host
         std::vector<Value> partials;
         for (int q = 0; q < world; ++q) partials.push_back(all.value(results[o].type(), k, items[k].bytes, q));
         out.scalars[o] = fold(plan.monoids[o], partials);
