@@ -9,6 +9,8 @@
 //                has no correct equivalent, so no anchor)
 //   combine      a sharded reduce of one f32 per GPU: the cross-GPU combine of a scalar,
 //                end to end (beside torch's all_reduce of one float)
+//   combine_hostfold  the same, the partials folded on the host after the one copy
+//                (FUSEFLOW_SHARDED_FOLD=host) instead of on the device
 // Host wall time per call, median; torch (bench/multi_anchors.py, one process per GPU,
 // mp.spawn) reports the slowest rank's median. --quick divides the sizes by 16. Writes
 // bench_multi.csv. NVLink multicast stays off (NCCL_NVLS_ENABLE=0 ...) here and in the
@@ -17,6 +19,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <vector>
@@ -139,6 +142,22 @@ void measure_fuseflow(int w, std::size_t scale_down, int reps, std::map<MultiKey
   }
 }
 
+// The same combine with the partials folded on the host after the one copy
+// (FUSEFLOW_SHARDED_FOLD=host, read when the runtime is made) instead of on the device.
+void measure_host_fold(int w, int reps, std::map<MultiKey, double>& out) {
+  std::vector<int> devices;
+  for (int d = 0; d < w; ++d) devices.push_back(d);
+  setenv("FUSEFLOW_SHARDED_FOLD", "host", 1);
+  ff::ShardedRuntime srt = ff::ShardedRuntime::nccl_all(devices);
+  unsetenv("FUSEFLOW_SHARDED_FOLD");
+  auto x = ff::input<float>("x");
+  const ff::Program sum = ff::reduce(x, ff::plus);
+  auto xs = make_shards<float>(srt, (std::size_t)w, [](std::size_t) { return 1.0f; });
+  const float got = srt.run(sum, {{x, xs}}).at(0).as<float>();
+  if (got != (float)w) report_mismatch("multi combine_hostfold w=" + std::to_string(w));
+  out[{"combine_hostfold", w}] = time_median(50, std::max(reps, 200), [&] { (void)srt.run(sum, {{x, xs}}).at(0).value(); });
+}
+
 // bench/multi_anchors.py: lines "row <case> <world> <us>"; other lines are notes.
 void measure_torch(const std::vector<int>& worlds, std::size_t scale_down, int reps, std::map<MultiKey, double>& out) {
   std::string list;
@@ -186,9 +205,10 @@ void bench_multi(const Context&, const Options& opt) {
   const int reps = opt.reps > 0 ? opt.reps : opt.quick ? 10 : 30;
   std::map<MultiKey, double> ff_us, torch_us;
   for (int w : worlds) measure_fuseflow(w, scale_down, reps, ff_us);
+  for (int w : worlds) measure_host_fold(w, reps, ff_us);
   measure_torch(worlds, scale_down, reps, torch_us);
 
-  const char* cases[] = {"weak_sum", "strong_sum", "strong_scan", "strong_mssp", "combine"};
+  const char* cases[] = {"weak_sum", "strong_sum", "strong_scan", "strong_mssp", "combine", "combine_hostfold"};
   std::printf("\n  %-12s %5s %12s %12s %10s %10s\n", "case", "GPUs", "fuseflow us", "torch us", "ff scale", "torch scale");
   const std::string path = out_dir() + "/bench_multi.csv";
   FILE* csv = std::fopen(path.c_str(), "w");
@@ -200,7 +220,7 @@ void bench_multi(const Context&, const Options& opt) {
       const double f1 = ff_us.count({name, 1}) ? ff_us[{name, 1}] : NAN;
       const double t1 = torch_us.count({name, 1}) ? torch_us[{name, 1}] : NAN;
       // weak scaling: efficiency t1 / tw; strong: speedup t1 / tw; combine: none.
-      const bool scaled = std::string(name) != "combine";
+      const bool scaled = std::string(name).rfind("combine", 0) != 0;
       const double fs = scaled ? f1 / f : NAN, ts = scaled ? t1 / t : NAN;
       std::printf("  %-12s %5d %12.1f %12.1f %10.3f %10.3f\n", name, w, f, t, fs, ts);
       if (csv) std::fprintf(csv, "%s,%d,%.2f,%.2f,%.4f,%.4f\n", name, w, f, t, fs, ts);

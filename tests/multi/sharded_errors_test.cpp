@@ -154,3 +154,16 @@ TEST_CASE("NCCL present: its version, and an id (neither needs a GPU)") {
   CHECK(a.bytes != b.bytes);
   CHECK(std::string(std::getenv("NCCL_NVLS_ENABLE")) == "0");  // forced before NCCL started
 }
+
+TEST_CASE("FUSEFLOW_SHARDED_FOLD: only 'host' or 'device', else an error naming it") {
+  if (!emulated()) return;  // made in process; the same check under NCCL
+  ::setenv("FUSEFLOW_SHARDED_FOLD", "gpu", 1);
+  CHECK_THROWS_WITH_AS(ff::ShardedRuntime::in_process(2, {0, 0}), doctest::Contains("FUSEFLOW_SHARDED_FOLD"),
+                       ff::GraphError);
+  ::setenv("FUSEFLOW_SHARDED_FOLD", "host", 1);
+  auto srt = ff::ShardedRuntime::in_process(2, {0, 0});
+  auto x = ff::input<int>("x");
+  auto dx = srt.scatter(std::vector<int>{1, 2, 3});
+  CHECK(srt.run(ff::reduce(x, ff::plus), {{x, dx}}).as<int>() == 6);
+  ::unsetenv("FUSEFLOW_SHARDED_FOLD");
+}

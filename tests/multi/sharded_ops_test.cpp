@@ -95,6 +95,35 @@ TEST_CASE("sharded reduce and scan with a non-commutative tuple monoid fold in r
     }
 }
 
+TEST_CASE("sharded reduce with a non-commutative scalar monoid folds the partials in rank order") {
+  // "the last element that is not -1": associative, not commutative; over shards only a
+  // fold of the ranks' partials in rank order finds the right one (a scalar monoid, so
+  // folded on the device unless FUSEFLOW_SHARDED_FOLD=host).
+  const ff::Monoid last = ff::monoid<int>([](auto a, auto b) { return ff::select(b < 0, a, b); }, -1,
+                                          ff::non_commutative, "last_set");
+  auto k = ff::input<int>("k");
+  auto program = ff::outputs(ff::reduce(k, last), ff::reduce(k, ff::plus));
+  for (int w : worlds())
+    for (std::size_t n : sizes()) {
+      CAPTURE(w);
+      CAPTURE(n);
+      auto& srt = world(w);
+      std::vector<int> ks = random_ints(n, -1, 1000);
+      for (std::size_t i = 0; i < n; ++i)
+        if (rng()() % 4 != 0) ks[i] = -1;  // mostly unset: several ranks' partials are -1
+      auto dk = srt.scatter(ks);
+      int want = -1;
+      for (int v : ks) want = v < 0 ? want : v;
+      long long sum = 0;
+      for (int v : ks) sum += v;
+      for (int rep = 0; rep < 2; ++rep) {
+        auto [got, isum] = srt.run(program, {{k, dk}});
+        CHECK(got.as<int>() == want);
+        CHECK(isum.as<int>() == static_cast<int>(sum));
+      }
+    }
+}
+
 TEST_CASE("sharded scan: i32 inclusive and exclusive exact, f32 inclusive by relative error") {
   auto k = ff::input<int>("k");
   auto x = ff::input<float>("x");

@@ -1,22 +1,30 @@
 // ShardedRuntime: runs a program over sharded inputs on every local rank (a thread each
 // when this process drives several), exchanging what the combine needs through the
 // communicator: scan totals before the main pass, reduce partials and filter counts after
-// it, histogram counts all-reduced in place. See sharded.hpp for what each op does.
+// it, histogram counts all-reduced in place. See sharded.hpp for what each op does. The
+// rewrite of a program for shards is made once per program and cached.
 #include "fuseflow/runtime/sharded.hpp"
 
+#include <cstdlib>
 #include <cstring>
-#include <condition_variable>
-#include <exception>
-#include <functional>
-#include <mutex>
 #include <map>
-#include <thread>
+#include <mutex>
+#include <optional>
 
 #include "fuseflow/frontend/reference.hpp"
 #include "fuseflow/runtime/driver_api.hpp"
+#include "gather.hpp"
+#include "rank_pool.hpp"
 #include "shard_plan.hpp"
 
 namespace fuseflow {
+
+using detail::GatherItem;
+using detail::Gathered;
+using detail::Histo;
+using detail::aligned;
+using detail::count_item;
+using detail::scalar_item;
 
 ShardLayout ShardLayout::even(std::size_t n, int world) {
   if (world < 1) throw GraphError("ShardLayout::even: a world needs at least one rank, not " + std::to_string(world));
@@ -34,82 +42,45 @@ ShardLayout ShardLayout::from_sizes(const std::vector<std::size_t>& sizes) {
   return l;
 }
 
+// A program's sharded rewrite and what a run needs to know of it, made once per program
+// (the caller's Program is kept, so its nodes' addresses stay unique while cached).
+// The device fold of a reduction's gathered partials (scalar monoids): partials bound to
+// the gathered block, the inclusive scan bound to memory next to it.
+struct DeviceFold {
+  Expr partials;
+  Expr folded;
+  Program program;
+};
+
+struct CachedPlan {
+  Program program;
+  detail::ShardPlan plan;
+  std::optional<Program> totals;            // the scans' per-shard totals (none: no scan)
+  bool main_uses_offset = false;
+  std::vector<std::vector<bool>> carry_used;  // per scan, per carry field: main uses it
+  std::vector<std::optional<DeviceFold>> folds;  // per output: a Reduce folded on the device
+};
+
 struct ShardedRuntime::State {
   std::vector<std::unique_ptr<Runtime>> runtimes;
   std::vector<std::unique_ptr<Communicator>> comms;
   int world = 0;
   // Per local rank: the device buffers of the last exchange, kept for the next.
   std::vector<DeviceArray<std::byte>> send, recv;
+  std::unique_ptr<detail::RankPool> pool;
+  std::mutex plans_mutex;
+  std::map<std::vector<const ExprNode*>, std::shared_ptr<const CachedPlan>> plans;
+  // FUSEFLOW_SHARDED_FOLD=host folds every reduction's partials on the host (after the
+  // same one copy) instead of on the device: for comparing the two.
+  bool device_fold = true;
 
-  // fn(i) on every local rank: inline for one; for several, local rank 0 on the calling
-  // thread and the others on threads of a pool kept for the runtime's life (a sharded
-  // run's latency matters). A rank that throws aborts an in-process world (so the
-  // others' collectives do not wait forever); the first exception is rethrown.
-  void for_each_local(const std::function<void(std::size_t)>& fn) {
-    if (runtimes.size() == 1) {
-      fn(0);
-      return;
-    }
-    start_pool();
-    {
-      std::lock_guard lock(mutex);
-      job = &fn;
-      errors.assign(runtimes.size(), nullptr);
-      pending = runtimes.size() - 1;
-      ++generation;
-    }
-    wake.notify_all();
-    run_one(0);
-    std::unique_lock lock(mutex);
-    done.wait(lock, [&] { return pending == 0; });
-    job = nullptr;
-    for (auto& e : errors)
-      if (e) std::rethrow_exception(e);
+  template <class F>
+  void for_each_local(F&& fn) {
+    if (!pool)
+      pool = std::make_unique<detail::RankPool>(
+          runtimes.size(), [](void* self, std::size_t i) { abort_world(*static_cast<State*>(self)->comms[i]); }, this);
+    pool->run(fn);
   }
-  ~State() {
-    {
-      std::lock_guard lock(mutex);
-      stop = true;
-    }
-    wake.notify_all();
-    for (auto& t : threads) t.join();
-  }
-
- private:
-  void run_one(std::size_t i) {
-    try {
-      (*job)(i);
-    } catch (...) {
-      errors[i] = std::current_exception();
-      abort_world(*comms[i]);
-    }
-  }
-  void start_pool() {
-    if (!threads.empty()) return;
-    for (std::size_t i = 1; i < runtimes.size(); ++i)
-      threads.emplace_back([this, i] {
-        unsigned long long seen = 0;
-        for (;;) {
-          {
-            std::unique_lock lock(mutex);
-            wake.wait(lock, [&] { return stop || generation != seen; });
-            if (stop) return;
-            seen = generation;
-          }
-          run_one(i);
-          std::lock_guard lock(mutex);
-          if (--pending == 0) done.notify_all();
-        }
-      });
-  }
-  std::vector<std::thread> threads;
-  std::mutex mutex;
-  std::condition_variable wake, done;
-  const std::function<void(std::size_t)>* job = nullptr;
-  std::vector<std::exception_ptr> errors;
-  std::size_t pending = 0;
-  unsigned long long generation = 0;
-  bool stop = false;
 };
 
 namespace {
@@ -182,6 +153,12 @@ ShardedRuntime::ShardedRuntime(std::vector<std::unique_ptr<Runtime>> runtimes,
   state_->runtimes = std::move(runtimes);
   state_->comms = std::move(comms);
   state_->send.resize(state_->runtimes.size());
+  if (const char* f = std::getenv("FUSEFLOW_SHARDED_FOLD")) {
+    const std::string v = f;
+    if (v != "host" && v != "device")
+      throw GraphError("ShardedRuntime: FUSEFLOW_SHARDED_FOLD must be 'host' or 'device', not '" + v + "'");
+    state_->device_fold = v == "device";
+  }
   state_->recv.resize(state_->runtimes.size());
 }
 ShardedRuntime::~ShardedRuntime() = default;
@@ -334,6 +311,12 @@ bool uses_param(const Program& p, const Expr& param) {
   return false;
 }
 
+bool uses_leaf(const Program& p, const Expr& leaf) {
+  for (const Expr& e : p.inputs())
+    if (same_node(e, leaf)) return true;
+  return uses_param(p, leaf);
+}
+
 Value fold(const Monoid& m, const std::vector<Value>& in_rank_order) {
   Value acc = m.identity();
   for (const Value& v : in_rank_order) acc = evaluate_combine(m, acc, v);
@@ -350,7 +333,38 @@ struct RankOutput {
 }  // namespace
 
 std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const ShardedBindings& bindings) {
-  const detail::ShardPlan plan = detail::plan_sharded(program);
+  std::shared_ptr<const CachedPlan> cached;
+  {
+    std::vector<const ExprNode*> key;
+    for (const Expr& o : program.outputs()) key.push_back(o.get());
+    std::lock_guard lock(state_->plans_mutex);
+    auto it = state_->plans.find(key);
+    if (it != state_->plans.end()) {
+      cached = it->second;
+    } else {
+      auto made = std::make_shared<CachedPlan>(CachedPlan{program, detail::plan_sharded(program), std::nullopt, false, {}, {}});
+      const detail::ShardPlan& p = made->plan;
+      if (!p.totals.empty()) made->totals.emplace(p.totals);
+      made->main_uses_offset = uses_param(p.main, p.offset_param);
+      for (const detail::ShardScan& sc : p.scans) {
+        std::vector<bool> used;
+        for (const Expr& c : sc.carry_params) used.push_back(uses_param(p.main, c));
+        made->carry_used.push_back(std::move(used));
+      }
+      made->folds.resize(p.kinds.size());
+      for (std::size_t o = 0; o < p.kinds.size(); ++o) {
+        const Type& t = p.main.outputs()[o].type();
+        if (p.kinds[o] != detail::ShardedOutput::Reduce || !t.is_scalar() || !state_->device_fold) continue;
+        Expr partials = Expr::input("ff_rank_partials", t);
+        Expr folded = scan(partials, p.monoids[o], ScanKind::Inclusive);
+        made->folds[o].emplace(DeviceFold{partials, folded, Program(folded)});
+      }
+      if (state_->plans.size() >= 64) state_->plans.clear();  // a bound, not an LRU: programs are few
+      state_->plans.emplace(std::move(key), made);
+      cached = std::move(made);
+    }
+  }
+  const detail::ShardPlan& plan = cached->plan;
   std::vector<std::pair<int, Runtime*>> local;
   for (std::size_t i = 0; i < local_count(); ++i) local.emplace_back(local_rank(i), &runtime(i));
   const Checked checked = check_sharded_bindings(program, bindings, world_size(), local);
@@ -371,35 +385,28 @@ std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const Sha
     }
     for (const Expr& p : program.params()) base.emplace_back(p, Binding(checked.bound.at(p.get())->scalar()));
     const auto offset = static_cast<long long>(checked.layout.offset(rank));
-    if (uses_param(plan.main, plan.offset_param)) base.emplace_back(plan.offset_param, Binding(Value(offset)));
+    if (cached->main_uses_offset) base.emplace_back(plan.offset_param, Binding(Value(offset)));
 
-    // Scans: every shard's totals, then this rank's carry (the ranks before it, in order).
+    // Scans: every shard's totals, gathered from the device, then this rank's carry (the
+    // ranks before it, folded in order on the host: the carry is a parameter of the scan).
     Bindings main = base;
-    if (!plan.totals.empty()) {
-      Program totals(plan.totals);
+    if (cached->totals) {
+      const Program& totals = *cached->totals;
       Bindings tb;
-      for (const auto& [e, b] : base) {
-        bool used = false;
-        for (const Expr& x : totals.inputs()) used = used || same_node(x, e);
-        for (const Expr& x : totals.params()) used = used || same_node(x, e);
-        if (used) tb.emplace_back(e, b);
-      }
-      std::vector<Result> mine = rt.run(totals, tb);
-      std::vector<std::byte> buf;
-      std::vector<Type> types;
-      for (const Result& r : mine) {
-        append(buf, r.value());
-        types.push_back(r.type());
-      }
-      std::vector<std::byte> all = exchange(rt, comm, buf, state_->send[li], state_->recv[li]);
+      for (const auto& [e, b] : base)
+        if (uses_leaf(totals, e)) tb.emplace_back(e, b);
+      std::vector<Result> mine = rt.run_async(totals, tb);
+      std::vector<GatherItem> items;
+      for (const Result& r : mine) items.push_back(scalar_item(r));
+      Gathered all = detail::gather(rt, comm, items, {}, 0, state_->send[li], state_->recv[li]);
+      all.finish(rt, state_->recv[li]);
       for (std::size_t s = 0; s < plan.scans.size(); ++s) {
         std::vector<Value> before;
-        for (int q = 0; q < rank; ++q) before.push_back(values_of(all, buf.size(), q, types)[s]);
+        for (int q = 0; q < rank; ++q) before.push_back(all.value(mine[s].type(), s, items[s].bytes, q));
         std::vector<Value> fields;
         detail::flatten_value(fold(plan.scans[s].monoid, before), fields);
         for (std::size_t f = 0; f < fields.size(); ++f)
-          if (uses_param(plan.main, plan.scans[s].carry_params[f]))
-            main.emplace_back(plan.scans[s].carry_params[f], Binding(fields[f]));
+          if (cached->carry_used[s][f]) main.emplace_back(plan.scans[s].carry_params[f], Binding(fields[f]));
       }
     }
 
@@ -425,40 +432,59 @@ std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const Sha
       piece.owner = memory;
       main.emplace_back(e, Binding(piece.bytes, e.type()));
     }
-    std::vector<Result> results = rt.run(plan.main, main);
+    // Queued, not waited for: the partials and counts stay on the device, and the
+    // collectives below follow the kernels on the same stream.
+    std::vector<Result> results = rt.run_async(plan.main, main);
 
-    // The combine: reduce partials and filter counts, gathered in one exchange.
-    std::vector<std::byte> buf;
-    std::vector<Type> types;
+    // The combine: reduce partials and filter counts gathered from the device in one
+    // group (histograms all-reduced in it), then one copy to the host.
+    std::vector<GatherItem> items;
+    std::vector<Histo> histos;
+    std::vector<std::size_t> item_of(outputs, 0);
     for (std::size_t o = 0; o < outputs; ++o) {
       if (plan.kinds[o] == detail::ShardedOutput::Reduce) {
-        append(buf, results[o].value());
-        types.push_back(results[o].type());
+        item_of[o] = items.size();
+        items.push_back(scalar_item(results[o]));
       } else if (plan.kinds[o] == detail::ShardedOutput::Filter) {
-        append(buf, Value(static_cast<unsigned long long>(results[o].size())));
-        types.push_back(Type(ScalarType::U64));
+        item_of[o] = items.size();
+        items.push_back(count_item(results[o]));
       } else if (plan.kinds[o] == detail::ShardedOutput::Histogram) {
-        const ShardedResult::Piece& p = out.pieces[o];
-        comm.all_reduce(p.bytes.ptr, p.bytes.ptr, p.bytes.count, plan.main.outputs()[o].type().scalar(),
-                        CollectiveOp::Sum, rt.stream());
+        histos.push_back({out.pieces[o].bytes, plan.main.outputs()[o].type().scalar()});
       }
     }
-    std::vector<std::byte> all = exchange(rt, comm, buf, state_->send[li], state_->recv[li]);
-    std::vector<std::vector<Value>> by_rank;
-    for (int q = 0; q < world; ++q) by_rank.push_back(values_of(all, buf.size(), q, types));
+    // Scalar monoids fold on the device, in rank order (an inclusive scan over the world's
+    // partials, its last element the fold), queued behind the gather on the same stream
+    // and written next to the gathered values, so that one copy brings everything back.
+    std::size_t extra = 0;
+    for (std::size_t o = 0; o < outputs; ++o)
+      if (cached->folds[o]) extra += aligned(results[o].type().size() * static_cast<std::size_t>(world));
+    Gathered all = detail::gather(rt, comm, items, histos, extra, state_->send[li], state_->recv[li]);
+    std::vector<std::size_t> folded_at(outputs, 0);
+    for (std::size_t o = 0, at = all.extra_at; o < outputs; ++o) {
+      const std::optional<DeviceFold>& f = cached->folds[o];
+      if (!f) continue;
+      const Type& t = results[o].type();
+      const auto w = static_cast<std::size_t>(world);
+      const CUdeviceptr recv = state_->recv[li].data();
+      (void)rt.run_async(f->program, {{f->partials, Binding(DeviceBytes{recv + all.block[item_of[o]], w, t.size()}, t)},
+                                      {f->folded, Binding(DeviceBytes{recv + at, w, t.size()}, t)}});
+      folded_at[o] = at + (w - 1) * t.size();
+      at += aligned(t.size() * w);
+    }
+    all.finish(rt, state_->recv[li]);
     out.filter_sizes.assign(outputs * static_cast<std::size_t>(world), 0);
-    std::size_t k = 0;
     for (std::size_t o = 0; o < outputs; ++o) {
-      if (plan.kinds[o] == detail::ShardedOutput::Reduce) {
+      const std::size_t k = item_of[o];
+      if (plan.kinds[o] == detail::ShardedOutput::Reduce && cached->folds[o]) {
+        out.scalars[o] = Value::from_bytes(results[o].type(), all.host.data() + folded_at[o]);
+      } else if (plan.kinds[o] == detail::ShardedOutput::Reduce) {  // tuples: folded on the host
         std::vector<Value> partials;
-        for (int q = 0; q < world; ++q) partials.push_back(by_rank[static_cast<std::size_t>(q)][k]);
+        for (int q = 0; q < world; ++q) partials.push_back(all.value(results[o].type(), k, items[k].bytes, q));
         out.scalars[o] = fold(plan.monoids[o], partials);
-        ++k;
       } else if (plan.kinds[o] == detail::ShardedOutput::Filter) {
         for (int q = 0; q < world; ++q)
           out.filter_sizes[o * static_cast<std::size_t>(world) + static_cast<std::size_t>(q)] =
-              by_rank[static_cast<std::size_t>(q)][k].as_uint();
-        ++k;
+              all.value(Type(ScalarType::U64), k, items[k].bytes, q).as_uint();
         ShardedResult::Piece& piece = out.pieces[o];
         piece.rank = rank;
         piece.runtime = &rt;

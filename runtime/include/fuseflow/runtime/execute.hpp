@@ -92,6 +92,11 @@ class Result {
   // The array's element count (GraphError for a scalar result); for a filter's result,
   // read from the device on the first call.
   std::size_t size() const;
+  // What is still on the device, for code that moves it on without the host (the sharded
+  // runtime's combine): run_async's scalar (0 once read, or when the value is on the
+  // host), and a filter's survivor count, an unsigned long long (at == 0 once read).
+  CUdeviceptr device_scalar() const noexcept { return pending_; }
+  DeviceCount device_count() const noexcept { return count_; }
 
   template <class T>
   T as() const {

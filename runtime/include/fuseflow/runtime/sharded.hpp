@@ -2,15 +2,22 @@
 // Sharded execution: arrays split into contiguous shards over the ranks of a communicator
 // (one GPU each), and a runtime that runs a program over them. The plan runs on every
 // shard (one ff::Runtime per GPU); the partial results are combined across ranks:
-//   reduce (any monoid, also non-commutative and tuple ones): the per-rank partials are
-//     all-gathered and folded in rank order on every rank: the same bits every run and
-//     on every rank;
+//   reduce (any monoid, also non-commutative and tuple ones): the per-rank partials stay
+//     in device memory (run_async), are all-gathered from there on the rank's stream
+//     (one NCCL group for all outputs) and folded in rank order: on the device for scalar
+//     monoids (an inclusive scan over the world's partials, queued on the same stream),
+//     on the host for tuple ones (or all, with FUSEFLOW_SHARDED_FOLD=host); one copy to
+//     the host per run brings every gathered and folded value back. The same bits every
+//     run and on every rank;
 //   scan (inclusive, exclusive): a first pass reduces each shard to its total, the totals
-//     are all-gathered, and each rank folds the totals of the ranks before it into a
-//     carry; the scan then runs with the carry combined into every element it stores
-//     (a map of the scan's result, which the planner fuses into the scan's store);
+//     are all-gathered from the device, and each rank folds the totals of the ranks
+//     before it into a carry on the host (the carry is a parameter of the scan: one copy
+//     to the host and a wait on the stream per run); the scan then runs with the carry
+//     combined into every element it stores (a map of the scan's result, which the
+//     planner fuses into the scan's store);
 //   histogram: per-GPU counts, all-reduced (the result is replicated on every rank);
-//   filter: survivors compacted per shard, the counts all-gathered: the result stays
+//   filter: survivors compacted per shard, the counts all-gathered from the device (in the
+//     reduce partials' group and copy): the result stays
 //     sharded, with its global length and every shard's offset known;
 //   map (element-wise arrays): sharded like the inputs;
 //   ff::index() means the global index (the shard's offset is added).

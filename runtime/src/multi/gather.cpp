@@ -1,0 +1,64 @@
+#include "gather.hpp"
+
+#include <cstring>
+
+namespace fuseflow::detail {
+
+GatherItem scalar_item(const Result& r) {
+  GatherItem it;
+  it.bytes = r.type().size();
+  it.at = r.device_scalar();
+  if (!it.at) {
+    it.host.resize(it.bytes);
+    r.value().to_bytes(it.host.data());
+  }
+  return it;
+}
+
+GatherItem count_item(const Result& r) {
+  GatherItem it;
+  it.bytes = sizeof(unsigned long long);
+  it.at = r.device_count().at;
+  if (!it.at) {
+    const auto n = static_cast<unsigned long long>(r.size());
+    it.host.resize(it.bytes);
+    std::memcpy(it.host.data(), &n, it.bytes);
+  }
+  return it;
+}
+
+Gathered gather(Runtime& rt, Communicator& comm, std::vector<GatherItem>& items, const std::vector<Histo>& histos,
+                std::size_t extra, DeviceArray<std::byte>& send, DeviceArray<std::byte>& recv) {
+  const auto world = static_cast<std::size_t>(comm.size());
+  Gathered g;
+  std::size_t staged = 0;
+  for (const GatherItem& it : items) {
+    if (!it.at) staged += aligned(it.bytes);
+    g.block.push_back(g.total);
+    g.total += aligned(it.bytes * world);
+  }
+  g.extra_at = g.total;
+  g.total += extra;
+  if (staged) {  // values the run left on the host (rare): one upload
+    std::vector<std::byte> buf(staged);
+    std::size_t at = 0;
+    if (send.size() < staged) send = rt.alloc<std::byte>(staged);
+    for (GatherItem& it : items)
+      if (!it.at) {
+        std::memcpy(buf.data() + at, it.host.data(), it.bytes);
+        it.at = send.data() + at;
+        at += aligned(it.bytes);
+      }
+    send.upload(std::span<const std::byte>(buf));
+  }
+  if (recv.size() < g.total) recv = rt.alloc<std::byte>(g.total);
+  comm.group_start();
+  for (std::size_t k = 0; k < items.size(); ++k)
+    comm.all_gather(items[k].at, recv.data() + g.block[k], items[k].bytes, rt.stream());
+  for (const Histo& h : histos)
+    comm.all_reduce(h.bytes.ptr, h.bytes.ptr, h.bytes.count, h.type, CollectiveOp::Sum, rt.stream());
+  comm.group_end();
+  return g;
+}
+
+}  // namespace fuseflow::detail

@@ -1,0 +1,50 @@
+#pragma once
+// The sharded runtime's combine (gather.cpp): every rank's values gathered straight from
+// device memory, grouped on the rank's stream, then one copy to the host.
+#include <cstddef>
+#include <vector>
+
+#include "fuseflow/runtime/runtime.hpp"
+#include "fuseflow/runtime/sharded_comm.hpp"
+
+namespace fuseflow::detail {
+
+// One value of this rank to gather from every rank: where it lies on the device, or (when
+// the run left it on the host) its bytes, staged through the rank's send buffer.
+struct GatherItem {
+  CUdeviceptr at = 0;
+  std::size_t bytes = 0;
+  std::vector<std::byte> host;  // at == 0: the value's bytes
+};
+
+constexpr std::size_t kAlign = 16;
+inline std::size_t aligned(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+// Every rank's items, gathered straight from device memory into this rank's `recv`
+// (item k's block holds the ranks' values in rank order), the histograms all-reduced in
+// place, all in one NCCL group on the rank's stream. `extra` bytes after the blocks are
+// left for the device folds (at `extra_at`). Nothing waits: finish() copies to the host.
+struct Gathered {
+  std::vector<std::byte> host;
+  std::vector<std::size_t> block;  // per item
+  std::size_t extra_at = 0, total = 0;
+  Value value(const Type& t, std::size_t item, std::size_t bytes, int rank) const {
+    return Value::from_bytes(t, host.data() + block[item] + bytes * static_cast<std::size_t>(rank));
+  }
+  // One copy of everything gathered (and folded) to the host, which waits for the stream.
+  void finish(Runtime& rt, const DeviceArray<std::byte>& recv) {
+    if (total) rt.download(device_span<std::byte>(recv.data(), total)).swap(host);
+  }
+};
+
+struct Histo {
+  DeviceBytes bytes;
+  ScalarType type;
+};
+
+GatherItem scalar_item(const Result& r);  // a reduction's value (run_async's, on the device)
+GatherItem count_item(const Result& r);   // a filter's survivor count (u64, on the device)
+Gathered gather(Runtime& rt, Communicator& comm, std::vector<GatherItem>& items, const std::vector<Histo>& histos,
+                std::size_t extra, DeviceArray<std::byte>& send, DeviceArray<std::byte>& recv);
+
+}  // namespace fuseflow::detail
