@@ -92,6 +92,17 @@ EnvironmentConfig read_environment() {
   return config;
 }
 
+ShardedConfig read_sharded_environment() {
+  ShardedConfig config;
+  config.nccl_library = variable("FUSEFLOW_NCCL_LIBRARY");
+  if (const std::string fold = variable("FUSEFLOW_SHARDED_FOLD"); !fold.empty()) {
+    if (fold != "host" && fold != "device")
+      throw ConfigError("FUSEFLOW_SHARDED_FOLD='" + fold + "': expected host or device");
+    config.device_fold = fold == "device";
+  }
+  return config;
+}
+
 LibraryConfig read_library_environment() {
   return {variable("FUSEFLOW_CUDA_LIBRARY"), variable("FUSEFLOW_NVRTC_LIBRARY"), variable("CUDA_PATH")};
 }

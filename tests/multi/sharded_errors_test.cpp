@@ -159,7 +159,7 @@ TEST_CASE("FUSEFLOW_SHARDED_FOLD: only 'host' or 'device', else an error naming 
   if (!emulated()) return;  // made in process; the same check under NCCL
   ::setenv("FUSEFLOW_SHARDED_FOLD", "gpu", 1);
   CHECK_THROWS_WITH_AS(ff::ShardedRuntime::in_process(2, {0, 0}), doctest::Contains("FUSEFLOW_SHARDED_FOLD"),
-                       ff::GraphError);
+                       ff::ConfigError);
   ::setenv("FUSEFLOW_SHARDED_FOLD", "host", 1);
   auto srt = ff::ShardedRuntime::in_process(2, {0, 0});
   auto x = ff::input<int>("x");

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <thread>
 
+#include "fuseflow/runtime/config.hpp"
 #include "fuseflow/runtime/driver_api.hpp"
 #include "fuseflow/runtime/error.hpp"
 #include "fuseflow/runtime/runtime.hpp"
@@ -51,7 +52,7 @@ struct NcclApi {
 
 std::vector<std::string> candidates() {
   std::vector<std::string> out;
-  if (const char* env = std::getenv("FUSEFLOW_NCCL_LIBRARY"); env && *env) return {env};
+  if (std::string env = read_sharded_environment().nccl_library; !env.empty()) return {env};
   out.push_back("libnccl.so.2");
 #ifdef FUSEFLOW_NCCL_HINT
   out.push_back(std::string(FUSEFLOW_NCCL_HINT) + "/libnccl.so.2");

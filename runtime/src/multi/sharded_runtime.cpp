@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "fuseflow/frontend/reference.hpp"
+#include "fuseflow/runtime/config.hpp"
 #include "fuseflow/runtime/driver_api.hpp"
 #include "gather.hpp"
 #include "rank_pool.hpp"
@@ -153,12 +154,7 @@ ShardedRuntime::ShardedRuntime(std::vector<std::unique_ptr<Runtime>> runtimes,
   state_->runtimes = std::move(runtimes);
   state_->comms = std::move(comms);
   state_->send.resize(state_->runtimes.size());
-  if (const char* f = std::getenv("FUSEFLOW_SHARDED_FOLD")) {
-    const std::string v = f;
-    if (v != "host" && v != "device")
-      throw GraphError("ShardedRuntime: FUSEFLOW_SHARDED_FOLD must be 'host' or 'device', not '" + v + "'");
-    state_->device_fold = v == "device";
-  }
+  if (const std::optional<bool> fold = read_sharded_environment().device_fold) state_->device_fold = *fold;
   state_->recv.resize(state_->runtimes.size());
 }
 ShardedRuntime::~ShardedRuntime() = default;

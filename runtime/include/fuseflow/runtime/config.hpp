@@ -44,6 +44,15 @@ struct LibraryConfig {
 };
 LibraryConfig read_library_environment();
 
+// The sharded runtime's variables: FUSEFLOW_NCCL_LIBRARY (the libnccl to load; empty: the
+// default search) and FUSEFLOW_SHARDED_FOLD=host|device (where a reduction's per-rank
+// partials are folded; unset: the runtime's default). ConfigError for any other value.
+struct ShardedConfig {
+  std::string nccl_library;
+  std::optional<bool> device_fold;
+};
+ShardedConfig read_sharded_environment();
+
 namespace detail {
 // The parsers, for tests and for callers that take the same syntax from elsewhere. Each
 // throws ConfigError("<name>='<text>': expected ...").
