@@ -87,5 +87,7 @@ struct SegmentedTuning {
 // From the policy: its tile option (ConfigError when that needs more than its shared
 // limit), else as many items per thread as fit its shared budget.
 SegmentedTuning segmented_tuning(const Type& acc, const SegmentedPolicy& policy);
+// The static shared memory of a merge-path tile of `s` over accumulators of type `acc`.
+std::size_t segmented_shared_bytes(const SegmentedTuning& s, const Type& acc);
 
 }  // namespace fuseflow::codegen
