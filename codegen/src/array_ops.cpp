@@ -109,12 +109,12 @@ void segmented_reduce_launches(const Plan& plan, const StepSpec& step, std::int6
   m.kernel = merge_index;
   m.n = n;
   m.grid = grid_for(n + segments, merge.items_per_block_step, merge.max_grid);
-  for (const auto& a : merge.args)  // the per-block carries (not the mask)
-    if (a.kind == Arg::Kind::Scratch && a.name != "deferred")
-      m.scratch.push_back(b.allocate(static_cast<std::size_t>(merge.max_grid) * a.type.size()));
+  const LaunchExtents extents{m.grid, 0, n, segments};
+  for (std::size_t j = 0; j < merge.scratch.size(); ++j)  // the per-block carries (not the mask)
+    if (merge.scratch[j].name != "deferred") m.scratch.push_back(allocate_scratch(b, merge, j, extents));
   if (short_pass && n <= kShortSegment * segments) {
     const KernelSpec& s = plan.kernels.at(static_cast<std::size_t>(first));
-    const std::size_t mask = b.allocate(static_cast<std::size_t>((segments + 31) / 32) * sizeof(std::uint32_t));
+    const std::size_t mask = allocate_scratch(b, s, 0, extents);
     m.scratch.push_back(mask);
     b.launch({first, n, grid_for(segments, s.items_per_block_step, s.max_grid), {mask}});
   } else if (short_pass) {

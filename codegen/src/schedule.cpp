@@ -21,11 +21,10 @@ const char* step_kind_name(StepSpec::Kind kind) {
   return "?";
 }
 
-std::vector<std::size_t> per_block_scratch(const KernelSpec& k) {
-  std::vector<std::size_t> sizes;
-  for (const auto& a : k.args)
-    if (a.kind == Arg::Kind::Scratch) sizes.push_back(static_cast<std::size_t>(k.max_grid) * a.type.size());
-  return sizes;
+std::size_t allocate_scratch(ScheduleBuilder& b, const KernelSpec& k, std::size_t j, const LaunchExtents& extents) {
+  if (j >= k.scratch.size())
+    throw InternalError("schedule: kernel " + k.name + " has no description of its scratch buffer " + std::to_string(j));
+  return b.allocate(k.scratch[j].size(extents));
 }
 
 void one_pass_launches(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuilder& b) {
@@ -35,23 +34,24 @@ void one_pass_launches(const Plan& plan, const StepSpec& step, std::int64_t n, S
   l.kernel = step.kernel;
   l.n = n;
   l.grid = grid_for(n, k.items_per_block_step, k.max_grid);
-  for (std::size_t bytes : per_block_scratch(k)) l.scratch.push_back(b.allocate(bytes));
+  for (std::size_t j = 0; j < k.scratch.size(); ++j) l.scratch.push_back(allocate_scratch(b, k, j, {l.grid}));
   b.launch(std::move(l));
 }
 
-// The tree's levels: the first kernel over the inputs, then the second over partials
-// until one block is left; each level's partials are accumulators (the second kernel's
-// first argument) of one per block.
+// The tree's levels: the first kernel over the inputs (one block at least), then the second
+// over partials until one block is left; each level's partials are accumulators of one per
+// block (the level kernel's Scratch arguments: 0 the level before, 1 its own).
 void tree_launches(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuilder& b) {
   const int first = step.kernel, level = step.kernel + 1;
-  const std::int64_t block = plan.kernels.at(static_cast<std::size_t>(first)).block;
-  const std::size_t acc_bytes = plan.kernels.at(static_cast<std::size_t>(level)).args.at(0).type.size();
+  const KernelSpec& first_kernel = plan.kernels.at(static_cast<std::size_t>(first));
+  const KernelSpec& level_kernel = plan.kernels.at(static_cast<std::size_t>(level));
+  const std::int64_t block = first_kernel.block;
   std::int64_t blocks = std::max<std::int64_t>(1, (n + block - 1) / block);
-  std::size_t in = b.allocate(static_cast<std::size_t>(blocks) * acc_bytes);
+  std::size_t in = allocate_scratch(b, first_kernel, 0, {blocks, 0, blocks * block});
   b.launch({first, n, static_cast<int>(blocks), {in}});
   for (std::int64_t m = blocks; m > 1; m = blocks) {
     blocks = (m + block - 1) / block;
-    std::size_t next = b.allocate(static_cast<std::size_t>(blocks) * acc_bytes);
+    std::size_t next = allocate_scratch(b, level_kernel, 1, {blocks, 0, m});
     b.launch({level, m, static_cast<int>(blocks), {in, next}});
     in = next;
   }

@@ -18,7 +18,8 @@ void reduce_then_scan_launches(const Plan& plan, const StepSpec& step, std::int6
 void counting_sort_launches(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuilder& b);
 void segmented_reduce_launches(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuilder& b);
 
-// Bytes of each Scratch argument of `k` when it holds max_grid elements (block partials).
-std::vector<std::size_t> per_block_scratch(const KernelSpec& k);
+// Allocates Scratch argument `j` of `k` (its ScratchBuffer, KernelSpec::scratch[j]) for a
+// launch of `extents`, and returns its offset.
+std::size_t allocate_scratch(ScheduleBuilder& b, const KernelSpec& k, std::size_t j, const LaunchExtents& extents);
 
 }  // namespace fuseflow::codegen

@@ -1,7 +1,8 @@
-// The scratch each kernel of a step uses, as sizes of the launch (ScratchBuffer): what the
-// step's launch pattern (schedule.cpp and beside the strategies) allocates for its Scratch
-// arguments, and the look-back status it binds, said as data so explain can print it and
-// tests can check it without running the schedule.
+// The scratch each kernel of a step uses, as sizes of the launch (ScratchBuffer): the one
+// source of what the step's launch pattern (schedule.cpp and beside the strategies)
+// allocates for its Scratch arguments (ScratchBuffer::size), and the look-back status it
+// binds, said as data so explain can print it and tests can check it without running the
+// schedule.
 #include <string>
 
 #include "scan_context.hpp"
@@ -81,6 +82,19 @@ std::string to_string(const ScratchBuffer& b) {
   }
   if (b.zeroed) s += ", zeroed";
   return s + " (" + b.role + ")";
+}
+
+std::size_t ScratchBuffer::size(const LaunchExtents& e) const {
+  std::int64_t count = 1;
+  switch (per) {
+    case Per::Fixed: break;
+    case Per::Block: count = e.grid; break;
+    case Per::Tile: count = e.tiles; break;
+    case Per::Element: count = e.elements; break;
+    case Per::Segment: count = e.segments; break;
+    case Per::BinTile: count = e.bin_tiles; break;
+  }
+  return bytes * static_cast<std::size_t>((count + divisor - 1) / divisor);
 }
 
 void describe_scratch(const StepSpec& step, Plan& plan) {

@@ -112,7 +112,7 @@ TEST_CASE("scratch sizes: what each kernel says it needs is what the schedule al
   const ScratchBuffer& partials = scratch_named(k, "partials");
   CHECK(partials.per == ScratchBuffer::Per::Fixed);
   CHECK(partials.bytes == sizeof(float) * static_cast<std::size_t>(k.max_grid));
-  CHECK(sum.schedule(1 << 20).scratch_bytes == partials.bytes);
+  CHECK(sum.schedule(1 << 20).scratch_bytes == sizeof(float) * static_cast<std::size_t>(k.max_grid));
   CHECK(ff::codegen::to_string(partials).rfind("partials: " + std::to_string(partials.bytes) + " B (", 0) == 0);
 
   // Tree: the first level's partials are 4 B per block of 256 elements of n.
@@ -124,6 +124,9 @@ TEST_CASE("scratch sizes: what each kernel says it needs is what the schedule al
   CHECK(ff::codegen::to_string(level0).rfind("partials: 4 B x ceil(n / 256)", 0) == 0);
   const ff::codegen::Schedule levels = tree.schedule(1 << 16);
   CHECK(levels.launches.at(0).grid == (1 << 16) / 256);
+  // 256 partials of the first level (4 B each, 1024 B), then one of the second, 256-aligned.
+  CHECK(levels.launches.at(1).scratch.at(1) == 1024);
+  CHECK(levels.scratch_bytes == 1024 + 4);
 
   // Counting sort: 4-byte counts and 8-byte positions per bin per tile.
   const ff::codegen::Plan sort = ff::codegen::plan(ff::Program(ff::counting_sort(ff::input<int>("k"), 9)), sm90());
@@ -147,13 +150,15 @@ TEST_CASE("scratch sizes: what each kernel says it needs is what the schedule al
   CHECK(mask.per == ScratchBuffer::Per::Segment);
   CHECK(mask.divisor == 32);
   CHECK(ff::codegen::to_string(mask).rfind("deferred: 4 B x ceil(segments / 32)", 0) == 0);
-  std::size_t carries = 0;
-  for (const auto& b : seg.kernels[1].scratch)
-    if (b.per == ScratchBuffer::Per::Fixed) carries = (carries + 255) / 256 * 256 + b.bytes;
+  // The merge path's carries, one per block of its largest grid: the segment (8 B), the
+  // carried value and the head value (4 B each), each 256-aligned.
+  const auto aligned = [](std::size_t at) { return (at + 255) / 256 * 256; };
+  const std::size_t grid = static_cast<std::size_t>(seg.kernels[1].max_grid);
+  const std::size_t carries = aligned(aligned(8 * grid) + 4 * grid) + 4 * grid;
   const std::int64_t segments = 4096;  // of 4 elements each: the short pass runs
   const ff::codegen::Schedule ss = seg.schedule({segments * 4, segments + 1});
   REQUIRE(ss.launches.size() == 2);
-  CHECK(ss.scratch_bytes == (carries + 255) / 256 * 256 + static_cast<std::size_t>(segments / 32 * 4));
+  CHECK(ss.scratch_bytes == aligned(carries) + static_cast<std::size_t>(segments / 32 * 4));
 
   // A scan's look-back status: 8 bytes per tile for 4-byte values.
   const ff::codegen::Plan scan = ff::codegen::plan(ff::Program(ff::scan(x, ff::plus)), sm90());

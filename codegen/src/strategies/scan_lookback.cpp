@@ -91,10 +91,9 @@ void lookback_launches(const Plan& plan, const StepSpec& step, std::int64_t n, S
   const KernelSpec& k = plan.kernels.at(static_cast<std::size_t>(step.kernel));
   // Fused reductions: one fold per tile (the Scratch argument), and a launch even for n = 0,
   // whose one tile stores nothing and gives each reduction its identity.
-  std::size_t fold_bytes = 0;
-  for (const Arg& a : k.args)
-    if (a.kind == Arg::Kind::Scratch) fold_bytes = a.type.size();
-  if (n == 0 && fold_bytes == 0 && !step.launch_empty) return;
+  bool folds = false;
+  for (const Arg& a : k.args) folds = folds || a.kind == Arg::Kind::Scratch;
+  if (n == 0 && !folds && !step.launch_empty) return;
   // The second kernel (the staged tile, or the pipelined kernel's persistent blocks) from
   // step.from elements on.
   const bool second = step.kernels > 1 && n >= step.from && n > 0;
@@ -109,7 +108,7 @@ void lookback_launches(const Plan& plan, const StepSpec& step, std::int64_t n, S
   l.n = n;
   l.grid = static_cast<int>(grid);
   l.status_bytes = lookback_status_bytes(step.value_bytes, tiles);
-  if (fold_bytes) l.scratch.push_back(b.allocate(static_cast<std::size_t>(tiles) * fold_bytes));
+  if (folds) l.scratch.push_back(allocate_scratch(b, k, 0, {grid, tiles, n}));
   b.launch(std::move(l));
 }
 

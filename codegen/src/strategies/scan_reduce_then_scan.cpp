@@ -95,7 +95,7 @@ void reduce_then_scan_launches(const Plan& plan, const StepSpec& step, std::int6
   const int first = step.kernel;
   const KernelSpec& k = plan.kernels.at(static_cast<std::size_t>(first));
   const int grid = grid_for(n, k.items_per_block_step, k.max_grid);
-  const std::size_t sums = b.allocate(static_cast<std::size_t>(grid) * step.value_bytes);
+  const std::size_t sums = allocate_scratch(b, k, 0, {grid, 0, n});
   b.launch({first, n, grid, {sums}});
   b.launch({first + 1, grid, 1, {sums}});  // its n is the number of block sums
   b.launch({first + 2, n, grid, {sums}});

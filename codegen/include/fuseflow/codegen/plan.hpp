@@ -60,10 +60,17 @@ struct Arg {
   Type type;         // element / parameter type
 };
 
+// What a launch's scratch is sized by (ScratchBuffer::Per): its grid, its tiles, the
+// elements it covers, the segments, and bins x tiles.
+struct LaunchExtents {
+  std::int64_t grid = 0, tiles = 0, elements = 0, segments = 0, bin_tiles = 0;
+};
+
 // One scratch buffer a kernel uses, its size as an expression of the launch: `bytes` per
 // `per` (per block of the grid, per tile, per element, per segment, or fixed), divided by
 // `divisor` and rounded up (a bit mask of segments: 4 B x ceil(segments / 32)). Printed as
-// "partials: 8 B x grid".
+// "partials: 8 B x grid". The schedule allocates size(extents) for each launch: the
+// description is the one source of the sizes.
 struct ScratchBuffer {
   enum class Per : std::uint8_t { Fixed, Block, Tile, Element, Segment, BinTile };
   std::string name;   // the kernel argument it is bound to
@@ -72,6 +79,7 @@ struct ScratchBuffer {
   Per per = Per::Fixed;
   std::int64_t divisor = 1;
   bool zeroed = false;  // the kernels expect it zeroed before the launch
+  std::size_t size(const LaunchExtents& e) const;
 };
 std::string to_string(const ScratchBuffer& b);
 
