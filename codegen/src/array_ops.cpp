@@ -34,11 +34,11 @@ void collect(const Expr& e, const std::string& op, std::set<const ExprNode*>& se
 
 }  // namespace
 
-ReduceGroup leaves_of(const PlanContext& c, const std::vector<Expr>& exprs, const std::string& op) {
+Leaves leaves_of(const PlanContext& c, const std::vector<Expr>& exprs, const std::string& op) {
   std::set<const ExprNode*> seen, inputs, params;
   std::set<const OpNode*> scalars;
   for (const auto& e : exprs) collect(e, op, seen, inputs, params, scalars);
-  ReduceGroup g = group_in(c);
+  Leaves g;
   for (std::size_t i = 0; i < c.program.inputs().size(); ++i)
     if (inputs.count(c.program.inputs()[i].get())) {
       g.inputs.push_back(c.program.inputs()[i]);
@@ -55,8 +55,8 @@ ReduceGroup leaves_of(const PlanContext& c, const std::vector<Expr>& exprs, cons
   return g;
 }
 
-ReduceGroup offsets_leaves(const PlanContext& c, const OpNode& op) {
-  ReduceGroup offsets = leaves_of(c, {op.offsets}, op_name(op.kind));
+Leaves offsets_leaves(const PlanContext& c, const OpNode& op) {
+  Leaves offsets = leaves_of(c, {op.offsets}, op_name(op.kind));
   if (!offsets.params.empty() || !offsets.scalars_read.empty())
     unsupported(std::string(op_name(op.kind)) + " offsets that read a parameter or a reduction's result");
   return offsets;
@@ -73,7 +73,7 @@ void element_inputs(const Expr& e, std::set<const ExprNode*>& seen, std::set<con
 
 }  // namespace
 
-int offsets_domain(const PlanContext& c, const ReduceGroup& offsets, const std::string& who, Plan& plan) {
+int offsets_domain(const PlanContext& c, const Leaves& offsets, const std::string& who, Plan& plan) {
   std::set<const ExprNode*> seen, elements;
   for (const auto& op : c.program.ops())
     for (const Expr* e : {&op->values, &op->predicate, &op->keys}) element_inputs(*e, seen, elements);
@@ -130,39 +130,45 @@ bool is_array_op(const Expr& e) {
          k == OpKind::ReduceByKey;
 }
 
-void plan_array_op(const PlanContext& c, const std::shared_ptr<const OpNode>& node, int output, const Target& t, Plan& plan) {
+void plan_array_op(const PlanContext& c, const std::shared_ptr<const OpNode>& node, int output, Plan& plan) {
   const OpNode& op = *node;
   if (plan.output_shapes.empty()) plan.output_shapes.resize(c.program.outputs().size());
-  if (op.kind == OpKind::ReduceByKey) return plan_reduce_by_key(c, node, t, plan);  // segmented_plan.cpp
+  if (op.kind == OpKind::ReduceByKey) return plan_reduce_by_key(c, node, plan);  // segmented_plan.cpp
   OutputShape& shape = plan.output_shapes[static_cast<std::size_t>(output)];
+  KernelContext g = context_in(c);
+  g.op = node;
   if (op.kind == OpKind::Histogram) {
-    const ReduceGroup leaves = leaves_of(c, {op.keys}, "histogram");
-    plan_with_registry(HistogramGroup{op, leaves, output}, op.strategy, c.policies, t, plan);
+    g.outputs = {c.program.outputs()[static_cast<std::size_t>(output)]};
+    g.output_ids = {output};
+    g.leaves = leaves_of(c, {op.keys}, "histogram");
+    plan_with_registry("histogram", g, op.strategy, plan);
     shape.fixed = op.bins;
     shape.zeroed = true;  // the kernel adds its counts into it
     return;
   }
   if (op.kind == OpKind::CountingSort) {
     // One plan for all of the op's outputs (keys and values), made at its first.
-    std::vector<SortOutput> outputs;
     for (std::size_t i = 0; i < c.program.outputs().size(); ++i) {
       const Expr& o = c.program.outputs()[i];
-      if (o.kind() == ExprKind::Result && o.node().op == node) outputs.push_back({static_cast<int>(i), o.node().index});
+      if (o.kind() == ExprKind::Result && o.node().op == node) {
+        g.outputs.push_back(o);
+        g.output_ids.push_back(static_cast<int>(i));
+      }
     }
-    if (outputs.front().program_output != output) return;
-    const ReduceGroup keys = leaves_of(c, {op.keys}, "counting_sort");
-    const ReduceGroup keys_values = leaves_of(c, {op.keys, op.values}, "counting_sort");
-    plan_with_registry(SortGroup{op, keys, keys_values, outputs}, op.strategy, c.policies, t, plan);
+    if (g.output_ids.front() != output) return;
+    g.key_leaves = leaves_of(c, {op.keys}, "counting_sort");
+    g.leaves = leaves_of(c, {op.keys, op.values}, "counting_sort");
+    plan_with_registry("counting_sort", g, op.strategy, plan);
     return;
   }
-  const ReduceGroup leaves = leaves_of(c, {op.values}, "segmented_reduce");
-  const ReduceGroup offsets = offsets_leaves(c, op);
-  const int domain = offsets_domain(c, offsets, "segmented_reduce", plan);
-  const int check = static_cast<int>(plan.checked_offsets.size());
+  g.outputs = {c.program.outputs()[static_cast<std::size_t>(output)]};
+  g.output_ids = {output};
+  g.leaves = leaves_of(c, {op.values}, "segmented_reduce");
+  g.offsets = SegmentOffsets{offsets_leaves(c, op), 0, static_cast<int>(plan.checked_offsets.size())};
+  g.offsets->domain = offsets_domain(c, g.offsets->leaves, "segmented_reduce", plan);
   plan.checked_offsets.push_back(node);
-  plan_with_registry(SegmentedReduceGroup{node, leaves, offsets, domain, output, check}, op.strategy, c.policies, t,
-                     plan);
-  shape.domain = domain;
+  plan_with_registry("segmented_reduce", g, op.strategy, plan);
+  shape.domain = g.offsets->domain;
   shape.less = 1;
 }
 

@@ -20,48 +20,45 @@ bool is_array_op(const Expr& e);
 
 // The inputs, parameters and scalar results `exprs` read, for `op`'s kernel; GraphError
 // naming `op` for an array result of another op among them, or when they read no input.
-ReduceGroup leaves_of(const PlanContext& c, const std::vector<Expr>& exprs, const std::string& op);
+Leaves leaves_of(const PlanContext& c, const std::vector<Expr>& exprs, const std::string& op);
 // The leaves of a segmented op's offsets: inputs only (GraphError for a parameter or a
 // reduction's result).
-ReduceGroup offsets_leaves(const PlanContext& c, const OpNode& op);
+Leaves offsets_leaves(const PlanContext& c, const OpNode& op);
 // The input domain of a segmented op's offsets (their own length): the one of an earlier
 // segmented op over the same offsets, or a new one. GraphError naming `op` when an input is
 // read both as offsets and as elements.
-int offsets_domain(const PlanContext& c, const ReduceGroup& offsets, const std::string& op, Plan& plan);
+int offsets_domain(const PlanContext& c, const Leaves& offsets, const std::string& op, Plan& plan);
 
 // Segmented scans and reduce_by_key (segmented_plan.cpp). plan_segmented_scan plans the
-// kernel of a segmented_scan or scan_by_key and its outputs (g: the scan group plan_scans
-// made) and appends its schedule step; plan_reduce_by_key plans every program output of
-// a reduce_by_key op (keys and values, each with its device-written count) once.
-void plan_segmented_scan(const PlanContext& c, const ScanGroup& g, const Target& t, Plan& plan);
-void plan_reduce_by_key(const PlanContext& c, const std::shared_ptr<const OpNode>& op, const Target& t, Plan& plan);
+// kernel of a segmented_scan or scan_by_key and its outputs (g: the scan's context
+// group_scans made) and appends its schedule step; plan_reduce_by_key plans every program
+// output of a reduce_by_key op (keys and values, each with its device-written count) once.
+void plan_segmented_scan(const KernelContext& g, Plan& plan);
+void plan_reduce_by_key(const PlanContext& c, const std::shared_ptr<const OpNode>& op, Plan& plan);
 
 // Plans program output `output` (the result of `op`): appends its kernels and schedule
 // step, and sets its output shape and its inputs' domains.
-void plan_array_op(const PlanContext& c, const std::shared_ptr<const OpNode>& op, int output, const Target& t, Plan& plan);
+void plan_array_op(const PlanContext& c, const std::shared_ptr<const OpNode>& op, int output, Plan& plan);
 
-// The emitters. `leaves` lists the inputs, parameters and scalar results the op's
-// element-wise expressions read; for segmented_reduce, `offsets` lists the offsets'.
-KernelSpec emit_histogram(const OpNode& op, const ReduceGroup& leaves, int output, const HistogramPolicy& policy,
-                      const Target& t);
-// `check` is the index of its offsets_invalid flag (Plan::checked_offsets). Returns the
-// short-segment pass and the merge-path kernel, in launch order (the merge path alone
-// without the policy's short pass); with two, both take the mask of segments the first
-// left as their last Scratch argument (one bit per segment, rounded up to words).
-std::vector<KernelSpec> emit_segmented_reduce(const std::shared_ptr<const OpNode>& op, const ReduceGroup& leaves,
-                                          const ReduceGroup& offsets, int offsets_domain, int output, int check,
-                                          const SegmentedPolicy& policy, const Target& t);
+// The emitters. The context's op is the histogram or segmented reduction, its leaves what
+// the op's element-wise expressions read, its one output the op's result; a segmented
+// reduction's offsets are the context's offsets.
+KernelSpec emit_histogram(const KernelContext& g);
+// Returns the short-segment pass and the merge-path kernel, in launch order (the merge
+// path alone without the policy's short pass); with two, both take the mask of segments
+// the first left as their last Scratch argument (one bit per segment, rounded up to words).
+std::vector<KernelSpec> emit_segmented_reduce(const KernelContext& g);
 
 // Counting sort: the tile counts, the scan of the counts, the scatter (three kernels, in
 // that order; StepSpec::Kind::CountingSort launches them). `outputs` lists the program outputs that
-// are the op's results (result 0 the sorted keys, 1 the values); `key_leaves` are what
-// the keys read, `leaves` what the keys and values read.
+// are the op's results (result 0 the sorted keys, 1 the values); `keys` reads what the
+// keys read (its leaves), `g` what the keys and values read.
 struct SortOutput {
   int program_output;
   int result;
 };
 inline constexpr std::int64_t kMaxCountingSortBins = 8192;
-std::vector<KernelSpec> emit_counting_sort(const OpNode& op, const ReduceGroup& key_leaves, const ReduceGroup& leaves,
+std::vector<KernelSpec> emit_counting_sort(const OpNode& op, const KernelContext& keys, const KernelContext& g,
                                        const std::vector<SortOutput>& outputs, const SortPolicy& policy);
 
 // The offsets of a segmented op (segment_offsets.cpp): their kernel arguments (an
@@ -69,8 +66,8 @@ std::vector<KernelSpec> emit_counting_sort(const OpNode& op, const ReduceGroup& 
 // device lambda offset_at(s), offsets[s] clamped to [0, n] and flagged in offsets_invalid
 // when outside; `note` says in the comment who flags decreasing offsets; `flag` is the
 // statement that flags one (a kernel may set a local and store it once, at its end).
-std::vector<Arg> offsets_args(const ReduceGroup& offsets, int domain);
-void emit_offset_at(SourceWriter& w, CudaTypes& types, const OpNode& op, const ReduceGroup& offsets,
+std::vector<Arg> offsets_args(const Leaves& offsets, int domain);
+void emit_offset_at(SourceWriter& w, CudaTypes& types, const OpNode& op, const Leaves& offsets,
                     const std::string& note, const std::string& flag = "*offsets_invalid = 1u");
 
 // The longest segment the segmented reduce's short pass folds (a thread each); the pass

@@ -1,10 +1,12 @@
 #pragma once
 // Stream compaction: a filter whose compacted array is a program output. The planner
 // (filter_plan.cpp) groups the outputs over one filter's result (the result itself, or
-// maps of it) into one kernel; the emitter (strategies/filter_compact.cpp) writes the
-// survivors in order, each output's map applied to them on the way (filter -> map), and
-// the survivor count to the device: the output's length is known on the device only
-// (OutputShape::counted).
+// maps of it) into one kernel: its context's op is the filter, its value the filter's
+// element value (nested filters substituted), its mask the keep predicate (the filter's
+// and those of nested filters), its outputs those over the filter's result. The emitter
+// (strategies/filter_compact.cpp) writes the survivors in order, each output's map
+// applied to them on the way (filter -> map), and the survivor count to the device: the
+// output's length is known on the device only (OutputShape::counted).
 #include <functional>
 #include <map>
 #include <memory>
@@ -16,16 +18,6 @@
 
 namespace fuseflow::codegen {
 
-struct CompactGroup {
-  std::shared_ptr<const OpNode> op;  // the filter
-  Expr value;                   // the filter's element value, nested filters substituted
-  Expr keep;                    // bool per element: its predicate and those of nested filters
-  std::vector<Expr> outputs;    // program outputs over the filter's result (maps of it are epilogues)
-  std::vector<int> output_ids;  // their program output numbers
-  ReduceGroup leaves;           // inputs, parameters and scalar slots the kernel reads
-  CompactPolicy policy;         // the target's policy, the caller's options applied
-};
-
 // Tuning constants of the compaction kernel, chosen from the element sizes: each thread
 // holds kRows vector loads of kVec elements of every input per tile.
 struct CompactTiling {
@@ -36,25 +28,25 @@ struct CompactTiling {
   int items() const { return vec * rows; }
   int tile() const { return block * items(); }
 };
-CompactTiling compact_tiling(const CompactGroup& g, const Target& t);
+CompactTiling compact_tiling(const KernelContext& g, const Target& t);
 
-KernelSpec emit_filter_compact(const CompactGroup& g, const Target& t);
+KernelSpec emit_filter_compact(const KernelContext& g, const Target& t);
 // The pipelined compaction (scan_pipeline.cuh, compact_tiles): where it applies (sm_90 or
 // later, one 4-byte scalar input, a value of at most 4 bytes per survivor, since survivors
 // are compacted over their inputs in the stage; no filter_tile option, the policy's
-// pipeline on) it is the filter's second kernel, launched from g.policy.staged_from
+// pipeline on) it is the filter's second kernel, launched from the compact policy's staged_from
 // elements like the pipelined scan.
-bool pipelined_compact_applies(const CompactGroup& g, const Target& t);
+bool pipelined_compact_applies(const KernelContext& g, const Target& t);
 
 // Shared by the two compaction emitters (filter_compact.cpp): keep(inputs..., i) and
 // value(inputs..., i), the predicate and the value of element i, and epilogue_j(kept, at)
 // for each output that maps the survivors; the kernel's arguments (the elementwise ones,
 // each output with its device-written count, the look-back's), with the inputs' names
 // and the outputs' in `names` and `outs`.
-void emit_compact_functions(SourceWriter& w, CudaTypes& types, const CompactGroup& g,
+void emit_compact_functions(SourceWriter& w, CudaTypes& types, const KernelContext& g,
                             const std::vector<std::string>& names);
-std::vector<Arg> compact_args(const CompactGroup& g, std::vector<std::string>& names, std::vector<std::string>& outs);
-KernelSpec emit_filter_compact_pipelined(const CompactGroup& g, const Target& t);
+std::vector<Arg> compact_args(const KernelContext& g, std::vector<std::string>& names, std::vector<std::string>& outs);
+KernelSpec emit_filter_compact_pipelined(const KernelContext& g, const Target& t);
 
 // The filter whose result program output `output` is, or maps (possibly with parameters,
 // reductions' results and index(), the position among the survivors); nullptr when it
@@ -64,6 +56,6 @@ std::shared_ptr<const OpNode> compacted_filter(const Expr& output);
 
 // Plans the program outputs `output_ids` (each over a filter's result): one kernel per
 // filter, its schedule step, and the outputs' counted shapes.
-void plan_filters(const PlanContext& c, const std::vector<int>& output_ids, const Target& t, Plan& plan);
+void plan_filters(const PlanContext& c, const std::vector<int>& output_ids, Plan& plan);
 
 }  // namespace fuseflow::codegen

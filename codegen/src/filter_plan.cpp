@@ -50,14 +50,14 @@ std::shared_ptr<const OpNode> compacted_filter(const Expr& output) {
   return filters.front().node().op;
 }
 
-void plan_filters(const PlanContext& c, const std::vector<int>& output_ids, const Target& t, Plan& plan) {
-  std::vector<CompactGroup> groups;
+void plan_filters(const PlanContext& c, const std::vector<int>& output_ids, Plan& plan) {
+  std::vector<KernelContext> groups;
   for (int id : output_ids) {
     const Expr& o = c.program.outputs()[static_cast<std::size_t>(id)];
     std::shared_ptr<const OpNode> op = compacted_filter(o);
-    auto g = std::find_if(groups.begin(), groups.end(), [&](const CompactGroup& x) { return x.op == op; });
+    auto g = std::find_if(groups.begin(), groups.end(), [&](const KernelContext& x) { return x.op == op; });
     if (g == groups.end()) {
-      groups.push_back({});
+      groups.push_back(context_in(c));
       g = groups.end() - 1;
       g->op = op;
     }
@@ -69,14 +69,12 @@ void plan_filters(const PlanContext& c, const std::vector<int>& output_ids, cons
     // A memo per group: it is keyed by node address, and the result node made here dies
     // after the call, so a later group's could take its address.
     FilterMemo memo;
-    g.value = resolve_filters(Expr::result(g.op, 0, g.op->output_types[0]), g.keep, memo);
-    g.policy = c.policies.compact;
-    g.leaves = group_in(c);
-    std::vector<Expr> exprs = {g.value, g.keep};
+    g.value = resolve_filters(Expr::result(g.op, 0, g.op->output_types[0]), g.mask, memo);
+    std::vector<Expr> exprs = {g.value, g.mask};
     exprs.insert(exprs.end(), g.outputs.begin(), g.outputs.end());
-    fill_leaves(g.leaves, c.program, exprs, c.slot_of);
+    g.leaves = leaves_in(c, exprs);
     // The registry: the compaction kernel, and on sm_90 the pipelined one for large n.
-    const auto index = static_cast<std::size_t>(plan_with_registry(g, g.op->strategy, c.policies, t, plan));
+    const auto index = static_cast<std::size_t>(plan_with_registry("filter", g, g.op->strategy, plan));
     const std::string& k = plan.kernels[index].name;
     const std::string also = plan.kernels.size() > index + 1 ? " (and " + plan.kernels[index + 1].name + ")" : "";
     for (std::size_t j = 0; j < g.outputs.size(); ++j) {

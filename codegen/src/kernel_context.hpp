@@ -1,9 +1,10 @@
 #pragma once
-// What an emitter is given: the ops fused into one kernel, the program-level leaves they
-// read, and the target. Built by the planner; shared by every strategy's emitter.
+// The kernel-building context (KernelContext): what every strategy's emitter is given, and
+// the text its writers share. Built by the planner's passes.
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,18 +15,29 @@
 
 namespace fuseflow::codegen {
 
-// What every pass that builds kernels is given (plan() makes one, after classify): the
-// program, its text for the kernels' header comments, the scalar slots of its reductions,
-// and the tuning policies.
+// What plan() gives every pass, once, after classify: the program, its text for the
+// kernels' header comments, the scalar slots of its reductions, the tuning policies (the
+// caller's options applied) and the target.
 struct PlanContext {
   const Program& program;
   std::string program_text;
   std::vector<Type> slot_types;          // type of every scalar slot
   std::map<const OpNode*, int> slot_of;  // slot of every reduction
   const Policies& policies;              // the target's tuning, the caller's options applied
+  const Target& target;
 };
 
-// One reduction inside a fused reduce kernel.
+// What a kernel reads besides its own roles: the program inputs, parameters and scalar
+// slots (earlier reductions' results) its expressions use, in program order.
+struct Leaves {
+  std::vector<Expr> inputs;
+  std::vector<int> input_ids;  // their program input numbers
+  std::vector<Expr> params;
+  std::vector<int> param_ids;
+  std::vector<int> scalars_read;
+};
+
+// One reduction inside a fused kernel.
 struct FusedReduce {
   std::shared_ptr<const OpNode> op;
   Expr value;       // element value, filter results substituted
@@ -33,17 +45,40 @@ struct FusedReduce {
   int output_slot;  // scalar slot the result goes to
 };
 
-struct ReduceGroup {
-  std::vector<FusedReduce> reduces;
-  std::vector<Expr> inputs;  // the program inputs read, in program order
-  std::vector<int> input_ids;
-  std::vector<Expr> params;  // parameters used
-  std::vector<int> param_ids;
-  std::vector<int> scalars_read;  // slots of earlier reductions used by the maps
-  std::vector<Type> slot_types;   // type of every slot of the program
-  std::map<const OpNode*, int> slot_of;  // the slot of every reduction of the program
-  Strategy strategy = Strategy::Automatic;
-  std::string program_text;  // to_string of the program, for the header comment
+// The offsets of a segmented op (segmented_reduce, segmented_scan): the inputs they read,
+// their input domain (their own length) and the index of their offsets_invalid flag
+// (Plan::checked_offsets).
+struct SegmentOffsets {
+  Leaves leaves;
+  int domain = 0;
+  int check = 0;
+};
+
+// The one kernel-building context: what every strategy's applies, emit and schedule are
+// given (strategy.hpp). The plan-wide data, then the group of nodes the strategy's kernels
+// fuse, by role; a role the family does not have stays empty. The writers
+// (ReduceKernelWriter, ScanKernelWriter, the element-wise helpers) are helpers over it.
+struct KernelContext {
+  const PlanContext* plan = nullptr;
+  // The op the kernels are built around (a scan, filter, histogram, segmented op, counting
+  // sort or reduce_by_key); empty for reductions and the element-wise map.
+  std::shared_ptr<const OpNode> op;
+  Expr value;  // the op's element value, filter results substituted (scan, filter)
+  Expr mask;   // bool per element: a scan's (a dropped element is the identity), a filter's keep
+  std::vector<FusedReduce> reduces;  // the reduce kernel's reductions, or those folded into a scan
+  // The program outputs the kernels write: a map's, a scan's (the scan or maps of it, its
+  // epilogues), a compaction's (the filter's result or maps of it), an array op's.
+  std::vector<Expr> outputs;
+  std::vector<int> output_ids;  // their program output numbers
+  Leaves leaves;                // what the kernels read
+  std::optional<SegmentOffsets> offsets;  // a segmented op's, by offsets
+  Leaves key_leaves;                      // counting_sort: what its keys alone read
+
+  const Policies& policies() const { return plan->policies; }
+  const Target& target() const { return plan->target; }
+  const std::string& program_text() const { return plan->program_text; }
+  const Type& slot_type(int slot) const { return plan->slot_types.at(static_cast<std::size_t>(slot)); }
+  int slot_of(const OpNode* reduction) const { return plan->slot_of.at(reduction); }
 };
 
 // The text shared by every reduce strategy: header comment, tuple structs, the
@@ -54,7 +89,7 @@ class ReduceKernelWriter {
   // (partials + ticket arguments), each block writes its partial (partials only), or the
   // kernel writes the outputs itself (atomics: neither).
   enum class Partials : std::uint8_t { LastBlockCombines, PerBlock, None };
-  ReduceKernelWriter(const ReduceGroup& g, std::string kernel_name, Partials partials = Partials::LastBlockCombines);
+  ReduceKernelWriter(const KernelContext& g, std::string kernel_name, Partials partials = Partials::LastBlockCombines);
 
   const Type& acc_type() const { return acc_type_; }
   std::string acc() { return types_.name(acc_type_); }
@@ -88,16 +123,24 @@ class ReduceKernelWriter {
   std::string input_list() const;
   std::string input_pointers() const { return input_names_.empty() ? "" : ", " + input_list(); }
 
+  // The body of a kernel that reads the inputs: `constants` (emit_constants), the
+  // signature, identity, combine, element and store, then `call`, the device library's
+  // algorithm (<fuseflow/reduce.cuh>) over them.
+  std::string body(int block, const std::vector<std::string>& constants, const std::string& call);
+  // A spec of this kernel: its name, args, strategy, block and source ("strategy: " +
+  // summary, then `body`); the caller fills in the rest.
+  KernelSpec spec(Strategy strategy, int block, const std::string& summary, const std::string& body);
+
   // The full file: header comment + the device library header `include` + structs + body.
   std::string assemble(const std::string& strategy_comment, const std::string& body,
                        const std::string& include = "collectives.cuh");
 
   std::string input_name(std::size_t j) const { return input_names_[j]; }
-  const ReduceGroup& group() const { return g_; }
+  const KernelContext& group() const { return g_; }
   const std::string& name() const { return name_; }
 
  private:
-  const ReduceGroup& g_;
+  const KernelContext& g_;
   std::string name_;
   Partials partials_;
   CudaTypes types_;
@@ -108,11 +151,11 @@ class ReduceKernelWriter {
 // The arguments of an element-wise kernel's leaves (map, histogram, compaction), in
 // order: the inputs (in_<name>, each input's C name, unique after sanitizing, appended to
 // `names`), n, the parameters (p_<name>) and the scalar results read (s<slot>).
-std::vector<Arg> elementwise_args(const ReduceGroup& g, std::vector<std::string>& names);
+std::vector<Arg> elementwise_args(const KernelContext& g, std::vector<std::string>& names);
 // A leaf of an element-wise expression as an element-wise kernel spells it: input j as
 // inputs[j], the index as i, a parameter as p_<name>, a reduction's result as r<slot>.
 // `what` names the expression in the error for any other leaf.
-std::string elementwise_leaf(const ReduceGroup& g, const std::vector<std::string>& inputs, const Expr& leaf,
+std::string elementwise_leaf(const KernelContext& g, const std::vector<std::string>& inputs, const Expr& leaf,
                              const std::string& what);
 
 // A kernel's complete source: the header comment (its name, the program, the strategy and
@@ -140,7 +183,7 @@ void emit_constants(SourceWriter& w, const std::vector<std::string>& lines);
 // scratch as pointers), then the reads of the reductions' results the maps use, as
 // r<slot>. With `min_blocks`, __launch_bounds__ asks for that many resident blocks per SM.
 void open_elementwise_kernel(SourceWriter& w, CudaTypes& types, const std::string& name, int block,
-                             const std::vector<Arg>& args, const ReduceGroup& g, int min_blocks = 0);
+                             const std::vector<Arg>& args, const KernelContext& g, int min_blocks = 0);
 
 // ---- planner passes shared by the planning files --------------------------------------
 
@@ -158,33 +201,31 @@ using FilterMemo = std::map<const ExprNode*, ResolvedFilters>;
 // filter's result (it would mean the position among the survivors).
 Expr resolve_filters(const Expr& e, Expr& mask, FilterMemo& memo);
 
-// A group with the context's program text and slots and no leaves yet.
-ReduceGroup group_in(const PlanContext& c);
-// Fills the group's leaf lists (inputs, parameters and scalar slots, in program order)
-// from the expressions it evaluates.
-void fill_leaves(ReduceGroup& g, const Program& p, const std::vector<Expr>& exprs,
-                 const std::map<const OpNode*, int>& slot_of);
+// The leaves (inputs, parameters and scalar slots, in program order) of the expressions a
+// kernel evaluates.
+Leaves leaves_in(const PlanContext& c, const std::vector<Expr>& exprs);
+// A context of `c` with no roles yet.
+KernelContext context_in(const PlanContext& c);
 
 std::string sanitize(const std::string& name);  // a C identifier from a user's name
-std::string reduce_kernel_name(const ReduceGroup& g, const char* strategy);
+std::string reduce_kernel_name(const KernelContext& g, const char* strategy);
 // Elements per vector load: 16 bytes of the widest input, when every input is a scalar
 // (1 otherwise, or with no inputs).
-int vector_load_width(const ReduceGroup& g);
+int vector_load_width(const KernelContext& g);
 // `identity` and `combine` for reductions fused into one accumulator of type `acc` (field
 // j for reduction j when there are several): combine(a, b) with a covering lower indices.
 void emit_fused_monoid(SourceWriter& w, CudaTypes& types, const std::vector<FusedReduce>& reduces,
                        const std::string& acc, const std::string& identity, const std::string& combine);
 
 // Strategy emitters.
-KernelSpec emit_reduce_chunked(const ReduceGroup& g, const ReducePolicy& policy, const Target& t);
-KernelSpec emit_reduce_staged(const ReduceGroup& g, const ReducePolicy& policy, const Target& t);
+KernelSpec emit_reduce_chunked(const KernelContext& g);
+KernelSpec emit_reduce_staged(const KernelContext& g);
 // Tree: kernel 0 reduces kBlock-element blocks of the input, kernel 1 reduces blocks of
 // partials; the schedule repeats kernel 1 until one value is left.
-std::vector<KernelSpec> emit_reduce_tree(const ReduceGroup& g, const ReducePolicy& policy, const Target& t);
+std::vector<KernelSpec> emit_reduce_tree(const KernelContext& g);
 // Atomic: kernel 0 writes the identity, kernel 1 adds every element with an atomic.
-std::vector<KernelSpec> emit_reduce_atomic(const ReduceGroup& g, const ReducePolicy& policy, const Target& t);
-// The element-wise kernel of the array outputs `outputs` (program outputs `output_ids`).
-KernelSpec emit_map(const std::vector<Expr>& outputs, const std::vector<int>& output_ids, const ReduceGroup& leaves,
-                const MapPolicy& policy, const Target& t);
+std::vector<KernelSpec> emit_reduce_atomic(const KernelContext& g);
+// The element-wise kernel of the array outputs g.outputs.
+KernelSpec emit_map(const KernelContext& g);
 
 }  // namespace fuseflow::codegen

@@ -4,7 +4,8 @@
 
 namespace fuseflow::codegen {
 
-std::vector<Arg> elementwise_args(const ReduceGroup& g, std::vector<std::string>& names) {
+std::vector<Arg> elementwise_args(const KernelContext& c, std::vector<std::string>& names) {
+  const Leaves& g = c.leaves;
   std::vector<Arg> args;
   for (std::size_t j = 0; j < g.inputs.size(); ++j) {
     std::string n = sanitize(g.inputs[j].node().name);
@@ -16,7 +17,7 @@ std::vector<Arg> elementwise_args(const ReduceGroup& g, std::vector<std::string>
   for (std::size_t j = 0; j < g.params.size(); ++j)
     args.push_back({Arg::Kind::Param, g.param_ids[j], "p_" + sanitize(g.params[j].node().name), g.params[j].type()});
   for (int s : g.scalars_read)
-    args.push_back({Arg::Kind::Scalar, s, "s" + std::to_string(s), g.slot_types[static_cast<std::size_t>(s)]});
+    args.push_back({Arg::Kind::Scalar, s, "s" + std::to_string(s), c.slot_type(s)});
   return args;
 }
 
@@ -66,26 +67,26 @@ std::vector<Arg> lookback_args(const Type& status_type) {
 }
 
 void open_elementwise_kernel(SourceWriter& w, CudaTypes& types, const std::string& name, int block,
-                             const std::vector<Arg>& args, const ReduceGroup& g, int min_blocks) {
+                             const std::vector<Arg>& args, const KernelContext& g, int min_blocks) {
   const std::string bounds = std::to_string(block) + (min_blocks > 0 ? ", " + std::to_string(min_blocks) : "");
   w.line("extern \"C\" __global__ void __launch_bounds__(" + bounds + ") " + name + "(");
   emit_kernel_parameters(w, types, args);
-  for (int s : g.scalars_read)
-    w.line("const " + types.name(g.slot_types[static_cast<std::size_t>(s)]) + " r" + std::to_string(s) + " = *s" +
+  for (int s : g.leaves.scalars_read)
+    w.line("const " + types.name(g.slot_type(s)) + " r" + std::to_string(s) + " = *s" +
            std::to_string(s) + ";");
 }
 
-std::string elementwise_leaf(const ReduceGroup& g, const std::vector<std::string>& inputs, const Expr& leaf,
+std::string elementwise_leaf(const KernelContext& g, const std::vector<std::string>& inputs, const Expr& leaf,
                              const std::string& what) {
   switch (leaf.kind()) {
     case ExprKind::Input:
-      for (std::size_t j = 0; j < g.inputs.size(); ++j)
-        if (same_node(g.inputs[j], leaf)) return inputs[j];
+      for (std::size_t j = 0; j < g.leaves.inputs.size(); ++j)
+        if (same_node(g.leaves.inputs[j], leaf)) return inputs[j];
       break;
     case ExprKind::Index: return "i";
     case ExprKind::Param: return "p_" + sanitize(leaf.node().name);
     case ExprKind::Result:  // a reduction's result, read from its scalar slot
-      if (leaf.node().op->scalar_output) return "r" + std::to_string(g.slot_of.at(leaf.node().op.get()));
+      if (leaf.node().op->scalar_output) return "r" + std::to_string(g.slot_of(leaf.node().op.get()));
       break;
     default: break;
   }

@@ -14,11 +14,12 @@ namespace fuseflow::codegen {
 namespace {
 
 // The element-wise kernel of the array outputs (maps of inputs, parameters and results).
-void emit_array_outputs(const Classified& classified, const PlanContext& c, const Target& target, Plan& plan) {
-  ReduceGroup leaves = group_in(c);
-  fill_leaves(leaves, c.program, classified.array_outputs, c.slot_of);
-  plan_with_registry(MapGroup{classified.array_outputs, classified.array_output_ids, leaves}, Strategy::Automatic,
-                     c.policies, target, plan);
+void emit_array_outputs(const Classified& classified, const PlanContext& c, Plan& plan) {
+  KernelContext map = context_in(c);
+  map.outputs = classified.array_outputs;
+  map.output_ids = classified.array_output_ids;
+  map.leaves = leaves_in(c, classified.array_outputs);
+  plan_with_registry("map", map, Strategy::Automatic, plan);
 }
 
 // The plan's invariants: every kernel is launched by exactly one step, in order, and its
@@ -50,22 +51,22 @@ Plan plan(const Program& program, const Target& target, const PlanOptions& optio
 
   // Classify: every op and output by what plans it; a scalar slot per reduction.
   Classified classified = classify(program, plan, memo);
-  const PlanContext context{program, classified.program_text, classified.slot_types, classified.slot_of, policies};
+  const PlanContext context{program, classified.program_text, classified.slot_types, classified.slot_of, policies, target};
 
   // Choose: each scan writes the outputs over its result and folds the reductions over its
   // inputs whose results nothing earlier needs; the other reductions share kernels.
-  std::vector<ScanGroup> scans = group_scans(context, classified.scan_output_ids, memo);
-  fold_reductions_into_scans(classified.reduces, scans, program);
-  const std::vector<ReduceKernelChoice> reduce_kernels = choose_reduce_kernels(classified.reduces, target);
+  std::vector<KernelContext> scans = group_scans(context, classified.scan_output_ids, memo);
+  fold_reductions_into_scans(classified.reduces, scans);
+  const std::vector<ReduceKernelChoice> reduce_kernels = choose_reduce_kernels(classified.reduces, context);
 
   // Emit, in launch order: reductions (stage by stage), scans, array ops, compactions,
   // the element-wise outputs.
-  emit_reductions(reduce_kernels, context, target, plan);
-  emit_scans(scans, context, target, plan);
+  emit_reductions(reduce_kernels, context, plan);
+  emit_scans(scans, plan);
   for (int i : classified.array_op_output_ids)
-    plan_array_op(context, program.outputs()[static_cast<std::size_t>(i)].node().op, i, target, plan);
-  if (!classified.filter_output_ids.empty()) plan_filters(context, classified.filter_output_ids, target, plan);
-  if (!classified.array_outputs.empty()) emit_array_outputs(classified, context, target, plan);
+    plan_array_op(context, program.outputs()[static_cast<std::size_t>(i)].node().op, i, plan);
+  if (!classified.filter_output_ids.empty()) plan_filters(context, classified.filter_output_ids, plan);
+  if (!classified.array_outputs.empty()) emit_array_outputs(classified, context, plan);
   check_plan(plan);
   return plan;
 }

@@ -1,8 +1,11 @@
 #pragma once
-// What a scan emitter is given, and the text every scan strategy shares. A scan kernel
-// evaluates one scan: its input map inlined into the loads (prologue), optionally a mask
-// (a dropped element contributes the identity), and every program output computed from
-// the scan's elements as an epilogue applied before the store.
+// The text every scan strategy shares. A scan kernel evaluates one scan (its context's op):
+// its input map inlined into the loads (prologue), optionally a mask (a dropped element
+// contributes the identity; the planner leaves it empty, as it rejects filter -> scan for
+// now), every program output computed from the scan's elements (the context's outputs) as
+// an epilogue applied before the store, and, in the look-back scans, the reductions folded
+// into its pass (the context's reduces: their inputs are among the scan's, so the kernel
+// reads the data once for all of them; DESIGN.md, fusion rules).
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -14,20 +17,6 @@
 #include "policy.hpp"
 
 namespace fuseflow::codegen {
-
-struct ScanGroup {
-  std::shared_ptr<const OpNode> op;
-  Expr value;                   // element value, filter results substituted
-  Expr mask;                    // bool per element, a dropped one is the identity; the planner
-                                // leaves it empty (it rejects filter -> scan for now)
-  std::vector<Expr> outputs;    // program outputs over the scan's result (epilogues)
-  std::vector<int> output_ids;  // their program output numbers
-  ReduceGroup leaves;           // inputs, parameters and scalar slots the kernel reads
-  // Reductions folded into the scan's pass (lookback only): their inputs are among the
-  // scan's, so the kernel reads the data once for all of them (DESIGN.md, fusion rules).
-  std::vector<FusedReduce> reduces;
-  ScanPolicy policy;  // the target's scan policy, the caller's options applied
-};
 
 // Tuning constants of a tiled scan, chosen from the element sizes.
 struct ScanTiling {
@@ -42,13 +31,13 @@ struct ScanTiling {
 };
 // `shared_stages`: the kernel shares one buffer between the input and scanned stages where
 // it can (scan_stages_can_share), so a tile may take more elements.
-ScanTiling scan_tiling(const ScanGroup& g, bool shared_stages);
+ScanTiling scan_tiling(const KernelContext& g, bool shared_stages);
 // No output is an epilogue over the inputs: the input stages die before the store.
-bool scan_stages_can_share(const ScanGroup& g);
+bool scan_stages_can_share(const KernelContext& g);
 // The staged tile (ScanTiling::staged) a plain look-back scan takes from
-// g.policy.staged_from elements, where it applies: one 4-byte input, 4-byte values, no
+// the scan policy's staged_from elements, where it applies: one 4-byte input, 4-byte values, no
 // epilogue over the input, no reductions folded in, no scan_tile option. Else nullopt.
-std::optional<ScanTiling> staged_scan_tiling(const ScanGroup& g);
+std::optional<ScanTiling> staged_scan_tiling(const KernelContext& g);
 // The ring's constants of a pipelined kernel (scan_pipeline.cuh), one line each: kTile,
 // kStages (with the shared memory they take) and kScanWarps (`warps_are`: what those
 // warps do, for its comment).
@@ -58,12 +47,12 @@ void emit_pipeline_ring(SourceWriter& w, int tile, int stages, int warps, const 
 // scan, the store through shared memory with the epilogue.
 class ScanKernelWriter {
  public:
-  ScanKernelWriter(const ScanGroup& g, std::string kernel_name, ScanTiling tiling);
+  ScanKernelWriter(const KernelContext& g, std::string kernel_name, ScanTiling tiling);
 
   std::string acc() { return types_.name(g_.op->monoid.type()); }
   CudaTypes& types() { return types_; }
   const std::string& name() const { return name_; }
-  const ScanGroup& group() const { return g_; }
+  const KernelContext& group() const { return g_; }
   const ScanTiling& tiling() const { return tiling_; }
   bool inclusive() const { return g_.op->scan_kind == ScanKind::Inclusive; }
   // The name of input j (g.leaves.inputs): its argument is in_<name>, its stage stage_<name>.
@@ -155,41 +144,36 @@ class ScanKernelWriter {
   // condition that starts a segment again from the identity, or empty).
   void emit_register_scan(SourceWriter& w, const std::string& restart);
 
-  const ScanGroup& g_;
+  const KernelContext& g_;
   std::string name_;
   ScanTiling tiling_;
   CudaTypes types_;
   std::vector<std::string> input_names_;
 };
 
-std::string scan_kernel_name(const ScanGroup& g, const char* strategy);
+std::string scan_kernel_name(const KernelContext& g, const char* strategy);
 
-KernelSpec emit_scan_lookback(const ScanGroup& g, const Target& t, const ScanTiling& tiling);
+KernelSpec emit_scan_lookback(const KernelContext& g, const Target& t, const ScanTiling& tiling);
 // The pipelined look-back scan (scan_pipelined.cpp, scan_pipeline.cuh): where it applies
 // (pipelined_scan_applies: sm_90 or later, one 4-byte input, 4-byte values, no mask, no
 // reductions folded in, no scan_tile option, the policy's pipeline on), it is the second
-// kernel of a plain scan in place of the staged tile, launched from g.policy.staged_from
+// kernel of a plain scan in place of the staged tile, launched from the scan policy's staged_from
 // elements.
-bool pipelined_scan_applies(const ScanGroup& g, const Target& target);
-KernelSpec emit_scan_pipelined(const ScanGroup& g, const Target& target);
+bool pipelined_scan_applies(const KernelContext& g, const Target& target);
+KernelSpec emit_scan_pipelined(const KernelContext& g, const Target& target);
 // Three kernels: per-block reduce, scan of the block sums, scan of each block's chunk.
-std::vector<KernelSpec> emit_scan_reduce_then_scan(const ScanGroup& g, const Target& t);
+std::vector<KernelSpec> emit_scan_reduce_then_scan(const KernelContext& g, const Target& t);
 
 // Segmented scans (segmented_scan by offsets, scan_by_key) and reduce_by_key
 // (segmented_scan.cpp): the look-back scan over (value, heads) pieces. Segment heads come
 // from the offsets when `offsets` is given (their inputs and input domain), else from a
 // change of g.op->keys (whose inputs are among g.leaves). reduce_by_key's g.outputs are
 // its results (keys: index 0, values: index 1), each written with its count.
-struct SegmentOffsets {
-  ReduceGroup leaves;
-  int domain = 0;
-  int check = 0;  // the index of its offsets_invalid flag (Plan::checked_offsets)
-};
-KernelSpec emit_segmented_scan(const ScanGroup& g, const SegmentOffsets* offsets, const Target& t);
-KernelSpec emit_reduce_by_key(const ScanGroup& g, const Target& t);
+KernelSpec emit_segmented_scan(const KernelContext& g, const SegmentOffsets* offsets, const Target& t);
+KernelSpec emit_reduce_by_key(const KernelContext& g, const Target& t);
 // The pieces' type, (value, head flag) or (value, head count) as a tuple: the look-back
 // status holds them.
-Type segmented_piece_type(const ScanGroup& g);
+Type segmented_piece_type(const KernelContext& g);
 
 // The step of a look-back kernel (StepSpec::Kind::Lookback): one block per tile, with the
 // look-back status (values of type `status`) it needs; with `kernels` 2, kernel + 1 (the

@@ -8,21 +8,23 @@
 
 namespace fuseflow::codegen {
 
-void plan_segmented_scan(const PlanContext& c, const ScanGroup& g, const Target& t, Plan& plan) {
-  const OpNode& op = *g.op;
+void plan_segmented_scan(const KernelContext& scan, Plan& plan) {
+  const PlanContext& c = *scan.plan;
+  const OpNode& op = *scan.op;
   if (op.kind == OpKind::ScanByKey) {
     (void)leaves_of(c, {op.keys}, op_name(op.kind));  // GraphError for an array result among the keys
-    plan_with_registry(SegmentedScanGroup{g, nullptr}, op.strategy, c.policies, t, plan);
+    plan_with_registry("segmented_scan", scan, op.strategy, plan);
     return;
   }
-  SegmentOffsets offsets{offsets_leaves(c, op), 0, static_cast<int>(plan.checked_offsets.size())};
-  offsets.domain = offsets_domain(c, offsets.leaves, op_name(op.kind), plan);
+  KernelContext g = scan;
+  g.offsets = SegmentOffsets{offsets_leaves(c, op), 0, static_cast<int>(plan.checked_offsets.size())};
+  g.offsets->domain = offsets_domain(c, g.offsets->leaves, op_name(op.kind), plan);
   plan.checked_offsets.push_back(g.op);
-  plan_with_registry(SegmentedScanGroup{g, &offsets}, op.strategy, c.policies, t, plan);
+  plan_with_registry("segmented_scan", g, op.strategy, plan);
 }
 
-void plan_reduce_by_key(const PlanContext& c, const std::shared_ptr<const OpNode>& op, const Target& t, Plan& plan) {
-  ScanGroup g;
+void plan_reduce_by_key(const PlanContext& c, const std::shared_ptr<const OpNode>& op, Plan& plan) {
+  KernelContext g = context_in(c);
   g.op = op;
   g.value = op->values;
   for (std::size_t i = 0; i < c.program.outputs().size(); ++i) {
@@ -36,8 +38,7 @@ void plan_reduce_by_key(const PlanContext& c, const std::shared_ptr<const OpNode
   if (plan.output_shapes[static_cast<std::size_t>(g.output_ids[0])].counted) return;
   for (int id : g.output_ids) plan.output_shapes[static_cast<std::size_t>(id)].counted = true;
   g.leaves = leaves_of(c, {op->values, op->keys}, "reduce_by_key");
-  g.policy = c.policies.scan;
-  plan_with_registry(ReduceByKeyGroup{g}, op->strategy, c.policies, t, plan);
+  plan_with_registry("reduce_by_key", g, op->strategy, plan);
 }
 
 }  // namespace fuseflow::codegen

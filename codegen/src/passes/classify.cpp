@@ -76,18 +76,18 @@ void collect_leaves(const Expr& e, std::set<const ExprNode*>& seen, std::set<con
   for (const auto& a : e.args()) collect_leaves(a, seen, inputs, params, scalars);
 }
 
-ReduceGroup group_in(const PlanContext& c) {
-  ReduceGroup g;
-  g.program_text = c.program_text;
-  g.slot_types = c.slot_types;
-  g.slot_of = c.slot_of;
+KernelContext context_in(const PlanContext& c) {
+  KernelContext g;
+  g.plan = &c;
   return g;
 }
 
-void fill_leaves(ReduceGroup& g, const Program& p, const std::vector<Expr>& exprs, const std::map<const OpNode*, int>& slot_of) {
+Leaves leaves_in(const PlanContext& c, const std::vector<Expr>& exprs) {
+  const Program& p = c.program;
   std::set<const ExprNode*> seen, inputs, params;
   std::set<const OpNode*> scalars;
   for (const auto& e : exprs) collect_leaves(e, seen, inputs, params, scalars);
+  Leaves g;
   for (std::size_t i = 0; i < p.inputs().size(); ++i)
     if (inputs.count(p.inputs()[i].get())) {
       g.inputs.push_back(p.inputs()[i]);
@@ -98,8 +98,9 @@ void fill_leaves(ReduceGroup& g, const Program& p, const std::vector<Expr>& expr
       g.params.push_back(p.params()[i]);
       g.param_ids.push_back(static_cast<int>(i));
     }
-  for (const auto* op : scalars) g.scalars_read.push_back(slot_of.at(op));
+  for (const auto* op : scalars) g.scalars_read.push_back(c.slot_of.at(op));
   std::sort(g.scalars_read.begin(), g.scalars_read.end());
+  return g;
 }
 
 

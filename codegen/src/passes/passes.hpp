@@ -60,10 +60,10 @@ Classified classify(const Program& program, Plan& plan, FilterMemo& memo);
 // scans.cpp
 bool is_scan(OpKind k);
 const OpNode* scan_of(const Expr& output);  // the scan an output reads, or nullptr
-std::vector<ScanGroup> group_scans(const PlanContext& c, const std::vector<int>& output_ids, FilterMemo& memo);
-void fold_reductions_into_scans(std::vector<PlannedReduce>& reduces, std::vector<ScanGroup>& groups,
-                                const Program& program);
-void emit_scans(std::vector<ScanGroup>& groups, const PlanContext& c, const Target& target, Plan& plan);
+// A scan's context: the scan, its value and mask, the outputs over it, what it reads.
+std::vector<KernelContext> group_scans(const PlanContext& c, const std::vector<int>& output_ids, FilterMemo& memo);
+void fold_reductions_into_scans(std::vector<PlannedReduce>& reduces, std::vector<KernelContext>& groups);
+void emit_scans(const std::vector<KernelContext>& groups, Plan& plan);
 
 // reductions.cpp: the kernels of the reductions not folded into a scan, stage by stage;
 // in a stage, one per registered strategy: the automatic reductions of the stage take the
@@ -72,14 +72,13 @@ void emit_scans(std::vector<ScanGroup>& groups, const PlanContext& c, const Targ
 // when that does not apply); reductions with the same strategy share its kernel.
 struct ReduceKernelChoice {
   int stage = 0;
-  const StrategyFor<ReduceGroup>* strategy = nullptr;
+  const RegisteredStrategy* strategy = nullptr;
   std::string why;  // why the registry chose it (of the first member that chose it)
   std::vector<const PlannedReduce*> members;
   bool last_of_stage = false;
   bool last_stage = false;
 };
-std::vector<ReduceKernelChoice> choose_reduce_kernels(const std::vector<PlannedReduce>& reduces, const Target& target);
-void emit_reductions(const std::vector<ReduceKernelChoice>& choices, const PlanContext& c, const Target& target,
-                     Plan& plan);
+std::vector<ReduceKernelChoice> choose_reduce_kernels(const std::vector<PlannedReduce>& reduces, const PlanContext& c);
+void emit_reductions(const std::vector<ReduceKernelChoice>& choices, const PlanContext& c, Plan& plan);
 
 }  // namespace fuseflow::codegen

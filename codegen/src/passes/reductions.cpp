@@ -9,7 +9,7 @@
 
 namespace fuseflow::codegen {
 
-std::vector<ReduceKernelChoice> choose_reduce_kernels(const std::vector<PlannedReduce>& reduces, const Target& target) {
+std::vector<ReduceKernelChoice> choose_reduce_kernels(const std::vector<PlannedReduce>& reduces, const PlanContext& c) {
   int stages = 0;
   for (const auto& r : reduces)
     if (!r.folded_into_scan) stages = std::max(stages, r.stage + 1);
@@ -17,21 +17,21 @@ std::vector<ReduceKernelChoice> choose_reduce_kernels(const std::vector<PlannedR
   for (int stage = 0; stage < stages; ++stage) {
     // The automatic reductions of the stage choose together (the first reduce strategy
     // that applies to all of them); a forced one is looked up, and checked, on its own.
-    ReduceGroup automatic;
+    KernelContext automatic = context_in(c);
     for (const auto& r : reduces)
       if (r.stage == stage && r.strategy == Strategy::Automatic && !r.folded_into_scan)
         automatic.reduces.push_back(r.fused);
-    Chosen<ReduceGroup> for_automatic;
-    if (!automatic.reduces.empty()) for_automatic = choose(automatic, Strategy::Automatic, target);
+    Chosen for_automatic;
+    if (!automatic.reduces.empty()) for_automatic = choose("reduce", automatic, Strategy::Automatic);
     // By the frontend strategy each answers to, which orders the kernels of a stage.
     std::map<Strategy, ReduceKernelChoice> kernels;
     for (const auto& r : reduces) {
       if (r.stage != stage || r.folded_into_scan) continue;
-      Chosen<ReduceGroup> chosen = for_automatic;
+      Chosen chosen = for_automatic;
       if (r.strategy != Strategy::Automatic) {
-        ReduceGroup one;
+        KernelContext one = context_in(c);
         one.reduces = {r.fused};
-        chosen = choose(one, r.strategy, target);
+        chosen = choose("reduce", one, r.strategy);
       }
       ReduceKernelChoice& k = kernels[chosen.strategy->forced_by()];
       if (!k.strategy) k = {stage, chosen.strategy, chosen.why, {}, false, stage + 1 == stages};
@@ -46,18 +46,17 @@ std::vector<ReduceKernelChoice> choose_reduce_kernels(const std::vector<PlannedR
 namespace {
 
 // The kernels of one choice, appended with their steps.
-void emit_choice(const ReduceKernelChoice& choice, const PlanContext& c, const Target& target, Plan& plan) {
-  ReduceGroup g = group_in(c);
-  g.strategy = choice.strategy->forced_by();
+void emit_choice(const ReduceKernelChoice& choice, const PlanContext& c, Plan& plan) {
+  KernelContext g = context_in(c);
   std::vector<Expr> exprs;
   for (const auto* r : choice.members) {
     g.reduces.push_back(r->fused);
     exprs.push_back(r->fused.value);
     if (r->fused.mask.valid()) exprs.push_back(r->fused.mask);
   }
-  fill_leaves(g, c.program, exprs, c.slot_of);
-  if (g.inputs.empty()) unsupported("a reduction that reads no input array");
-  const int at = emit_chosen(Chosen<ReduceGroup>{choice.strategy, choice.why}, g, c.policies, target, plan);
+  g.leaves = leaves_in(c, exprs);
+  if (g.leaves.inputs.empty()) unsupported("a reduction that reads no input array");
+  const int at = emit_chosen(Chosen{choice.strategy, choice.why}, g, plan);
   if (choice.members.size() > 1 && plan.kernels.size() == static_cast<std::size_t>(at) + 1)
     plan.notes.push_back(std::to_string(choice.members.size()) + " reductions share kernel " + plan.kernels.back().name +
                          ": one pass over the inputs");
@@ -65,10 +64,9 @@ void emit_choice(const ReduceKernelChoice& choice, const PlanContext& c, const T
 
 }  // namespace
 
-void emit_reductions(const std::vector<ReduceKernelChoice>& choices, const PlanContext& c, const Target& target,
-                     Plan& plan) {
+void emit_reductions(const std::vector<ReduceKernelChoice>& choices, const PlanContext& c, Plan& plan) {
   for (const auto& choice : choices) {
-    emit_choice(choice, c, target, plan);
+    emit_choice(choice, c, plan);
     if (choice.last_of_stage && !choice.last_stage)
       plan.notes.push_back("a reduction's result is used by a later map: the program splits after stage " +
                            std::to_string(choice.stage) + ", the scalar stays on the device");

@@ -25,12 +25,7 @@ void collect_scans(const Expr& e, std::set<const OpNode*>& scans, std::set<const
 
 // The leaves the scan kernel reads: its map, its outputs' epilogues and the maps of the
 // reductions folded into it.
-void fill_scan_leaves(ScanGroup& g, const Program& program) {
-  g.leaves.inputs.clear();
-  g.leaves.input_ids.clear();
-  g.leaves.params.clear();
-  g.leaves.param_ids.clear();
-  g.leaves.scalars_read.clear();
+void fill_scan_leaves(KernelContext& g) {
   std::vector<Expr> exprs = {g.value};
   if (g.mask.valid()) exprs.push_back(g.mask);
   if (g.op->keys.valid()) exprs.push_back(g.op->keys);  // scan_by_key
@@ -39,7 +34,7 @@ void fill_scan_leaves(ScanGroup& g, const Program& program) {
     exprs.push_back(r.value);
     if (r.mask.valid()) exprs.push_back(r.mask);
   }
-  fill_leaves(g.leaves, program, exprs, g.leaves.slot_of);
+  g.leaves = leaves_in(*g.plan, exprs);
 }
 
 }  // namespace
@@ -54,15 +49,15 @@ const OpNode* scan_of(const Expr& output) {
   return scans.empty() ? nullptr : *scans.begin();
 }
 
-std::vector<ScanGroup> group_scans(const PlanContext& c, const std::vector<int>& output_ids, FilterMemo& memo) {
+std::vector<KernelContext> group_scans(const PlanContext& c, const std::vector<int>& output_ids, FilterMemo& memo) {
   const Program& program = c.program;
-  std::vector<ScanGroup> groups;
+  std::vector<KernelContext> groups;
   for (int id : output_ids) {
     const Expr& o = program.outputs()[static_cast<std::size_t>(id)];
     const OpNode* op = scan_of(o);
-    auto g = std::find_if(groups.begin(), groups.end(), [&](const ScanGroup& x) { return x.op.get() == op; });
+    auto g = std::find_if(groups.begin(), groups.end(), [&](const KernelContext& x) { return x.op.get() == op; });
     if (g == groups.end()) {
-      ScanGroup fresh;
+      KernelContext fresh = context_in(c);
       for (const auto& p : program.ops())
         if (p.get() == op) fresh.op = p;
       groups.push_back(std::move(fresh));
@@ -77,19 +72,17 @@ std::vector<ScanGroup> group_scans(const PlanContext& c, const std::vector<int>&
       throw GraphError("codegen: a scan of a filter's result (the prefixes of the compacted survivors) is not "
                        "supported in one program yet; run the filter first (its result is a device array) and scan "
                        "that, or for a masked scan over all n elements write scan(select(p, x, identity))");
-    g.leaves = group_in(c);
-    g.policy = c.policies.scan;
   }
   return groups;
 }
 
-void emit_scans(std::vector<ScanGroup>& groups, const PlanContext& c, const Target& target, Plan& plan) {
-  for (auto& g : groups) {
+void emit_scans(const std::vector<KernelContext>& groups, Plan& plan) {
+  for (const auto& g : groups) {
     const std::size_t at = plan.kernels.size();
     if (g.op->kind != OpKind::Scan)  // segmented_scan, scan_by_key: segmented_plan.cpp
-      plan_segmented_scan(c, g, target, plan);
+      plan_segmented_scan(g, plan);
     else  // the registry: look-back (pipelined or staged for large n), or reduce_then_scan when asked
-      plan_with_registry(g, g.op->strategy, c.policies, target, plan);
+      plan_with_registry("scan", g, g.op->strategy, plan);
     // A plain scan's second kernel (for large n) applies the epilogue too.
     const std::string& last = plan.kernels.back().name;
     const bool two_lookbacks =
@@ -110,8 +103,7 @@ void emit_scans(std::vector<ScanGroup>& groups, const PlanContext& c, const Targ
 // result is needed only after the scans: no reduction or scan reads it (those run before
 // or in the scan kernel), and it reads no result of another folded reduction. Array
 // outputs and array ops, which may read it, run after the scans.
-void fold_reductions_into_scans(std::vector<PlannedReduce>& reduces, std::vector<ScanGroup>& groups,
-                                const Program& program) {
+void fold_reductions_into_scans(std::vector<PlannedReduce>& reduces, std::vector<KernelContext>& groups) {
   if (groups.empty()) return;
   std::set<const OpNode*> read_by_reductions;
   std::vector<std::set<const ExprNode*>> inputs_of(reduces.size());
@@ -124,8 +116,8 @@ void fold_reductions_into_scans(std::vector<PlannedReduce>& reduces, std::vector
   }
   std::set<const OpNode*> read_by_scans, folded;
   for (auto& g : groups) {
-    fill_scan_leaves(g, program);
-    for (const auto& [op, slot] : g.leaves.slot_of)
+    fill_scan_leaves(g);
+    for (const auto& [op, slot] : g.plan->slot_of)
       if (std::count(g.leaves.scalars_read.begin(), g.leaves.scalars_read.end(), slot)) read_by_scans.insert(op);
   }
   for (std::size_t j = 0; j < reduces.size(); ++j) {
@@ -142,7 +134,7 @@ void fold_reductions_into_scans(std::vector<PlannedReduce>& reduces, std::vector
       for (const auto& in : g.leaves.inputs) scan_inputs.insert(in.get());
       if (!std::includes(scan_inputs.begin(), scan_inputs.end(), inputs_of[j].begin(), inputs_of[j].end())) continue;
       g.reduces.push_back(r.fused);
-      fill_scan_leaves(g, program);
+      fill_scan_leaves(g);
       r.folded_into_scan = true;
       folded.insert(op);
       break;

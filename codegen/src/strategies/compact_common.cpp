@@ -22,20 +22,20 @@ namespace fuseflow::codegen {
 // keep(inputs..., i) and value(inputs..., i): the predicate and the value of element i;
 // epilogue_j(kept, at): output j of the survivor written at position `at` (filter -> map;
 // index() is the position among the survivors).
-void emit_compact_functions(SourceWriter& w, CudaTypes& types, const CompactGroup& g,
+void emit_compact_functions(SourceWriter& w, CudaTypes& types, const KernelContext& g,
                             const std::vector<std::string>& names) {
-  const ReduceGroup& l = g.leaves;
+  const Leaves& l = g.leaves;
   const std::string value_type = types.name(g.value.type());
   std::string params;
   for (std::size_t j = 0; j < l.inputs.size(); ++j) params += "const " + types.name(l.inputs[j].type()) + " " + names[j] + ", ";
   params += "const long long i";
   // Inputs by their parameter names (names[j]); only scalar results remain after the
   // planner substituted the filters.
-  auto leaf_of = [&](const Expr& leaf) { return elementwise_leaf(l, names, leaf, "a filter"); };
+  auto leaf_of = [&](const Expr& leaf) { return elementwise_leaf(g, names, leaf, "a filter"); };
   w.open("const auto keep = [&](" + params + ") -> bool");
   {
     ExprEmitter e(w, types, leaf_of);
-    w.line("return " + e.emit(g.keep) + ";");
+    w.line("return " + e.emit(g.mask) + ";");
   }
   w.close("};");
   w.open("const auto value = [&](" + params + ") -> " + value_type);
@@ -61,8 +61,8 @@ void emit_compact_functions(SourceWriter& w, CudaTypes& types, const CompactGrou
 
 // The arguments of a compaction kernel: the elementwise ones, each output with its
 // device-written count, the look-back's tile counter, status and epoch.
-std::vector<Arg> compact_args(const CompactGroup& g, std::vector<std::string>& names, std::vector<std::string>& outs) {
-  std::vector<Arg> args = elementwise_args(g.leaves, names);
+std::vector<Arg> compact_args(const KernelContext& g, std::vector<std::string>& names, std::vector<std::string>& outs) {
+  std::vector<Arg> args = elementwise_args(g, names);
   for (std::size_t j = 0; j < g.outputs.size(); ++j) {
     outs.push_back("out" + std::to_string(g.output_ids[j]));
     args.push_back({Arg::Kind::Output, g.output_ids[j], outs.back(), g.outputs[j].type()});
@@ -73,7 +73,7 @@ std::vector<Arg> compact_args(const CompactGroup& g, std::vector<std::string>& n
 }
 
 
-CompactTiling compact_tiling(const CompactGroup& g, const Target& target) {
+CompactTiling compact_tiling(const KernelContext& g, const Target& target) {
   std::size_t in_bytes = 0, widest = 0;
   bool scalars = true;
   for (const auto& in : g.leaves.inputs) {
@@ -81,7 +81,7 @@ CompactTiling compact_tiling(const CompactGroup& g, const Target& target) {
     widest = std::max(widest, in.type().size());
     scalars = scalars && in.type().is_scalar();
   }
-  const CompactPolicy& p = g.policy;
+  const CompactPolicy& p = g.policies().compact;
   CompactTiling t;
   t.block = p.block;
   t.min_blocks = p.min_blocks;

@@ -67,7 +67,7 @@ SortTuning sort_tuning(const OpNode& op, const SortPolicy& policy) {
 }
 
 // `const auto fn = [&](const long long i) -> T { ... };`: expression e of element i (input x as in_x[i]).
-void emit_element_function(SourceWriter& w, CudaTypes& types, const ReduceGroup& g,
+void emit_element_function(SourceWriter& w, CudaTypes& types, const KernelContext& g,
                            const std::vector<std::string>& names, const std::string& fn, const Expr& e) {
   w.open("const auto " + fn + " = [&](const long long i) -> " + types.name(e.type()));
   std::vector<std::string> loads;
@@ -78,9 +78,9 @@ void emit_element_function(SourceWriter& w, CudaTypes& types, const ReduceGroup&
   w.close("};");
 }
 
-std::string source(const std::string& name, const ReduceGroup& g, const std::string& summary, const std::string& note,
+std::string source(const std::string& name, const KernelContext& g, const std::string& summary, const std::string& note,
                    const CudaTypes& types, const SourceWriter& body) {
-  return kernel_source(name, g.program_text, "strategy: " + summary + (note.empty() ? "" : "\n" + note),
+  return kernel_source(name, g.program_text(), "strategy: " + summary + (note.empty() ? "" : "\n" + note),
                        {"counting_sort.cuh"}, types, body.str());
 }
 
@@ -107,7 +107,7 @@ KernelSpec tile_kernel(const std::string& name, int block, int tile, int items, 
   return k;
 }
 
-KernelSpec emit_tile_counts(const OpNode& op, const ReduceGroup& g, const SortTuning& s) {
+KernelSpec emit_tile_counts(const OpNode& op, const KernelContext& g, const SortTuning& s) {
   CudaTypes types;
   std::vector<std::string> names;
   std::vector<Arg> args = elementwise_args(g, names);
@@ -135,7 +135,7 @@ KernelSpec emit_tile_counts(const OpNode& op, const ReduceGroup& g, const SortTu
   return k;
 }
 
-KernelSpec emit_scan_counts(const ReduceGroup& g, const SortPolicy& policy) {
+KernelSpec emit_scan_counts(const KernelContext& g, const SortPolicy& policy) {
   const int kScanBlock = policy.scan_block, kScanItems = policy.scan_items;
   CudaTypes types;
   std::vector<Arg> args = {{Arg::Kind::Length, 0, "n", ScalarType::I64},
@@ -146,7 +146,7 @@ KernelSpec emit_scan_counts(const ReduceGroup& g, const SortPolicy& policy) {
   SourceWriter w;
   emit_constants(w, {"constexpr int kBlock = " + std::to_string(kScanBlock) + ";",
                      "constexpr int kItems = " + std::to_string(kScanItems) + ";  // counts per thread"});
-  open_elementwise_kernel(w, types, name, kScanBlock, args, ReduceGroup{});
+  open_elementwise_kernel(w, types, name, kScanBlock, args, KernelContext{});
   w.comment("n is the number of counts: bins x tiles.");
   w.line("ff::sort::exclusive_scan_counts<kBlock, kItems>(tile_counts, positions, n, tile_counter, tile_status, epoch);");
   w.close();
@@ -159,7 +159,7 @@ KernelSpec emit_scan_counts(const ReduceGroup& g, const SortPolicy& policy) {
   return k;
 }
 
-KernelSpec emit_scatter(const OpNode& op, const ReduceGroup& g, const std::vector<SortOutput>& outputs, const SortTuning& s) {
+KernelSpec emit_scatter(const OpNode& op, const KernelContext& g, const std::vector<SortOutput>& outputs, const SortTuning& s) {
   CudaTypes types;
   std::vector<std::string> names;
   std::vector<Arg> args = elementwise_args(g, names);
@@ -220,7 +220,7 @@ KernelSpec emit_scatter(const OpNode& op, const ReduceGroup& g, const std::vecto
 
 }  // namespace
 
-std::vector<KernelSpec> emit_counting_sort(const OpNode& op, const ReduceGroup& key_leaves, const ReduceGroup& leaves,
+std::vector<KernelSpec> emit_counting_sort(const OpNode& op, const KernelContext& key_leaves, const KernelContext& leaves,
                                        const std::vector<SortOutput>& outputs, const SortPolicy& policy) {
   const SortTuning s = sort_tuning(op, policy);
   return {emit_tile_counts(op, key_leaves, s), emit_scan_counts(leaves, policy), emit_scatter(op, leaves, outputs, s)};
@@ -254,11 +254,10 @@ void counting_sort_launches(const Plan& plan, const StepSpec& step, std::int64_t
 namespace fuseflow::codegen {
 
 namespace {
-class CountingSort final : public StrategyFor<SortGroup> {
+class CountingSort final : public RegisteredStrategy {
  public:
-  const char* name() const override { return "counting sort"; }
-  const char* family() const override { return "counting_sort"; }
-  Applies applies(const SortGroup&, const Target&) const override {
+  CountingSort() : RegisteredStrategy("counting sort", "counting_sort") {}
+  Applies applies(const KernelContext&) const override {
     return {true, "small integer keys: tile counts, their scan, a stable scatter"};
   }
   TuningValues tuning(const Policies& p) const override {
@@ -267,11 +266,16 @@ class CountingSort final : public StrategyFor<SortGroup> {
             {"copies_budget", static_cast<std::int64_t>(s.copies_budget)}, {"max_copies", s.max_copies},
             {"scan_block", s.scan_block}, {"scan_items", s.scan_items}};
   }
-  std::vector<KernelSpec> emit(const SortGroup& g, const Policies& p, const Target&) const override {
-    return emit_counting_sort(g.op, g.key_leaves, g.leaves, g.outputs, p.sort);
+  // The tile counts read what the keys read; the scan and the scatter, keys and values.
+  std::vector<KernelSpec> emit(const KernelContext& g) const override {
+    KernelContext keys = g;
+    keys.leaves = g.key_leaves;
+    std::vector<SortOutput> outputs;
+    for (std::size_t j = 0; j < g.outputs.size(); ++j) outputs.push_back({g.output_ids[j], g.outputs[j].node().index});
+    return emit_counting_sort(*g.op, keys, g, outputs, g.policies().sort);
   }
-  std::vector<StepSpec> schedule(const SortGroup& g, const std::vector<KernelSpec>&, int first) const override {
-    return {{StepSpec::Kind::CountingSort, first, 3, -1, 0, INT64_MAX, g.op.bins + 1, false}};
+  std::vector<StepSpec> schedule(const KernelContext& g, const std::vector<KernelSpec>&, int first) const override {
+    return {{StepSpec::Kind::CountingSort, first, 3, -1, 0, INT64_MAX, g.op->bins + 1, false}};
   }
 };
 

@@ -13,17 +13,17 @@ namespace fuseflow::codegen {
 namespace {
 
 // The store of one survivor to every output, the map after the filter applied on the way.
-std::string store_survivor(const CompactGroup& g, const std::vector<std::string>& outs, std::size_t j) {
+std::string store_survivor(const KernelContext& g, const std::vector<std::string>& outs, std::size_t j) {
   return outs[j] + "[at] = " +
          (g.outputs[j].kind() == ExprKind::Result ? "kept" : "epilogue" + std::to_string(j) + "(kept, at)") + ";";
 }
 
 }  // namespace
 
-KernelSpec emit_filter_compact(const CompactGroup& g, const Target& target) {
+KernelSpec emit_filter_compact(const KernelContext& g, const Target& target) {
   const CompactTiling tiling = compact_tiling(g, target);
   const std::size_t stage_bytes = static_cast<std::size_t>(tiling.tile()) * g.value.type().size();
-  const ReduceGroup& l = g.leaves;
+  const Leaves& l = g.leaves;
   CudaTypes types;
   const std::string value_type = types.name(g.value.type());
 
@@ -38,7 +38,7 @@ KernelSpec emit_filter_compact(const CompactGroup& g, const Target& target) {
   w.line("constexpr int kRows = " + std::to_string(tiling.rows) + ";  // vector loads per thread and input per tile");
   w.line("}  // namespace");
   w.line();
-  open_elementwise_kernel(w, types, name, tiling.block, args, l, tiling.min_blocks);
+  open_elementwise_kernel(w, types, name, tiling.block, args, g, tiling.min_blocks);
 
   emit_compact_functions(w, types, g, names);
   w.comment("The lane's rows of inputs (registers): element k of row r is element\n"
@@ -93,7 +93,7 @@ KernelSpec emit_filter_compact(const CompactGroup& g, const Target& target) {
               " elements, one block per tile; survivors ranked by warp ballots and compacted in shared memory (" +
               std::to_string(stage_bytes) + " bytes), tile offsets by decoupled look-back over survivor counts, count written by the last tile";
   k.why = "a filter's compacted array is a program output: one pass reads n elements and writes the survivors";
-  k.source = kernel_source(name, l.program_text, "strategy: " + k.summary, {"compact.cuh"}, types, w.str());
+  k.source = kernel_source(name, g.program_text(), "strategy: " + k.summary, {"compact.cuh"}, types, w.str());
   return k;
 }
 
@@ -108,11 +108,10 @@ namespace fuseflow::codegen {
 namespace {
 // One block per tile (at least one: n = 0 writes the count 0), 64-bit counts in the
 // look-back status.
-class FilterCompact : public StrategyFor<CompactGroup> {
+class FilterCompact : public RegisteredStrategy {
  public:
-  const char* name() const override { return "filter compact"; }
-  const char* family() const override { return "filter"; }
-  Applies applies(const CompactGroup&, const Target&) const override {
+  FilterCompact(const char* name = "filter compact") : RegisteredStrategy(name, "filter") {}
+  Applies applies(const KernelContext&) const override {
     return {true, "one pass reads n elements and writes the survivors in order (decoupled look-back of the counts)"};
   }
   TuningValues tuning(const Policies& p) const override {
@@ -120,22 +119,20 @@ class FilterCompact : public StrategyFor<CompactGroup> {
     return {{"block", c.block},       {"min_blocks", c.min_blocks}, {"thread_bytes", static_cast<std::int64_t>(c.thread_bytes)},
             {"max_items", c.max_items}, {"max_vec", c.max_vec}};
   }
-  std::vector<KernelSpec> emit(const CompactGroup& g, const Policies&, const Target& t) const override {
-    return {emit_filter_compact(g, t)};
-  }
-  std::vector<StepSpec> schedule(const CompactGroup& g, const std::vector<KernelSpec>& kernels, int first) const override {
-    return {lookback_step(first, static_cast<int>(kernels.size()), ScalarType::U64, g.policy.staged_from, true)};
+  std::vector<KernelSpec> emit(const KernelContext& g) const override { return {emit_filter_compact(g, g.target())}; }
+  std::vector<StepSpec> schedule(const KernelContext& g, const std::vector<KernelSpec>& kernels, int first) const override {
+    return {lookback_step(first, static_cast<int>(kernels.size()), ScalarType::U64, g.policies().compact.staged_from, true)};
   }
 };
 
 // The same with the pipelined kernel from policy.staged_from elements.
 class FilterCompactPipelined final : public FilterCompact {
  public:
-  const char* name() const override { return "filter compact pipelined"; }
-  Applies applies(const CompactGroup& g, const Target& t) const override {
-    if (!pipelined_compact_applies(g, t))
+  FilterCompactPipelined() : FilterCompact("filter compact pipelined") {}
+  Applies applies(const KernelContext& g) const override {
+    if (!pipelined_compact_applies(g, g.target()))
       return {false, "pipelined needs sm_90 or later and the compact pipeline on (see pipelined_compact_applies)"};
-    return {true, "sm_90: compaction tiles, and from " + std::to_string(g.policy.staged_from) +
+    return {true, "sm_90: compaction tiles, and from " + std::to_string(g.policies().compact.staged_from) +
                       " elements the pipelined kernel"};
   }
   TuningValues tuning(const Policies& p) const override {
@@ -145,8 +142,8 @@ class FilterCompactPipelined final : public FilterCompact {
                        {"depth", c.pipe_depth}, {"staged_from", c.staged_from}});
     return v;
   }
-  std::vector<KernelSpec> emit(const CompactGroup& g, const Policies&, const Target& t) const override {
-    return {emit_filter_compact(g, t), emit_filter_compact_pipelined(g, t)};
+  std::vector<KernelSpec> emit(const KernelContext& g) const override {
+    return {emit_filter_compact(g, g.target()), emit_filter_compact_pipelined(g, g.target())};
   }
 };
 

@@ -17,7 +17,7 @@ namespace {
 
 // The store of one survivor to output j in the pipelined kernel: a streaming store
 // (__stcs: written once, not kept in the caches) for the scalar types it has.
-std::string stream_survivor(const CompactGroup& g, CudaTypes& types, const std::vector<std::string>& outs,
+std::string stream_survivor(const KernelContext& g, CudaTypes& types, const std::vector<std::string>& outs,
                             std::size_t j) {
   const Type t = g.outputs[j].type();
   const std::string v = g.outputs[j].kind() == ExprKind::Result ? "kept" : "epilogue" + std::to_string(j) + "(kept, at)";
@@ -26,8 +26,8 @@ std::string stream_survivor(const CompactGroup& g, CudaTypes& types, const std::
 }
 }  // namespace
 
-bool pipelined_compact_applies(const CompactGroup& g, const Target& target) {
-  const CompactPolicy& p = g.policy;
+bool pipelined_compact_applies(const KernelContext& g, const Target& target) {
+  const CompactPolicy& p = g.policies().compact;
   if (p.tile) return false;       // a study picks its one tile
   if (!p.pipeline) return false;  // sm_80, or PlanOptions::scan_pipeline off: the one kernel
   const auto& inputs = g.leaves.inputs;
@@ -36,9 +36,9 @@ bool pipelined_compact_applies(const CompactGroup& g, const Target& target) {
          g.value.type().size() <= 4 && stages + p.pipe_static_bytes <= target.shared_per_block_optin;
 }
 
-KernelSpec emit_filter_compact_pipelined(const CompactGroup& g, const Target& target) {
-  const int kPipeTile = g.policy.pipe_tile, kPipeStages = g.policy.pipe_stages, kPipeWarps = g.policy.pipe_warps,
-            kPipeDepth = g.policy.pipe_depth;
+KernelSpec emit_filter_compact_pipelined(const KernelContext& g, const Target& target) {
+  const int kPipeTile = g.policies().compact.pipe_tile, kPipeStages = g.policies().compact.pipe_stages, kPipeWarps = g.policies().compact.pipe_warps,
+            kPipeDepth = g.policies().compact.pipe_depth;
   CudaTypes types;
   const std::string value_type = types.name(g.value.type());
   const std::string in = types.name(g.leaves.inputs[0].type());
@@ -54,7 +54,7 @@ KernelSpec emit_filter_compact_pipelined(const CompactGroup& g, const Target& ta
          ";  // a warp writes a tile's survivors out after ranking the next kDepth tiles");
   w.line("}  // namespace");
   w.line();
-  open_elementwise_kernel(w, types, name, block, args, g.leaves, 1);
+  open_elementwise_kernel(w, types, name, block, args, g, 1);
   emit_compact_functions(w, types, g, names);
   w.line();
   w.comment("The ring: kStages input stages (dynamic shared memory) and the barriers, tile ids,\n"
@@ -115,9 +115,9 @@ KernelSpec emit_filter_compact_pipelined(const CompactGroup& g, const Target& ta
               std::to_string(kPipeWarps) + " compacting warps (survivors ranked by ballots and compacted in place, "
               "the tile's count published by the last, written out " + std::to_string(kPipeDepth) +
               " tiles later); count written by the last tile";
-  k.why = "instead of the kernel before it from " + std::to_string(g.policy.staged_from) +
+  k.why = "instead of the kernel before it from " + std::to_string(g.policies().compact.staged_from) +
           " elements: the look-back's waits overlap the next tiles' loads and ranking";
-  k.source = kernel_source(name, g.leaves.program_text, "strategy: " + k.summary, {"scan_pipeline.cuh"}, types, w.str());
+  k.source = kernel_source(name, g.program_text(), "strategy: " + k.summary, {"scan_pipeline.cuh"}, types, w.str());
   return k;
 }
 

@@ -17,8 +17,11 @@
 
 namespace fuseflow::codegen {
 
-KernelSpec emit_histogram(const OpNode& op, const ReduceGroup& g, int output, const HistogramPolicy& policy,
-                      const Target& t) {
+KernelSpec emit_histogram(const KernelContext& g) {
+  const OpNode& op = *g.op;
+  const int output = g.output_ids.at(0);
+  const HistogramPolicy& policy = g.policies().histogram;
+  const Target& t = g.target();
   const int kBlock = policy.block, kWarps = kBlock / 32, kUnroll = policy.unroll, kPasses = policy.passes;
   const std::size_t kSharedLimit = policy.shared_limit, kCopiesBudget = policy.copies_budget;
   const Type& count_type = op.output_types[0];
@@ -48,7 +51,8 @@ KernelSpec emit_histogram(const OpNode& op, const ReduceGroup& g, int output, co
   open_elementwise_kernel(w, types, name, kBlock, args, g);
   // bin_of(inputs..., i): the fused bin expression of element i.
   std::string sig = "const auto bin_of = [&](";
-  for (std::size_t j = 0; j < g.inputs.size(); ++j) sig += "const " + types.name(g.inputs[j].type()) + " " + names[j] + ", ";
+  for (std::size_t j = 0; j < g.leaves.inputs.size(); ++j)
+    sig += "const " + types.name(g.leaves.inputs[j].type()) + " " + names[j] + ", ";
   w.open(sig + "const long long i) -> long long");
   ExprEmitter e(w, types,
                 [&](const Expr& leaf) { return elementwise_leaf(g, names, leaf, "a histogram's bin expression"); });
@@ -84,7 +88,7 @@ KernelSpec emit_histogram(const OpNode& op, const ReduceGroup& g, int output, co
     k.why = "the bins do not fit in shared memory (" + std::to_string(private_bytes) + " > " +
             std::to_string(kSharedLimit) + " bytes)";
   }
-  k.source = kernel_source(name, g.program_text, "strategy: " + k.summary + "\nBins outside [0, kBins) are dropped.",
+  k.source = kernel_source(name, g.program_text(), "strategy: " + k.summary + "\nBins outside [0, kBins) are dropped.",
                            {"histogram.cuh"}, types, w.str());
   return k;
 }
@@ -97,11 +101,10 @@ KernelSpec emit_histogram(const OpNode& op, const ReduceGroup& g, int output, co
 namespace fuseflow::codegen {
 
 namespace {
-class Histogram final : public StrategyFor<HistogramGroup> {
+class Histogram final : public RegisteredStrategy {
  public:
-  const char* name() const override { return "histogram"; }
-  const char* family() const override { return "histogram"; }
-  Applies applies(const HistogramGroup&, const Target&) const override {
+  Histogram() : RegisteredStrategy("histogram", "histogram") {}
+  Applies applies(const KernelContext&) const override {
     return {true, "one pass counts each element's bin (private counts per block where they fit)"};
   }
   TuningValues tuning(const Policies& p) const override {
@@ -110,11 +113,9 @@ class Histogram final : public StrategyFor<HistogramGroup> {
             {"shared_limit", static_cast<std::int64_t>(h.shared_limit)},
             {"copies_budget", static_cast<std::int64_t>(h.copies_budget)}};
   }
-  std::vector<KernelSpec> emit(const HistogramGroup& g, const Policies& p, const Target& t) const override {
-    return {emit_histogram(g.op, g.leaves, g.output, p.histogram, t)};
-  }
+  std::vector<KernelSpec> emit(const KernelContext& g) const override { return {emit_histogram(g)}; }
   // No launch for n = 0: the zeroed output is the answer.
-  std::vector<StepSpec> schedule(const HistogramGroup&, const std::vector<KernelSpec>&, int first) const override {
+  std::vector<StepSpec> schedule(const KernelContext&, const std::vector<KernelSpec>&, int first) const override {
     return {{StepSpec::Kind::OnePass, first, 1, -1, 0, INT64_MAX, 0, false}};
   }
 };

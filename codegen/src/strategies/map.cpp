@@ -4,9 +4,11 @@
 
 namespace fuseflow::codegen {
 
-KernelSpec emit_map(const std::vector<Expr>& outputs, const std::vector<int>& output_ids, const ReduceGroup& g,
-                const MapPolicy& policy, const Target& t) {
-  const int kBlock = policy.block;
+KernelSpec emit_map(const KernelContext& g) {
+  const std::vector<Expr>& outputs = g.outputs;
+  const std::vector<int>& output_ids = g.output_ids;
+  const Target& t = g.target();
+  const int kBlock = g.policies().map.block;
   const int blocks_per_sm = t.max_threads_per_sm / kBlock;
   CudaTypes types;
   std::vector<std::string> in_names;
@@ -38,7 +40,7 @@ KernelSpec emit_map(const std::vector<Expr>& outputs, const std::vector<int>& ou
   k.args = args;
   k.summary = "element-wise map: block " + std::to_string(kBlock) + ", grid-strided, grid <= " + std::to_string(k.max_grid);
   k.why = "array outputs are element-wise maps of the inputs";
-  k.source = kernel_source(name, g.program_text, "strategy: " + k.summary, {}, types, w.str());
+  k.source = kernel_source(name, g.program_text(), "strategy: " + k.summary, {}, types, w.str());
   return k;
 }
 
@@ -50,20 +52,12 @@ KernelSpec emit_map(const std::vector<Expr>& outputs, const std::vector<int>& ou
 namespace fuseflow::codegen {
 
 namespace {
-class Map final : public StrategyFor<MapGroup> {
+class Map final : public OnePassStrategy {
  public:
-  const char* name() const override { return "map"; }
-  const char* family() const override { return "map"; }
-  Applies applies(const MapGroup&, const Target&) const override {
-    return {true, "element-wise outputs: one grid-strided pass"};
-  }
+  Map() : OnePassStrategy("map", "map") {}
+  Applies applies(const KernelContext&) const override { return {true, "element-wise outputs: one grid-strided pass"}; }
   TuningValues tuning(const Policies& p) const override { return {{"block", p.map.block}}; }
-  std::vector<KernelSpec> emit(const MapGroup& g, const Policies& p, const Target& t) const override {
-    return {emit_map(g.outputs, g.output_ids, g.leaves, p.map, t)};
-  }
-  std::vector<StepSpec> schedule(const MapGroup&, const std::vector<KernelSpec>&, int first) const override {
-    return {{StepSpec::Kind::OnePass, first}};
-  }
+  std::vector<KernelSpec> emit(const KernelContext& g) const override { return {emit_map(g)}; }
 };
 
 }  // namespace

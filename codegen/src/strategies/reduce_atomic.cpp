@@ -34,8 +34,9 @@ std::string atomic_value(const Type& t, const std::string& v, const std::string&
 }
 }  // namespace
 
-std::vector<KernelSpec> emit_reduce_atomic(const ReduceGroup& g, const ReducePolicy& policy, const Target& t) {
-  const int kBlock = policy.block;
+std::vector<KernelSpec> emit_reduce_atomic(const KernelContext& g) {
+  const Target& t = g.target();
+  const int kBlock = g.policies().reduce.block;
   const FusedReduce& r = g.reduces.at(0);
   const Monoid& m = r.op->monoid;
   const std::string fn = atomic_function(m);
@@ -47,7 +48,6 @@ std::vector<KernelSpec> emit_reduce_atomic(const ReduceGroup& g, const ReducePol
   {
     ReduceKernelWriter k(g, reduce_kernel_name(g, "atomic_init"), ReduceKernelWriter::Partials::None);
     SourceWriter w;
-    std::vector<Arg> args = {{Arg::Kind::ScalarOutput, r.output_slot, slot, m.type()}};
     w.line("extern \"C\" __global__ void " + k.name() + "(" + k.types().name(m.type()) + "* __restrict__ " + slot + ") {");
     w.indent();
     w.line("*" + slot + " = " + k.types().literal(m.identity()) + ";");
@@ -58,7 +58,7 @@ std::vector<KernelSpec> emit_reduce_atomic(const ReduceGroup& g, const ReducePol
     init.block = 1;
     init.max_grid = 1;
     init.items_per_block_step = 1;
-    init.args = args;
+    init.args = {{Arg::Kind::ScalarOutput, r.output_slot, slot, m.type()}};
     init.summary = "atomic: the result starts at the identity";
     init.source = k.assemble("strategy: atomic, first kernel: write the identity", w.str());
     out.push_back(std::move(init));
@@ -66,10 +66,7 @@ std::vector<KernelSpec> emit_reduce_atomic(const ReduceGroup& g, const ReducePol
   {
     ReduceKernelWriter k(g, reduce_kernel_name(g, "atomic"), ReduceKernelWriter::Partials::None);
     SourceWriter w;
-    w.line("namespace {");
-    w.line("constexpr int kBlock = " + std::to_string(kBlock) + ";");
-    w.line("}  // namespace");
-    w.line();
+    emit_constants(w, {"constexpr int kBlock = " + std::to_string(kBlock) + ";"});
     k.open_kernel(w, kBlock);
     k.emit_functions(w);  // identity too: a masked element (filter -> reduce) contributes it
     // add(v): the atomic on the single result.
@@ -79,18 +76,15 @@ std::vector<KernelSpec> emit_reduce_atomic(const ReduceGroup& g, const ReducePol
     w.line();
     w.line("ff::reduce::atomic<kBlock>(n, element, add" + k.input_pointers() + ");");
     w.close();
-    KernelSpec main;
-    main.name = k.name();
-    main.strategy = Strategy::Atomic;
-    main.block = kBlock;
-    main.max_grid = t.sm_count * (t.max_threads_per_sm / kBlock);
+    const int max_grid = t.sm_count * (t.max_threads_per_sm / kBlock);
+    KernelSpec main = k.spec(Strategy::Atomic, kBlock,
+                             "atomic: one " + fn + " per element on the single result, block " + std::to_string(kBlock) +
+                                 ", grid-strided, grid <= " + std::to_string(max_grid) + " (not deterministic for floats)",
+                             w.str());
+    main.max_grid = max_grid;
     main.items_per_block_step = kBlock;
     main.tuning = {{"block", kBlock}};
-    main.args = k.args();
-    main.summary = "atomic: one " + fn + " per element on the single result, block " + std::to_string(kBlock) +
-                   ", grid-strided, grid <= " + std::to_string(main.max_grid) + " (not deterministic for floats)";
     main.why = "strategy atomic was asked for (kept to reproduce the course's measurements)";
-    main.source = k.assemble("strategy: " + main.summary, w.str(), "reduce.cuh");
     out.push_back(std::move(main));
   }
   return out;
@@ -104,12 +98,10 @@ std::vector<KernelSpec> emit_reduce_atomic(const ReduceGroup& g, const ReducePol
 namespace fuseflow::codegen {
 
 namespace {
-class ReduceAtomic final : public StrategyFor<ReduceGroup> {
+class ReduceAtomic final : public RegisteredStrategy {
  public:
-  const char* name() const override { return "reduce atomic"; }
-  const char* family() const override { return "reduce"; }
-  Strategy forced_by() const override { return Strategy::Atomic; }
-  Applies applies(const ReduceGroup& g, const Target&) const override {
+  ReduceAtomic() : RegisteredStrategy("reduce atomic", "reduce", Strategy::Atomic) {}
+  Applies applies(const KernelContext& g) const override {
     for (const auto& r : g.reduces)
       if (atomic_function(r.op->monoid).empty())
         return {false, "supports plus on 32- and 64-bit numbers and min/max on 32- and 64-bit integers; got " +
@@ -118,16 +110,16 @@ class ReduceAtomic final : public StrategyFor<ReduceGroup> {
   }
   TuningValues tuning(const Policies& p) const override { return {{"block", p.reduce.block}}; }
   // One pair of kernels per reduction: each needs its own atomic on its own result.
-  std::vector<KernelSpec> emit(const ReduceGroup& g, const Policies& p, const Target& t) const override {
+  std::vector<KernelSpec> emit(const KernelContext& g) const override {
     std::vector<KernelSpec> out;
     for (const auto& r : g.reduces) {
-      ReduceGroup single = g;
+      KernelContext single = g;
       single.reduces = {r};
-      for (auto& k : emit_reduce_atomic(single, p.reduce, t)) out.push_back(std::move(k));
+      for (auto& k : emit_reduce_atomic(single)) out.push_back(std::move(k));
     }
     return out;
   }
-  std::vector<StepSpec> schedule(const ReduceGroup&, const std::vector<KernelSpec>& kernels, int first) const override {
+  std::vector<StepSpec> schedule(const KernelContext&, const std::vector<KernelSpec>& kernels, int first) const override {
     std::vector<StepSpec> steps;
     for (std::size_t i = 0; i < kernels.size(); ++i) steps.push_back({StepSpec::Kind::OnePass, first + static_cast<int>(i)});
     return steps;

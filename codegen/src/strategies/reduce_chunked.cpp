@@ -8,7 +8,9 @@
 
 namespace fuseflow::codegen {
 
-KernelSpec emit_reduce_chunked(const ReduceGroup& g, const ReducePolicy& policy, const Target& t) {
+KernelSpec emit_reduce_chunked(const KernelContext& g) {
+  const ReducePolicy& policy = g.policies().reduce;
+  const Target& t = g.target();
   const int kBlock = policy.block;
   const int kUnroll = policy.chunked_unroll;  // vector loads in flight per input per thread per iteration
   ReduceKernelWriter k(g, reduce_kernel_name(g, "chunked"));
@@ -16,35 +18,24 @@ KernelSpec emit_reduce_chunked(const ReduceGroup& g, const ReducePolicy& policy,
   const int blocks_per_sm = t.max_threads_per_sm / kBlock;
   const int max_grid = t.sm_count * blocks_per_sm;
 
-  SourceWriter w;
-  w.line("namespace {");
-  w.line("constexpr int kBlock = " + std::to_string(kBlock) + ";");
-  w.line("constexpr int kVec = " + std::to_string(vec) + ";  // elements per vector load");
-  w.line("}  // namespace");
-  w.line();
-  k.open_kernel(w, kBlock);
-  k.emit_functions(w);
-  k.emit_store(w);
-  w.line();
-  w.line("ff::reduce::chunked<kBlock, kVec>(n, element, combine, identity, store, partials, ticket" + k.input_pointers() +
-         ");");
-  w.close();
-
-  KernelSpec out;
-  out.name = k.name();
-  out.strategy = Strategy::Chunked;
-  out.block = kBlock;
+  const std::string body =
+      k.body(kBlock,
+             {"constexpr int kBlock = " + std::to_string(kBlock) + ";",
+              "constexpr int kVec = " + std::to_string(vec) + ";  // elements per vector load"},
+             "ff::reduce::chunked<kBlock, kVec>(n, element, combine, identity, store, partials, ticket" +
+                 k.input_pointers() + ");");
+  KernelSpec out = k.spec(Strategy::Chunked, kBlock,
+                          "chunked (commutative, Brent): block " + std::to_string(kBlock) + ", grid <= " +
+                              std::to_string(max_grid) + " (" + std::to_string(blocks_per_sm) + " x " +
+                              std::to_string(t.sm_count) + " SMs), " + std::to_string(vec) +
+                              " elements per vector load, " + std::to_string(kUnroll) + " loads in flight, " +
+                              std::to_string(vec) + " accumulators",
+                          body);
   out.max_grid = max_grid;
   out.items_per_block_step = kBlock * vec * kUnroll;
   out.tuning = {{"block", kBlock}, {"vec", vec}, {"unroll", kUnroll}};
-  out.args = k.args();
-  out.summary = "chunked (commutative, Brent): block " + std::to_string(kBlock) + ", grid <= " +
-                std::to_string(max_grid) + " (" + std::to_string(blocks_per_sm) + " x " + std::to_string(t.sm_count) +
-                " SMs), " + std::to_string(vec) + " elements per vector load, " + std::to_string(kUnroll) +
-                " loads in flight, " + std::to_string(vec) + " accumulators";
   out.why = "every monoid is commutative: elements may be combined in any order, so each thread strides through "
             "memory with wide loads";
-  out.source = k.assemble("strategy: " + out.summary, w.str(), "reduce.cuh");
   return out;
 }
 
@@ -56,12 +47,10 @@ KernelSpec emit_reduce_chunked(const ReduceGroup& g, const ReducePolicy& policy,
 namespace fuseflow::codegen {
 
 namespace {
-class ReduceChunked final : public StrategyFor<ReduceGroup> {
+class ReduceChunked final : public OnePassStrategy {
  public:
-  const char* name() const override { return "reduce chunked"; }
-  const char* family() const override { return "reduce"; }
-  Strategy forced_by() const override { return Strategy::Chunked; }
-  Applies applies(const ReduceGroup& g, const Target&) const override {
+  ReduceChunked() : OnePassStrategy("reduce chunked", "reduce", Strategy::Chunked) {}
+  Applies applies(const KernelContext& g) const override {
     for (const auto& r : g.reduces)
       if (!r.op->monoid.is_commutative())
         return {false, "needs a commutative monoid; " + r.op->monoid.name() + " is non-commutative (use staged or automatic)"};
@@ -70,12 +59,7 @@ class ReduceChunked final : public StrategyFor<ReduceGroup> {
   TuningValues tuning(const Policies& p) const override {
     return {{"block", p.reduce.block}, {"unroll", p.reduce.chunked_unroll}};
   }
-  std::vector<KernelSpec> emit(const ReduceGroup& g, const Policies& p, const Target& t) const override {
-    return {emit_reduce_chunked(g, p.reduce, t)};
-  }
-  std::vector<StepSpec> schedule(const ReduceGroup&, const std::vector<KernelSpec>&, int first) const override {
-    return {{StepSpec::Kind::OnePass, first}};
-  }
+  std::vector<KernelSpec> emit(const KernelContext& g) const override { return {emit_reduce_chunked(g)}; }
 };
 
 }  // namespace

@@ -15,9 +15,9 @@ std::string sanitize(const std::string& name) {
   return s;
 }
 
-int vector_load_width(const ReduceGroup& g) {
+int vector_load_width(const KernelContext& g) {
   std::size_t widest = 0;
-  for (const auto& in : g.inputs) {
+  for (const auto& in : g.leaves.inputs) {
     if (!in.type().is_scalar()) return 1;
     widest = std::max(widest, in.type().size());
   }
@@ -31,7 +31,7 @@ void emit_constants(SourceWriter& w, const std::vector<std::string>& lines) {
   w.line();
 }
 
-std::string reduce_kernel_name(const ReduceGroup& g, const char* strategy) {
+std::string reduce_kernel_name(const KernelContext& g, const char* strategy) {
   std::string s = std::string("ff_reduce_") + strategy;
   for (std::size_t i = 0; i < g.reduces.size() && i < 3; ++i) {
     const Monoid& m = g.reduces[i].op->monoid;
@@ -41,7 +41,7 @@ std::string reduce_kernel_name(const ReduceGroup& g, const char* strategy) {
   return s;
 }
 
-ReduceKernelWriter::ReduceKernelWriter(const ReduceGroup& g, std::string kernel_name, Partials partials)
+ReduceKernelWriter::ReduceKernelWriter(const KernelContext& g, std::string kernel_name, Partials partials)
     : g_(g), name_(std::move(kernel_name)), partials_(partials) {
   if (g.reduces.size() == 1) {
     acc_type_ = g.reduces[0].op->monoid.type();
@@ -51,7 +51,7 @@ ReduceKernelWriter::ReduceKernelWriter(const ReduceGroup& g, std::string kernel_
     acc_type_ = Type::tuple(fields);
   }
   std::set<std::string> used;
-  for (const auto& in : g.inputs) {
+  for (const auto& in : g.leaves.inputs) {
     std::string n = sanitize(in.node().name);
     while (!used.insert(n).second) n += "_";
     input_names_.push_back(n);
@@ -60,13 +60,13 @@ ReduceKernelWriter::ReduceKernelWriter(const ReduceGroup& g, std::string kernel_
 
 std::vector<Arg> ReduceKernelWriter::args() const {
   std::vector<Arg> a;
-  for (std::size_t j = 0; j < g_.inputs.size(); ++j)
-    a.push_back({Arg::Kind::Input, g_.input_ids[j], "in_" + input_names_[j], g_.inputs[j].type()});
+  const Leaves& l = g_.leaves;
+  for (std::size_t j = 0; j < l.inputs.size(); ++j)
+    a.push_back({Arg::Kind::Input, l.input_ids[j], "in_" + input_names_[j], l.inputs[j].type()});
   a.push_back({Arg::Kind::Length, 0, "n", ScalarType::I64});
-  for (std::size_t j = 0; j < g_.params.size(); ++j)
-    a.push_back({Arg::Kind::Param, g_.param_ids[j], "p_" + sanitize(g_.params[j].node().name), g_.params[j].type()});
-  for (int s : g_.scalars_read)
-    a.push_back({Arg::Kind::Scalar, s, "s" + std::to_string(s), g_.slot_types[static_cast<std::size_t>(s)]});
+  for (std::size_t j = 0; j < l.params.size(); ++j)
+    a.push_back({Arg::Kind::Param, l.param_ids[j], "p_" + sanitize(l.params[j].node().name), l.params[j].type()});
+  for (int s : l.scalars_read) a.push_back({Arg::Kind::Scalar, s, "s" + std::to_string(s), g_.slot_type(s)});
   for (const auto& r : g_.reduces)
     a.push_back({Arg::Kind::ScalarOutput, r.output_slot, "out" + std::to_string(r.output_slot), r.op->monoid.type()});
   if (partials_ != Partials::None) a.push_back({Arg::Kind::Scratch, 0, "partials", acc_type_});
@@ -108,13 +108,13 @@ void ReduceKernelWriter::emit_element(SourceWriter& w) {
   const bool fused = g_.reduces.size() > 1;
   std::string acc_name = acc();
   // Results of earlier kernels, read once per thread.
-  for (int s : g_.scalars_read)
-    w.line("const " + types_.name(g_.slot_types[static_cast<std::size_t>(s)]) + " r" + std::to_string(s) + " = *s" +
+  for (int s : g_.leaves.scalars_read)
+    w.line("const " + types_.name(g_.slot_type(s)) + " r" + std::to_string(s) + " = *s" +
            std::to_string(s) + ";");
   // element(inputs..., i): the fused map's contribution of element i.
   std::string sig = "const auto element = [&](";
-  for (std::size_t j = 0; j < g_.inputs.size(); ++j)
-    sig += "const " + types_.name(g_.inputs[j].type()) + " " + input_names_[j] + ", ";
+  for (std::size_t j = 0; j < g_.leaves.inputs.size(); ++j)
+    sig += "const " + types_.name(g_.leaves.inputs[j].type()) + " " + input_names_[j] + ", ";
   sig += "const long long i) -> " + acc_name;
   w.open(sig);
   ExprEmitter e(w, types_,
@@ -168,9 +168,32 @@ void ReduceKernelWriter::emit_output_stores(SourceWriter& w, const std::string& 
     w.line("*out" + std::to_string(g_.reduces[j].output_slot) + " = " + total + (fused ? ".f" + std::to_string(j) : "") + ";");
 }
 
+std::string ReduceKernelWriter::body(int block, const std::vector<std::string>& constants, const std::string& call) {
+  SourceWriter w;
+  emit_constants(w, constants);
+  open_kernel(w, block);
+  emit_functions(w);
+  emit_store(w);
+  w.line();
+  w.line(call);
+  w.close();
+  return w.str();
+}
+
+KernelSpec ReduceKernelWriter::spec(Strategy strategy, int block, const std::string& summary, const std::string& body) {
+  KernelSpec out;
+  out.name = name_;
+  out.strategy = strategy;
+  out.block = block;
+  out.args = args();
+  out.summary = summary;
+  out.source = assemble("strategy: " + summary, body, "reduce.cuh");
+  return out;
+}
+
 std::string ReduceKernelWriter::assemble(const std::string& strategy_comment, const std::string& body,
                                          const std::string& include) {
-  return kernel_source(name_, g_.program_text, strategy_comment, {include}, types_, body);
+  return kernel_source(name_, g_.program_text(), strategy_comment, {include}, types_, body);
 }
 
 }  // namespace fuseflow::codegen

@@ -10,12 +10,14 @@
 
 namespace fuseflow::codegen {
 
-KernelSpec emit_reduce_staged(const ReduceGroup& g, const ReducePolicy& policy, const Target& t) {
+KernelSpec emit_reduce_staged(const KernelContext& g) {
+  const ReducePolicy& policy = g.policies().reduce;
+  const Target& t = g.target();
   const int kBlock = policy.block;
   const int kWarps = kBlock / 32;
   ReduceKernelWriter k(g, reduce_kernel_name(g, "staged"));
   std::size_t in_bytes = 0;
-  for (const auto& in : g.inputs) in_bytes += in.type().size();
+  for (const auto& in : g.leaves.inputs) in_bytes += in.type().size();
   const int items = static_cast<int>(std::clamp<std::size_t>(policy.staged_lane_bytes / std::max<std::size_t>(in_bytes, 1), 1,
                                                              static_cast<std::size_t>(policy.staged_max_items)));
   const int warp_tile = 32 * items;
@@ -25,37 +27,26 @@ KernelSpec emit_reduce_staged(const ReduceGroup& g, const ReducePolicy& policy, 
   const int blocks_per_sm = std::max(1, std::min(by_threads, by_smem));
   const int max_grid = t.sm_count * blocks_per_sm;
 
-  SourceWriter w;
-  w.line("namespace {");
-  w.line("constexpr int kBlock = " + std::to_string(kBlock) + ";");
-  w.line("constexpr int kItems = " + std::to_string(items) + ";  // consecutive elements per lane per tile");
-  w.line("}  // namespace");
-  w.line();
-  k.open_kernel(w, kBlock);
-  k.emit_functions(w);
-  k.emit_store(w);
-  w.line();
-  w.line("ff::reduce::staged<kBlock, kItems>(n, element, combine, identity, store, partials, ticket" + k.input_pointers() +
-         ");");
-  w.close();
-
-  KernelSpec out;
-  out.name = k.name();
-  out.strategy = Strategy::Staged;
-  out.block = kBlock;
+  const std::string body =
+      k.body(kBlock,
+             {"constexpr int kBlock = " + std::to_string(kBlock) + ";",
+              "constexpr int kItems = " + std::to_string(items) + ";  // consecutive elements per lane per tile"},
+             "ff::reduce::staged<kBlock, kItems>(n, element, combine, identity, store, partials, ticket" +
+                 k.input_pointers() + ");");
+  KernelSpec out = k.spec(Strategy::Staged, kBlock,
+                          "staged (order-preserving): block " + std::to_string(kBlock) + ", warp tiles of " +
+                              std::to_string(warp_tile) + " elements (" + std::to_string(items) + " per lane), " +
+                              std::to_string(smem) + " bytes of shared memory per block, grid <= " +
+                              std::to_string(max_grid) + " (" + std::to_string(blocks_per_sm) + " x " +
+                              std::to_string(t.sm_count) + " SMs)",
+                          body);
   out.max_grid = max_grid;
   out.items_per_block_step = kWarps * warp_tile;
   out.tuning = {{"block", kBlock}, {"items", items}};
-  out.args = k.args();
-  out.summary = "staged (order-preserving): block " + std::to_string(kBlock) + ", warp tiles of " +
-                std::to_string(warp_tile) + " elements (" + std::to_string(items) + " per lane), " +
-                std::to_string(smem) + " bytes of shared memory per block, grid <= " + std::to_string(max_grid) +
-                " (" + std::to_string(blocks_per_sm) + " x " + std::to_string(t.sm_count) + " SMs)";
   bool all_commutative = true;
   for (const auto& r : g.reduces) all_commutative = all_commutative && r.op->monoid.is_commutative();
   out.why = all_commutative ? "strategy staged was asked for"
                             : "a monoid is non-commutative: elements must be combined in index order";
-  out.source = k.assemble("strategy: " + out.summary, w.str(), "reduce.cuh");
   return out;
 }
 
@@ -67,12 +58,10 @@ KernelSpec emit_reduce_staged(const ReduceGroup& g, const ReducePolicy& policy, 
 namespace fuseflow::codegen {
 
 namespace {
-class ReduceStaged final : public StrategyFor<ReduceGroup> {
+class ReduceStaged final : public OnePassStrategy {
  public:
-  const char* name() const override { return "reduce staged"; }
-  const char* family() const override { return "reduce"; }
-  Strategy forced_by() const override { return Strategy::Staged; }
-  Applies applies(const ReduceGroup& g, const Target&) const override {
+  ReduceStaged() : OnePassStrategy("reduce staged", "reduce", Strategy::Staged) {}
+  Applies applies(const KernelContext& g) const override {
     for (const auto& r : g.reduces)
       if (!r.op->monoid.is_commutative())
         return {true, r.op->monoid.name() + " is non-commutative: staged combines elements in index order"};
@@ -83,12 +72,7 @@ class ReduceStaged final : public StrategyFor<ReduceGroup> {
             {"lane_bytes", static_cast<std::int64_t>(p.reduce.staged_lane_bytes)},
             {"max_items", p.reduce.staged_max_items}};
   }
-  std::vector<KernelSpec> emit(const ReduceGroup& g, const Policies& p, const Target& t) const override {
-    return {emit_reduce_staged(g, p.reduce, t)};
-  }
-  std::vector<StepSpec> schedule(const ReduceGroup&, const std::vector<KernelSpec>&, int first) const override {
-    return {{StepSpec::Kind::OnePass, first}};
-  }
+  std::vector<KernelSpec> emit(const KernelContext& g) const override { return {emit_reduce_staged(g)}; }
 };
 
 }  // namespace

@@ -6,54 +6,26 @@
 
 namespace fuseflow::codegen {
 
-namespace {
-
-std::string header(int block, const std::string& level) {
-  return "strategy: tree (multi-pass, order-preserving), block " + std::to_string(block) + ", " + level;
-}
-
-void emit_block_constant(SourceWriter& w, int block) {
-  w.line("namespace {");
-  w.line("constexpr int kBlock = " + std::to_string(block) + ";");
-  w.line("}  // namespace");
-  w.line();
-}
-
-}  // namespace
-
-std::vector<KernelSpec> emit_reduce_tree(const ReduceGroup& g, const ReducePolicy& policy, const Target& t) {
-  const int kBlock = policy.block;
-  (void)t;
+std::vector<KernelSpec> emit_reduce_tree(const KernelContext& g) {
+  const int kBlock = g.policies().reduce.block;
+  const std::vector<std::string> constants = {"constexpr int kBlock = " + std::to_string(kBlock) + ";"};
+  const std::string header = "tree (multi-pass, order-preserving), block " + std::to_string(kBlock) + ", ";
   std::vector<KernelSpec> out;
   {
     ReduceKernelWriter k(g, reduce_kernel_name(g, "tree_first"), ReduceKernelWriter::Partials::PerBlock);
-    SourceWriter w;
-    emit_block_constant(w, kBlock);
-    k.open_kernel(w, kBlock);
-    k.emit_functions(w);
-    k.emit_store(w);
-    w.line();
-    w.line("ff::reduce::tree_first<kBlock>(n, element, combine, identity, store, partials" + k.input_pointers() + ");");
-    w.close();
-    KernelSpec first;
-    first.name = k.name();
-    first.strategy = Strategy::Tree;
-    first.block = kBlock;
-    first.max_grid = 0x7fffffff;
-    first.items_per_block_step = kBlock;
-    first.tuning = {{"block", kBlock}};
-    first.any_grid = false;  // one block per kBlock elements
-    first.args = k.args();
+    const std::string body = k.body(kBlock, constants, "ff::reduce::tree_first<kBlock>(n, element, combine, identity, store, partials" +
+                                                           k.input_pointers() + ");");
+    KernelSpec first = k.spec(Strategy::Tree, kBlock, header + "first level: the inputs, with the map fused", body);
     first.summary = "tree (multi-pass, order-preserving): block " + std::to_string(kBlock) +
                     ", one element per thread per level, a launch per level";
+    first.tuning = {{"block", kBlock}};
     first.why = "strategy tree was asked for (kept to reproduce the course's measurements)";
-    first.source = k.assemble(header(kBlock, "first level: the inputs, with the map fused"), w.str(), "reduce.cuh");
     out.push_back(std::move(first));
   }
   {
     ReduceKernelWriter k(g, reduce_kernel_name(g, "tree_level"), ReduceKernelWriter::Partials::None);
     SourceWriter w;
-    emit_block_constant(w, kBlock);
+    emit_constants(w, constants);
     std::vector<Arg> args = {{Arg::Kind::Scratch, 0, "in", k.acc_type()}, {Arg::Kind::Length, 0, "n", ScalarType::I64}};
     for (const auto& r : g.reduces)
       args.push_back({Arg::Kind::ScalarOutput, r.output_slot, "out" + std::to_string(r.output_slot), r.op->monoid.type()});
@@ -72,17 +44,15 @@ std::vector<KernelSpec> emit_reduce_tree(const ReduceGroup& g, const ReducePolic
     w.line();
     w.line("ff::reduce::tree_level<kBlock>(n, combine, identity, store, partials, in);");
     w.close();
-    KernelSpec level;
-    level.name = k.name();
-    level.strategy = Strategy::Tree;
-    level.block = kBlock;
-    level.max_grid = 0x7fffffff;
-    level.items_per_block_step = kBlock;
-    level.any_grid = false;
-    level.args = args;
+    KernelSpec level = k.spec(Strategy::Tree, kBlock, header + "later levels: blocks of partials", w.str());
     level.summary = "tree level: blocks of " + std::to_string(kBlock) + " partials";
-    level.source = k.assemble(header(kBlock, "later levels: blocks of partials"), w.str(), "reduce.cuh");
+    level.args = args;
     out.push_back(std::move(level));
+  }
+  for (KernelSpec& k : out) {  // one block per kBlock elements
+    k.max_grid = 0x7fffffff;
+    k.items_per_block_step = kBlock;
+    k.any_grid = false;
   }
   return out;
 }
@@ -95,20 +65,16 @@ std::vector<KernelSpec> emit_reduce_tree(const ReduceGroup& g, const ReducePolic
 namespace fuseflow::codegen {
 
 namespace {
-class ReduceTree final : public StrategyFor<ReduceGroup> {
+class ReduceTree final : public RegisteredStrategy {
  public:
-  const char* name() const override { return "reduce tree"; }
-  const char* family() const override { return "reduce"; }
-  Strategy forced_by() const override { return Strategy::Tree; }
-  Applies applies(const ReduceGroup&, const Target&) const override {
+  ReduceTree() : RegisteredStrategy("reduce tree", "reduce", Strategy::Tree) {}
+  Applies applies(const KernelContext&) const override {
     return {true, "a launch per level keeps index order, right for every monoid"};
   }
   TuningValues tuning(const Policies& p) const override { return {{"block", p.reduce.block}}; }
-  std::vector<KernelSpec> emit(const ReduceGroup& g, const Policies& p, const Target& t) const override {
-    return emit_reduce_tree(g, p.reduce, t);
-  }
+  std::vector<KernelSpec> emit(const KernelContext& g) const override { return emit_reduce_tree(g); }
   // The first level, then the second kernel over the partials until one block is left.
-  std::vector<StepSpec> schedule(const ReduceGroup&, const std::vector<KernelSpec>&, int first) const override {
+  std::vector<StepSpec> schedule(const KernelContext&, const std::vector<KernelSpec>&, int first) const override {
     return {{StepSpec::Kind::Tree, first, 2}};
   }
 };

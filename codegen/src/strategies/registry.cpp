@@ -1,11 +1,11 @@
 // The strategy registry: every strategy, one line each, in priority order. Within a
-// family (the group type a strategy plans: see strategy.hpp), the planner takes the first
+// family (the op a strategy plans: see strategy.hpp), the planner takes the first
 // that applies, unless the program forces one (strategy=...), which is looked up among
 // those answering to it. Adding a strategy: write its type at the end of its file
 // (strategies/NAME.cpp), declare its accessor below, and list it where it ranks.
 #include "../strategy.hpp"
 
-#include <sstream>
+#include <string_view>
 
 namespace fuseflow::codegen {
 
@@ -47,8 +47,12 @@ const std::vector<const RegisteredStrategy*>& registered_strategies() {
   return all;
 }
 
-void forced_strategy_error(const std::string& family, Strategy forced, const std::vector<std::string>& why_not,
-                           const std::vector<std::string>& family_names) {
+namespace {
+
+// A forced strategy: none of the family answers to it, or none that does applies
+// (`why_not`: their reasons).
+[[noreturn]] void forced_strategy_error(const std::string& family, Strategy forced, const std::vector<std::string>& why_not,
+                                        const std::vector<std::string>& family_names) {
   const std::string head = family + ": strategy " + strategy_name(forced);
   if (!why_not.empty()) {
     std::string why = why_not.front();
@@ -61,8 +65,36 @@ void forced_strategy_error(const std::string& family, Strategy forced, const std
   throw GraphError(head + " is not one of the " + family + " strategies (" + names + ")");
 }
 
-void no_strategy_error(const std::string& family) {
-  throw InternalError("strategy registry: no " + family + " strategy applies; the last of the family must apply always");
+}  // namespace
+
+Chosen choose(const char* family, const KernelContext& c, Strategy forced) {
+  std::vector<std::string> why_not, names;
+  for (const RegisteredStrategy* s : registered_strategies()) {
+    if (std::string_view(s->family()) != family) continue;
+    names.push_back(s->name());
+    if (forced != Strategy::Automatic && s->forced_by() != forced) continue;
+    Applies a = s->applies(c);
+    if (!a.ok) {
+      why_not.push_back(std::move(a.why));
+      continue;
+    }
+    const std::string how = forced != Strategy::Automatic
+                                ? std::string("asked for (strategy=") + strategy_name(forced) + ")"
+                                : std::string("the first ") + family + " strategy that applies";
+    return {s, how + ": " + a.why};
+  }
+  if (forced != Strategy::Automatic) forced_strategy_error(family, forced, why_not, names);
+  throw InternalError(std::string("strategy registry: no ") + family +
+                      " strategy applies; the last of the family must apply always");
+}
+
+int emit_chosen(const Chosen& chosen, const KernelContext& c, Plan& plan) {
+  const int first = static_cast<int>(plan.kernels.size());
+  std::vector<KernelSpec> ks = chosen.strategy->emit(c);
+  for (StepSpec& s : chosen.strategy->schedule(c, ks, first)) plan.steps.push_back(s);
+  for (auto& k : ks) plan.kernels.push_back(std::move(k));
+  record_choice(*chosen.strategy, chosen.why, c.policies(), first, plan);
+  return first;
 }
 
 namespace {

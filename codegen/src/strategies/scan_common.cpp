@@ -9,14 +9,14 @@
 
 namespace fuseflow::codegen {
 
-bool scan_stages_can_share(const ScanGroup& g) {
+bool scan_stages_can_share(const KernelContext& g) {
   for (const auto& o : g.outputs)
     if (o.kind() != ExprKind::Result) return false;  // an epilogue reads the input stage at the store
   return true;
 }
 
-ScanTiling scan_tiling(const ScanGroup& g, bool shared_stages) {
-  const ScanPolicy& p = g.policy;
+ScanTiling scan_tiling(const KernelContext& g, bool shared_stages) {
+  const ScanPolicy& p = g.policies().scan;
   ScanTiling t;
   if (p.tile) {  // PlanOptions::scan_tile (FUSEFLOW_SCAN_TILE), for tuning studies
     t.block = p.tile->block;
@@ -62,8 +62,8 @@ ScanTiling scan_tiling(const ScanGroup& g, bool shared_stages) {
   return t;
 }
 
-std::optional<ScanTiling> staged_scan_tiling(const ScanGroup& g) {
-  if (g.policy.tile) return std::nullopt;  // a study picks its one tile
+std::optional<ScanTiling> staged_scan_tiling(const KernelContext& g) {
+  if (g.policies().scan.tile) return std::nullopt;  // a study picks its one tile
   const auto& inputs = g.leaves.inputs;
   if (g.op->kind != OpKind::Scan || inputs.size() != 1 || inputs[0].type().size() != 4 ||
       g.op->monoid.type().size() != 4 || !scan_stages_can_share(g) || !g.reduces.empty())
@@ -74,14 +74,14 @@ std::optional<ScanTiling> staged_scan_tiling(const ScanGroup& g) {
   // 2^24 (67.6 against 68.1) and 11.6 against 11.1 at 2^20. 88 keeps the stage (46464
   // bytes) under the 48 KB of static shared memory.
   ScanTiling t;
-  t.block = g.policy.staged.block;
-  t.items = g.policy.staged.items;
-  t.min_blocks = g.policy.staged.min_blocks;
+  t.block = g.policies().scan.staged.block;
+  t.items = g.policies().scan.staged.items;
+  t.min_blocks = g.policies().scan.staged.min_blocks;
   t.staged = true;
   return t;
 }
 
-std::string scan_kernel_name(const ScanGroup& g, const char* strategy) {
+std::string scan_kernel_name(const KernelContext& g, const char* strategy) {
   const Monoid& m = g.op->monoid;
   return std::string("ff_scan_") + strategy + "_" + short_type_name(m.type()) + "_" + sanitize(m.name()) +
          (g.op->scan_kind == ScanKind::Exclusive ? "_exclusive" : "");
@@ -93,7 +93,7 @@ std::size_t lookback_status_bytes(std::size_t value_bytes, std::int64_t tiles) {
   return static_cast<std::size_t>(shared::scan_status_bytes(value_bytes, static_cast<unsigned long long>(tiles)));
 }
 
-ScanKernelWriter::ScanKernelWriter(const ScanGroup& g, std::string kernel_name, ScanTiling tiling)
+ScanKernelWriter::ScanKernelWriter(const KernelContext& g, std::string kernel_name, ScanTiling tiling)
     : g_(g), name_(std::move(kernel_name)), tiling_(tiling) {
   std::set<std::string> used;
   for (const auto& in : g.leaves.inputs) {
@@ -104,7 +104,7 @@ ScanKernelWriter::ScanKernelWriter(const ScanGroup& g, std::string kernel_name, 
 }
 
 std::vector<Arg> ScanKernelWriter::args(bool with_inputs, bool with_outputs, const std::vector<Arg>& extra) const {
-  const ReduceGroup& l = g_.leaves;
+  const Leaves& l = g_.leaves;
   std::vector<Arg> a;
   if (with_inputs)
     for (std::size_t j = 0; j < l.inputs.size(); ++j)
@@ -114,7 +114,7 @@ std::vector<Arg> ScanKernelWriter::args(bool with_inputs, bool with_outputs, con
     for (std::size_t j = 0; j < l.params.size(); ++j)
       a.push_back({Arg::Kind::Param, l.param_ids[j], "p_" + sanitize(l.params[j].node().name), l.params[j].type()});
     for (int s : l.scalars_read)
-      a.push_back({Arg::Kind::Scalar, s, "s" + std::to_string(s), l.slot_types[static_cast<std::size_t>(s)]});
+      a.push_back({Arg::Kind::Scalar, s, "s" + std::to_string(s), g_.slot_type(s)});
   }
   if (with_outputs)
     for (std::size_t j = 0; j < g_.outputs.size(); ++j)
@@ -150,7 +150,7 @@ void ScanKernelWriter::emit_constants(SourceWriter& w, bool tiled, const std::ve
 }
 
 std::string ScanKernelWriter::element_params() {
-  const ReduceGroup& l = g_.leaves;
+  const Leaves& l = g_.leaves;
   std::string params;
   for (std::size_t j = 0; j < l.inputs.size(); ++j)
     params += "const " + types_.name(l.inputs[j].type()) + " " + input_names_[j] + ", ";
@@ -158,12 +158,12 @@ std::string ScanKernelWriter::element_params() {
 }
 
 void ScanKernelWriter::emit_functions(SourceWriter& w, bool elements, bool epilogues) {
-  const ReduceGroup& l = g_.leaves;
+  const Leaves& l = g_.leaves;
   const Monoid& m = g_.op->monoid;
   const std::string t = acc();
   if (elements)
     for (int s : l.scalars_read)
-      w.line("const " + types_.name(l.slot_types[static_cast<std::size_t>(s)]) + " r" + std::to_string(s) + " = *s" +
+      w.line("const " + types_.name(g_.slot_type(s)) + " r" + std::to_string(s) + " = *s" +
              std::to_string(s) + ";");
   w.line("const " + t + " identity = " + types_.literal(m.identity()) + ";");
   // combine(a, b): a covers lower indices than b.
@@ -219,7 +219,7 @@ std::string ScanKernelWriter::assemble(const std::string& strategy_comment, cons
   SourceWriter w;
   w.line("// fuseflow kernel " + name_);
   w.line("//");
-  w.comment(g_.leaves.program_text);
+  w.comment(g_.program_text());
   w.line("//");
   w.comment(strategy_comment);
   w.line("#include <fuseflow/scan.cuh>");

@@ -24,7 +24,7 @@ std::vector<Arg> ScanKernelWriter::fold_args() const {
 
 std::string ScanKernelWriter::leaf_name(const Expr& leaf, bool in_epilogue) const {
   if (in_epilogue && leaf.kind() == ExprKind::Result && leaf.node().op == g_.op) return "scanned";
-  return elementwise_leaf(g_.leaves, input_names_, leaf,
+  return elementwise_leaf(g_, input_names_, leaf,
                           in_epilogue ? "a scan's map" : "a reduction fused into a scan");
 }
 

@@ -22,7 +22,7 @@
 
 namespace fuseflow::codegen {
 
-KernelSpec emit_scan_lookback(const ScanGroup& g, const Target& /*target: one block per tile, sized by n*/,
+KernelSpec emit_scan_lookback(const KernelContext& g, const Target& /*target: one block per tile, sized by n*/,
                           const ScanTiling& tiling) {
   ScanKernelWriter k(g, scan_kernel_name(g, tiling.staged ? "lookback_staged" : "lookback"), tiling);
   const Type& type = g.op->monoid.type();
@@ -59,7 +59,7 @@ KernelSpec emit_scan_lookback(const ScanGroup& g, const Target& /*target: one bl
   out.summary = std::string("lookback (single pass, decoupled look-back): block ") + std::to_string(tiling.block) +
                 ", " + std::to_string(tiling.items) + " items per thread" +
                 (tiling.staged ? " read from the shared stage (a staged tile, from " +
-                                     std::to_string(g.policy.staged_from) + " elements)"
+                                     std::to_string(g.policies().scan.staged_from) + " elements)"
                                : "") +
                 ", tiles of " + std::to_string(tiling.tile()) +
                 " elements, one block per tile, " + std::to_string(status_words) + " flagged 64-bit word" +
@@ -68,7 +68,7 @@ KernelSpec emit_scan_lookback(const ScanGroup& g, const Target& /*target: one bl
   out.why = g.op->strategy == Strategy::Lookback ? "strategy lookback was asked for"
                                                   : "the default scan: one pass, reads n and writes n";
   if (tiling.staged)
-    out.why = "instead of the kernel before it from " + std::to_string(g.policy.staged_from) +
+    out.why = "instead of the kernel before it from " + std::to_string(g.policies().scan.staged_from) +
               " elements: larger tiles, fewer look-backs per element";
   out.source = k.assemble("strategy: " + out.summary, w.str(), {"fuseflow/scan_tile.cuh"});
   return out;
@@ -120,12 +120,10 @@ void lookback_launches(const Plan& plan, const StepSpec& step, std::int64_t n, S
 namespace fuseflow::codegen {
 
 namespace {
-class ScanLookback final : public StrategyFor<ScanGroup> {
+class ScanLookback final : public RegisteredStrategy {
  public:
-  const char* name() const override { return "scan lookback"; }
-  const char* family() const override { return "scan"; }
-  Strategy forced_by() const override { return Strategy::Lookback; }
-  Applies applies(const ScanGroup&, const Target&) const override {
+  ScanLookback() : RegisteredStrategy("scan lookback", "scan", Strategy::Lookback) {}
+  Applies applies(const KernelContext&) const override {
     return {true, "one pass over the input: each tile's prefix from its predecessors' (decoupled look-back)"};
   }
   TuningValues tuning(const Policies& p) const override {
@@ -135,13 +133,14 @@ class ScanLookback final : public StrategyFor<ScanGroup> {
             {"staged_from", s.staged_from}};
   }
   // The tile kernel, and for large n the staged tile where it applies.
-  std::vector<KernelSpec> emit(const ScanGroup& g, const Policies&, const Target& t) const override {
+  std::vector<KernelSpec> emit(const KernelContext& g) const override {
+    const Target& t = g.target();
     std::vector<KernelSpec> ks = {emit_scan_lookback(g, t, scan_tiling(g, true))};
     if (const std::optional<ScanTiling> staged = staged_scan_tiling(g)) ks.push_back(emit_scan_lookback(g, t, *staged));
     return ks;
   }
-  std::vector<StepSpec> schedule(const ScanGroup& g, const std::vector<KernelSpec>& kernels, int first) const override {
-    return {lookback_step(first, static_cast<int>(kernels.size()), g.op->monoid.type(), g.policy.staged_from)};
+  std::vector<StepSpec> schedule(const KernelContext& g, const std::vector<KernelSpec>& kernels, int first) const override {
+    return {lookback_step(first, static_cast<int>(kernels.size()), g.op->monoid.type(), g.policies().scan.staged_from)};
   }
 };
 

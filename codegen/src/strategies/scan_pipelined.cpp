@@ -26,19 +26,19 @@ void emit_pipeline_ring(SourceWriter& w, int tile, int stages, int warps, const 
          " kTile / kScanWarps elements of a tile");
 }
 
-bool pipelined_scan_applies(const ScanGroup& g, const Target& target) {
-  if (g.policy.tile) return false;  // a study picks its one tile
+bool pipelined_scan_applies(const KernelContext& g, const Target& target) {
+  if (g.policies().scan.tile) return false;  // a study picks its one tile
   // Without the pipeline (sm_80, or PlanOptions::scan_pipeline off) the staged tile instead.
-  if (!g.policy.pipeline) return false;
+  if (!g.policies().scan.pipeline) return false;
   const auto& inputs = g.leaves.inputs;
-  const std::size_t stages = static_cast<std::size_t>(g.policy.pipe_stages) * g.policy.pipe_tile * 4;
+  const std::size_t stages = static_cast<std::size_t>(g.policies().scan.pipe_stages) * g.policies().scan.pipe_tile * 4;
   return target.cc_major >= 9 && g.op->kind == OpKind::Scan && inputs.size() == 1 && inputs[0].type().size() == 4 &&
          g.op->monoid.type().size() == 4 && g.reduces.empty() && !g.mask.valid() &&
          stages + 4096 <= target.shared_per_block_optin;
 }
 
-KernelSpec emit_scan_pipelined(const ScanGroup& g, const Target& target) {
-  const int kTile = g.policy.pipe_tile, kStages = g.policy.pipe_stages, kScanWarps = g.policy.pipe_warps;
+KernelSpec emit_scan_pipelined(const KernelContext& g, const Target& target) {
+  const int kTile = g.policies().scan.pipe_tile, kStages = g.policies().scan.pipe_stages, kScanWarps = g.policies().scan.pipe_warps;
   ScanTiling tiling;  // only the launch bounds: one block per SM
   tiling.block = (3 + kScanWarps) * 32;
   tiling.min_blocks = 1;
@@ -132,7 +132,7 @@ KernelSpec emit_scan_pipelined(const ScanGroup& g, const Target& target) {
   out.summary = "pipelined look-back (sm_90): one block per SM, tiles of " + std::to_string(kTile) + " elements in a ring of " +
                 std::to_string(kStages) + " shared-memory stages filled by the bulk copy engine; warps: producer, reducer, "
                 "look-back, " + std::to_string(kScanWarps) + " scanners; deterministic look-back";
-  out.why = "instead of the kernel before it from " + std::to_string(g.policy.staged_from) +
+  out.why = "instead of the kernel before it from " + std::to_string(g.policies().scan.staged_from) +
             " elements: the look-back's waits overlap the next tiles' loads";
   out.source = k.assemble("strategy: " + out.summary, w.str(), {"fuseflow/scan_pipeline.cuh"});
   return out;
@@ -147,17 +147,15 @@ namespace fuseflow::codegen {
 
 namespace {
 // The look-back scan with this kernel for large n (the look-back tile kernel below it).
-class ScanPipelined final : public StrategyFor<ScanGroup> {
+class ScanPipelined final : public RegisteredStrategy {
  public:
-  const char* name() const override { return "scan pipelined"; }
-  const char* family() const override { return "scan"; }
-  Strategy forced_by() const override { return Strategy::Lookback; }
-  Applies applies(const ScanGroup& g, const Target& t) const override {
-    if (!pipelined_scan_applies(g, t))
+  ScanPipelined() : RegisteredStrategy("scan pipelined", "scan", Strategy::Lookback) {}
+  Applies applies(const KernelContext& g) const override {
+    if (!pipelined_scan_applies(g, g.target()))
       return {false, "pipelined needs sm_90 or later, one 4-byte input, 4-byte values, no mask, no reduction folded "
                      "in, no scan_tile option and the scan pipeline on"};
     return {true, "sm_90 with one 4-byte input and value: look-back tiles, and from " +
-                      std::to_string(g.policy.staged_from) + " elements the pipelined kernel"};
+                      std::to_string(g.policies().scan.staged_from) + " elements the pipelined kernel"};
   }
   TuningValues tuning(const Policies& p) const override {
     const ScanPolicy& s = p.scan;
@@ -165,11 +163,11 @@ class ScanPipelined final : public StrategyFor<ScanGroup> {
             {"tile", s.pipe_tile},       {"stages", s.pipe_stages},       {"scan_warps", s.pipe_warps},
             {"staged_from", s.staged_from}};
   }
-  std::vector<KernelSpec> emit(const ScanGroup& g, const Policies&, const Target& t) const override {
-    return {emit_scan_lookback(g, t, scan_tiling(g, true)), emit_scan_pipelined(g, t)};
+  std::vector<KernelSpec> emit(const KernelContext& g) const override {
+    return {emit_scan_lookback(g, g.target(), scan_tiling(g, true)), emit_scan_pipelined(g, g.target())};
   }
-  std::vector<StepSpec> schedule(const ScanGroup& g, const std::vector<KernelSpec>&, int first) const override {
-    return {lookback_step(first, 2, g.op->monoid.type(), g.policy.staged_from)};
+  std::vector<StepSpec> schedule(const KernelContext& g, const std::vector<KernelSpec>&, int first) const override {
+    return {lookback_step(first, 2, g.op->monoid.type(), g.policies().scan.staged_from)};
   }
 };
 

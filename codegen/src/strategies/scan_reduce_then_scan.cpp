@@ -34,7 +34,7 @@ KernelSpec finish(ScanKernelWriter& k, SourceWriter& w, std::vector<Arg> args, i
   return out;
 }
 
-KernelSpec emit_reduce_phase(const ScanGroup& g, const ScanTiling& tiling, int max_grid) {
+KernelSpec emit_reduce_phase(const KernelContext& g, const ScanTiling& tiling, int max_grid) {
   ScanKernelWriter k(g, scan_kernel_name(g, "rts_reduce"), tiling);
   SourceWriter w;
   k.emit_tile_constants(w);
@@ -48,7 +48,7 @@ KernelSpec emit_reduce_phase(const ScanGroup& g, const ScanTiling& tiling, int m
   return finish(k, w, args, max_grid, "phase 1 of 3 (reduce each block's chunk)");
 }
 
-KernelSpec emit_block_sums_phase(const ScanGroup& g, const ScanTiling& tiling) {
+KernelSpec emit_block_sums_phase(const KernelContext& g, const ScanTiling& tiling) {
   ScanKernelWriter k(g, scan_kernel_name(g, "rts_block_sums"), tiling);
   SourceWriter w;
   k.emit_constants(w, false);
@@ -60,7 +60,7 @@ KernelSpec emit_block_sums_phase(const ScanGroup& g, const ScanTiling& tiling) {
   return finish(k, w, args, 1, "phase 2 of 3 (exclusive scan of the block sums by one block)");
 }
 
-KernelSpec emit_scan_phase(const ScanGroup& g, const ScanTiling& tiling, int max_grid) {
+KernelSpec emit_scan_phase(const KernelContext& g, const ScanTiling& tiling, int max_grid) {
   ScanKernelWriter k(g, scan_kernel_name(g, "rts_scan"), tiling);
   SourceWriter w;
   k.emit_tile_constants(w);
@@ -81,7 +81,7 @@ KernelSpec emit_scan_phase(const ScanGroup& g, const ScanTiling& tiling, int max
 
 }  // namespace
 
-std::vector<KernelSpec> emit_scan_reduce_then_scan(const ScanGroup& g, const Target& t) {
+std::vector<KernelSpec> emit_scan_reduce_then_scan(const KernelContext& g, const Target& t) {
   const ScanTiling tiling = scan_tiling(g, false);
   const int max_grid = t.sm_count * std::max(1, t.max_threads_per_sm / tiling.block);
   std::vector<KernelSpec> kernels = {emit_reduce_phase(g, tiling, max_grid), emit_block_sums_phase(g, tiling),
@@ -109,12 +109,10 @@ void reduce_then_scan_launches(const Plan& plan, const StepSpec& step, std::int6
 namespace fuseflow::codegen {
 
 namespace {
-class ScanReduceThenScan final : public StrategyFor<ScanGroup> {
+class ScanReduceThenScan final : public RegisteredStrategy {
  public:
-  const char* name() const override { return "scan reduce-then-scan"; }
-  const char* family() const override { return "scan"; }
-  Strategy forced_by() const override { return Strategy::ReduceThenScan; }
-  Applies applies(const ScanGroup& g, const Target&) const override {
+  ScanReduceThenScan() : RegisteredStrategy("scan reduce-then-scan", "scan", Strategy::ReduceThenScan) {}
+  Applies applies(const KernelContext& g) const override {
     if (!g.reduces.empty()) return {false, "folds no reductions"};
     return {true, "three passes, no flags and no spinning"};
   }
@@ -125,11 +123,11 @@ class ScanReduceThenScan final : public StrategyFor<ScanGroup> {
             {"wide_block", p.scan.wide_block},
             {"thread_bytes", static_cast<std::int64_t>(p.scan.thread_bytes)}};
   }
-  std::vector<KernelSpec> emit(const ScanGroup& g, const Policies&, const Target& t) const override {
-    return emit_scan_reduce_then_scan(g, t);
+  std::vector<KernelSpec> emit(const KernelContext& g) const override {
+    return emit_scan_reduce_then_scan(g, g.target());
   }
   // The three kernels share the block sums (one value each).
-  std::vector<StepSpec> schedule(const ScanGroup& g, const std::vector<KernelSpec>&, int first) const override {
+  std::vector<StepSpec> schedule(const KernelContext& g, const std::vector<KernelSpec>&, int first) const override {
     return {{StepSpec::Kind::ReduceThenScan, first, 3, -1, g.op->monoid.type().size(), INT64_MAX, 0, false}};
   }
 };

@@ -11,7 +11,7 @@ namespace {
 std::string offsets_input_name(const Expr& input) { return "off_" + sanitize(input.node().name); }
 }  // namespace
 
-std::vector<Arg> offsets_args(const ReduceGroup& offsets, int domain) {
+std::vector<Arg> offsets_args(const Leaves& offsets, int domain) {
   std::vector<Arg> args;
   for (std::size_t j = 0; j < offsets.inputs.size(); ++j)
     args.push_back({Arg::Kind::Input, offsets.input_ids[j], offsets_input_name(offsets.inputs[j]), offsets.inputs[j].type()});
@@ -19,7 +19,7 @@ std::vector<Arg> offsets_args(const ReduceGroup& offsets, int domain) {
   return args;
 }
 
-void emit_offset_at(SourceWriter& w, CudaTypes& types, const OpNode& op, const ReduceGroup& offsets,
+void emit_offset_at(SourceWriter& w, CudaTypes& types, const OpNode& op, const Leaves& offsets,
                     const std::string& note, const std::string& flag) {
   w.line("// Offsets outside [0, n] are clamped, so nothing is read out of bounds, and flagged: the runtime");
   w.line("// reports them after the run (" + note + ").");

@@ -41,28 +41,28 @@ int short_per_thread(const Type& acc) { return acc.size() <= 4 ? 2 : 1; }
 
 // What both kernels read: the inputs, n, the offsets, parameters and scalar results; then
 // the output.
-std::vector<Arg> element_args(const ReduceGroup& leaves, const ReduceGroup& offsets, int offsets_domain, int output,
+std::vector<Arg> element_args(const KernelContext& g, const Leaves& offsets, int offsets_domain, int output,
                               const Type& acc) {
   std::vector<std::string> names;
-  std::vector<Arg> args = elementwise_args(leaves, names);
+  std::vector<Arg> args = elementwise_args(g, names);
   const std::vector<Arg> offsets_read = offsets_args(offsets, offsets_domain);
-  args.insert(args.begin() + static_cast<std::ptrdiff_t>(leaves.inputs.size()) + 1, offsets_read.begin(),
+  args.insert(args.begin() + static_cast<std::ptrdiff_t>(g.leaves.inputs.size()) + 1, offsets_read.begin(),
               offsets_read.end());  // after n
   args.push_back({Arg::Kind::Output, output, "out", acc});
   return args;
 }
 
 // The translation unit: the header comment (program, strategy), includes, tuple types, body.
-std::string segmented_source(const std::string& name, const ReduceGroup& g, const std::string& strategy,
+std::string segmented_source(const std::string& name, const KernelContext& g, const std::string& strategy,
                              const CudaTypes& types, const SourceWriter& body) {
-  return kernel_source(name, g.program_text, "strategy: " + strategy, {"collectives.cuh", "segmented.cuh"}, types, body.str());
+  return kernel_source(name, g.program_text(), "strategy: " + strategy, {"collectives.cuh", "segmented.cuh"}, types, body.str());
 }
 
 const char* kClampNote =
     "Offsets are clamped to [0, n], so bad ones never read or write out of bounds; one outside [0, n] or below its "
     "predecessor sets offsets_invalid, which run() reports as an error. An empty segment gives the identity.";
 
-KernelSpec emit_short_pass(const OpNode& op, const ReduceGroup& g, const ReduceGroup& offsets, int offsets_domain,
+KernelSpec emit_short_pass(const OpNode& op, const KernelContext& g, const Leaves& offsets, int offsets_domain,
                        int output, int check, const SegmentedPolicy& policy) {
   const int kShortBlock = policy.short_block;
   const Type& acc = op.monoid.type();
@@ -113,7 +113,7 @@ KernelSpec emit_short_pass(const OpNode& op, const ReduceGroup& g, const ReduceG
   return out;
 }
 
-KernelSpec emit_merge_path(const OpNode& op, const ReduceGroup& g, const ReduceGroup& offsets, int offsets_domain,
+KernelSpec emit_merge_path(const OpNode& op, const KernelContext& g, const Leaves& offsets, int offsets_domain,
                        int output, int check, bool after_short, const SegmentedPolicy& policy, const Target& t) {
   const Type& acc = op.monoid.type();
   const std::string name = "ff_segmented_reduce_" + short_type_name(acc) + "_" + sanitize(op.monoid.name());
@@ -198,12 +198,14 @@ KernelSpec emit_merge_path(const OpNode& op, const ReduceGroup& g, const ReduceG
 
 }  // namespace
 
-std::vector<KernelSpec> emit_segmented_reduce(const std::shared_ptr<const OpNode>& node, const ReduceGroup& leaves,
-                                          const ReduceGroup& offsets, int offsets_domain, int output, int check,
-                                          const SegmentedPolicy& policy, const Target& t) {
-  const OpNode& op = *node;
-  ReduceGroup g = leaves;
-  g.reduces = {FusedReduce{node, op.values, Expr(), -1}};
+std::vector<KernelSpec> emit_segmented_reduce(const KernelContext& c) {
+  const OpNode& op = *c.op;
+  const SegmentedPolicy& policy = c.policies().segmented;
+  const Target& t = c.target();
+  const Leaves& offsets = c.offsets->leaves;
+  const int offsets_domain = c.offsets->domain, check = c.offsets->check, output = c.output_ids.at(0);
+  KernelContext g = c;
+  g.reduces = {FusedReduce{c.op, op.values, Expr(), -1}};
   std::vector<KernelSpec> kernels;
   // PlanOptions::segmented_short off (FUSEFLOW_SEGMENTED_SHORT=0): the merge path alone.
   const bool after_short = policy.short_pass;
@@ -220,11 +222,10 @@ std::vector<KernelSpec> emit_segmented_reduce(const std::shared_ptr<const OpNode
 namespace fuseflow::codegen {
 
 namespace {
-class SegmentedReduce final : public StrategyFor<SegmentedReduceGroup> {
+class SegmentedReduce final : public RegisteredStrategy {
  public:
-  const char* name() const override { return "segmented reduce"; }
-  const char* family() const override { return "segmented_reduce"; }
-  Applies applies(const SegmentedReduceGroup&, const Target&) const override {
+  SegmentedReduce() : RegisteredStrategy("segmented reduce", "segmented_reduce") {}
+  Applies applies(const KernelContext&) const override {
     return {true, "the merge path balances elements and segment ends over the blocks (short segments first, a "
                   "thread each, where the policy has the short pass)"};
   }
@@ -234,12 +235,10 @@ class SegmentedReduce final : public StrategyFor<SegmentedReduceGroup> {
             {"max_blocks_per_sm", s.max_blocks_per_sm}, {"short_pass", s.short_pass ? 1 : 0},
             {"short_block", s.short_block}};
   }
-  std::vector<KernelSpec> emit(const SegmentedReduceGroup& g, const Policies& p, const Target& t) const override {
-    return emit_segmented_reduce(g.op, g.leaves, g.offsets, g.domain, g.output, g.check, p.segmented, t);
-  }
-  std::vector<StepSpec> schedule(const SegmentedReduceGroup& g, const std::vector<KernelSpec>& kernels,
-                                 int first) const override {
-    return {{StepSpec::Kind::SegmentedReduce, first, static_cast<int>(kernels.size()), g.domain, 0, INT64_MAX, 0, false}};
+  std::vector<KernelSpec> emit(const KernelContext& g) const override { return emit_segmented_reduce(g); }
+  std::vector<StepSpec> schedule(const KernelContext& g, const std::vector<KernelSpec>& kernels, int first) const override {
+    return {{StepSpec::Kind::SegmentedReduce, first, static_cast<int>(kernels.size()), g.offsets->domain, 0, INT64_MAX,
+             0, false}};
   }
 };
 

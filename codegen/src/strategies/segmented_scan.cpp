@@ -40,9 +40,9 @@ std::string keys_equal(const Type& t, const std::string& a, const std::string& b
   return s;
 }
 
-bool counts_heads(const ScanGroup& g) { return g.op->kind == OpKind::ReduceByKey; }
+bool counts_heads(const KernelContext& g) { return g.op->kind == OpKind::ReduceByKey; }
 
-std::string kernel_name(const ScanGroup& g) {
+std::string kernel_name(const KernelContext& g) {
   const OpNode& op = *g.op;
   std::string types = short_type_name(op.monoid.type());
   if (op.keys.valid()) types = short_type_name(op.keys.type()) + "_" + types;
@@ -55,7 +55,7 @@ std::string kernel_name(const ScanGroup& g) {
 // stores or reduce_by_key's runs.
 class SegmentedScanEmitter {
  public:
-  SegmentedScanEmitter(const ScanGroup& g, const SegmentOffsets* offsets)
+  SegmentedScanEmitter(const KernelContext& g, const SegmentOffsets* offsets)
       : g_(g), offsets_(offsets), counts_(counts_heads(g)), k_(g, kernel_name(g), scan_tiling(g, !counts_heads(g))) {}
 
   KernelSpec emit() {
@@ -306,7 +306,7 @@ class SegmentedScanEmitter {
     return s;
   }
 
-  const ScanGroup& g_;
+  const KernelContext& g_;
   const SegmentOffsets* offsets_;
   bool counts_;
   ScanKernelWriter k_;
@@ -314,15 +314,15 @@ class SegmentedScanEmitter {
 
 }  // namespace
 
-Type segmented_piece_type(const ScanGroup& g) {
+Type segmented_piece_type(const KernelContext& g) {
   return Type::tuple({g.op->monoid.type(), counts_heads(g) ? ScalarType::I64 : ScalarType::Bool});
 }
 
-KernelSpec emit_segmented_scan(const ScanGroup& g, const SegmentOffsets* offsets, const Target& /*one block per tile*/) {
+KernelSpec emit_segmented_scan(const KernelContext& g, const SegmentOffsets* offsets, const Target& /*one block per tile*/) {
   return SegmentedScanEmitter(g, offsets).emit();
 }
 
-KernelSpec emit_reduce_by_key(const ScanGroup& g, const Target& /*one block per tile*/) {
+KernelSpec emit_reduce_by_key(const KernelContext& g, const Target& /*one block per tile*/) {
   return SegmentedScanEmitter(g, nullptr).emit();
 }
 
@@ -339,37 +339,33 @@ TuningValues pieces_tuning(const Policies& p) {
 }
 
 // segmented_scan (heads from offsets, their own input domain) and scan_by_key.
-class SegmentedScan final : public StrategyFor<SegmentedScanGroup> {
+class SegmentedScan final : public RegisteredStrategy {
  public:
-  const char* name() const override { return "segmented scan"; }
-  const char* family() const override { return "segmented_scan"; }
-  Applies applies(const SegmentedScanGroup&, const Target&) const override {
+  SegmentedScan() : RegisteredStrategy("segmented scan", "segmented_scan") {}
+  Applies applies(const KernelContext&) const override {
     return {true, "one look-back pass over (value, head) pieces"};
   }
   TuningValues tuning(const Policies& p) const override { return pieces_tuning(p); }
-  std::vector<KernelSpec> emit(const SegmentedScanGroup& g, const Policies&, const Target& t) const override {
-    return {emit_segmented_scan(g.scan, g.offsets, t)};
+  std::vector<KernelSpec> emit(const KernelContext& g) const override {
+    return {emit_segmented_scan(g, g.offsets ? &*g.offsets : nullptr, g.target())};
   }
-  std::vector<StepSpec> schedule(const SegmentedScanGroup& g, const std::vector<KernelSpec>&, int first) const override {
-    StepSpec step = lookback_step(first, 1, segmented_piece_type(g.scan));
+  std::vector<StepSpec> schedule(const KernelContext& g, const std::vector<KernelSpec>&, int first) const override {
+    StepSpec step = lookback_step(first, 1, segmented_piece_type(g));
     if (g.offsets) step.domain = g.offsets->domain;  // a GraphError for empty offsets
     return {step};
   }
 };
 
-class ReduceByKey final : public StrategyFor<ReduceByKeyGroup> {
+class ReduceByKey final : public RegisteredStrategy {
  public:
-  const char* name() const override { return "reduce by key"; }
-  const char* family() const override { return "reduce_by_key"; }
-  Applies applies(const ReduceByKeyGroup&, const Target&) const override {
+  ReduceByKey() : RegisteredStrategy("reduce by key", "reduce_by_key") {}
+  Applies applies(const KernelContext&) const override {
     return {true, "one look-back pass over (value, head count) pieces writes each run's key and total"};
   }
   TuningValues tuning(const Policies& p) const override { return pieces_tuning(p); }
-  std::vector<KernelSpec> emit(const ReduceByKeyGroup& g, const Policies&, const Target& t) const override {
-    return {emit_reduce_by_key(g.scan, t)};
-  }
-  std::vector<StepSpec> schedule(const ReduceByKeyGroup& g, const std::vector<KernelSpec>&, int first) const override {
-    return {lookback_step(first, 1, segmented_piece_type(g.scan))};
+  std::vector<KernelSpec> emit(const KernelContext& g) const override { return {emit_reduce_by_key(g, g.target())}; }
+  std::vector<StepSpec> schedule(const KernelContext& g, const std::vector<KernelSpec>&, int first) const override {
+    return {lookback_step(first, 1, segmented_piece_type(g))};
   }
 };
 
