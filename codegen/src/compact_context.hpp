@@ -28,15 +28,15 @@ struct CompactTiling {
   int items() const { return vec * rows; }
   int tile() const { return block * items(); }
 };
-CompactTiling compact_tiling(const KernelContext& g, const Target& t);
+CompactTiling compact_tiling(const KernelContext& g);
 
-KernelSpec emit_filter_compact(const KernelContext& g, const Target& t);
+KernelSpec emit_filter_compact(const KernelContext& g);
 // The pipelined compaction (scan_pipeline.cuh, compact_tiles): where it applies (sm_90 or
 // later, one 4-byte scalar input, a value of at most 4 bytes per survivor, since survivors
 // are compacted over their inputs in the stage; no filter_tile option, the policy's
 // pipeline on) it is the filter's second kernel, launched from the compact policy's staged_from
 // elements like the pipelined scan.
-bool pipelined_compact_applies(const KernelContext& g, const Target& t);
+bool pipelined_compact_applies(const KernelContext& g);
 
 // Shared by the two compaction emitters (filter_compact.cpp): keep(inputs..., i) and
 // value(inputs..., i), the predicate and the value of element i, and epilogue_j(kept, at)
@@ -46,7 +46,7 @@ bool pipelined_compact_applies(const KernelContext& g, const Target& t);
 void emit_compact_functions(SourceWriter& w, CudaTypes& types, const KernelContext& g,
                             const std::vector<std::string>& names);
 std::vector<Arg> compact_args(const KernelContext& g, std::vector<std::string>& names, std::vector<std::string>& outs);
-KernelSpec emit_filter_compact_pipelined(const KernelContext& g, const Target& t);
+KernelSpec emit_filter_compact_pipelined(const KernelContext& g);
 
 // The filter whose result program output `output` is, or maps (possibly with parameters,
 // reductions' results and index(), the position among the survivors); nullptr when it

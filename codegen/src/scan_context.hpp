@@ -153,16 +153,16 @@ class ScanKernelWriter {
 
 std::string scan_kernel_name(const KernelContext& g, const char* strategy);
 
-KernelSpec emit_scan_lookback(const KernelContext& g, const Target& t, const ScanTiling& tiling);
+KernelSpec emit_scan_lookback(const KernelContext& g, const ScanTiling& tiling);
 // The pipelined look-back scan (scan_pipelined.cpp, scan_pipeline.cuh): where it applies
 // (pipelined_scan_applies: sm_90 or later, one 4-byte input, 4-byte values, no mask, no
 // reductions folded in, no scan_tile option, the policy's pipeline on), it is the second
 // kernel of a plain scan in place of the staged tile, launched from the scan policy's staged_from
 // elements.
-bool pipelined_scan_applies(const KernelContext& g, const Target& target);
-KernelSpec emit_scan_pipelined(const KernelContext& g, const Target& target);
+bool pipelined_scan_applies(const KernelContext& g);
+KernelSpec emit_scan_pipelined(const KernelContext& g);
 // Three kernels: per-block reduce, scan of the block sums, scan of each block's chunk.
-std::vector<KernelSpec> emit_scan_reduce_then_scan(const KernelContext& g, const Target& t);
+std::vector<KernelSpec> emit_scan_reduce_then_scan(const KernelContext& g);
 
 // Segmented scans (segmented_scan by offsets, scan_by_key) and reduce_by_key
 // (segmented_scan.cpp): the look-back scan over (value, heads) pieces. Segment heads come

@@ -73,7 +73,8 @@ std::vector<Arg> compact_args(const KernelContext& g, std::vector<std::string>& 
 }
 
 
-CompactTiling compact_tiling(const KernelContext& g, const Target& target) {
+CompactTiling compact_tiling(const KernelContext& g) {
+  const Target& target = g.target();
   std::size_t in_bytes = 0, widest = 0;
   bool scalars = true;
   for (const auto& in : g.leaves.inputs) {

@@ -20,8 +20,8 @@ std::string store_survivor(const KernelContext& g, const std::vector<std::string
 
 }  // namespace
 
-KernelSpec emit_filter_compact(const KernelContext& g, const Target& target) {
-  const CompactTiling tiling = compact_tiling(g, target);
+KernelSpec emit_filter_compact(const KernelContext& g) {
+  const CompactTiling tiling = compact_tiling(g);
   const std::size_t stage_bytes = static_cast<std::size_t>(tiling.tile()) * g.value.type().size();
   const Leaves& l = g.leaves;
   CudaTypes types;
@@ -119,7 +119,7 @@ class FilterCompact : public RegisteredStrategy {
     return {{"block", c.block},       {"min_blocks", c.min_blocks}, {"thread_bytes", static_cast<std::int64_t>(c.thread_bytes)},
             {"max_items", c.max_items}, {"max_vec", c.max_vec}};
   }
-  std::vector<KernelSpec> emit(const KernelContext& g) const override { return {emit_filter_compact(g, g.target())}; }
+  std::vector<KernelSpec> emit(const KernelContext& g) const override { return {emit_filter_compact(g)}; }
   std::vector<StepSpec> schedule(const KernelContext& g, const std::vector<KernelSpec>& kernels, int first) const override {
     return {lookback_step(first, static_cast<int>(kernels.size()), ScalarType::U64, g.policies().compact.staged_from, true)};
   }
@@ -130,7 +130,7 @@ class FilterCompactPipelined final : public FilterCompact {
  public:
   FilterCompactPipelined() : FilterCompact("filter compact pipelined") {}
   Applies applies(const KernelContext& g) const override {
-    if (!pipelined_compact_applies(g, g.target()))
+    if (!pipelined_compact_applies(g))
       return {false, "pipelined needs sm_90 or later and the compact pipeline on (see pipelined_compact_applies)"};
     return {true, "sm_90: compaction tiles, and from " + std::to_string(g.policies().compact.staged_from) +
                       " elements the pipelined kernel"};
@@ -143,7 +143,7 @@ class FilterCompactPipelined final : public FilterCompact {
     return v;
   }
   std::vector<KernelSpec> emit(const KernelContext& g) const override {
-    return {emit_filter_compact(g, g.target()), emit_filter_compact_pipelined(g, g.target())};
+    return {emit_filter_compact(g), emit_filter_compact_pipelined(g)};
   }
 };
 

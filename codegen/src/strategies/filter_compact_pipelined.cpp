@@ -26,7 +26,8 @@ std::string stream_survivor(const KernelContext& g, CudaTypes& types, const std:
 }
 }  // namespace
 
-bool pipelined_compact_applies(const KernelContext& g, const Target& target) {
+bool pipelined_compact_applies(const KernelContext& g) {
+  const Target& target = g.target();
   const CompactPolicy& p = g.policies().compact;
   if (p.tile) return false;       // a study picks its one tile
   if (!p.pipeline) return false;  // sm_80, or PlanOptions::scan_pipeline off: the one kernel
@@ -36,7 +37,8 @@ bool pipelined_compact_applies(const KernelContext& g, const Target& target) {
          g.value.type().size() <= 4 && stages + p.pipe_static_bytes <= target.shared_per_block_optin;
 }
 
-KernelSpec emit_filter_compact_pipelined(const KernelContext& g, const Target& target) {
+KernelSpec emit_filter_compact_pipelined(const KernelContext& g) {
+  const Target& target = g.target();
   const int kPipeTile = g.policies().compact.pipe_tile, kPipeStages = g.policies().compact.pipe_stages, kPipeWarps = g.policies().compact.pipe_warps,
             kPipeDepth = g.policies().compact.pipe_depth;
   CudaTypes types;

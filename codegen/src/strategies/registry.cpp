@@ -14,7 +14,7 @@ const RegisteredStrategy& reduce_chunked_strategy();            // reduce_chunke
 const RegisteredStrategy& reduce_staged_strategy();             // reduce_staged.cpp
 const RegisteredStrategy& reduce_tree_strategy();               // reduce_tree.cpp
 const RegisteredStrategy& reduce_atomic_strategy();             // reduce_atomic.cpp
-const RegisteredStrategy& scan_pipelined_strategy();            // scan_pipelined.cpp
+const RegisteredStrategy& scan_pipelined_strategy();            // scan_lookback.cpp
 const RegisteredStrategy& scan_lookback_strategy();             // scan_lookback.cpp
 const RegisteredStrategy& scan_reduce_then_scan_strategy();     // scan_reduce_then_scan.cpp
 const RegisteredStrategy& filter_compact_pipelined_strategy();  // filter_compact.cpp

@@ -22,8 +22,7 @@
 
 namespace fuseflow::codegen {
 
-KernelSpec emit_scan_lookback(const KernelContext& g, const Target& /*target: one block per tile, sized by n*/,
-                          const ScanTiling& tiling) {
+KernelSpec emit_scan_lookback(const KernelContext& g, const ScanTiling& tiling) {  // one block per tile, sized by n
   ScanKernelWriter k(g, scan_kernel_name(g, tiling.staged ? "lookback_staged" : "lookback"), tiling);
   const Type& type = g.op->monoid.type();
   const std::size_t status_words = (type.size() + 3) / 4;
@@ -120,9 +119,9 @@ void lookback_launches(const Plan& plan, const StepSpec& step, std::int64_t n, S
 namespace fuseflow::codegen {
 
 namespace {
-class ScanLookback final : public RegisteredStrategy {
+class ScanLookback : public RegisteredStrategy {
  public:
-  ScanLookback() : RegisteredStrategy("scan lookback", "scan", Strategy::Lookback) {}
+  explicit ScanLookback(const char* name = "scan lookback") : RegisteredStrategy(name, "scan", Strategy::Lookback) {}
   Applies applies(const KernelContext&) const override {
     return {true, "one pass over the input: each tile's prefix from its predecessors' (decoupled look-back)"};
   }
@@ -134,9 +133,8 @@ class ScanLookback final : public RegisteredStrategy {
   }
   // The tile kernel, and for large n the staged tile where it applies.
   std::vector<KernelSpec> emit(const KernelContext& g) const override {
-    const Target& t = g.target();
-    std::vector<KernelSpec> ks = {emit_scan_lookback(g, t, scan_tiling(g, true))};
-    if (const std::optional<ScanTiling> staged = staged_scan_tiling(g)) ks.push_back(emit_scan_lookback(g, t, *staged));
+    std::vector<KernelSpec> ks = {emit_scan_lookback(g, scan_tiling(g, true))};
+    if (const std::optional<ScanTiling> staged = staged_scan_tiling(g)) ks.push_back(emit_scan_lookback(g, *staged));
     return ks;
   }
   std::vector<StepSpec> schedule(const KernelContext& g, const std::vector<KernelSpec>& kernels, int first) const override {
@@ -144,8 +142,34 @@ class ScanLookback final : public RegisteredStrategy {
   }
 };
 
+// The same with the pipelined kernel (scan_pipelined.cpp) for large n in place of the staged tile.
+class ScanPipelined final : public ScanLookback {
+ public:
+  ScanPipelined() : ScanLookback("scan pipelined") {}
+  Applies applies(const KernelContext& g) const override {
+    if (!pipelined_scan_applies(g))
+      return {false, "pipelined needs sm_90 or later, one 4-byte input, 4-byte values, no mask, no reduction folded "
+                     "in, no scan_tile option and the scan pipeline on"};
+    return {true, "sm_90 with one 4-byte input and value: look-back tiles, and from " +
+                      std::to_string(g.policies().scan.staged_from) + " elements the pipelined kernel"};
+  }
+  TuningValues tuning(const Policies& p) const override {
+    const ScanPolicy& s = p.scan;
+    return {{"block", s.narrow.block},   {"items", s.narrow.items},       {"min_blocks", s.narrow_min_blocks},
+            {"tile", s.pipe_tile},       {"stages", s.pipe_stages},       {"scan_warps", s.pipe_warps},
+            {"staged_from", s.staged_from}};
+  }
+  std::vector<KernelSpec> emit(const KernelContext& g) const override {
+    return {emit_scan_lookback(g, scan_tiling(g, true)), emit_scan_pipelined(g)};
+  }
+};
+
 }  // namespace
 
+const RegisteredStrategy& scan_pipelined_strategy() {
+  static const ScanPipelined s;
+  return s;
+}
 const RegisteredStrategy& scan_lookback_strategy() {
   static const ScanLookback s;
   return s;

@@ -26,7 +26,8 @@ void emit_pipeline_ring(SourceWriter& w, int tile, int stages, int warps, const 
          " kTile / kScanWarps elements of a tile");
 }
 
-bool pipelined_scan_applies(const KernelContext& g, const Target& target) {
+bool pipelined_scan_applies(const KernelContext& g) {
+  const Target& target = g.target();
   if (g.policies().scan.tile) return false;  // a study picks its one tile
   // Without the pipeline (sm_80, or PlanOptions::scan_pipeline off) the staged tile instead.
   if (!g.policies().scan.pipeline) return false;
@@ -37,7 +38,8 @@ bool pipelined_scan_applies(const KernelContext& g, const Target& target) {
          stages + 4096 <= target.shared_per_block_optin;
 }
 
-KernelSpec emit_scan_pipelined(const KernelContext& g, const Target& target) {
+KernelSpec emit_scan_pipelined(const KernelContext& g) {
+  const Target& target = g.target();
   const int kTile = g.policies().scan.pipe_tile, kStages = g.policies().scan.pipe_stages, kScanWarps = g.policies().scan.pipe_warps;
   ScanTiling tiling;  // only the launch bounds: one block per SM
   tiling.block = (3 + kScanWarps) * 32;
@@ -136,46 +138,6 @@ KernelSpec emit_scan_pipelined(const KernelContext& g, const Target& target) {
             " elements: the look-back's waits overlap the next tiles' loads";
   out.source = k.assemble("strategy: " + out.summary, w.str(), {"fuseflow/scan_pipeline.cuh"});
   return out;
-}
-
-}  // namespace fuseflow::codegen
-
-// ---- The registry's view of this strategy (strategy.hpp, strategies/registry.cpp) ----
-#include "../strategy.hpp"
-
-namespace fuseflow::codegen {
-
-namespace {
-// The look-back scan with this kernel for large n (the look-back tile kernel below it).
-class ScanPipelined final : public RegisteredStrategy {
- public:
-  ScanPipelined() : RegisteredStrategy("scan pipelined", "scan", Strategy::Lookback) {}
-  Applies applies(const KernelContext& g) const override {
-    if (!pipelined_scan_applies(g, g.target()))
-      return {false, "pipelined needs sm_90 or later, one 4-byte input, 4-byte values, no mask, no reduction folded "
-                     "in, no scan_tile option and the scan pipeline on"};
-    return {true, "sm_90 with one 4-byte input and value: look-back tiles, and from " +
-                      std::to_string(g.policies().scan.staged_from) + " elements the pipelined kernel"};
-  }
-  TuningValues tuning(const Policies& p) const override {
-    const ScanPolicy& s = p.scan;
-    return {{"block", s.narrow.block},   {"items", s.narrow.items},       {"min_blocks", s.narrow_min_blocks},
-            {"tile", s.pipe_tile},       {"stages", s.pipe_stages},       {"scan_warps", s.pipe_warps},
-            {"staged_from", s.staged_from}};
-  }
-  std::vector<KernelSpec> emit(const KernelContext& g) const override {
-    return {emit_scan_lookback(g, g.target(), scan_tiling(g, true)), emit_scan_pipelined(g, g.target())};
-  }
-  std::vector<StepSpec> schedule(const KernelContext& g, const std::vector<KernelSpec>&, int first) const override {
-    return {lookback_step(first, 2, g.op->monoid.type(), g.policies().scan.staged_from)};
-  }
-};
-
-}  // namespace
-
-const RegisteredStrategy& scan_pipelined_strategy() {
-  static const ScanPipelined s;
-  return s;
 }
 
 }  // namespace fuseflow::codegen

@@ -81,7 +81,8 @@ KernelSpec emit_scan_phase(const KernelContext& g, const ScanTiling& tiling, int
 
 }  // namespace
 
-std::vector<KernelSpec> emit_scan_reduce_then_scan(const KernelContext& g, const Target& t) {
+std::vector<KernelSpec> emit_scan_reduce_then_scan(const KernelContext& g) {
+  const Target& t = g.target();
   const ScanTiling tiling = scan_tiling(g, false);
   const int max_grid = t.sm_count * std::max(1, t.max_threads_per_sm / tiling.block);
   std::vector<KernelSpec> kernels = {emit_reduce_phase(g, tiling, max_grid), emit_block_sums_phase(g, tiling),
@@ -124,7 +125,7 @@ class ScanReduceThenScan final : public RegisteredStrategy {
             {"thread_bytes", static_cast<std::int64_t>(p.scan.thread_bytes)}};
   }
   std::vector<KernelSpec> emit(const KernelContext& g) const override {
-    return emit_scan_reduce_then_scan(g, g.target());
+    return emit_scan_reduce_then_scan(g);
   }
   // The three kernels share the block sums (one value each).
   std::vector<StepSpec> schedule(const KernelContext& g, const std::vector<KernelSpec>&, int first) const override {

@@ -41,14 +41,13 @@ int short_per_thread(const Type& acc) { return acc.size() <= 4 ? 2 : 1; }
 
 // What both kernels read: the inputs, n, the offsets, parameters and scalar results; then
 // the output.
-std::vector<Arg> element_args(const KernelContext& g, const Leaves& offsets, int offsets_domain, int output,
-                              const Type& acc) {
+std::vector<Arg> element_args(const KernelContext& g, const Type& acc) {
   std::vector<std::string> names;
   std::vector<Arg> args = elementwise_args(g, names);
-  const std::vector<Arg> offsets_read = offsets_args(offsets, offsets_domain);
+  const std::vector<Arg> offsets_read = offsets_args(g.offsets->leaves, g.offsets->domain);
   args.insert(args.begin() + static_cast<std::ptrdiff_t>(g.leaves.inputs.size()) + 1, offsets_read.begin(),
               offsets_read.end());  // after n
-  args.push_back({Arg::Kind::Output, output, "out", acc});
+  args.push_back({Arg::Kind::Output, g.output_ids.at(0), "out", acc});
   return args;
 }
 
@@ -62,17 +61,18 @@ const char* kClampNote =
     "Offsets are clamped to [0, n], so bad ones never read or write out of bounds; one outside [0, n] or below its "
     "predecessor sets offsets_invalid, which run() reports as an error. An empty segment gives the identity.";
 
-KernelSpec emit_short_pass(const OpNode& op, const KernelContext& g, const Leaves& offsets, int offsets_domain,
-                       int output, int check, const SegmentedPolicy& policy) {
-  const int kShortBlock = policy.short_block;
+// g: the segmented reduction's context, its one reduction set (emit_segmented_reduce).
+KernelSpec emit_short_pass(const KernelContext& g) {
+  const OpNode& op = *g.op;
+  const int kShortBlock = g.policies().segmented.short_block;
   const Type& acc = op.monoid.type();
   const std::string name = "ff_segmented_short_" + short_type_name(acc) + "_" + sanitize(op.monoid.name());
   ReduceKernelWriter k(g, name, ReduceKernelWriter::Partials::None);
   const int per_thread = short_per_thread(acc);
-  std::vector<Arg> args = element_args(g, offsets, offsets_domain, output, acc);
+  std::vector<Arg> args = element_args(g, acc);
   args.push_back({Arg::Kind::Scratch, 0, "deferred", ScalarType::U32});
   args.push_back({Arg::Kind::Ticket, 2, "any_deferred", ScalarType::U32});
-  args.push_back({Arg::Kind::InvalidFlag, check, "offsets_invalid", ScalarType::U32});
+  args.push_back({Arg::Kind::InvalidFlag, g.offsets->check, "offsets_invalid", ScalarType::U32});
 
   SourceWriter w;
   emit_constants(w, {"constexpr int kBlock = " + std::to_string(kShortBlock) + ";",
@@ -82,7 +82,7 @@ KernelSpec emit_short_pass(const OpNode& op, const KernelContext& g, const Leave
   emit_kernel_parameters(w, k.types(), args);
   k.emit_functions(w);
   w.line("bool out_of_range = false;  // stored once, at the end: a store in the loop would slow it by 10%");
-  emit_offset_at(w, k.types(), op, offsets, "a segment ending before its start is flagged too", "out_of_range = true");
+  emit_offset_at(w, k.types(), op, g.offsets->leaves, "a segment ending before its start is flagged too", "out_of_range = true");
   w.line("const auto value_at = [&](const long long i) -> " + k.acc() + " { return " + k.element_at("i") + "; };");
   w.line("ff::segmented::reduce_short_segments<kBlock, kPerThread, kShort>(n, offsets_count - 1, value_at, offset_at, combine,");
   w.line("                                                                 identity, out, deferred, any_deferred,");
@@ -113,8 +113,10 @@ KernelSpec emit_short_pass(const OpNode& op, const KernelContext& g, const Leave
   return out;
 }
 
-KernelSpec emit_merge_path(const OpNode& op, const KernelContext& g, const Leaves& offsets, int offsets_domain,
-                       int output, int check, bool after_short, const SegmentedPolicy& policy, const Target& t) {
+KernelSpec emit_merge_path(const KernelContext& g, bool after_short) {
+  const OpNode& op = *g.op;
+  const SegmentedPolicy& policy = g.policies().segmented;
+  const Target& t = g.target();
   const Type& acc = op.monoid.type();
   const std::string name = "ff_segmented_reduce_" + short_type_name(acc) + "_" + sanitize(op.monoid.name());
   ReduceKernelWriter k(g, name, ReduceKernelWriter::Partials::None);
@@ -131,14 +133,14 @@ KernelSpec emit_merge_path(const OpNode& op, const KernelContext& g, const Leave
   const int max_grid = t.sm_count * blocks_per_sm;
 
   CudaTypes& types = k.types();
-  std::vector<Arg> args = element_args(g, offsets, offsets_domain, output, acc);
+  std::vector<Arg> args = element_args(g, acc);
   args.push_back({Arg::Kind::Scratch, 0, "carry_segment", ScalarType::I64});
   args.push_back({Arg::Kind::Scratch, 1, "carry_value", acc});
   args.push_back({Arg::Kind::Scratch, 2, "head_value", acc});
   if (after_short) args.push_back({Arg::Kind::Scratch, 3, "deferred", ScalarType::U32});
   args.push_back({Arg::Kind::Ticket, 0, "ticket", ScalarType::U32});
   if (after_short) args.push_back({Arg::Kind::Ticket, 2, "any_deferred", ScalarType::U32});
-  args.push_back({Arg::Kind::InvalidFlag, check, "offsets_invalid", ScalarType::U32});
+  args.push_back({Arg::Kind::InvalidFlag, g.offsets->check, "offsets_invalid", ScalarType::U32});
 
   SourceWriter w;
   std::vector<std::string> constants = {
@@ -154,7 +156,7 @@ KernelSpec emit_merge_path(const OpNode& op, const KernelContext& g, const Leave
   emit_kernel_parameters(w, types, args);
   k.emit_functions(w);
   // offset_at(s): offsets[s] (any integral map of the offsets' inputs), clamped to [0, n].
-  emit_offset_at(w, types, op, offsets, "reduce_by_offsets flags decreasing ones");
+  emit_offset_at(w, types, op, g.offsets->leaves, "reduce_by_offsets flags decreasing ones");
   w.line("const auto value_at = [&](const long long i) -> " + k.acc() + " { return " + k.element_at("i") + "; };");
   w.comment(vector_tiles ? "A tile with no segment end: vector loads into registers when every input is aligned."
                          : "Every tile is staged: vector loads would not fit the tile (kItems % kVec != 0, or tuple inputs).");
@@ -199,18 +201,13 @@ KernelSpec emit_merge_path(const OpNode& op, const KernelContext& g, const Leave
 }  // namespace
 
 std::vector<KernelSpec> emit_segmented_reduce(const KernelContext& c) {
-  const OpNode& op = *c.op;
-  const SegmentedPolicy& policy = c.policies().segmented;
-  const Target& t = c.target();
-  const Leaves& offsets = c.offsets->leaves;
-  const int offsets_domain = c.offsets->domain, check = c.offsets->check, output = c.output_ids.at(0);
   KernelContext g = c;
-  g.reduces = {FusedReduce{c.op, op.values, Expr(), -1}};
+  g.reduces = {FusedReduce{c.op, c.op->values, Expr(), -1}};
   std::vector<KernelSpec> kernels;
   // PlanOptions::segmented_short off (FUSEFLOW_SEGMENTED_SHORT=0): the merge path alone.
-  const bool after_short = policy.short_pass;
-  if (after_short) kernels.push_back(emit_short_pass(op, g, offsets, offsets_domain, output, check, policy));
-  kernels.push_back(emit_merge_path(op, g, offsets, offsets_domain, output, check, after_short, policy, t));
+  const bool after_short = c.policies().segmented.short_pass;
+  if (after_short) kernels.push_back(emit_short_pass(g));
+  kernels.push_back(emit_merge_path(g, after_short));
   return kernels;
 }
 
