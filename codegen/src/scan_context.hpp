@@ -70,40 +70,11 @@ class ScanKernelWriter {
   // `const auto NAME = [&](inputs..., i) -> T { ... }`: `e` (of type T) at element i, over
   // the same leaves as element().
   void emit_map_function(SourceWriter& w, const std::string& name, const Expr& e);
-  // __shared__ stages of the inputs (and, when it stores, of the scanned values), warp
-  // totals (of `warp_total_type`, by default the monoid's type).
-  // With `share_stages`, where no epilogue reads an input at the store, the scanned stage
-  // reuses the input stages' memory: the caller must have a barrier between the last read
-  // of an input stage (the items loop) and the first write of the scanned stage.
-  void emit_shared(SourceWriter& w, bool stores = true, bool share_stages = false,
-                   const std::string& warp_total_type = "");
   // No output is an epilogue over the inputs, so the input stages die before the store.
   bool stages_can_share() const;
-  // The same with or without bounds checks (for a full tile).
-  void emit_load_loop(SourceWriter& w, bool checked);
   // "stage_x[slot], ..., index": the staged inputs of tile element `slot`, as element() and
   // emit_map_function's functions take them.
   std::string element_call(const std::string& slot, const std::string& index) const;
-  // Scans items[] seeded with `seed` into the scanned stage, then a barrier, then stores
-  // every output element coalesced, the epilogue applied on the way (with
-  // `full_fast_path`, without bounds checks when the tile is full).
-  // With `restart` (a condition on k), element k starts again from the identity when it
-  // holds: a segmented scan's heads.
-  void emit_tile_store(SourceWriter& w, const std::string& seed, bool full_fast_path = false,
-                       const std::string& restart = "");
-  // Coalesced stores of the scanned stage, each output's epilogue applied on the way.
-  void emit_store_loop(SourceWriter& w, bool checked);
-
-  // Shared tile_id and tile_prefix (of `prefix_type`), the dynamic tile id, then `tile`
-  // and `base`.
-  void emit_tile_id(SourceWriter& w, const std::string& prefix_type);
-  // Block exclusive scan of each thread's thread_total (of `type`, combined by `combine`
-  // with identity `identity`) into thread_prefix and tile_total, then scan.cuh's
-  // deterministic look-back (tile_exclusive_prefix, kStashWindows windows of `type` in
-  // shared `stash`) that leaves the tile's exclusive prefix in tile_prefix, then a barrier.
-  void emit_look_back(SourceWriter& w, const std::string& type, const std::string& combine,
-                      const std::string& identity, const std::string& stash);
-
   // Fused reductions (scan_fold.cpp; nothing when the group has none). Arguments: their
   // results and the per-tile partials. fold_identity / fold_combine / fold_element(inputs...,
   // i) over one accumulator with a field per reduction, and `fold`, scan_tile.cuh's
@@ -136,13 +107,6 @@ class ScanKernelWriter {
   // result read; in an epilogue also the scan's own element ("scanned").
   std::string leaf_name(const Expr& leaf, bool in_epilogue) const;
   Type fold_type() const;
-  // "if (base + kTile <= n) { body(false) } else { body(true) }": a full tile without
-  // bounds checks (with `full_comment` at its top), the last one with them.
-  void emit_full_or_last(SourceWriter& w, const std::function<void(bool checked)>& body,
-                         const std::string& full_comment = "");
-  // The scan of the thread's items in registers into the scanned stage (`restart`: the
-  // condition that starts a segment again from the identity, or empty).
-  void emit_register_scan(SourceWriter& w, const std::string& restart);
 
   const KernelContext& g_;
   std::string name_;

@@ -10,9 +10,15 @@
 // scan.cuh carry segments across threads and tiles unchanged, and one pass does the whole
 // segmented scan. The head part is a bool for scans (ha + hb converts back to "either") or
 // a count for reduce-by-key, where the count of heads up to an element numbers its run.
+//
+// The tile templates at the end (scan_tile, reduce_by_key_tile) take the kernel's fused
+// functors as scan_tile.cuh's do (combine, identity, load, element, store over the tile's
+// input stages), and a source of segment heads: OffsetHeads (from the offsets, found in
+// each tile) or KeyHeads (where the key changes).
 #pragma once
 
 #include <fuseflow/scan.cuh>
+#include <fuseflow/scan_tile.cuh>
 
 namespace ff {
 namespace segmented {
@@ -52,6 +58,290 @@ __device__ __forceinline__ long long warp_lower_bound(long long count, long long
     if (bound < hi) hi = bound;
   }
   return lo;
+}
+
+// ---- segment heads -------------------------------------------------------------------------
+//
+// A source of segment heads is called at three points of a tile: before_load(base) (beside
+// the tile's loads), after_load(base, n) (after the load's barrier), and thread_items, which
+// fills the thread's blocked items (items[k] is tile element threadIdx.x * kItems + k; past
+// n the identity) and returns its head bits (bit k: element k starts a segment).
+
+// Heads from the offsets: warps 0 and 1 find the tile's offsets (the first at or after the
+// tile's start and end) with 32-way warp searches (warp_lower_bound, log32 of the offset
+// count dependent reads, issued beside the tile's loads), and the block marks them in a
+// bitmask in shared memory. Elements before offsets[0] or at or after the last offset
+// belong to no segment: each is a head of its own holding the identity, so its scan is the
+// identity, as the reference defines it. offset_at(s) is offset s clamped to [0, n] (it
+// flags offsets outside); decreasing neighbours are flagged in `invalid` here, each pair
+// checked by one tile.
+template <int kBlock, int kTile, typename OffsetAt>
+struct OffsetHeads {
+  OffsetAt offset_at;
+  long long count;     // how many offsets
+  unsigned* invalid;   // set to 1 for decreasing offsets
+  unsigned int* head_words;  // bit s % 32 of word s / 32: a segment starts at tile element s
+  long long* tile_offsets;   // the offsets in this tile are those numbered [tile_offsets[0], tile_offsets[1])
+  long long first = 0, last = 0;  // offset_at(0) and offset_at(count - 1), after after_load
+
+  __device__ __forceinline__ OffsetHeads(OffsetAt offset_at_, long long count_, unsigned* invalid_)
+      : offset_at(offset_at_), count(count_), invalid(invalid_) {
+    __shared__ unsigned int words[kTile / 32];
+    __shared__ long long offsets[2];
+    head_words = words;
+    tile_offsets = offsets;
+  }
+
+  // Warp 0 finds the first offset at or after the tile's start, warp 1 the first at or after
+  // its end (32-way searches), while the block clears the bitmask.
+  __device__ __forceinline__ void before_load(long long base) {
+    for (int j = threadIdx.x; j < kTile / 32; j += kBlock) head_words[j] = 0u;
+    if (threadIdx.x < 64) {
+      const long long s = warp_lower_bound(count, base + threadIdx.x / 32 * kTile, offset_at);
+      if (threadIdx.x % 32 == 0) tile_offsets[threadIdx.x / 32] = s;
+    }
+  }
+
+  // The tile's offsets marked in the bitmask (the load's barrier made tile_offsets visible),
+  // then a barrier; decreasing offsets: tile t checks the pairs (s, s + 1) for s in
+  // [t * kTile, (t + 1) * kTile), the last tile every pair from there on, so every pair is
+  // checked once.
+  __device__ __forceinline__ void after_load(long long base, long long n) {
+    for (long long s = tile_offsets[0] + threadIdx.x; s < tile_offsets[1]; s += kBlock) {
+      const long long at = offset_at(s) - base;
+      if (at >= 0 && at < kTile) atomicOr(&head_words[at / 32], 1u << (at % 32));
+    }
+    __syncthreads();
+    first = offset_at(0);
+    last = offset_at(count - 1);
+    const long long pairs_end = base + kTile < n && base + kTile < count - 1 ? base + kTile : count - 1;
+    for (long long s = base + threadIdx.x; s < pairs_end; s += kBlock)
+      if (offset_at(s) > offset_at(s + 1)) *invalid = 1u;
+  }
+
+  template <int kItems, typename T, typename Element>
+  __device__ __forceinline__ unsigned thread_items(T (&items)[kItems], unsigned char* stages, Element element,
+                                                   const T identity, long long base, long long /*n: last >= n*/) const {
+    static_assert(kItems <= 32, "a thread's head bits are one word");
+    const int item0 = threadIdx.x * kItems;
+    // This thread's kItems bits of the bitmask, from the one or two words holding them.
+    unsigned heads = (unsigned)((((unsigned long long)head_words[(item0 + kItems - 1) / 32] << 32) |
+                                 head_words[item0 / 32]) >> (item0 % 32));
+    if (kItems < 32) heads &= (1u << (kItems % 32)) - 1u;
+    if (base + item0 >= first && base + item0 + kItems <= last) {
+      // Every element of the thread inside [first, last): no check per element.
+#pragma unroll
+      for (int k = 0; k < kItems; ++k) items[k] = element(stages, tile_slot(item0 + k), base + item0 + k);
+    } else {
+#pragma unroll
+      for (int k = 0; k < kItems; ++k) {
+        const int s = item0 + k;
+        const long long i = base + s;
+        // Outside [first, last) (past n too) an element belongs to no segment: a head of the identity.
+        const bool inside = i >= first && i < last;
+        items[k] = inside ? element(stages, tile_slot(s), i) : identity;
+        if (!inside) heads |= 1u << k;
+      }
+    }
+    return heads;
+  }
+};
+
+template <int kBlock, int kTile, typename OffsetAt>
+__device__ __forceinline__ OffsetHeads<kBlock, kTile, OffsetAt> offset_heads(OffsetAt offset_at, long long count,
+                                                                             unsigned* invalid) {
+  return OffsetHeads<kBlock, kTile, OffsetAt>(offset_at, count, invalid);
+}
+
+// Heads where the key changes: element i is a head when i == 0 or same_key(key of i - 1,
+// key of i) is false. staged_key(stages, slot, i) is the key of a staged element;
+// key_before(i) the key of element i read from global memory, for the element before the
+// tile (read by the thread owning the tile's first element).
+template <typename StagedKey, typename KeyBefore, typename SameKey>
+struct KeyHeads {
+  StagedKey staged_key;
+  KeyBefore key_before;
+  SameKey same_key;
+
+  __device__ __forceinline__ void before_load(long long) const {}
+  __device__ __forceinline__ void after_load(long long, long long) const {}
+
+  template <int kItems, typename T, typename Element>
+  __device__ __forceinline__ unsigned thread_items(T (&items)[kItems], unsigned char* stages, Element element,
+                                                   const T identity, long long base, long long n) const {
+    static_assert(kItems <= 32, "a thread's head bits are one word");
+    unsigned heads = 0u;
+    const int item0 = threadIdx.x * kItems;
+    // The key of the element before this thread's first: staged, or before the tile.
+    decltype(key_before(0)) previous_key = {};
+    if (base + item0 > 0 && base + item0 <= n)
+      previous_key = threadIdx.x > 0 ? staged_key(stages, tile_slot(item0 - 1), base + item0 - 1) : key_before(base - 1);
+    if (base + item0 > 0 && base + item0 + kItems <= n) {
+      // Every element of the thread before n and none of them element 0: no check per element.
+#pragma unroll
+      for (int k = 0; k < kItems; ++k) {
+        items[k] = element(stages, tile_slot(item0 + k), base + item0 + k);
+        const auto key = staged_key(stages, tile_slot(item0 + k), base + item0 + k);
+        if (!same_key(previous_key, key)) heads |= 1u << k;
+        previous_key = key;
+      }
+    } else {
+#pragma unroll
+      for (int k = 0; k < kItems; ++k) {
+        const int s = item0 + k;
+        const long long i = base + s;
+        items[k] = identity;
+        if (i < n) {
+          items[k] = element(stages, tile_slot(s), i);
+          const auto key = staged_key(stages, tile_slot(s), i);
+          if (i == 0 || !same_key(previous_key, key)) heads |= 1u << k;
+          previous_key = key;
+        }
+      }
+    }
+    return heads;
+  }
+};
+
+template <typename StagedKey, typename KeyBefore, typename SameKey>
+__device__ __forceinline__ KeyHeads<StagedKey, KeyBefore, SameKey> key_heads(StagedKey staged_key, KeyBefore key_before,
+                                                                           SameKey same_key) {
+  return {staged_key, key_before, same_key};
+}
+
+// ---- the look-back tile over pieces --------------------------------------------------------
+
+// Windows of 32 group aggregates (pieces) the look-back may keep in its stash.
+constexpr int kPieceStashWindows = 4;
+
+// One tile of pieces, up to its look-back (scan.cuh: block_exclusive_scan, then
+// tile_exclusive_prefix, whose one fixed form gives float results the same bits on every
+// run). The block draws its tile id (tiles numbered in the order their blocks start), loads
+// the tile coalesced into `stages` (a full tile with no bounds checks), fills the thread's
+// items and head bits, and returns the piece of everything before the thread's first
+// element; `base` is the tile's first element.
+template <int kBlock, int kItems, typename HeadCount, typename T, typename Combine, typename Load, typename Element,
+          typename Heads>
+__device__ __forceinline__ Piece<T, HeadCount> tile_pieces(const long long n, unsigned* tile_counter, void* tile_status,
+                                                           const unsigned epoch, Combine combine, const T identity,
+                                                           Load load, Element element, Heads& heads,
+                                                           unsigned char* stages, T (&items)[kItems],
+                                                           unsigned& head_bits, long long& base) {
+  using P = Piece<T, HeadCount>;
+  constexpr int kTile = kBlock * kItems;
+  const auto combine_pieces = [&](const P& a, const P& b) -> P { return segmented::combine_pieces(a, b, combine); };
+  const P no_piece = {identity, static_cast<HeadCount>(0)};
+  __shared__ P warp_totals[kBlock / kWarpSize];
+  __shared__ P piece_stash[kPieceStashWindows * kWarpSize];
+  __shared__ unsigned int tile_id;
+  __shared__ P tile_prefix;
+  if (threadIdx.x == 0) tile_id = draw_tile_id(tile_counter);
+  __syncthreads();
+  const long long tile = tile_id;
+  base = tile * kTile;
+  heads.before_load(base);
+  if (base + kTile <= n) tile_load<kBlock, kItems, false>(stages, load, base, n);
+  else tile_load<kBlock, kItems, true>(stages, load, base, n);
+  heads.after_load(base, n);
+  head_bits = heads.template thread_items<kItems>(items, stages, element, identity, base, n);
+  P thread_total = P{items[0], static_cast<HeadCount>(head_bits & 1u)};
+#pragma unroll
+  for (int k = 1; k < kItems; ++k)
+    thread_total = combine_pieces(thread_total, P{items[k], static_cast<HeadCount>(head_bits >> k & 1u)});
+  P tile_total;
+  const P thread_prefix = block_exclusive_scan<kBlock>(thread_total, combine_pieces, no_piece, warp_totals, tile_total);
+  // Warp 0 publishes the tile's aggregate and finds its exclusive prefix.
+  const ScanTileStatus<P> status(tile_status, (n + kTile - 1) / kTile, epoch);
+  if (threadIdx.x < 32) {
+    const P exclusive =
+        tile_exclusive_prefix(status, tile, tile_total, combine_pieces, no_piece, piece_stash, kPieceStashWindows);
+    if (threadIdx.x == 0) tile_prefix = exclusive;
+  }
+  __syncthreads();
+  return combine_pieces(tile_prefix, thread_prefix);
+}
+
+// A segmented scan (by offsets or by key; the status holds Piece<T, bool>): one block per
+// tile, a look-back over (value, head flag) pieces, then the thread's scan restarting at
+// each head and the store back through shared memory, coalesced, store(stages, scanned,
+// slot, i) applying each output's epilogue. kShareStages: the input stages and the scanned
+// stage share one buffer (no epilogue reads an input at the store; the block scan's
+// barriers come between the last read of an input stage and the first scanned write).
+template <int kBlock, int kItems, int kInputStageBytes, bool kShareStages, bool kInclusive, typename T,
+          typename Combine, typename Load, typename Element, typename Heads, typename Store>
+__device__ __forceinline__ void scan_tile(const long long n, unsigned* tile_counter, void* tile_status,
+                                          const unsigned epoch, Combine combine, const T identity, Load load,
+                                          Element element, Heads heads, Store store) {
+  constexpr int kTile = kBlock * kItems;
+  const TileMemory<T, kTile, kInputStageBytes, kShareStages> memory;
+  T items[kItems];
+  unsigned head_bits;
+  long long base;
+  const Piece<T, bool> before = tile_pieces<kBlock, kItems, bool>(n, tile_counter, tile_status, epoch, combine, identity,
+                                                                  load, element, heads, memory.inputs, items,
+                                                                  head_bits, base);
+  // The thread's scan, seeded with everything before its first element; a segment head
+  // starts again from the identity (exclusive: element i gets the combination of the
+  // elements of its segment before it).
+  T running = before.value;
+#pragma unroll
+  for (int k = 0; k < kItems; ++k) {
+    const int s = threadIdx.x * kItems + k;
+    const T prior = (head_bits >> k & 1u) ? identity : running;
+    running = combine(prior, items[k]);
+    memory.scanned[tile_slot(s)] = kInclusive ? running : prior;
+  }
+  __syncthreads();
+  if (base + kTile <= n) tile_store<kBlock, kItems, false>(memory.inputs, memory.scanned, store, base, n);
+  else tile_store<kBlock, kItems, true>(memory.inputs, memory.scanned, store, base, n);
+}
+
+// reduce_by_key (the status holds Piece<T, long long>): the heads up to element i, less
+// one, number its run. A head calls run_head(stages, slot, i, run, previous) (its run's key
+// into slot `run`, and `previous`, the value of the run before it, when run > 0); element
+// n - 1 calls last_run(runs, value) (the last run's value and the number of runs).
+template <int kBlock, int kItems, int kInputStageBytes, typename T, typename Combine, typename Load, typename Element,
+          typename Heads, typename RunHead, typename LastRun>
+__device__ __forceinline__ void reduce_by_key_tile(const long long n, unsigned* tile_counter, void* tile_status,
+                                                   const unsigned epoch, Combine combine, const T identity, Load load,
+                                                   Element element, Heads heads, RunHead run_head, LastRun last_run) {
+  constexpr int kTile = kBlock * kItems;
+  unsigned char* const stages = tile_input_stages<kTile, kInputStageBytes>();
+  T items[kItems];
+  unsigned head_bits;
+  long long base;
+  const Piece<T, long long> before = tile_pieces<kBlock, kItems, long long>(
+      n, tile_counter, tile_status, epoch, combine, identity, load, element, heads, stages, items, head_bits, base);
+  T running = before.value;
+  long long runs = before.heads;  // runs started before this element
+  const int item0 = threadIdx.x * kItems;
+  if (base + item0 + kItems < n) {
+    // No element of the thread is element n - 1 or past it: no check per element.
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) {
+      const int s = item0 + k;
+      const bool head = head_bits >> k & 1u;
+      if (head) {
+        run_head(stages, tile_slot(s), base + s, runs, running);
+        ++runs;
+      }
+      running = combine(head ? identity : running, items[k]);
+    }
+  } else {
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) {
+      const int s = item0 + k;
+      const long long i = base + s;
+      if (i >= n) break;
+      const bool head = head_bits >> k & 1u;
+      if (head) {
+        run_head(stages, tile_slot(s), i, runs, running);
+        ++runs;
+      }
+      running = combine(head ? identity : running, items[k]);
+      if (i == n - 1) last_run(runs, running);
+    }
+  }
 }
 
 }  // namespace segmented

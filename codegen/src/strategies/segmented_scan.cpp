@@ -3,25 +3,21 @@
 // <fuseflow/segmented_scan.cuh>). Each element is lifted to (value, head), head saying
 // that a segment starts there, and pieces combine as (a, ha) . (b, hb) = (hb ? b : a . b,
 // ha + hb): an associative operator, so the tiles, block scan and deterministic look-back
-// of the plain scan (ScanKernelWriter, as scan_lookback.cpp uses them) carry open segments
-// across threads and tiles in element order. Non-commutative monoids stay exact, floats
-// give the same bits on every run, and no segment-length distribution (one huge segment,
-// millions of tiny or empty ones) costs more than another: the work is per element.
+// of the plain scan carry open segments across threads and tiles in element order.
+// Non-commutative monoids stay exact, floats give the same bits on every run, and no
+// segment-length distribution (one huge segment, millions of tiny or empty ones) costs
+// more than another: the work is per element.
 //
-// Segment heads, found inside the tile, with no pass of their own:
-//  - by offsets: warps 0 and 1 find the tile's offsets (the first at or after the tile's
-//    start and end) with 32-way warp searches (ff::segmented::warp_lower_bound, log32 of
-//    the offset count dependent reads, issued beside the tile's loads), and the block marks
-//    them in a bitmask in shared memory. Elements before offsets[0] or at or after the last
-//    offset belong to no segment: each is a head of its own holding the identity, so its
-//    scan is the identity, as the reference defines it.
-//  - by key: element i is a head when i == 0 or its key differs from the key of element
-//    i - 1 (C++ ==, field by field for tuples); the thread owning a tile's first element
-//    evaluates the key of the element before the tile from global memory.
-// reduce_by_key counts heads instead of flagging them: the heads up to element i, less
-// one, number its run. A head writes its run's key and the previous run's value (the
-// running value just before it); the thread holding element n - 1 writes the last run's
-// value and the number of runs (each output's device-written count).
+// The algorithm is segmented_scan.cuh's (ff::segmented::scan_tile, reduce_by_key_tile);
+// this file writes the kernel's functors and one call:
+//  - the tile's functors over its input stages, as the plain look-back scan's
+//    (scan_tile.cpp: load, staged_element, store with the epilogues);
+//  - the segment heads: by offsets, offset_at (segment_offsets.cpp) for
+//    ff::segmented::OffsetHeads (two 32-way warp searches per tile, a bitmask in shared
+//    memory); by key, key_at and same_key (C++ ==, field by field for tuples) for
+//    ff::segmented::KeyHeads (a head where the key changes);
+//  - reduce_by_key's run_head (a head writes its run's key and the previous run's value)
+//    and last_run (element n - 1 writes the last run's value and each output's count).
 #include "../array_ops.hpp"
 #include "../scan_context.hpp"
 
@@ -51,8 +47,7 @@ std::string kernel_name(const KernelContext& g) {
          (exclusive ? "_exclusive" : "");
 }
 
-// The three kernels: one signature, the same tile of pieces, then either the scan's
-// stores or reduce_by_key's runs.
+// The three kernels: one signature, the functors, one call of the tile template.
 class SegmentedScanEmitter {
  public:
   SegmentedScanEmitter(const KernelContext& g, const SegmentOffsets* offsets)
@@ -60,8 +55,7 @@ class SegmentedScanEmitter {
 
   KernelSpec emit() {
     SourceWriter w;
-    k_.emit_constants(w, true, {"// Windows of 32 group aggregates (pieces) the look-back may keep in piece_stash.",
-                                "constexpr int kStashWindows = 4;"});
+    k_.emit_tile_constants(w);
     std::vector<Arg> extra;
     if (offsets_) extra = offsets_args(offsets_->leaves, offsets_->domain);
     for (std::size_t j = 0; counts_ && j < g_.outputs.size(); ++j)
@@ -72,38 +66,28 @@ class SegmentedScanEmitter {
     const std::vector<Arg> args = k_.args(true, true, extra);
     k_.open_kernel(w, args);
     k_.emit_functions(w, true, !counts_);
+    k_.emit_tile_functors(w, !counts_);
+    std::string heads;
     if (offsets_) {
       emit_offset_at(w, k_.types(), *g_.op, offsets_->leaves, "the tiles check the pairs of neighbours");
+      heads = "ff::segmented::offset_heads<kBlock, kTile>(offset_at, offsets_count, offsets_invalid)";
     } else {
-      k_.emit_map_function(w, "key_at", g_.op->keys);
-      const std::string key = k_.types().name(g_.op->keys.type());
-      w.line("const auto same_key = [](const " + key + "& a, const " + key + "& b) -> bool { return " +
-             keys_equal(g_.op->keys.type(), "a", "b") + "; };");
+      emit_key_functors(w);
+      heads = "ff::segmented::key_heads(staged_key, key_before, same_key)";
     }
-    w.comment(std::string("A piece of the sequence: the combination of its elements since its last segment head, and ") +
-              (counts_ ? "how many heads it holds." : "whether it holds one."));
-    w.line("using Piece = ff::segmented::Piece<" + k_.acc() + ", " + heads_type() + ">;");
-    w.line("const auto combine_pieces = [&](const Piece& a, const Piece& b) -> Piece {");
-    w.line("  return ff::segmented::combine_pieces(a, b, combine);");
-    w.line("};");
-    w.line("const Piece no_piece = {identity, " + std::string(counts_ ? "0" : "false") + "};");
     w.line();
-    // The scans' input and scanned stages share one buffer (every read of the input stage is
-    // in emit_items, before the block scan's barriers); reduce_by_key has no scanned stage.
-    k_.emit_shared(w, !counts_, !counts_, "Piece");
-    w.line("__shared__ Piece piece_stash[kStashWindows * 32];");
-    if (offsets_) {
-      w.line("__shared__ unsigned int head_words[kTile / 32];  // bit s % 32 of word s / 32: a segment starts at element s");
-      w.line("__shared__ long long tile_offsets[2];  // the offsets in this tile are those numbered [tile_offsets[0], tile_offsets[1])");
+    if (counts_) {
+      emit_run_functors(w);
+      w.line("ff::segmented::reduce_by_key_tile<kBlock, kItems, kInputStageBytes>(");
+      w.line("    n, tile_counter, tile_status, epoch, combine, identity, load, staged_element,");
+      w.line("    " + heads + ", run_head, last_run);");
+    } else {
+      // The input and scanned stages share one buffer where no epilogue reads an input.
+      w.line(std::string("ff::segmented::scan_tile<kBlock, kItems, kInputStageBytes, ") +
+             (k_.stages_can_share() ? "true" : "false") + ", kInclusive>(");
+      w.line("    n, tile_counter, tile_status, epoch, combine, identity, load, staged_element,");
+      w.line("    " + heads + ", store);");
     }
-    k_.emit_tile_id(w, "Piece");
-    if (offsets_) emit_offset_search(w);
-    emit_tile_load(w);
-    if (offsets_) emit_offset_marks(w);
-    emit_items(w);
-    k_.emit_look_back(w, "Piece", "combine_pieces", "no_piece", "piece_stash");
-    if (counts_) emit_runs(w);
-    else k_.emit_tile_store(w, "combine_pieces(tile_prefix, thread_prefix).value", true, "(heads >> k & 1u)");
     w.close();
 
     KernelSpec out;
@@ -127,166 +111,44 @@ class SegmentedScanEmitter {
   }
 
  private:
-  std::string heads_type() const { return counts_ ? "long long" : "bool"; }
-  // Element k of this thread's items as a piece.
-  std::string piece_of(const std::string& k) const {
-    const std::string bit = k == "0" ? "(heads & 1u)" : "(heads >> " + k + " & 1u)";
-    return "Piece{items[" + k + "], " + (counts_ ? "(long long)" + bit : bit + " != 0") + "}";
+  // key_at (the key of element i), staged_key (from the tile's stages), key_before (from
+  // global memory: the element before a tile) and same_key.
+  void emit_key_functors(SourceWriter& w) {
+    const std::string key = k_.types().name(g_.op->keys.type());
+    k_.emit_map_function(w, "key_at", g_.op->keys);
+    w.open("const auto staged_key = [&](unsigned char* stages, const int slot, const long long i) -> " + key);
+    w.line("return key_at(" + k_.staged_call("slot", "i") + ");");
+    w.close("};");
+    std::string global;
+    for (std::size_t j = 0; j < g_.leaves.inputs.size(); ++j) global += "in_" + k_.input_name(j) + "[i], ";
+    w.open("const auto key_before = [&](const long long i) -> " + key);
+    w.line("return key_at(" + global + "i);");
+    w.close("};");
+    w.line("const auto same_key = [](const " + key + "& a, const " + key + "& b) -> bool { return " +
+           keys_equal(g_.op->keys.type(), "a", "b") + "; };");
   }
 
-  void emit_offset_search(SourceWriter& w) {
-    w.comment("Segment heads from the offsets. Warp 0 finds the first offset at or after the tile's start,\n"
-              "warp 1 the first at or after its end (32-way searches), while the block clears the bitmask.");
-    w.line("for (int j = threadIdx.x; j < kTile / 32; j += kBlock) head_words[j] = 0u;");
-    w.open("if (threadIdx.x < 64)");
-    w.line("const long long s = ff::segmented::warp_lower_bound(offsets_count, base + threadIdx.x / 32 * kTile, offset_at);");
-    w.line("if (threadIdx.x % 32 == 0) tile_offsets[threadIdx.x / 32] = s;");
-    w.close();
-  }
-
-  void emit_tile_load(SourceWriter& w) {
-    w.open("if (base + kTile <= n)");
-    w.comment("A full tile (every tile but the last): no bounds checks.");
-    k_.emit_load_loop(w, false);
-    w.close("} else {");
-    w.indent();
-    k_.emit_load_loop(w, true);
-    w.close();
-  }
-
-  void emit_offset_marks(SourceWriter& w) {
-    w.open("for (long long s = tile_offsets[0] + threadIdx.x; s < tile_offsets[1]; s += kBlock)");
-    w.line("const long long at = offset_at(s) - base;");
-    w.line("if (at >= 0 && at < kTile) atomicOr(&head_words[at / 32], 1u << (at % 32));");
-    w.close();
-    w.line("__syncthreads();");
-    w.line("const long long first = offset_at(0), last = offset_at(offsets_count - 1);");
-    w.comment("Decreasing offsets: tile t checks the pairs (s, s + 1) for s in [t * kTile, (t + 1) * kTile),\n"
-              "the last tile every pair from there on, so every pair is checked once.");
-    w.line("const long long pairs_end = base + kTile < n && base + kTile < offsets_count - 1 ? base + kTile : offsets_count - 1;");
-    w.open("for (long long s = base + threadIdx.x; s < pairs_end; s += kBlock)");
-    w.line("if (offset_at(s) > offset_at(s + 1)) *offsets_invalid = 1u;");
-    w.close();
-  }
-
-  // items[k] and bit k of `heads` for this thread's elements, then its piece thread_total.
-  void emit_items(SourceWriter& w) {
+  // reduce_by_key's outputs: keys (result index 0) and values (index 1).
+  void emit_run_functors(SourceWriter& w) {
     const std::string acc = k_.acc();
-    w.comment("Blocked: thread t owns tile elements t * kItems ... t * kItems + kItems - 1; bit k of\n"
-              "`heads` says that its element k starts a segment.");
-    w.line(acc + " items[kItems];");
-    w.line("unsigned int heads = 0u;");
-    if (offsets_) {
-      w.line("const int item0 = threadIdx.x * kItems;");
-      w.comment("This thread's kItems (<= 32) bits of the bitmask, from the one or two words holding them.");
-      w.line("heads = (unsigned int)((((unsigned long long)head_words[(item0 + kItems - 1) / 32] << 32) |");
-      w.line("                        head_words[item0 / 32]) >> (item0 % 32));");
-      w.line("if (kItems < 32) heads &= (1u << (kItems % 32)) - 1u;");
-      w.open("if (base + item0 >= first && base + item0 + kItems <= last)");
-      w.comment("Every element of the thread inside [first, last): no check per element.");
-      w.line("#pragma unroll");
-      w.line("for (int k = 0; k < kItems; ++k) items[k] = element(" +
-             k_.element_call("slot(item0 + k)", "base + item0 + k") + ");");
-      w.close("} else {");
-      w.indent();
-      w.line("#pragma unroll");
-      w.open("for (int k = 0; k < kItems; ++k)");
-      w.line("const int s = item0 + k;");
-      w.line("const long long i = base + s;");
-      w.comment("Outside [first, last) (past n too) an element belongs to no segment: a head of the identity.");
-      w.line("const bool inside = i >= first && i < last;");
-      w.line("items[k] = inside ? element(" + k_.element_call("slot(s)", "i") + ") : identity;");
-      w.line("if (!inside) heads |= 1u << k;");
-      w.close();
-      w.close();
-    } else {
-      const std::string key = k_.types().name(g_.op->keys.type());
-      w.line("const int item0 = threadIdx.x * kItems;");
-      w.comment("The key of the element before this thread's first: staged, or before the tile (global memory).");
-      w.line(key + " previous_key = {};");
-      w.line("if (base + item0 > 0 && base + item0 <= n)");
-      w.line("  previous_key = threadIdx.x > 0 ? key_at(" + k_.element_call("slot(item0 - 1)", "base + item0 - 1") + ")");
-      w.line("                                 : key_at(" + global_call("base - 1") + ");");
-      w.open("if (base + item0 > 0 && base + item0 + kItems <= n)");
-      w.comment("Every element of the thread before n and none of them element 0: no check per element.");
-      w.line("#pragma unroll");
-      w.open("for (int k = 0; k < kItems; ++k)");
-      w.line("items[k] = element(" + k_.element_call("slot(item0 + k)", "base + item0 + k") + ");");
-      w.line("const " + key + " key = key_at(" + k_.element_call("slot(item0 + k)", "base + item0 + k") + ");");
-      w.line("if (!same_key(previous_key, key)) heads |= 1u << k;");
-      w.line("previous_key = key;");
-      w.close();
-      w.close("} else {");
-      w.indent();
-      w.line("#pragma unroll");
-      w.open("for (int k = 0; k < kItems; ++k)");
-      w.line("const int s = item0 + k;");
-      w.line("const long long i = base + s;");
-      w.line("items[k] = identity;");
-      w.open("if (i < n)");
-      w.line("items[k] = element(" + k_.element_call("slot(s)", "i") + ");");
-      w.line("const " + key + " key = key_at(" + k_.element_call("slot(s)", "i") + ");");
-      w.line("if (i == 0 || !same_key(previous_key, key)) heads |= 1u << k;");
-      w.line("previous_key = key;");
-      w.close();
-      w.close();
-      w.close();
+    w.comment("A head starts run `run`: its key, and the value of the run before it.");
+    w.open("const auto run_head = [&](unsigned char* stages, const int slot, const long long i, const long long run, const " +
+           acc + "& previous)");
+    for (std::size_t j = 0; j < g_.outputs.size(); ++j) {
+      const std::string out = "out" + std::to_string(g_.output_ids[j]);
+      if (g_.outputs[j].node().index == 0) w.line(out + "[run] = staged_key(stages, slot, i);");
+      else w.line("if (run > 0) " + out + "[run - 1] = previous;");
     }
-    w.line("Piece thread_total = " + piece_of("0") + ";");
-    w.line("#pragma unroll");
-    w.line("for (int k = 1; k < kItems; ++k) thread_total = combine_pieces(thread_total, " + piece_of("k") + ");");
-  }
-
-  // "in_a[index], in_b[index], index": the inputs of element `index`, read from global memory.
-  std::string global_call(const std::string& index) const {
-    std::string s;
-    for (std::size_t j = 0; j < g_.leaves.inputs.size(); ++j) s += "in_" + k_.input_name(j) + "[" + index + "], ";
-    return s + index;
-  }
-
-  void emit_runs(SourceWriter& w) {
-    w.comment("Runs: the heads up to element i, less one, number its run. A head writes its run's key and\n"
-              "completes the run before it; element n - 1 completes the last run and writes the counts.");
-    w.line("const Piece before = combine_pieces(tile_prefix, thread_prefix);");
-    w.line(k_.acc() + " running = before.value;");
-    w.line("long long runs = before.heads;  // runs started before this element");
-    const auto emit_element = [&](bool checked) {
-      w.line("#pragma unroll");
-      w.open("for (int k = 0; k < kItems; ++k)");
-      w.line("const int s = item0 + k;");
-      w.line("const long long i = base + s;");
-      if (checked) w.line("if (i >= n) break;");
-      w.line("const bool head = heads >> k & 1u;");
-      w.open("if (head)");
-      for (std::size_t j = 0; j < g_.outputs.size(); ++j) {
-        const std::string out = "out" + std::to_string(g_.output_ids[j]);
-        if (g_.outputs[j].node().index == 0)
-          w.line(out + "[runs] = key_at(" + k_.element_call("slot(s)", "i") + ");");
-        else
-          w.line("if (runs > 0) " + out + "[runs - 1] = running;");
-      }
-      w.line("++runs;");
-      w.close();
-      w.line("running = combine(head ? identity : running, items[k]);");
-    };
-    w.open("if (base + item0 + kItems < n)");
-    w.comment("No element of the thread is element n - 1 or past it: no check per element.");
-    emit_element(false);
-    w.close();
-    w.close("} else {");
-    w.indent();
-    emit_element(true);
-    w.open("if (i == n - 1)");
+    w.close("};");
+    w.comment("Element n - 1: the last run's value and the number of runs.");
+    w.open("const auto last_run = [&](const long long runs, const " + acc + "& value)");
     for (std::size_t j = 0; j < g_.outputs.size(); ++j) {
       const std::string id = std::to_string(g_.output_ids[j]);
-      if (g_.outputs[j].node().index == 1) w.line("out" + id + "[runs - 1] = running;");
+      if (g_.outputs[j].node().index == 1) w.line("out" + id + "[runs - 1] = value;");
       w.line("*count" + id + " = runs;");
     }
-    w.close();
-    w.close();
-    w.close();
+    w.close("};");
   }
-
   std::string summary() const {
     const ScanTiling& t = k_.tiling();
     std::string s = std::string(op_name(g_.op->kind)) + ", single pass with decoupled look-back over (value, " +
