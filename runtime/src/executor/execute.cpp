@@ -87,7 +87,8 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
   std::lock_guard<std::mutex> lock(ex.mutex);
 
   // Bindings are checked before anything is compiled or launched.
-  detail::BoundLeaves bound = detail::bind_leaves(program, bindings);
+  detail::BoundLeaves& bound = ex.bound;
+  detail::bind_leaves(program, bindings, bound);
   detail::DeviceContext::Scope scope(*context_);
   Calls calls{*this, context_->stream()};
   // Inside a CUDA graph capture every operation of the run must be capturable: no
@@ -107,7 +108,8 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
   const bool direct = wait && prep.direct_results;
   // Nsight shows each run and each kernel by name.
   nvtx::ScopedRange run_range(prep.range_name);
-  const std::vector<std::int64_t> lengths = detail::domain_lengths(program, plan, bound.input_lengths);
+  std::vector<std::int64_t>& lengths = ex.lengths;
+  detail::domain_lengths(program, plan, bound.input_lengths, lengths);
   detail::check_output_bindings(program, plan, bound, lengths);
   const std::int64_t n = lengths[0];
   if (capturing)
@@ -150,6 +152,8 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
   // memory the caller bound them to. A counted output (a filter's survivors, reduce_by_key's
   // runs) gets room for its capacity and, after the elements, the 8-byte count its kernel
   // writes; the Result reads the count only when asked.
+  // `results` is what run returns, in the program's output order: arrays made here, each
+  // scalar a placeholder until its value is known (after the wait, or pending on the device).
   const std::size_t outputs = program.outputs().size();
   std::vector<Result> results;
   results.reserve(outputs);
@@ -158,7 +162,10 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
   std::fill(prep.output_bytes.begin(), prep.output_bytes.end(), 0);
   std::fill(prep.allocated_bytes.begin(), prep.allocated_bytes.end(), 0);
   for (std::size_t i = 0; i < outputs; ++i) {
-    if (plan.output_scalar[i] >= 0) continue;
+    if (plan.output_scalar[i] >= 0) {
+      results.push_back(Result::scalar(Value()));
+      continue;
+    }
     const Type& t = program.outputs()[i].type();
     // Elements of the output: n, or its own length (a histogram's bins, one per segment).
     const std::size_t count = detail::output_length(plan, i, lengths);
@@ -271,20 +278,14 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
       if (flag) detail::throw_invalid_offsets(program, *program.ops().at(prep.checked_op_index[i]), bound, n, *context_);
     }
   }
-  std::vector<Result> ordered;
-  ordered.reserve(outputs);
-  std::size_t array = 0;
   for (std::size_t i = 0; i < outputs; ++i) {
     const int slot = plan.output_scalar[i];
-    if (slot < 0) {
-      ordered.push_back(std::move(results[array++]));
-    } else {
-      const codegen::ScalarSlot& s = plan.scalars[static_cast<std::size_t>(slot)];
-      ordered.push_back(wait ? Result::scalar(Value::from_bytes(s.type, host + s.offset))
-                             : Result::pending_scalar(context_, prep.scalars + s.offset, s.type, prepared, capturing));
-    }
+    if (slot < 0) continue;
+    const codegen::ScalarSlot& s = plan.scalars[static_cast<std::size_t>(slot)];
+    results[i] = wait ? Result::scalar(Value::from_bytes(s.type, host + s.offset))
+                      : Result::pending_scalar(context_, prep.scalars + s.offset, s.type, prepared, capturing);
   }
-  return ordered;
+  return results;
 }
 
 Result Runtime::run(const Expr& result, const Bindings& bindings) {
