@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <fuseflow/fuseflow.hpp>
+#include <fuseflow/runtime/low_level.hpp>
 
 namespace ff = fuseflow;
 
@@ -105,4 +106,28 @@ TEST_CASE("a prepared program run again allocates only the vector of results it 
     CHECK(rt.run(twin, b2).at(0).as<float>() == 62.5f);  // 55 + 5 * 1.5
     CHECK(rt.stats().programs.misses == 1);
   }
+}
+
+TEST_CASE("low_level::run_phases times a run's phases only in a FUSEFLOW_RUN_PHASES build") {
+  ff::Runtime rt(memory_only());
+  auto xs = rt.upload(std::vector<float>{1, 2, 3});
+  const ff::Expr x = ff::input<float>("x");
+  const ff::Program sum(ff::reduce(x, ff::plus));
+  REQUIRE(rt.run(sum, {{x, xs}}).at(0).as<float>() == 6.0f);
+  ff::low_level::reset_run_phases(rt);
+  for (int i = 0; i < 10; ++i) (void)rt.run(sum, {{x, xs}});
+  const ff::low_level::RunPhases p = ff::low_level::run_phases(rt);
+#ifdef FUSEFLOW_RUN_PHASES
+  CHECK(p.enabled);
+  CHECK(p.runs == 10);
+  CHECK(p.per_run(ff::low_level::RunPhase::launch) > 0);
+  CHECK(p.per_run(ff::low_level::RunPhase::wait) > 0);
+  CHECK(p.microseconds[static_cast<std::size_t>(ff::low_level::RunPhase::lookup)] > 0);
+#else
+  CHECK_FALSE(p.enabled);
+  CHECK(p.runs == 0);
+  for (double us : p.microseconds) CHECK(us == 0);
+#endif
+  ff::low_level::reset_run_phases(rt);
+  CHECK(ff::low_level::run_phases(rt).runs == 0);
 }

@@ -13,9 +13,22 @@
 #include "fuseflow/runtime/runtime.hpp"
 #include "../nvtx.hpp"
 #include "bindings.hpp"
+#include "fuseflow/runtime/low_level.hpp"
 #include "prepared.hpp"
 
 namespace fuseflow {
+
+low_level::RunPhases low_level::Access::run_phases(Runtime& rt) {
+  std::call_once(rt.executor_once_, [&rt] { rt.executor_ = std::make_shared<detail::Executor>(rt.options_); });
+  std::lock_guard lock(rt.executor_->mutex);
+  return rt.executor_->phases.read();
+}
+
+void low_level::Access::reset_run_phases(Runtime& rt) {
+  std::call_once(rt.executor_once_, [&rt] { rt.executor_ = std::make_shared<detail::Executor>(rt.options_); });
+  std::lock_guard lock(rt.executor_->mutex);
+  rt.executor_->phases.reset();
+}
 
 RuntimeStats Runtime::stats() {
   RuntimeStats s;
@@ -85,10 +98,14 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
   std::call_once(executor_once_, [this] { executor_ = std::make_shared<detail::Executor>(options_); });
   detail::Executor& ex = *executor_;
   std::lock_guard<std::mutex> lock(ex.mutex);
+  using Phase = low_level::RunPhase;
+  detail::PhaseClock& clock = ex.phases;
+  clock.start();
 
   // Bindings are checked before anything is compiled or launched.
   detail::BoundLeaves& bound = ex.bound;
   detail::bind_leaves(program, bindings, bound);
+  clock.mark(Phase::bind);
   detail::DeviceContext::Scope scope(*context_);
   Calls calls{*this, context_->stream()};
   // Inside a CUDA graph capture every operation of the run must be capturable: no
@@ -99,10 +116,12 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
     throw_uncapturable("run() waits for its results (cuMemcpyDtoHAsync + cuStreamSynchronize), which a stream "
                        "being captured cannot do; use run_async() inside the capture and read the results after "
                        "the graph ran");
+  clock.mark(Phase::capture);
   // Held for the run: the cache may evict it meanwhile (another program's prepare), and a
   // pending scalar of run_async keeps it until read.
   const std::shared_ptr<detail::PreparedProgram> prepared = detail::prepare(*this, ex, program, context_, capturing);
   detail::PreparedProgram& prep = *prepared;
+  clock.mark(Phase::lookup);
   const codegen::Plan& plan = prep.plan;
   // run() of a program whose kernels may write their scalars straight to the host.
   const bool direct = wait && prep.direct_results;
@@ -147,6 +166,8 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
     if (status != ex.status_ptr) calls.memset(status, 0, ex.status->capacity());
     ex.status_ptr = status;
   }
+
+  clock.mark(Phase::checks);
 
   // Array outputs are allocated per run and handed to the caller, or written into the
   // memory the caller bound them to. A counted output (a filter's survivors, reduce_by_key's
@@ -205,6 +226,8 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
   const std::size_t flag_bytes = plan.checked_offsets.size() * sizeof(unsigned);
   if (flag_bytes && wait) calls.memset(prep.invalid_flags, 0, flag_bytes);
 
+  clock.mark(Phase::outputs);
+
   // Arguments live in 16-byte cells; cuLaunchKernel reads each through its pointer when
   // called, so the prepared program's cells serve every launch in turn.
   for (const auto& launch : schedule.launches) {
@@ -259,8 +282,10 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
     }
     int grid = launch.grid;
     if (k.any_grid) grid = std::min(grid, prep.resident_grid[static_cast<std::size_t>(launch.kernel)]);
+    clock.mark(Phase::args);
     launch_in_scope(prep.kernels[static_cast<std::size_t>(launch.kernel)], Dim3{static_cast<unsigned>(grid), 1, 1},
                     Dim3{static_cast<unsigned>(k.block), 1, 1}, k.shared_bytes, prep.args.data());
+    clock.mark(Phase::launch);
   }
 
   // Scalars and flags come back in one copy into pinned memory and one wait (run), or
@@ -268,7 +293,9 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
   const std::size_t back = flag_bytes ? prep.flags_offset + flag_bytes : plan.scalar_bytes;
   if (back && wait) {
     if (!direct) check(calls.api.cuMemcpyDtoHAsync(prep.host, prep.scalars, back, calls.stream), "cuMemcpyDtoHAsync");
+    clock.mark(Phase::copy);
     check(calls.api.cuStreamSynchronize(calls.stream), "cuStreamSynchronize");
+    clock.mark(Phase::wait);
   }
   const auto* host = static_cast<const unsigned char*>(prep.host);
   if (flag_bytes && wait) {
@@ -285,6 +312,8 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
     results[i] = wait ? Result::scalar(Value::from_bytes(s.type, host + s.offset))
                       : Result::pending_scalar(context_, prep.scalars + s.offset, s.type, prepared, capturing);
   }
+  clock.mark(Phase::results);
+  clock.finish();
   return results;
 }
 

@@ -13,6 +13,7 @@
 #include "fuseflow/codegen/plan.hpp"
 #include "fuseflow/runtime/runtime.hpp"
 #include "bindings.hpp"
+#include "run_phases.hpp"
 #include "structure.hpp"
 
 namespace fuseflow {
@@ -137,6 +138,7 @@ struct Executor {
   // A run's bindings and domain lengths, reused by the next run (no allocation once sized).
   BoundLeaves bound;
   std::vector<std::int64_t> lengths;
+  PhaseClock phases;  // host time per phase of a run (FUSEFLOW_RUN_PHASES builds only)
   // Counters kernels leave zeroed (Arg::Kind::Ticket): [0] the reductions' last-block
   // ticket, [1] the look-back scans' tile counter, [2] the segmented reduce's "segments
   // left to the merge path" flag.
