@@ -492,12 +492,16 @@ nvrtcResult nvrtcCompileProgram(nvrtcProgram prog, int, const char* const*) {
   // FUSEFLOW_EMU_CXXFLAGS (e.g. "-O0 -g" to debug a kernel in gdb) replaces the default flags.
   const char* flags = std::getenv("FUSEFLOW_EMU_CXXFLAGS");
   const std::string command = std::string(FUSEFLOW_EMU_CXX) + " -std=c++17 " + (flags && *flags ? flags : "-O1 -g0") +
-                              " -fPIC -shared -w -include '" FUSEFLOW_EMU_PRELUDE "' -I '" + dir +
+                              " -fPIC -shared -fno-gnu-unique -w -include '" FUSEFLOW_EMU_PRELUDE "' -I '" + dir +
                               "/include' -o '" + out + "' '" + dir + "/kernel.cpp' > '" + dir + "/log.txt' 2>&1";
   const int rc = std::system(command.c_str());
   p.log = read_file(dir + "/log.txt");
   if (rc != 0) return NVRTC_ERROR_COMPILATION;
   p.image = read_file(out);
+  // The image is in memory now; the directory (source, headers, library) is not needed
+  // again, and a test that compiles thousands of kernels would otherwise fill /tmp. Kept
+  // when FUSEFLOW_EMU_CXXFLAGS is set: a debugger reads the kernel's source there.
+  if (!(flags && *flags) && std::system(("rm -rf '" + dir + "'").c_str()) != 0) return NVRTC_ERROR_INTERNAL_ERROR;
   return p.image.empty() ? NVRTC_ERROR_INTERNAL_ERROR : NVRTC_SUCCESS;
 }
 
@@ -725,10 +729,11 @@ CUresult CUDAAPI cuModuleUnload(CUmodule module) {
   auto* m = reinterpret_cast<Module*>(module);
   count(&Faults::modules, -1);
   if (m->library) dlclose(m->library);
-  // The file stays: the prelude's inline variables are unique symbols, which keep the
-  // library loaded after dlclose, and glibc's dlopen matches a loaded library by device
-  // and inode. A removed file's inode may be reused by the next module's, whose dlopen
-  // would then return the old library (and run the previous kernel of the same name).
+  // Kernels are built with -fno-gnu-unique, so that the prelude's inline variables do not
+  // pin the library: dlclose unloads it and its memory goes. The file stays all the same:
+  // glibc's dlopen matches a loaded library by device and inode, and should anything keep
+  // this one loaded, a removed file's inode reused by the next module's would make its
+  // dlopen return the old library (and run the previous kernel of the same name).
   delete m;
   return CUDA_SUCCESS;
 }
