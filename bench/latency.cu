@@ -13,7 +13,13 @@
 // host (.item() / float()) and the host time of the call that leaves it on the device.
 // torch's MSSP is cumsum/cummin/max (several kernels); CuPy's, cumsum + minimum.accumulate
 // where that exists. Writes bench_latency.csv.
+// Beside the totals, where fuseflow was built with -DFUSEFLOW_RUN_PHASES=ON, the host time
+// of each phase of fuseflow's run (low_level::run_phases: bindings, capture query, lookup,
+// checks, outputs, argument packing, launch call, copy, wait, results), mean per call, for
+// run, async and rebuilt; such a build reads the clock about ten times per run, so its
+// totals are a little higher than a plain build's.
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -24,6 +30,7 @@
 #include <vector>
 
 #include "catalog/catalog.hpp"
+#include "fuseflow/runtime/low_level.hpp"
 #include "harness.hpp"
 
 #ifndef FUSEFLOW_BENCH_ANCHOR_SCRIPT
@@ -65,6 +72,8 @@ constexpr float kC = 0.5f;  // the fused program's parameter
 // One (library, program, n): host microseconds per call; NAN where not measured.
 struct LatencyRow {
   double run_us = NAN, async_us = NAN, rebuilt_us = NAN;
+  // fuseflow's host time per phase (FUSEFLOW_RUN_PHASES builds): run, async, rebuilt.
+  std::array<ff::low_level::RunPhases, 3> phases{};
 };
 using Key = std::pair<std::string, std::size_t>;  // program, n
 
@@ -131,14 +140,17 @@ LatencyRow measure_fuseflow(ff::Runtime& rt, const LatencyProgram& lp, std::size
   LatencyRow row;
   std::vector<double> t;
   for (int r = 0; r < warmup + reps; ++r) {  // run, one program reused
+    if (r == warmup) ff::low_level::reset_run_phases(rt);
     const auto t0 = Clock::now();
     std::vector<ff::Result> res = rt.run(program, b);
     (void)res.at(0).value();
     if (r >= warmup) t.push_back(us_since(t0));
   }
   row.run_us = median(t);
+  row.phases[0] = ff::low_level::run_phases(rt);
   t.clear();
   for (int r = 0; r < warmup + reps; ++r) {  // run_async: the call alone
+    if (r == warmup) ff::low_level::reset_run_phases(rt);
     const auto t0 = Clock::now();
     std::vector<ff::Result> res = rt.run_async(program, b);
     const double us = us_since(t0);
@@ -146,8 +158,10 @@ LatencyRow measure_fuseflow(ff::Runtime& rt, const LatencyProgram& lp, std::size
     if (r >= warmup) t.push_back(us);
   }
   row.async_us = median(t);
+  row.phases[1] = ff::low_level::run_phases(rt);
   t.clear();
   for (int r = 0; r < warmup + reps; ++r) {  // a new, equal program every call
+    if (r == warmup) ff::low_level::reset_run_phases(rt);
     const auto t0 = Clock::now();
     const ff::Program fresh = lp.build();
     std::vector<ff::Result> res = rt.run(fresh, bind(fresh, xf, xi, lp.int_input));
@@ -155,6 +169,7 @@ LatencyRow measure_fuseflow(ff::Runtime& rt, const LatencyProgram& lp, std::size
     if (r >= warmup) t.push_back(us_since(t0));
   }
   row.rebuilt_us = median(t);
+  row.phases[2] = ff::low_level::run_phases(rt);
   return row;
 }
 
@@ -190,6 +205,37 @@ void measure_anchors(const std::vector<std::size_t>& sizes, int reps, std::map<K
   if (rc != 0) std::printf("  (latency_anchors.py exited with status %d)\n", rc);
 }
 
+// fuseflow's host time per call by phase (mean us), where the build measures it.
+void print_phases(const std::map<Key, LatencyRow>& rows, const std::vector<std::size_t>& sizes) {
+  if (rows.empty() || !rows.begin()->second.phases[0].enabled) {
+    std::printf("  (host time by phase: build fuseflow with -DFUSEFLOW_RUN_PHASES=ON to see it)\n");
+    return;
+  }
+  std::printf("\n  fuseflow host time per call by phase (us, mean; a FUSEFLOW_RUN_PHASES build):\n");
+  std::printf("  %-8s %-5s %-7s", "program", "n", "call");
+  for (const char* name : ff::low_level::kRunPhaseNames) std::printf(" %7s", name);
+  std::printf(" %7s\n", "sum");
+  const char* calls[] = {"run", "async", "rebuilt"};
+  for (const LatencyProgram& lp : latency_programs())
+    for (std::size_t n : sizes) {
+      const auto it = rows.find({lp.name, n});
+      if (it == rows.end()) continue;
+      for (std::size_t c = 0; c < 3; ++c) {
+        const ff::low_level::RunPhases& p = it->second.phases[c];
+        std::printf("  %-8s 2^%-3d %-7s", lp.name, (int)std::lround(std::log2((double)n)), calls[c]);
+        double sum = 0;
+        for (std::size_t i = 0; i < ff::low_level::kRunPhases; ++i) {
+          const double us = p.per_run(static_cast<ff::low_level::RunPhase>(i));
+          sum += us;
+          std::printf(" %7.3f", us);
+        }
+        std::printf(" %7.3f\n", sum);
+      }
+    }
+  std::printf("  The rest of a call's total is outside fuseflow's run: the Result's destruction, the\n"
+              "  caller's loop, and for rebuilt the program's construction and its bindings.\n");
+}
+
 }  // namespace
 
 void bench_latency(const Context& c, const Options& opt) {
@@ -223,6 +269,8 @@ void bench_latency(const Context& c, const Options& opt) {
   std::printf("  fused = (x*x + c).sum(), c a parameter; run/torch/CuPy: result on the host; async: the call\n"
               "  that leaves it on the device; rebuilt: a new equal program built and run every call.\n"
               "  torch: x.sum().item(), (x*x+c).sum().item(), x.argmax().item(), MSSP by cumsum/cummin.\n");
+
+  print_phases(ff_rows, sizes);
 
   const std::string path = out_dir() + "/bench_latency.csv";
   if (FILE* f = std::fopen(path.c_str(), "w")) {

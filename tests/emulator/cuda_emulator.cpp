@@ -332,6 +332,7 @@ struct Faults {
   std::string last;                            // the call made to fail last
   std::string log;                             // the calls counted since the last arm, by name
   bool capturing = false;                      // cuStreamIsCapturing's answer (ff_emu_set_capturing)
+  bool skip_launches = false;                  // cuLaunchKernel runs nothing (ff_emu_set_skip_launches)
   long allocations = 0, modules = 0, contexts = 0, programs = 0;  // live now
 };
 Faults& faults() {
@@ -398,6 +399,13 @@ const char* ff_emu_driver_call_log() {
 void ff_emu_set_capturing(int on) {
   std::lock_guard<std::mutex> lock(faults().mutex);
   faults().capturing = on != 0;
+}
+// Makes cuLaunchKernel check its arguments and return without running the kernel (1), so
+// a measurement of the host's work per run (tests/runtime/host_cost_probe.cpp) is not
+// buried under the emulated kernel's.
+void ff_emu_set_skip_launches(int on) {
+  std::lock_guard<std::mutex> lock(faults().mutex);
+  faults().skip_launches = on != 0;
 }
 // The name of the call made to fail last ("" when none); valid until the next fault.
 const char* ff_emu_last_fault() {
@@ -484,12 +492,16 @@ nvrtcResult nvrtcCompileProgram(nvrtcProgram prog, int, const char* const*) {
   // FUSEFLOW_EMU_CXXFLAGS (e.g. "-O0 -g" to debug a kernel in gdb) replaces the default flags.
   const char* flags = std::getenv("FUSEFLOW_EMU_CXXFLAGS");
   const std::string command = std::string(FUSEFLOW_EMU_CXX) + " -std=c++17 " + (flags && *flags ? flags : "-O1 -g0") +
-                              " -fPIC -shared -w -include '" FUSEFLOW_EMU_PRELUDE "' -I '" + dir +
+                              " -fPIC -shared -fno-gnu-unique -w -include '" FUSEFLOW_EMU_PRELUDE "' -I '" + dir +
                               "/include' -o '" + out + "' '" + dir + "/kernel.cpp' > '" + dir + "/log.txt' 2>&1";
   const int rc = std::system(command.c_str());
   p.log = read_file(dir + "/log.txt");
   if (rc != 0) return NVRTC_ERROR_COMPILATION;
   p.image = read_file(out);
+  // The image is in memory now; the directory (source, headers, library) is not needed
+  // again, and a test that compiles thousands of kernels would otherwise fill /tmp. Kept
+  // when FUSEFLOW_EMU_CXXFLAGS is set: a debugger reads the kernel's source there.
+  if (!(flags && *flags) && std::system(("rm -rf '" + dir + "'").c_str()) != 0) return NVRTC_ERROR_INTERNAL_ERROR;
   return p.image.empty() ? NVRTC_ERROR_INTERNAL_ERROR : NVRTC_SUCCESS;
 }
 
@@ -717,10 +729,11 @@ CUresult CUDAAPI cuModuleUnload(CUmodule module) {
   auto* m = reinterpret_cast<Module*>(module);
   count(&Faults::modules, -1);
   if (m->library) dlclose(m->library);
-  // The file stays: the prelude's inline variables are unique symbols, which keep the
-  // library loaded after dlclose, and glibc's dlopen matches a loaded library by device
-  // and inode. A removed file's inode may be reused by the next module's, whose dlopen
-  // would then return the old library (and run the previous kernel of the same name).
+  // Kernels are built with -fno-gnu-unique, so that the prelude's inline variables do not
+  // pin the library: dlclose unloads it and its memory goes. The file stays all the same:
+  // glibc's dlopen matches a loaded library by device and inode, and should anything keep
+  // this one loaded, a removed file's inode reused by the next module's would make its
+  // dlopen return the old library (and run the previous kernel of the same name).
   delete m;
   return CUDA_SUCCESS;
 }
@@ -755,6 +768,10 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction function, unsigned int grid_x, unsign
   if (block_x * block_y * block_z == 0 || block_x * block_y * block_z > static_cast<unsigned>(kMaxThreads) ||
       grid_x * grid_y * grid_z == 0 || dynamic_shared_bytes > kMaxDynamicSharedBytes)
     return CUDA_ERROR_INVALID_VALUE;
+  {
+    std::lock_guard<std::mutex> lock(faults().mutex);
+    if (faults().skip_launches) return CUDA_SUCCESS;
+  }
   std::lock_guard<std::mutex> lock(launch_mutex());
   Scheduler& s = scheduler();
   if (!s.stacks) {

@@ -61,9 +61,17 @@ bool writes_output(const codegen::KernelSpec& k, std::size_t output) {
 namespace detail {
 
 BoundLeaves bind_leaves(const Program& program, const Bindings& bindings) {
-  // Linear scans, no maps: a run binds a handful of leaves, and this runs every time.
   BoundLeaves out;
-  out.outputs.resize(program.outputs().size());
+  bind_leaves(program, bindings, out);
+  return out;
+}
+
+void bind_leaves(const Program& program, const Bindings& bindings, BoundLeaves& out) {
+  // Linear scans, no maps: a run binds a handful of leaves, and this runs every time.
+  out.input_lengths.clear();
+  out.input_ptrs.clear();
+  out.params.clear();
+  out.outputs.assign(program.outputs().size(), DeviceBytes{});
   std::size_t leaves = 0;  // bindings of inputs and parameters
   for (std::size_t i = 0; i < bindings.size(); ++i) {
     const auto& [leaf, binding] = bindings[i];
@@ -123,25 +131,34 @@ BoundLeaves bind_leaves(const Program& program, const Bindings& bindings) {
       if ((leaf.kind() == ExprKind::Input || leaf.kind() == ExprKind::Param) && !used(leaf))
         throw GraphError("run: " + describe(leaf) + " is bound but not used by this program");
   }
-  return out;
 }
 
 std::vector<std::int64_t> domain_lengths(const Program& program, const codegen::Plan& plan,
                                          const std::vector<std::int64_t>& input_lengths) {
+  std::vector<std::int64_t> lengths;
+  domain_lengths(program, plan, input_lengths, lengths);
+  return lengths;
+}
+
+void domain_lengths(const Program& program, const codegen::Plan& plan, const std::vector<std::int64_t>& input_lengths,
+                    std::vector<std::int64_t>& lengths) {
   // Domain 0's length is n, the elements' count; other domains are segmented ops' offsets.
-  std::vector<std::int64_t> lengths(static_cast<std::size_t>(plan.domains), -1);
-  std::vector<std::size_t> first_input(lengths.size(), 0);  // named only in an error
+  auto domain = [&](std::size_t i) {
+    return static_cast<std::size_t>(plan.input_domain.empty() ? 0 : plan.input_domain[i]);
+  };
+  lengths.assign(static_cast<std::size_t>(plan.domains), -1);
   for (std::size_t i = 0; i < input_lengths.size(); ++i) {
-    auto d = static_cast<std::size_t>(plan.input_domain.empty() ? 0 : plan.input_domain[i]);
-    if (lengths[d] >= 0 && input_lengths[i] != lengths[d])
-      throw GraphError("run: arrays of different lengths: " + describe(program.inputs()[first_input[d]]) + " has " +
+    const std::size_t d = domain(i);
+    if (lengths[d] >= 0 && input_lengths[i] != lengths[d]) {
+      std::size_t first = 0;  // the input that set the domain's length, named in the error
+      while (domain(first) != d) ++first;
+      throw GraphError("run: arrays of different lengths: " + describe(program.inputs()[first]) + " has " +
                        std::to_string(lengths[d]) + " elements, " + describe(program.inputs()[i]) + " has " +
                        std::to_string(input_lengths[i]));
-    if (lengths[d] < 0) first_input[d] = i;
+    }
     lengths[d] = input_lengths[i];
   }
   for (auto& l : lengths) l = std::max<std::int64_t>(l, 0);
-  return lengths;
 }
 
 std::size_t output_length(const codegen::Plan& plan, std::size_t i, const std::vector<std::int64_t>& lengths) {

@@ -22,13 +22,18 @@ struct BoundLeaves {
 
 // Every input bound once to an array of its type (and declared length), every parameter
 // once to a scalar, array outputs at most once to an array of their element type, nothing
-// else bound. Throws GraphError naming the input, parameter or output.
+// else bound. Throws GraphError naming the input, parameter or output. The second form
+// fills `out`, reusing its vectors (a run's steady state allocates nothing here).
 BoundLeaves bind_leaves(const Program& program, const Bindings& bindings);
+void bind_leaves(const Program& program, const Bindings& bindings, BoundLeaves& out);
 
 // The length of each input domain of the plan (inputs of one domain have one length; an
-// empty domain has length 0). Throws GraphError naming two inputs that disagree.
+// empty domain has length 0). Throws GraphError naming two inputs that disagree. The
+// second form writes them into `out`, reusing its storage.
 std::vector<std::int64_t> domain_lengths(const Program& program, const codegen::Plan& plan,
                                          const std::vector<std::int64_t>& input_lengths);
+void domain_lengths(const Program& program, const codegen::Plan& plan, const std::vector<std::int64_t>& input_lengths,
+                    std::vector<std::int64_t>& out);
 
 // The outputs bound to the caller's memory, once the lengths are known: each has exactly
 // its output's element count, overlaps no other output, and overlaps an input only as an

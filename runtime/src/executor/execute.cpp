@@ -13,9 +13,22 @@
 #include "fuseflow/runtime/runtime.hpp"
 #include "../nvtx.hpp"
 #include "bindings.hpp"
+#include "fuseflow/runtime/low_level.hpp"
 #include "prepared.hpp"
 
 namespace fuseflow {
+
+low_level::RunPhases low_level::Access::run_phases(Runtime& rt) {
+  std::call_once(rt.executor_once_, [&rt] { rt.executor_ = std::make_shared<detail::Executor>(rt.options_); });
+  std::lock_guard lock(rt.executor_->mutex);
+  return rt.executor_->phases.read();
+}
+
+void low_level::Access::reset_run_phases(Runtime& rt) {
+  std::call_once(rt.executor_once_, [&rt] { rt.executor_ = std::make_shared<detail::Executor>(rt.options_); });
+  std::lock_guard lock(rt.executor_->mutex);
+  rt.executor_->phases.reset();
+}
 
 RuntimeStats Runtime::stats() {
   RuntimeStats s;
@@ -85,9 +98,14 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
   std::call_once(executor_once_, [this] { executor_ = std::make_shared<detail::Executor>(options_); });
   detail::Executor& ex = *executor_;
   std::lock_guard<std::mutex> lock(ex.mutex);
+  using Phase = low_level::RunPhase;
+  detail::PhaseClock& clock = ex.phases;
+  clock.start();
 
   // Bindings are checked before anything is compiled or launched.
-  detail::BoundLeaves bound = detail::bind_leaves(program, bindings);
+  detail::BoundLeaves& bound = ex.bound;
+  detail::bind_leaves(program, bindings, bound);
+  clock.mark(Phase::bind);
   detail::DeviceContext::Scope scope(*context_);
   Calls calls{*this, context_->stream()};
   // Inside a CUDA graph capture every operation of the run must be capturable: no
@@ -98,16 +116,19 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
     throw_uncapturable("run() waits for its results (cuMemcpyDtoHAsync + cuStreamSynchronize), which a stream "
                        "being captured cannot do; use run_async() inside the capture and read the results after "
                        "the graph ran");
+  clock.mark(Phase::capture);
   // Held for the run: the cache may evict it meanwhile (another program's prepare), and a
   // pending scalar of run_async keeps it until read.
   const std::shared_ptr<detail::PreparedProgram> prepared = detail::prepare(*this, ex, program, context_, capturing);
   detail::PreparedProgram& prep = *prepared;
+  clock.mark(Phase::lookup);
   const codegen::Plan& plan = prep.plan;
   // run() of a program whose kernels may write their scalars straight to the host.
   const bool direct = wait && prep.direct_results;
   // Nsight shows each run and each kernel by name.
   nvtx::ScopedRange run_range(prep.range_name);
-  const std::vector<std::int64_t> lengths = detail::domain_lengths(program, plan, bound.input_lengths);
+  std::vector<std::int64_t>& lengths = ex.lengths;
+  detail::domain_lengths(program, plan, bound.input_lengths, lengths);
   detail::check_output_bindings(program, plan, bound, lengths);
   const std::int64_t n = lengths[0];
   if (capturing)
@@ -146,10 +167,14 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
     ex.status_ptr = status;
   }
 
+  clock.mark(Phase::checks);
+
   // Array outputs are allocated per run and handed to the caller, or written into the
   // memory the caller bound them to. A counted output (a filter's survivors, reduce_by_key's
   // runs) gets room for its capacity and, after the elements, the 8-byte count its kernel
   // writes; the Result reads the count only when asked.
+  // `results` is what run returns, in the program's output order: arrays made here, each
+  // scalar a placeholder until its value is known (after the wait, or pending on the device).
   const std::size_t outputs = program.outputs().size();
   std::vector<Result> results;
   results.reserve(outputs);
@@ -158,7 +183,10 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
   std::fill(prep.output_bytes.begin(), prep.output_bytes.end(), 0);
   std::fill(prep.allocated_bytes.begin(), prep.allocated_bytes.end(), 0);
   for (std::size_t i = 0; i < outputs; ++i) {
-    if (plan.output_scalar[i] >= 0) continue;
+    if (plan.output_scalar[i] >= 0) {
+      results.push_back(Result::scalar(Value()));
+      continue;
+    }
     const Type& t = program.outputs()[i].type();
     // Elements of the output: n, or its own length (a histogram's bins, one per segment).
     const std::size_t count = detail::output_length(plan, i, lengths);
@@ -197,6 +225,8 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
   // run; run_async neither waits nor checks, so it adds no work to the stream for them.
   const std::size_t flag_bytes = plan.checked_offsets.size() * sizeof(unsigned);
   if (flag_bytes && wait) calls.memset(prep.invalid_flags, 0, flag_bytes);
+
+  clock.mark(Phase::outputs);
 
   // Arguments live in 16-byte cells; cuLaunchKernel reads each through its pointer when
   // called, so the prepared program's cells serve every launch in turn.
@@ -252,8 +282,10 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
     }
     int grid = launch.grid;
     if (k.any_grid) grid = std::min(grid, prep.resident_grid[static_cast<std::size_t>(launch.kernel)]);
+    clock.mark(Phase::args);
     launch_in_scope(prep.kernels[static_cast<std::size_t>(launch.kernel)], Dim3{static_cast<unsigned>(grid), 1, 1},
                     Dim3{static_cast<unsigned>(k.block), 1, 1}, k.shared_bytes, prep.args.data());
+    clock.mark(Phase::launch);
   }
 
   // Scalars and flags come back in one copy into pinned memory and one wait (run), or
@@ -261,7 +293,9 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
   const std::size_t back = flag_bytes ? prep.flags_offset + flag_bytes : plan.scalar_bytes;
   if (back && wait) {
     if (!direct) check(calls.api.cuMemcpyDtoHAsync(prep.host, prep.scalars, back, calls.stream), "cuMemcpyDtoHAsync");
+    clock.mark(Phase::copy);
     check(calls.api.cuStreamSynchronize(calls.stream), "cuStreamSynchronize");
+    clock.mark(Phase::wait);
   }
   const auto* host = static_cast<const unsigned char*>(prep.host);
   if (flag_bytes && wait) {
@@ -271,20 +305,16 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
       if (flag) detail::throw_invalid_offsets(program, *program.ops().at(prep.checked_op_index[i]), bound, n, *context_);
     }
   }
-  std::vector<Result> ordered;
-  ordered.reserve(outputs);
-  std::size_t array = 0;
   for (std::size_t i = 0; i < outputs; ++i) {
     const int slot = plan.output_scalar[i];
-    if (slot < 0) {
-      ordered.push_back(std::move(results[array++]));
-    } else {
-      const codegen::ScalarSlot& s = plan.scalars[static_cast<std::size_t>(slot)];
-      ordered.push_back(wait ? Result::scalar(Value::from_bytes(s.type, host + s.offset))
-                             : Result::pending_scalar(context_, prep.scalars + s.offset, s.type, prepared, capturing));
-    }
+    if (slot < 0) continue;
+    const codegen::ScalarSlot& s = plan.scalars[static_cast<std::size_t>(slot)];
+    results[i] = wait ? Result::scalar(Value::from_bytes(s.type, host + s.offset))
+                      : Result::pending_scalar(context_, prep.scalars + s.offset, s.type, prepared, capturing);
   }
-  return ordered;
+  clock.mark(Phase::results);
+  clock.finish();
+  return results;
 }
 
 Result Runtime::run(const Expr& result, const Bindings& bindings) {

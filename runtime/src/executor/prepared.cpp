@@ -63,16 +63,14 @@ std::shared_ptr<PreparedProgram> prepare(Runtime& rt, Executor& ex, const Progra
   const codegen::PlanOptions& options = *rt.options().plan;
   // The same Program object (or one with the same output nodes) as lately: its key without
   // a walk. Otherwise the walk, and the structure found in the cache or prepared.
-  ex.output_nodes.clear();
-  for (const Expr& o : program.outputs()) ex.output_nodes.push_back(o.get());
   std::shared_ptr<const ProgramKey> key;
-  if (const Executor::KnownProgram* known = ex.keys.find(ex.output_nodes)) {
-    if (std::shared_ptr<PreparedProgram>* found = ex.programs.find(*known->key)) return *found;
-    key = known->key;  // evicted since: prepared again below
+  if (const std::shared_ptr<const ProgramKey>* known = ex.known.find(program)) {
+    if (std::shared_ptr<PreparedProgram>* found = ex.programs.find(**known)) return *found;
+    key = *known;  // evicted since: prepared again below
   } else {
     structural_key(program, ex.walked);
     if (std::shared_ptr<PreparedProgram>* found = ex.programs.find(ex.walked)) {
-      ex.keys.insert(ex.output_nodes, {program, (*found)->key}, 1);
+      ex.known.remember(program, (*found)->key);
       return *found;
     }
     key = std::make_shared<const ProgramKey>(ex.walked);
@@ -139,7 +137,7 @@ std::shared_ptr<PreparedProgram> prepare(Runtime& rt, Executor& ex, const Progra
   const std::size_t bytes = p->bytes();
   const std::shared_ptr<const ProgramKey> cached_key = p->key;
   std::shared_ptr<PreparedProgram> cached = ex.programs.insert(*cached_key, std::move(p), bytes);
-  ex.keys.insert(ex.output_nodes, {program, cached_key}, 1);
+  ex.known.remember(program, cached_key);
   return cached;
 }
 

@@ -12,6 +12,8 @@
 
 #include "fuseflow/codegen/plan.hpp"
 #include "fuseflow/runtime/runtime.hpp"
+#include "bindings.hpp"
+#include "run_phases.hpp"
 #include "structure.hpp"
 
 namespace fuseflow {
@@ -76,12 +78,46 @@ struct PreparedProgram {
   }
 };
 
+// The structural keys of programs run lately, by the addresses of their output nodes: a
+// direct-mapped table, each slot overwritten by the next program whose outputs map to it.
+// A slot holds the outputs (so their nodes, and addresses, stay taken while it lives) in a
+// vector that keeps its capacity: remembering a new program allocates nothing once the
+// slots have been used. A program that lost its slot is found again by a walk.
+class ProgramsByIdentity {
+ public:
+  const std::shared_ptr<const ProgramKey>* find(const Program& program) const {
+    const Slot& s = slots_[slot_of(program)];
+    if (!s.key || s.outputs.size() != program.outputs().size()) return nullptr;
+    for (std::size_t i = 0; i < s.outputs.size(); ++i)
+      if (s.outputs[i].get() != program.outputs()[i].get()) return nullptr;
+    return &s.key;
+  }
+  void remember(const Program& program, std::shared_ptr<const ProgramKey> key) {
+    Slot& s = slots_[slot_of(program)];
+    s.outputs.assign(program.outputs().begin(), program.outputs().end());
+    s.key = std::move(key);
+  }
+
+ private:
+  static constexpr std::size_t kSlots = 128;
+  struct Slot {
+    std::vector<Expr> outputs;
+    std::shared_ptr<const ProgramKey> key;
+  };
+  static std::size_t slot_of(const Program& program) {
+    std::uint64_t h = program.outputs().size();
+    for (const Expr& o : program.outputs())
+      h = (h ^ (reinterpret_cast<std::uintptr_t>(o.get()) >> 4)) * 0x9e3779b97f4a7c15ULL;
+    return static_cast<std::size_t>(h >> 57) % kSlots;
+  }
+  std::array<Slot, kSlots> slots_;
+};
+
 struct Executor {
   explicit Executor(const RuntimeOptions& options)
       : poison(*options.poison),
         max_epoch(*options.lookback_epochs ? *options.lookback_epochs : codegen::kMaxLookbackEpoch),
-        programs(options.limits.programs, options.limits.program_bytes),
-        keys(kProgramsByIdentity, SIZE_MAX) {}
+        programs(options.limits.programs, options.limits.program_bytes) {}
 
   // Poison (RuntimeOptions::poison, FUSEFLOW_POISON=1; the GPU tests set it): scalar slots
   // and new output arrays (not those in the caller's memory) are filled with 0xff bytes
@@ -95,24 +131,14 @@ struct Executor {
   // By structure (structure.hpp), not object identity, so a program rebuilt in a loop
   // finds the plan of the one before it.
   LruCache<ProgramKey, std::shared_ptr<PreparedProgram>, ProgramKeyHash> programs;
-  // The key of a program run lately, by the identity of its outputs, so that running the
-  // same Program object again costs a lookup instead of a walk of its graph. Each entry
-  // holds the program, so its nodes (and addresses) stay taken while the entry lives.
-  struct KnownProgram {
-    Program program;
-    std::shared_ptr<const ProgramKey> key;
-  };
-  struct NodesHash {
-    std::size_t operator()(const std::vector<const ExprNode*>& nodes) const noexcept {
-      std::size_t h = nodes.size();
-      for (const ExprNode* n : nodes) h = h * 0x9e3779b97f4a7c15ULL + std::hash<const ExprNode*>{}(n);
-      return h;
-    }
-  };
-  static constexpr std::size_t kProgramsByIdentity = 64;
-  LruCache<std::vector<const ExprNode*>, KnownProgram, NodesHash> keys;
-  std::vector<const ExprNode*> output_nodes;  // reused by each lookup
+  // The key of a program run lately, by the identity of its outputs (ProgramsByIdentity),
+  // so that running the same Program object again costs a lookup instead of a walk.
+  ProgramsByIdentity known;
   ProgramKey walked;                          // reused by each walk
+  // A run's bindings and domain lengths, reused by the next run (no allocation once sized).
+  BoundLeaves bound;
+  std::vector<std::int64_t> lengths;
+  PhaseClock phases;  // host time per phase of a run (FUSEFLOW_RUN_PHASES builds only)
   // Counters kernels leave zeroed (Arg::Kind::Ticket): [0] the reductions' last-block
   // ticket, [1] the look-back scans' tile counter, [2] the segmented reduce's "segments
   // left to the merge path" flag.

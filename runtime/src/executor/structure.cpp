@@ -5,7 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
-#include <unordered_map>
+#include <vector>
 
 namespace fuseflow::detail {
 namespace {
@@ -13,30 +13,86 @@ namespace {
 // Tags keep the token stream self-delimiting: each record starts with what it is.
 enum Tag : std::uint64_t { kExpr = 1, kEmptyExpr, kSeenExpr, kOp, kNoOp, kSeenOp, kMonoid, kNoMonoid, kValue, kType, kOutputs };
 
+// The nodes a walk has met, by address, with the order of their first visit: open
+// addressing over a power-of-two table whose slots are stamped with the walk that filled
+// them, so a new walk starts empty without clearing it. Kept per thread and reused, so a
+// walk allocates nothing once the table has grown to the graphs it sees.
+class SeenNodes {
+ public:
+  void start() {
+    if (++stamp_ == 0) {  // the stamps wrapped: clear for real
+      for (Slot& s : slots_) s.stamp = 0;
+      stamp_ = 1;
+    }
+    count_ = 0;
+    if (slots_.empty()) slots_.resize(256);
+  }
+  // The id of `node` if it was seen in this walk, else -1 (and it is recorded now).
+  long visit(const void* node) {
+    if (2 * (count_ + 1) > slots_.size()) grow();
+    const std::size_t mask = slots_.size() - 1;
+    for (std::size_t i = hash(node) & mask;; i = (i + 1) & mask) {
+      Slot& s = slots_[i];
+      if (s.stamp != stamp_) {
+        s = {node, static_cast<long>(count_++), stamp_};
+        return -1;
+      }
+      if (s.node == node) return s.id;
+    }
+  }
+
+ private:
+  struct Slot {
+    const void* node = nullptr;
+    long id = 0;
+    unsigned stamp = 0;
+  };
+  static std::size_t hash(const void* p) {
+    return static_cast<std::size_t>((reinterpret_cast<std::uintptr_t>(p) >> 4) * 0x9e3779b97f4a7c15ULL >> 32);
+  }
+  void grow() {
+    std::vector<Slot> old(slots_.size() * 2);
+    old.swap(slots_);
+    const std::size_t mask = slots_.size() - 1;
+    for (const Slot& s : old) {
+      if (s.stamp != stamp_) continue;
+      std::size_t i = hash(s.node) & mask;
+      while (slots_[i].stamp == stamp_) i = (i + 1) & mask;
+      slots_[i] = s;
+    }
+  }
+  std::vector<Slot> slots_;
+  std::size_t count_ = 0;
+  unsigned stamp_ = 0;
+};
+
 class Walker {
  public:
   explicit Walker(ProgramKey& key) : key_(key) {
     key_.tokens.clear();
     key_.text.clear();
+    exprs_.start();
+    ops_.start();
   }
 
+  // The hash is FNV-1a over the tokens and the text's bytes, folded in as they are
+  // written (one pass): it only picks a bucket; equality compares everything.
   void program(const Program& p) {
     put(kOutputs);
     put(p.outputs().size());
     for (const Expr& e : p.outputs()) expr(e);
-    // FNV-1a over the tokens and the text: the hash only picks a bucket; equality compares all.
-    std::uint64_t h = 1469598103934665603ULL;
-    auto mix = [&h](std::uint64_t v) { h = (h ^ v) * 1099511628211ULL; };
-    for (std::uint64_t t : key_.tokens) mix(t);
-    for (unsigned char c : key_.text) mix(c);
-    key_.hash = h;
+    key_.hash = hash_;
   }
 
  private:
-  void put(std::uint64_t t) { key_.tokens.push_back(t); }
+  void put(std::uint64_t t) {
+    key_.tokens.push_back(t);
+    hash_ = (hash_ ^ t) * 1099511628211ULL;
+  }
   void str(const std::string& s) {
     put(s.size());
     key_.text += s;
+    for (unsigned char c : s) hash_ = (hash_ ^ c) * 1099511628211ULL;
   }
 
   void type(const Type& t) {
@@ -54,32 +110,21 @@ class Walker {
     type(v.type());
     // The value's bytes exactly (-0.0 and 0.0, NaN payloads differ: stricter than ==).
     const std::size_t n = v.type().size();
-    bytes_.assign(n, 0);
-    v.to_bytes(bytes_.data());
+    unsigned char bytes[64];
+    std::vector<unsigned char> big;
+    unsigned char* out = bytes;
+    if (n > sizeof bytes) {
+      big.resize(n);
+      out = big.data();
+    }
+    std::memset(out, 0, n);
+    v.to_bytes(out);
     put(n);
     for (std::size_t i = 0; i < n; i += 8) {
       std::uint64_t word = 0;
-      std::memcpy(&word, bytes_.data() + i, std::min<std::size_t>(8, n - i));
+      std::memcpy(&word, out + i, std::min<std::size_t>(8, n - i));
       put(word);
     }
-  }
-
-  // The id of a node seen before, or -1 (and it is recorded as seen now).
-  template <class Node>
-  long seen(const Node* n, std::vector<const void*>& ids, std::unordered_map<const void*, long>& big) {
-    // Small graphs (the common case) search a flat list; large ones switch to a map.
-    if (ids.size() < 64) {
-      const auto it = std::find(ids.begin(), ids.end(), static_cast<const void*>(n));
-      if (it != ids.end()) return it - ids.begin();
-      ids.push_back(n);
-      if (ids.size() == 64)
-        for (std::size_t i = 0; i < ids.size(); ++i) big.emplace(ids[i], static_cast<long>(i));
-      return -1;
-    }
-    const auto [it, inserted] = big.emplace(n, static_cast<long>(ids.size()));
-    if (!inserted) return it->second;
-    ids.push_back(n);
-    return -1;
   }
 
   void expr(const Expr& e) {
@@ -88,7 +133,7 @@ class Walker {
       return;
     }
     const ExprNode& n = e.node();
-    if (const long id = seen(&n, expr_ids_, expr_map_); id >= 0) {
+    if (const long id = exprs_.visit(&n); id >= 0) {
       put(kSeenExpr);
       put(static_cast<std::uint64_t>(id));
       return;
@@ -97,7 +142,10 @@ class Walker {
     put(static_cast<std::uint64_t>(n.kind));
     type(n.type);
     str(n.name);
-    value(n.constant);
+    // Only a constant carries a value (ExprNode: payload by kind; Expr::constant is the one
+    // constructor that sets it); the other kinds' is the default one, so leaving it out
+    // keeps the signature exact.
+    if (n.kind == ExprKind::Constant) value(n.constant);
     put(static_cast<std::uint64_t>(static_cast<std::int64_t>(n.index)));
     put(static_cast<std::uint64_t>(n.unary));
     put(static_cast<std::uint64_t>(n.binary));
@@ -113,7 +161,7 @@ class Walker {
       put(kNoOp);
       return;
     }
-    if (const long id = seen(o, op_ids_, op_map_); id >= 0) {
+    if (const long id = ops_.visit(o); id >= 0) {
       put(kSeenOp);
       put(static_cast<std::uint64_t>(id));
       return;
@@ -150,10 +198,12 @@ class Walker {
   }
 
   ProgramKey& key_;
-  std::vector<unsigned char> bytes_;
-  std::vector<const void*> expr_ids_, op_ids_;
-  std::unordered_map<const void*, long> expr_map_, op_map_;
+  std::uint64_t hash_ = 1469598103934665603ULL;
+  // Per thread: walks on several threads (several Runtimes) do not share them.
+  static thread_local SeenNodes exprs_, ops_;
 };
+
+thread_local SeenNodes Walker::exprs_, Walker::ops_;
 
 }  // namespace
 

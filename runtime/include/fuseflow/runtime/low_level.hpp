@@ -8,7 +8,9 @@
 // runs programs on the same Runtime.
 #include <cuda.h>
 
+#include <array>
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string_view>
 
@@ -16,7 +18,37 @@
 
 namespace fuseflow::low_level {
 
+// The phases of a run's host time, in the order a run passes them (run_phases).
+enum class RunPhase {
+  bind,     // the bindings checked against the program (inputs, parameters, outputs)
+  capture,  // cuCtxGetCurrent + cuStreamIsCapturing: the context made current, a capture looked for
+  lookup,   // the prepared program found: by output identity, else the structural key's walk + hash lookup
+  checks,   // domain lengths, output bindings, the schedule for these lengths, scratch
+  outputs,  // array outputs allocated, memsets queued (poison, zeroed scratch and counters)
+  args,     // kernel arguments packed into the argument cells
+  launch,   // cuLaunchKernel (all launches of the run)
+  copy,     // cuMemcpyDtoHAsync of the scalars (none when kernels write them to mapped memory)
+  wait,     // cuStreamSynchronize (run only): the device's time, as the host sees it
+  results,  // the Results made (scalars read from the pinned buffer)
+};
+inline constexpr std::size_t kRunPhases = 10;
+inline constexpr std::array<const char*, kRunPhases> kRunPhaseNames = {
+    "bind", "capture", "lookup", "checks", "outputs", "args", "launch", "copy", "wait", "results"};
+
+// Host time per phase, summed over the runs since the last reset_run_phases. Measured only
+// when fuseflow was built with -DFUSEFLOW_RUN_PHASES=ON (for the benchmark: it reads the
+// clock about ten times per run); otherwise `enabled` is false and everything is zero.
+struct RunPhases {
+  bool enabled = false;
+  std::uint64_t runs = 0;
+  std::array<double, kRunPhases> microseconds{};
+  double per_run(RunPhase p) const {
+    return runs ? microseconds[static_cast<std::size_t>(p)] / static_cast<double>(runs) : 0.0;
+  }
+};
 struct Access {
+  static RunPhases run_phases(Runtime& rt);  // executor/execute.cpp
+  static void reset_run_phases(Runtime& rt);
   static CompileOptions compile_options(const Runtime& rt) { return rt.compile_options(); }
   static KernelHandle load_kernel(Runtime& rt, std::string_view source, std::string_view name,
                                   const CompileOptions& options, std::span<const Header> headers) {
@@ -51,6 +83,9 @@ inline void launch(Runtime& rt, const KernelHandle& kernel, Dim3 grid, Dim3 bloc
 inline CUdeviceptr scratch(Runtime& rt, std::size_t bytes) { return Access::scratch(rt, bytes); }
 // Zeroes `bytes` at `ptr`, ordered on the Runtime's stream.
 inline void zero(Runtime& rt, CUdeviceptr ptr, std::size_t bytes) { Access::zero(rt, ptr, bytes); }
+// Host time per phase of the runs since the last reset (RunPhases above).
+inline RunPhases run_phases(Runtime& rt) { return Access::run_phases(rt); }
+inline void reset_run_phases(Runtime& rt) { Access::reset_run_phases(rt); }
 // The Runtime's kernel cache (memory and disk): its stats(), disk_enabled(), get().
 inline KernelCache& cache(Runtime& rt) { return Access::cache(rt); }
 
