@@ -40,6 +40,8 @@ struct Rewriter {
   std::map<const OpNode*, Expr> ops;  // old op -> its rewritten result (output 0)
   std::vector<ShardScan> scans;
   std::vector<Expr> totals;
+  std::vector<ShardSegmented> segs;
+  std::map<const OpNode*, int> seg_index;
   bool in_scan_values = false;
 
   Expr rewrite(const Expr& e) {
@@ -87,11 +89,50 @@ struct Rewriter {
         totals.push_back(reduce(values, op.monoid));
         break;
       }
+      case OpKind::SegmentedReduce:
+      case OpKind::SegmentedScan: out = rewrite_segmented(op); break;
       default:
         throw GraphError(std::string("sharded run: ") + op_name(op.kind) +
-                         " is not supported over shards yet (segmented, by-key and sorting ops run on one GPU)");
+                         " is not supported over shards yet (by-key and sorting ops run on one GPU)");
     }
     ops.emplace(&op, out);
+    return out;
+  }
+
+  Expr rewrite_segmented(const OpNode& op) {
+    const bool is_scan = op.kind == OpKind::SegmentedScan;
+    if (op.offsets.kind() != ExprKind::Input)
+      throw GraphError(std::string("sharded run: the offsets of a ") + op_name(op.kind) +
+                       " must be an input bound to a host array (ff::HostArray) that every rank reads, not " +
+                       to_string(op.offsets));
+    if (is_scan && in_scan_values)
+      throw GraphError("sharded run: a scan of a segmented_scan's result is not supported over shards yet");
+    const std::string k = std::to_string(segs.size());
+    ShardSegmented s;
+    s.scan = is_scan;
+    s.monoid = op.monoid;
+    s.offsets = op.offsets;
+    s.local_offsets = Expr::input("ff_seg_offsets" + k, ScalarType::I64);
+    const bool outer = in_scan_values;
+    in_scan_values = outer || is_scan;
+    Expr values = rewrite(op.values);
+    in_scan_values = outer;
+    Expr out;
+    if (!is_scan) {
+      out = segmented_reduce(values, s.local_offsets, op.monoid);
+    } else {
+      Expr local = segmented_scan(values, s.local_offsets, op.monoid, op.scan_kind);
+      s.head_end = Expr::param("ff_seg_head_end" + k, ScalarType::I64);
+      Expr carry = carry_expr(op.monoid.type(), "ff_seg_carry" + k, s.carry_params);
+      std::map<const ExprNode*, Expr> sub;
+      // The shard's first, cut segment with the ranks before folded in: carry . local[i].
+      out = Expr::select(Expr::binary(BinaryOp::Lt, Expr::index(), s.head_end),
+                         substitute_operands(op.monoid.combine(), carry, local, sub), local);
+      s.tail_offsets = Expr::input("ff_seg_tail" + k, ScalarType::I64);
+      s.total = segmented_reduce(values, s.tail_offsets, op.monoid);
+    }
+    seg_index.emplace(&op, static_cast<int>(segs.size()));
+    segs.push_back(std::move(s));
     return out;
   }
 };
@@ -110,7 +151,7 @@ void check_uses(const Expr& e, const std::string& where) {
   std::vector<const OpNode*> used;
   result_leaves(e, used);
   for (const OpNode* op : used)
-    if (op->kind == OpKind::Reduce || op->kind == OpKind::Histogram)
+    if (op->kind == OpKind::Reduce || op->kind == OpKind::Histogram || op->kind == OpKind::SegmentedReduce)
       throw GraphError("sharded run: " + where + " uses the result of a " + op_name(op->kind) +
                        ", which is only known once the shards are combined; run it first and pass its value as a "
                        "parameter");
@@ -145,6 +186,8 @@ ShardPlan plan_sharded(const Program& program) {
     if (o.kind() == ExprKind::Result && o.node().op->kind == OpKind::Reduce) {
       kind = ShardedOutput::Reduce;
       m = o.node().op->monoid;
+    } else if (o.kind() == ExprKind::Result && o.node().op->kind == OpKind::SegmentedReduce) {
+      kind = ShardedOutput::Segments;
     } else if (o.kind() == ExprKind::Result && o.node().op->kind == OpKind::Histogram) {
       kind = ShardedOutput::Histogram;
       bins = o.node().op->bins;
@@ -161,8 +204,26 @@ ShardPlan plan_sharded(const Program& program) {
     monoids.push_back(m);
     all_bins.push_back(bins);
   }
-  return ShardPlan{Program(std::move(outputs)), std::move(rw.scans), std::move(rw.totals), rw.offset,
-                   std::move(kinds),           std::move(monoids),  std::move(all_bins)};
+  std::vector<int> seg_of;
+  for (std::size_t i = 0; i < program.outputs().size(); ++i) {
+    const Expr& o = program.outputs()[i];
+    seg_of.push_back(kinds[i] == ShardedOutput::Segments ? rw.seg_index.at(o.node().op.get()) : -1);
+  }
+  std::vector<Expr> totals = std::move(rw.totals);
+  for (const ShardSegmented& s : rw.segs)
+    if (s.scan) totals.push_back(s.total);
+  ShardPlan plan{Program(std::move(outputs)), std::move(rw.scans), std::move(totals), rw.offset,
+                 std::move(kinds),           std::move(monoids),  std::move(all_bins), std::move(rw.segs),
+                 std::move(seg_of)};
+  // The offsets are replaced by each shard's own: read anywhere else, they would be an
+  // array of another length than the shards.
+  for (const ShardSegmented& s : plan.segs)
+    for (const Expr& in : plan.main.inputs())
+      if (same_node(in, s.offsets))
+        throw GraphError("sharded run: input '" + s.offsets.node().name +
+                         "' is the offsets of a segmented op and is read elsewhere too; over shards the offsets "
+                         "can only be offsets");
+  return plan;
 }
 
 }  // namespace fuseflow::detail

@@ -14,14 +14,17 @@
 #include "fuseflow/frontend/reference.hpp"
 #include "fuseflow/runtime/config.hpp"
 #include "fuseflow/runtime/driver_api.hpp"
+#include "check_bindings.hpp"
 #include "gather.hpp"
 #include "rank_pool.hpp"
+#include "segments.hpp"
 #include "shard_plan.hpp"
 
 namespace fuseflow {
 
 using detail::GatherItem;
 using detail::Gathered;
+using detail::Checked;
 using detail::Histo;
 using detail::aligned;
 using detail::count_item;
@@ -135,10 +138,6 @@ std::vector<Value> values_of(const std::vector<std::byte>& all, std::size_t per_
   return out;
 }
 
-std::string describe(const Expr& leaf) {
-  return (leaf.kind() == ExprKind::Input ? "input '" : "parameter '") + leaf.node().name + "'";
-}
-
 }  // namespace
 
 ShardedRuntime::ShardedRuntime(std::vector<std::unique_ptr<Runtime>> runtimes,
@@ -233,74 +232,6 @@ ShardLayout ShardedRuntime::agree_layout(const std::vector<DeviceBytes>& local, 
 
 namespace {
 
-struct Checked {
-  ShardLayout layout;                       // the inputs' common layout
-  std::map<const ExprNode*, const ShardedBinding*> bound;
-};
-
-// Every check before anything runs, the same on every rank: all inputs bound to sharded
-// arrays of their type and of one layout over this world, parameters to scalars.
-Checked check_sharded_bindings(const Program& program, const ShardedBindings& bindings, int world,
-                               const std::vector<std::pair<int, Runtime*>>& local) {
-  Checked c;
-  for (const auto& [expr, b] : bindings) {
-    if (expr.kind() != ExprKind::Input && expr.kind() != ExprKind::Param)
-      throw GraphError("sharded run: only inputs and parameters can be bound, not " + to_string(expr));
-    if (!c.bound.emplace(expr.get(), &b).second) throw GraphError("sharded run: " + describe(expr) + " is bound twice");
-  }
-  if (program.inputs().empty())
-    throw GraphError("sharded run: the program has no input array, so there is nothing to shard");
-  const Expr* first = nullptr;
-  for (const Expr& in : program.inputs()) {
-    auto it = c.bound.find(in.get());
-    if (it == c.bound.end()) throw GraphError("sharded run: " + describe(in) + " is not bound");
-    const ShardedBinding& b = *it->second;
-    if (!b.is_array())
-      throw GraphError("sharded run: " + describe(in) + " is bound to the scalar " + b.scalar().to_string() +
-                       "; an input of a sharded run must be a ShardedArray");
-    if (b.type() != in.type())
-      throw GraphError("sharded run: " + describe(in) + " holds " + in.type().name() +
-                       " but was bound to a sharded array of " + b.type().name());
-    if (b.layout().world() != world)
-      throw GraphError("sharded run: " + describe(in) + " is sharded over " + std::to_string(b.layout().world()) +
-                       " ranks, but this runtime's world has " + std::to_string(world));
-    if (!first) {
-      first = &in;
-      c.layout = b.layout();
-    } else if (b.layout() != c.layout) {
-      throw GraphError("sharded run: " + describe(in) + " (" + std::to_string(b.layout().global_size()) +
-                       " elements) is not sharded like " + describe(*first) + " (" +
-                       std::to_string(c.layout.global_size()) +
-                       " elements); the inputs of a sharded run need the same length and the same shards");
-    }
-    for (const auto& [rank, rt] : local) {
-      bool found = false;
-      for (const ShardPiece& p : b.pieces())
-        if (p.rank == rank) {
-          if (p.runtime != rt)
-            throw GraphError("sharded run: " + describe(in) + "'s shard of rank " + std::to_string(rank) +
-                             " lives on another Runtime than this ShardedRuntime's");
-          found = true;
-        }
-      if (!found)
-        throw GraphError("sharded run: " + describe(in) + " has no shard of rank " + std::to_string(rank) +
-                         " in this process");
-    }
-  }
-  for (const Expr& p : program.params()) {
-    auto it = c.bound.find(p.get());
-    if (it == c.bound.end()) throw GraphError("sharded run: " + describe(p) + " is not bound");
-    if (it->second->is_array()) throw GraphError("sharded run: " + describe(p) + " is a scalar but was bound to an array");
-  }
-  for (const auto& [expr, b] : bindings) {
-    bool used = false;
-    for (const Expr& e : program.inputs()) used = used || same_node(e, expr);
-    for (const Expr& e : program.params()) used = used || same_node(e, expr);
-    if (!used) throw GraphError("sharded run: " + describe(expr) + " is bound but not used by this program");
-  }
-  return c;
-}
-
 bool uses_param(const Program& p, const Expr& param) {
   for (const Expr& e : p.params())
     if (same_node(e, param)) return true;
@@ -363,9 +294,17 @@ std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const Sha
   const detail::ShardPlan& plan = cached->plan;
   std::vector<std::pair<int, Runtime*>> local;
   for (std::size_t i = 0; i < local_count(); ++i) local.emplace_back(local_rank(i), &runtime(i));
-  const Checked checked = check_sharded_bindings(program, bindings, world_size(), local);
+  const Checked checked = detail::check_sharded_bindings(program, bindings, world_size(), local, plan.segs);
   const std::size_t outputs = program.outputs().size();
   const int world = world_size();
+  // The segmented ops' global offsets, checked, and how their segments lie over the shards.
+  std::vector<detail::SegmentSplit> splits;
+  for (const detail::ShardSegmented& sg : plan.segs) {
+    const HostArray& o = checked.bound.at(sg.offsets.get())->host();
+    splits.emplace_back(segment_bounds(sg.scan ? "segmented_scan" : "segmented_reduce", o.type().scalar(), o.data(),
+                                       o.size(), checked.layout.global_size()),
+                        checked.layout);
+  }
 
   std::vector<RankOutput> per_local(local_count());
   state_->for_each_local([&](std::size_t li) {
@@ -383,19 +322,47 @@ std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const Sha
     const auto offset = static_cast<long long>(checked.layout.offset(rank));
     if (cached->main_uses_offset) base.emplace_back(plan.offset_param, Binding(Value(offset)));
 
+    // Segmented ops: the offsets cut to this shard (and a scan's tail piece, for the totals).
+    Bindings main = base;
+    std::vector<DeviceArray<long long>> seg_memory;
+    std::vector<DeviceArray<std::byte>> seg_totals;
+    Bindings tails;
+    for (std::size_t k = 0; k < plan.segs.size(); ++k) {
+      const detail::ShardSegmented& sg = plan.segs[k];
+      seg_memory.push_back(rt.upload(splits[k].local_offsets(rank, sg.scan)));
+      main.emplace_back(sg.local_offsets, Binding(seg_memory.back()));
+      if (!sg.scan) continue;
+      const std::array<long long, 2> tail = splits[k].tail(rank);
+      seg_memory.push_back(rt.upload(std::span<const long long>(tail)));
+      tails.emplace_back(sg.tail_offsets, Binding(seg_memory.back()));
+      seg_totals.push_back(rt.alloc<std::byte>(sg.monoid.type().size()));
+      tails.emplace_back(sg.total, Binding(DeviceBytes{seg_totals.back().data(), 1, sg.monoid.type().size()},
+                                          sg.monoid.type()));
+      main.emplace_back(sg.head_end, Binding(Value(splits[k].head_end(rank))));
+    }
     // Scans: every shard's totals, gathered from the device, then this rank's carry (the
     // ranks before it, folded in order on the host: the carry is a parameter of the scan).
-    Bindings main = base;
     if (cached->totals) {
       const Program& totals = *cached->totals;
-      Bindings tb;
+      Bindings tb = tails;
       for (const auto& [e, b] : base)
         if (uses_leaf(totals, e)) tb.emplace_back(e, b);
       std::vector<Result> mine = rt.run_async(totals, tb);
       std::vector<GatherItem> items;
-      for (const Result& r : mine) items.push_back(scalar_item(r));
+      for (std::size_t s = 0; s < plan.scans.size(); ++s) items.push_back(scalar_item(mine[s]));
+      for (const DeviceArray<std::byte>& t : seg_totals) items.push_back({t.data(), t.size(), {}});
       Gathered all = detail::gather(rt, comm, items, {}, 0, state_->send[li], state_->recv[li]);
       all.finish(rt, state_->recv[li]);
+      for (std::size_t k = 0, s = plan.scans.size(); k < plan.segs.size(); ++k) {
+        const detail::ShardSegmented& sg = plan.segs[k];
+        if (!sg.scan) continue;
+        std::vector<Value> before;
+        for (int q : splits[k].tails_before(rank)) before.push_back(all.value(sg.monoid.type(), s, items[s].bytes, q));
+        std::vector<Value> fields;
+        detail::flatten_value(fold(sg.monoid, before), fields);
+        for (std::size_t f = 0; f < fields.size(); ++f) main.emplace_back(sg.carry_params[f], Binding(fields[f]));
+        ++s;
+      }
       for (std::size_t s = 0; s < plan.scans.size(); ++s) {
         std::vector<Value> before;
         for (int q = 0; q < rank; ++q) before.push_back(all.value(mine[s].type(), s, items[s].bytes, q));
@@ -412,10 +379,12 @@ std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const Sha
     out.pieces.resize(outputs);
     for (std::size_t o = 0; o < outputs; ++o) {
       const auto kind = plan.kinds[o];
-      if (kind != detail::ShardedOutput::Map && kind != detail::ShardedOutput::Histogram) continue;
+      if (kind == detail::ShardedOutput::Reduce || kind == detail::ShardedOutput::Filter) continue;
       const Expr& e = plan.main.outputs()[o];
+      const bool segs = kind == detail::ShardedOutput::Segments;  // the head's slot, then the owned segments
       const std::size_t n = kind == detail::ShardedOutput::Map ? checked.layout.size(rank)
-                                                                : static_cast<std::size_t>(plan.bins[o]);
+                            : segs ? splits[static_cast<std::size_t>(plan.seg_of[o])].owned(rank) + 1
+                                   : static_cast<std::size_t>(plan.bins[o]);
       auto memory = std::make_shared<DeviceArray<std::byte>>(rt.alloc<std::byte>(n * e.type().size()));
       // Poisoned like the Runtime's own outputs (RuntimeOptions::poison), so that an
       // element no kernel wrote shows up.
@@ -427,6 +396,7 @@ std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const Sha
       piece.bytes = DeviceBytes{memory->data(), n, e.type().size()};
       piece.owner = memory;
       main.emplace_back(e, Binding(piece.bytes, e.type()));
+      if (segs) piece.bytes = DeviceBytes{memory->data() + e.type().size(), n - 1, e.type().size()};
     }
     // Queued, not waited for: the partials and counts stay on the device, and the
     // collectives below follow the kernels on the same stream.
@@ -444,6 +414,10 @@ std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const Sha
       } else if (plan.kinds[o] == detail::ShardedOutput::Filter) {
         item_of[o] = items.size();
         items.push_back(count_item(results[o]));
+      } else if (plan.kinds[o] == detail::ShardedOutput::Segments) {  // the head's value
+        item_of[o] = items.size();
+        const std::size_t t = results[o].type().size();
+        items.push_back({out.pieces[o].bytes.ptr - t, t, {}});
       } else if (plan.kinds[o] == detail::ShardedOutput::Histogram) {
         histos.push_back({out.pieces[o].bytes, plan.main.outputs()[o].type().scalar()});
       }
@@ -485,6 +459,22 @@ std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const Sha
         piece.rank = rank;
         piece.runtime = &rt;
         piece.result = std::make_shared<Result>(std::move(results[o]));
+      } else if (plan.kinds[o] == detail::ShardedOutput::Segments) {
+        // The last owned segment, cut by the shard's end: folded with the heads of the
+        // ranks after it, in rank order.
+        const detail::SegmentSplit& split = splits[static_cast<std::size_t>(plan.seg_of[o])];
+        const Type& t = results[o].type();
+        std::vector<Value> parts;
+        for (int q : split.heads_after(rank))
+          if (split.head_end(q) > 0) parts.push_back(all.value(t, k, items[k].bytes, q));
+        if (parts.empty()) continue;
+        const CUdeviceptr last = out.pieces[o].bytes.ptr + (out.pieces[o].bytes.count - 1) * t.size();
+        std::vector<std::byte> bytes = rt.download(device_span<std::byte>(last, t.size()));
+        parts.insert(parts.begin(), Value::from_bytes(t, bytes.data()));
+        fold(plan.segs[static_cast<std::size_t>(plan.seg_of[o])].monoid, parts).to_bytes(bytes.data());
+        const CUresult r = detail::driver().cuMemcpyHtoDAsync(last, bytes.data(), bytes.size(), rt.stream());
+        if (r != CUDA_SUCCESS) throw CudaError("cuMemcpyHtoDAsync", r, detail::cuda_error_name(r), "sharded run");
+        rt.synchronize();
       }
     }
   });
@@ -499,6 +489,13 @@ std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const Sha
       case detail::ShardedOutput::Map:
         out.emplace_back(ShardedResult::Kind::Sharded, type, checked.layout, std::move(pieces));
         break;
+      case detail::ShardedOutput::Segments: {
+        const detail::SegmentSplit& split = splits[static_cast<std::size_t>(plan.seg_of[o])];
+        std::vector<std::size_t> sizes;
+        for (int r = 0; r < world; ++r) sizes.push_back(split.owned(r));
+        out.emplace_back(ShardedResult::Kind::Sharded, type, ShardLayout::from_sizes(sizes), std::move(pieces));
+        break;
+      }
       case detail::ShardedOutput::Filter: {
         const auto* sizes = per_local[0].filter_sizes.data() + o * static_cast<std::size_t>(world);
         out.emplace_back(ShardedResult::Kind::Sharded, type,
