@@ -27,6 +27,26 @@ GatherItem count_item(const Result& r) {
   return it;
 }
 
+std::optional<CollectiveOp> all_reduce_op(const Monoid& m, const Type& t) {
+  if (!t.is_scalar()) return std::nullopt;
+  switch (t.scalar()) {
+    case ScalarType::I8:
+    case ScalarType::U8:
+    case ScalarType::I32:
+    case ScalarType::U32:
+    case ScalarType::I64:
+    case ScalarType::U64: break;
+    default: return std::nullopt;
+  }
+  switch (m.kind()) {
+    case MonoidKind::Plus: return CollectiveOp::Sum;
+    case MonoidKind::Times: return CollectiveOp::Prod;
+    case MonoidKind::Min: return CollectiveOp::Min;
+    case MonoidKind::Max: return CollectiveOp::Max;
+    default: return std::nullopt;
+  }
+}
+
 Gathered gather(Runtime& rt, Communicator& comm, std::vector<GatherItem>& items, const std::vector<Histo>& histos,
                 std::size_t extra, DeviceArray<std::byte>& send, DeviceArray<std::byte>& recv) {
   const auto world = static_cast<std::size_t>(comm.size());
@@ -35,7 +55,7 @@ Gathered gather(Runtime& rt, Communicator& comm, std::vector<GatherItem>& items,
   for (const GatherItem& it : items) {
     if (!it.at) staged += aligned(it.bytes);
     g.block.push_back(g.total);
-    g.total += aligned(it.bytes * world);
+    g.total += aligned(it.bytes * (it.reduce ? 1 : world));
   }
   g.extra_at = g.total;
   g.total += extra;
@@ -53,8 +73,12 @@ Gathered gather(Runtime& rt, Communicator& comm, std::vector<GatherItem>& items,
   }
   if (recv.size() < g.total) recv = rt.alloc<std::byte>(g.total);
   comm.group_start();
-  for (std::size_t k = 0; k < items.size(); ++k)
-    comm.all_gather(items[k].at, recv.data() + g.block[k], items[k].bytes, rt.stream());
+  for (std::size_t k = 0; k < items.size(); ++k) {
+    if (items[k].reduce)
+      comm.all_reduce(items[k].at, recv.data() + g.block[k], 1, items[k].type, *items[k].reduce, rt.stream());
+    else
+      comm.all_gather(items[k].at, recv.data() + g.block[k], items[k].bytes, rt.stream());
+  }
   for (const Histo& h : histos)
     comm.all_reduce(h.bytes.ptr, h.bytes.ptr, h.bytes.count, h.type, CollectiveOp::Sum, rt.stream());
   comm.group_end();

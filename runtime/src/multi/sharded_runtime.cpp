@@ -282,6 +282,7 @@ std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const Sha
       for (std::size_t o = 0; o < p.kinds.size(); ++o) {
         const Type& t = p.main.outputs()[o].type();
         if (p.kinds[o] != detail::ShardedOutput::Reduce || !t.is_scalar() || !state_->device_fold) continue;
+        if (detail::all_reduce_op(p.monoids[o], t)) continue;  // all-reduced: nothing to fold
         Expr partials = Expr::input("ff_rank_partials", t);
         Expr folded = scan(partials, p.monoids[o], ScanKind::Inclusive);
         made->folds[o].emplace(DeviceFold{partials, folded, Program(folded)});
@@ -350,7 +351,7 @@ std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const Sha
       std::vector<Result> mine = rt.run_async(totals, tb);
       std::vector<GatherItem> items;
       for (std::size_t s = 0; s < plan.scans.size(); ++s) items.push_back(scalar_item(mine[s]));
-      for (const DeviceArray<std::byte>& t : seg_totals) items.push_back({t.data(), t.size(), {}});
+      for (const DeviceArray<std::byte>& t : seg_totals) items.push_back(detail::device_item(t.data(), t.size()));
       Gathered all = detail::gather(rt, comm, items, {}, 0, state_->send[li], state_->recv[li]);
       all.finish(rt, state_->recv[li]);
       for (std::size_t k = 0, s = plan.scans.size(); k < plan.segs.size(); ++k) {
@@ -411,13 +412,15 @@ std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const Sha
       if (plan.kinds[o] == detail::ShardedOutput::Reduce) {
         item_of[o] = items.size();
         items.push_back(scalar_item(results[o]));
+        items.back().reduce = detail::all_reduce_op(plan.monoids[o], results[o].type());
+        if (items.back().reduce) items.back().type = results[o].type().scalar();
       } else if (plan.kinds[o] == detail::ShardedOutput::Filter) {
         item_of[o] = items.size();
         items.push_back(count_item(results[o]));
       } else if (plan.kinds[o] == detail::ShardedOutput::Segments) {  // the head's value
         item_of[o] = items.size();
         const std::size_t t = results[o].type().size();
-        items.push_back({out.pieces[o].bytes.ptr - t, t, {}});
+        items.push_back(detail::device_item(out.pieces[o].bytes.ptr - t, t));
       } else if (plan.kinds[o] == detail::ShardedOutput::Histogram) {
         histos.push_back({out.pieces[o].bytes, plan.main.outputs()[o].type().scalar()});
       }
@@ -445,7 +448,9 @@ std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const Sha
     out.filter_sizes.assign(outputs * static_cast<std::size_t>(world), 0);
     for (std::size_t o = 0; o < outputs; ++o) {
       const std::size_t k = item_of[o];
-      if (plan.kinds[o] == detail::ShardedOutput::Reduce && cached->folds[o]) {
+      if (plan.kinds[o] == detail::ShardedOutput::Reduce && items[k].reduce) {  // all-reduced
+        out.scalars[o] = all.value(results[o].type(), k, items[k].bytes, 0);
+      } else if (plan.kinds[o] == detail::ShardedOutput::Reduce && cached->folds[o]) {
         out.scalars[o] = Value::from_bytes(results[o].type(), all.host.data() + folded_at[o]);
       } else if (plan.kinds[o] == detail::ShardedOutput::Reduce) {  // tuples: folded on the host
         std::vector<Value> partials;

@@ -8,7 +8,8 @@
 //     monoids (an inclusive scan over the world's partials, queued on the same stream),
 //     on the host for tuple ones (or all, with FUSEFLOW_SHARDED_FOLD=host); one copy to
 //     the host per run brings every gathered and folded value back. The same bits every
-//     run and on every rank;
+//     run and on every rank. Built-in plus, times, min and max over 8-, 32- and 64-bit
+//     integers, exact in any order, are all-reduced instead (one collective, no fold);
 //   scan (inclusive, exclusive): a first pass reduces each shard to its total, the totals
 //     are all-gathered from the device, and each rank folds the totals of the ranks
 //     before it into a carry on the host (the carry is a parameter of the scan: one copy
