@@ -144,3 +144,77 @@ TEST_CASE("sharded segmented ops: the offsets must be a host array, of valid off
                                {{x, dx}, {offs, ff::HostArray::from(std::vector<int>{0, 6})}}),
                        doctest::Contains("uses the result of a segmented_reduce"), ff::GraphError);
 }
+
+namespace {
+
+// Keys in runs of random lengths, some longer than a shard, some a single element; runs
+// also start exactly on, and one element either side of, every shard boundary.
+std::vector<int> run_keys(std::size_t n, int w) {
+  const ff::ShardLayout layout = ff::ShardLayout::even(n, w);
+  std::vector<bool> starts(n, false);
+  for (std::size_t i = 0; i < n; ++i) starts[i] = rng()() % (n / 4 + 2) == 0;
+  for (int r = 1; r < w; ++r)
+    for (long long d : {-1LL, 0LL, 1LL}) {
+      const long long at = static_cast<long long>(layout.offset(r)) + d;
+      if (at >= 0 && at < static_cast<long long>(n) && rng()() % 2) starts[static_cast<std::size_t>(at)] = true;
+    }
+  std::vector<int> keys(n);
+  int key = static_cast<int>(rng()() % 5);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i > 0 && starts[i]) key = (key + 1 + static_cast<int>(rng()() % 3)) % 5;  // never the same key again
+    keys[i] = key;
+  }
+  return keys;
+}
+
+}  // namespace
+
+TEST_CASE("sharded reduce_by_key: runs across boundaries, over one shard or all, a non-commutative tuple monoid") {
+  auto key = ff::input<int>("key");
+  auto k = ff::input<int>("k");
+  auto a = ff::input<unsigned>("a");
+  auto b = ff::input<unsigned>("b");
+  auto sums = ff::reduce_by_key(key, k, ff::plus);
+  auto maps = ff::reduce_by_key(key * 2, ff::zip(a, b), affine());
+  // Both results of one, only the values of the other (its keys are compared all the same).
+  auto program = ff::outputs(sums.keys, sums.values, maps.values);
+  for (int w : worlds())
+    for (std::size_t n : segment_sizes())
+      for (int rep = 0; rep < 3; ++rep) {
+        CAPTURE(w);
+        CAPTURE(n);
+        auto& srt = world(w);
+        std::vector<int> keys = rep == 2 ? std::vector<int>(n, 7) : run_keys(n, w);  // one run over every rank
+        std::vector<int> ks = random_ints(n, -1000, 1000);
+        std::vector<unsigned> as(n), bs(n);
+        for (std::size_t i = 0; i < n; ++i) {
+          as[i] = static_cast<unsigned>(rng()()) | 1u;
+          bs[i] = static_cast<unsigned>(rng()());
+        }
+        auto dkey = srt.scatter(keys);
+        auto dk = srt.scatter(ks);
+        auto da = srt.scatter(as);
+        auto db = srt.scatter(bs);
+        auto got = srt.run(program, {{key, dkey}, {k, dk}, {a, da}, {b, db}});
+        ff::HostBindings hb;
+        hb.bind(key, ff::HostArray::from(keys)).bind(k, ff::HostArray::from(ks));
+        hb.bind(a, ff::HostArray::from(as)).bind(b, ff::HostArray::from(bs));
+        auto want = reference(program, hb);
+        CHECK(got[0].download<int>() == want[0].array.to_vector<int>());
+        CHECK(got[1].download<int>() == want[1].array.to_vector<int>());
+        CHECK(got[2].download<Affine>() == want[2].array.to_vector<Affine>());
+        CHECK(got[0].size() == want[0].array.size());
+        CHECK(got[1].layout() == got[0].layout());
+        // Rank r holds the runs starting in its shard: their first elements lie in it.
+        const ff::ShardLayout& runs = got[0].layout();
+        std::size_t run = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+          if (i > 0 && keys[i] == keys[i - 1]) continue;
+          int holder = 0;
+          while (runs.offset(holder + 1) <= run) ++holder;
+          CHECK(i >= dkey.layout().offset(holder));
+          CHECK(i < dkey.layout().offset(holder + 1));
+          ++run;
+        }
+      }
+}

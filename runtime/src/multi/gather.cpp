@@ -60,9 +60,9 @@ Gathered gather(Runtime& rt, Communicator& comm, std::vector<GatherItem>& items,
   g.extra_at = g.total;
   g.total += extra;
   if (staged) {  // values the run left on the host (rare): one upload
-    std::vector<std::byte> buf(staged);
-    std::size_t at = 0;
     if (send.size() < staged) send = rt.alloc<std::byte>(staged);
+    std::vector<std::byte> buf(send.size());  // the whole buffer: an upload fills it all
+    std::size_t at = 0;
     for (GatherItem& it : items)
       if (!it.at) {
         std::memcpy(buf.data() + at, it.host.data(), it.bytes);

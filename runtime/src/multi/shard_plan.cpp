@@ -4,6 +4,7 @@
 // the Runtime's program cache finds it.
 #include "shard_plan.hpp"
 
+#include <cstdint>
 #include <map>
 #include <string>
 
@@ -42,6 +43,7 @@ struct Rewriter {
   std::vector<Expr> totals;
   std::vector<ShardSegmented> segs;
   std::map<const OpNode*, int> seg_index;
+  std::map<const OpNode*, KeyedResult> keyed;  // old reduce_by_key -> its rewritten results
   bool in_scan_values = false;
 
   Expr rewrite(const Expr& e) {
@@ -66,6 +68,12 @@ struct Rewriter {
 
   Expr rewrite_result(const Expr& e) {
     const OpNode& op = *e.node().op;
+    if (op.kind == OpKind::ReduceByKey) {
+      auto it = keyed.find(&op);
+      if (it == keyed.end())
+        it = keyed.emplace(&op, reduce_by_key(rewrite(op.keys), rewrite(op.values), op.monoid)).first;
+      return e.node().index == 0 ? it->second.keys : it->second.values;
+    }
     if (auto it = ops.find(&op); it != ops.end()) return it->second;
     Expr out;
     switch (op.kind) {
@@ -93,7 +101,7 @@ struct Rewriter {
       case OpKind::SegmentedScan: out = rewrite_segmented(op); break;
       default:
         throw GraphError(std::string("sharded run: ") + op_name(op.kind) +
-                         " is not supported over shards yet (by-key and sorting ops run on one GPU)");
+                         " is not supported over shards yet (scan_by_key and sorting ops run on one GPU)");
     }
     ops.emplace(&op, out);
     return out;
@@ -151,7 +159,8 @@ void check_uses(const Expr& e, const std::string& where) {
   std::vector<const OpNode*> used;
   result_leaves(e, used);
   for (const OpNode* op : used)
-    if (op->kind == OpKind::Reduce || op->kind == OpKind::Histogram || op->kind == OpKind::SegmentedReduce)
+    if (op->kind == OpKind::Reduce || op->kind == OpKind::Histogram || op->kind == OpKind::SegmentedReduce ||
+        op->kind == OpKind::ReduceByKey)
       throw GraphError("sharded run: " + where + " uses the result of a " + op_name(op->kind) +
                        ", which is only known once the shards are combined; run it first and pass its value as a "
                        "parameter");
@@ -188,6 +197,8 @@ ShardPlan plan_sharded(const Program& program) {
       m = o.node().op->monoid;
     } else if (o.kind() == ExprKind::Result && o.node().op->kind == OpKind::SegmentedReduce) {
       kind = ShardedOutput::Segments;
+    } else if (o.kind() == ExprKind::Result && o.node().op->kind == OpKind::ReduceByKey) {
+      kind = ShardedOutput::Keyed;
     } else if (o.kind() == ExprKind::Result && o.node().op->kind == OpKind::Histogram) {
       kind = ShardedOutput::Histogram;
       bins = o.node().op->bins;
@@ -204,17 +215,44 @@ ShardPlan plan_sharded(const Program& program) {
     monoids.push_back(m);
     all_bins.push_back(bins);
   }
-  std::vector<int> seg_of;
+  std::vector<int> seg_of, keyed_of;
+  std::vector<ShardKeyed> keyed;
+  std::map<const OpNode*, int> keyed_index;
+  std::vector<const OpNode*> keyed_ops;
   for (std::size_t i = 0; i < program.outputs().size(); ++i) {
     const Expr& o = program.outputs()[i];
     seg_of.push_back(kinds[i] == ShardedOutput::Segments ? rw.seg_index.at(o.node().op.get()) : -1);
+    keyed_of.push_back(-1);
+    if (kinds[i] != ShardedOutput::Keyed) continue;
+    const OpNode* op = o.node().op.get();
+    auto [it, fresh] = keyed_index.emplace(op, static_cast<int>(keyed.size()));
+    if (fresh) {
+      keyed.push_back({op->monoid, SIZE_MAX, SIZE_MAX});
+      keyed_ops.push_back(op);
+    }
+    keyed_of[i] = it->second;
+    (o.node().index == 0 ? keyed[static_cast<std::size_t>(it->second)].keys
+                         : keyed[static_cast<std::size_t>(it->second)].values) = i;
+  }
+  // Both results of every reduce_by_key: the combine compares the keys at the shards' ends.
+  for (std::size_t k = 0; k < keyed.size(); ++k) {
+    ShardKeyed& kd = keyed[k];
+    const KeyedResult& r = rw.keyed.at(keyed_ops[k]);
+    if (kd.keys == SIZE_MAX) {
+      kd.keys = outputs.size();
+      outputs.push_back(r.keys);
+    }
+    if (kd.values == SIZE_MAX) {
+      kd.values = outputs.size();
+      outputs.push_back(r.values);
+    }
   }
   std::vector<Expr> totals = std::move(rw.totals);
   for (const ShardSegmented& s : rw.segs)
     if (s.scan) totals.push_back(s.total);
   ShardPlan plan{Program(std::move(outputs)), std::move(rw.scans), std::move(totals), rw.offset,
                  std::move(kinds),           std::move(monoids),  std::move(all_bins), std::move(rw.segs),
-                 std::move(seg_of)};
+                 std::move(seg_of),          std::move(keyed),    std::move(keyed_of)};
   // The offsets are replaced by each shard's own: read anywhere else, they would be an
   // array of another length than the shards.
   for (const ShardSegmented& s : plan.segs)

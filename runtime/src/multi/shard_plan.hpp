@@ -14,6 +14,15 @@ enum class ShardedOutput : std::uint8_t {
   Filter,     // an array of the shard's survivors (a filter's result, or maps of it)
   Histogram,  // per-rank counts, all-reduced
   Segments,   // a segmented_reduce: the segments starting in the shard (segments.hpp)
+  Keyed,      // reduce_by_key's keys or values: the runs starting in the shard (keyed.cpp)
+};
+
+// A reduce_by_key over shards: the op runs on each shard; `keys` and `values` are the
+// indices of its two results among the main program's outputs (appended after the
+// program's own when it asks for only one).
+struct ShardKeyed {
+  Monoid monoid;
+  std::size_t keys = 0, values = 0;
 };
 
 // A segmented op over shards (segmented_reduce, segmented_scan). The program's offsets
@@ -48,9 +57,11 @@ struct ShardPlan {
   // program's outputs are the scans' totals, then the segmented scans' `total`s.
   std::vector<ShardSegmented> segs;
   std::vector<int> seg_of;
+  std::vector<ShardKeyed> keyed;
+  std::vector<int> keyed_of;  // per output: the reduce_by_key it is a result of (Keyed outputs, else -1)
 };
 
-// Throws GraphError naming what cannot run sharded (the by-key ops, counting
+// Throws GraphError naming what cannot run sharded (scan_by_key, counting
 // sort, a reduction or histogram used inside another expression, a scan of a scan).
 ShardPlan plan_sharded(const Program& program);
 

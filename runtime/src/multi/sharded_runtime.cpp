@@ -16,6 +16,7 @@
 #include "fuseflow/runtime/driver_api.hpp"
 #include "check_bindings.hpp"
 #include "gather.hpp"
+#include "keyed.hpp"
 #include "rank_pool.hpp"
 #include "segments.hpp"
 #include "shard_plan.hpp"
@@ -255,6 +256,7 @@ struct RankOutput {
   std::vector<Value> scalars;                 // per output (Reduce)
   std::vector<ShardedResult::Piece> pieces;   // per output (arrays)
   std::vector<std::size_t> filter_sizes;      // per output (Filter): every rank's survivors
+  std::vector<detail::KeyedHeld> keyed;        // per reduce_by_key: the runs every rank holds
 };
 
 }  // namespace
@@ -380,7 +382,9 @@ std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const Sha
     out.pieces.resize(outputs);
     for (std::size_t o = 0; o < outputs; ++o) {
       const auto kind = plan.kinds[o];
-      if (kind == detail::ShardedOutput::Reduce || kind == detail::ShardedOutput::Filter) continue;
+      if (kind == detail::ShardedOutput::Reduce || kind == detail::ShardedOutput::Filter ||
+          kind == detail::ShardedOutput::Keyed)
+        continue;
       const Expr& e = plan.main.outputs()[o];
       const bool segs = kind == detail::ShardedOutput::Segments;  // the head's slot, then the owned segments
       const std::size_t n = kind == detail::ShardedOutput::Map ? checked.layout.size(rank)
@@ -425,6 +429,9 @@ std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const Sha
         histos.push_back({out.pieces[o].bytes, plan.main.outputs()[o].type().scalar()});
       }
     }
+    std::vector<detail::KeyedRank> keyed;  // reduce_by_key: the run counts, and the ends' keys and values
+    for (const detail::ShardKeyed& kd : plan.keyed)
+      keyed.push_back(detail::keyed_items(results[kd.keys], results[kd.values], items));
     // Scalar monoids fold on the device, in rank order (an inclusive scan over the world's
     // partials, its last element the fold), queued behind the gather on the same stream
     // and written next to the gathered values, so that one copy brings everything back.
@@ -446,6 +453,9 @@ std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const Sha
     }
     all.finish(rt, state_->recv[li]);
     out.filter_sizes.assign(outputs * static_cast<std::size_t>(world), 0);
+    for (std::size_t j = 0; j < plan.keyed.size(); ++j)
+      out.keyed.push_back(detail::keyed_combine(rt, rank, world, plan.keyed[j].monoid, keyed[j], all, items,
+                                                results[plan.keyed[j].keys], results[plan.keyed[j].values]));
     for (std::size_t o = 0; o < outputs; ++o) {
       const std::size_t k = item_of[o];
       if (plan.kinds[o] == detail::ShardedOutput::Reduce && items[k].reduce) {  // all-reduced
@@ -464,6 +474,15 @@ std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const Sha
         piece.rank = rank;
         piece.runtime = &rt;
         piece.result = std::make_shared<Result>(std::move(results[o]));
+      } else if (plan.kinds[o] == detail::ShardedOutput::Keyed) {  // less a first run held before
+        const std::size_t drop = out.keyed[static_cast<std::size_t>(plan.keyed_of[o])].drop ? 1 : 0;
+        const std::size_t t = results[o].type().size();
+        ShardedResult::Piece& piece = out.pieces[o];
+        piece.rank = rank;
+        piece.runtime = &rt;
+        const std::size_t n = keyed[static_cast<std::size_t>(plan.keyed_of[o])].count;
+        piece.bytes = DeviceBytes{n ? results[o].device_array() + drop * t : 0, n - (n ? drop : 0), t};
+        piece.owner = std::make_shared<Result>(std::move(results[o]));
       } else if (plan.kinds[o] == detail::ShardedOutput::Segments) {
         // The last owned segment, cut by the shard's end: folded with the heads of the
         // ranks after it, in rank order.
@@ -472,14 +491,9 @@ std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const Sha
         std::vector<Value> parts;
         for (int q : split.heads_after(rank))
           if (split.head_end(q) > 0) parts.push_back(all.value(t, k, items[k].bytes, q));
-        if (parts.empty()) continue;
-        const CUdeviceptr last = out.pieces[o].bytes.ptr + (out.pieces[o].bytes.count - 1) * t.size();
-        std::vector<std::byte> bytes = rt.download(device_span<std::byte>(last, t.size()));
-        parts.insert(parts.begin(), Value::from_bytes(t, bytes.data()));
-        fold(plan.segs[static_cast<std::size_t>(plan.seg_of[o])].monoid, parts).to_bytes(bytes.data());
-        const CUresult r = detail::driver().cuMemcpyHtoDAsync(last, bytes.data(), bytes.size(), rt.stream());
-        if (r != CUDA_SUCCESS) throw CudaError("cuMemcpyHtoDAsync", r, detail::cuda_error_name(r), "sharded run");
-        rt.synchronize();
+        if (!parts.empty())
+          detail::fold_on_device(rt, out.pieces[o].bytes.ptr + (out.pieces[o].bytes.count - 1) * t.size(),
+                                 plan.segs[static_cast<std::size_t>(plan.seg_of[o])].monoid, parts);
       }
     }
   });
@@ -494,6 +508,11 @@ std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const Sha
       case detail::ShardedOutput::Map:
         out.emplace_back(ShardedResult::Kind::Sharded, type, checked.layout, std::move(pieces));
         break;
+      case detail::ShardedOutput::Keyed: {
+        const detail::KeyedHeld& held = per_local[0].keyed[static_cast<std::size_t>(plan.keyed_of[o])];
+        out.emplace_back(ShardedResult::Kind::Sharded, type, ShardLayout::from_sizes(held.held), std::move(pieces));
+        break;
+      }
       case detail::ShardedOutput::Segments: {
         const detail::SegmentSplit& split = splits[static_cast<std::size_t>(plan.seg_of[o])];
         std::vector<std::size_t> sizes;

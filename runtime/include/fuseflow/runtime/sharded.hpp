@@ -32,7 +32,13 @@
 //     segmented_reduce is sharded by segment: rank r holds the segments that start in its
 //     shard (the last rank also those starting at the end), in order, so the concatenated
 //     shards are the m results; a segmented_scan's is sharded like the inputs.
-// The by-key ops and counting sort are not sharded yet (GraphError).
+//   reduce_by_key: each rank reduces the runs of its shard; a run cut by shard boundaries
+//     is held by the rank where it starts (a rank whose first key equals the last key of
+//     the nearest non-empty rank before it drops its first run, and that rank folds it into
+//     its last, in rank order). The ends' keys and values, and the run counts, are
+//     all-gathered; both results are sharded by run start (global length: the run count).
+//     The keys are compared as the reference does (==, field by field).
+// scan_by_key and counting sort are not sharded yet (GraphError).
 //
 // Two ways to start: one process driving all GPUs of a host (ShardedRuntime::nccl_all) and
 // one process per GPU (ShardedRuntime::nccl_rank, given an NcclId); in process over threads
