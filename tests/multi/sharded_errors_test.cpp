@@ -51,8 +51,8 @@ TEST_CASE("sharded run: what cannot be sharded says so") {
                        ff::GraphError);
   auto keys = ff::input<int>("keys");
   auto kd = srt.scatter(std::vector<int>(10, 1));
-  CHECK_THROWS_WITH_AS(srt.run(ff::scan_by_key(keys, x, ff::plus), {{x, a}, {keys, kd}}),
-                       doctest::Contains("scan_by_key is not supported over shards yet"), ff::GraphError);
+  CHECK_THROWS_WITH_AS(srt.run(ff::counting_sort(keys, 4), {{keys, kd}}),
+                       doctest::Contains("counting_sort is not supported over shards yet"), ff::GraphError);
   CHECK_THROWS_WITH_AS(srt.run(ff::scan(ff::scan(x, ff::plus), ff::plus), {{x, a}}),
                        doctest::Contains("a scan of a scan's result is not supported"), ff::GraphError);
 }

@@ -218,3 +218,40 @@ TEST_CASE("sharded reduce_by_key: runs across boundaries, over one shard or all,
         }
       }
 }
+
+TEST_CASE("sharded scan_by_key: runs across boundaries carry the ranks before, inclusive and exclusive") {
+  auto key = ff::input<int>("key");
+  auto k = ff::input<int>("k");
+  auto a = ff::input<unsigned>("a");
+  auto b = ff::input<unsigned>("b");
+  auto program = ff::outputs(ff::scan_by_key(key, k, ff::plus, ff::inclusive),
+                             ff::scan_by_key(key, ff::zip(a, b), affine(), ff::exclusive),
+                             ff::scan_by_key(key + 1, ff::zip(a, b), affine(), ff::inclusive));
+  for (int w : worlds())
+    for (std::size_t n : segment_sizes())
+      for (int rep = 0; rep < 3; ++rep) {
+        CAPTURE(w);
+        CAPTURE(n);
+        auto& srt = world(w);
+        std::vector<int> keys = rep == 2 ? std::vector<int>(n, -3) : run_keys(n, w);
+        std::vector<int> ks = random_ints(n, -1000, 1000);
+        std::vector<unsigned> as(n), bs(n);
+        for (std::size_t i = 0; i < n; ++i) {
+          as[i] = static_cast<unsigned>(rng()()) | 1u;
+          bs[i] = static_cast<unsigned>(rng()());
+        }
+        auto dkey = srt.scatter(keys);
+        auto dk = srt.scatter(ks);
+        auto da = srt.scatter(as);
+        auto db = srt.scatter(bs);
+        auto got = srt.run(program, {{key, dkey}, {k, dk}, {a, da}, {b, db}});
+        ff::HostBindings hb;
+        hb.bind(key, ff::HostArray::from(keys)).bind(k, ff::HostArray::from(ks));
+        hb.bind(a, ff::HostArray::from(as)).bind(b, ff::HostArray::from(bs));
+        auto want = reference(program, hb);
+        CHECK(got[0].layout() == dkey.layout());
+        CHECK(got[0].download<int>() == want[0].array.to_vector<int>());
+        CHECK(got[1].download<Affine>() == want[1].array.to_vector<Affine>());
+        CHECK(got[2].download<Affine>() == want[2].array.to_vector<Affine>());
+      }
+}

@@ -56,6 +56,39 @@ KeyedRank keyed_items(const Result& keys, const Result& values, std::vector<Gath
   return kr;
 }
 
+KeyedRank keyscan_items(const Result& keys, const Result& values, const Result& last, std::vector<GatherItem>& items) {
+  KeyedRank kr = keyed_items(keys, values, items);  // count, first key, last key, first value
+  items.pop_back();
+  auto at = [&](const Result& r, std::size_t i) {
+    const std::size_t t = r.type().size();
+    return kr.count ? device_item(r.device_array() + i * t, t) : zeros(t);
+  };
+  items.push_back(at(values, kr.count ? kr.count - 1 : 0));
+  items.push_back(at(last, 0));
+  return kr;
+}
+
+KeyScanCarry keyscan_carry(int rank, const Monoid& m, const KeyedRank& mine, const Gathered& all,
+                           const std::vector<GatherItem>& items, const Type& key) {
+  const std::size_t i0 = mine.first_item;
+  auto count = [&](int q) { return all.value(Type(ScalarType::U64), i0, items[i0].bytes, q).as_uint(); };
+  KeyScanCarry out;
+  out.carry = m.identity();
+  if (mine.count == 0) return out;
+  const Value first = all.value(key, i0 + 1, items[i0 + 1].bytes, rank);
+  std::vector<Value> before;  // in reverse rank order
+  for (int q = rank - 1; q >= 0; --q) {
+    if (count(q) == 0) continue;
+    if (!keys_equal(all.value(key, i0 + 2, items[i0 + 2].bytes, q), first)) break;
+    before.push_back(all.value(m.type(), i0 + 3, items[i0 + 3].bytes, q));
+    if (count(q) > 1) break;  // its last run starts in its shard
+  }
+  if (before.empty()) return out;
+  for (auto it = before.rbegin(); it != before.rend(); ++it) out.carry = evaluate_combine(m, out.carry, *it);
+  out.head_end = all.value(Type(ScalarType::I64), i0 + 4, items[i0 + 4].bytes, rank).as_int() + 1;
+  return out;
+}
+
 KeyedHeld keyed_combine(Runtime& rt, int rank, int ranks, const Monoid& m, const KeyedRank& mine, const Gathered& all,
                         const std::vector<GatherItem>& items, const Result& keys, const Result& values) {
   const std::size_t i0 = mine.first_item;

@@ -29,6 +29,20 @@ struct KeyedHeld {
 KeyedHeld keyed_combine(Runtime& rt, int rank, int ranks, const Monoid& m, const KeyedRank& mine, const Gathered& all,
                         const std::vector<GatherItem>& items, const Result& keys, const Result& values);
 
+// scan_by_key: this rank's runs (the totals program's reduce_by_key and last indices:
+// reads the run count, waiting for the stream) as five gather items: the count, the first
+// and last keys, the last run's value, the first run's last index.
+KeyedRank keyscan_items(const Result& keys, const Result& values, const Result& last, std::vector<GatherItem>& items);
+// After the gather: the carry into this rank's first run (the last runs of the ranks
+// before that it continues, folded in rank order) and where that run ends (0: it starts
+// here, and the carry is the identity).
+struct KeyScanCarry {
+  Value carry;
+  long long head_end = 0;
+};
+KeyScanCarry keyscan_carry(int rank, const Monoid& m, const KeyedRank& mine, const Gathered& all,
+                           const std::vector<GatherItem>& items, const Type& key);
+
 // Replaces the value at `at` on the device with fold(that value, parts...) in order.
 void fold_on_device(Runtime& rt, CUdeviceptr at, const Monoid& m, const std::vector<Value>& parts);
 

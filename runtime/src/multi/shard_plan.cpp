@@ -44,6 +44,8 @@ struct Rewriter {
   std::vector<ShardSegmented> segs;
   std::map<const OpNode*, int> seg_index;
   std::map<const OpNode*, KeyedResult> keyed;  // old reduce_by_key -> its rewritten results
+  std::vector<ShardKeyScan> keyscans;
+  std::vector<Expr> keyscan_totals;
   bool in_scan_values = false;
 
   Expr rewrite(const Expr& e) {
@@ -99,11 +101,39 @@ struct Rewriter {
       }
       case OpKind::SegmentedReduce:
       case OpKind::SegmentedScan: out = rewrite_segmented(op); break;
+      case OpKind::ScanByKey: out = rewrite_scan_by_key(op); break;
       default:
         throw GraphError(std::string("sharded run: ") + op_name(op.kind) +
                          " is not supported over shards yet (scan_by_key and sorting ops run on one GPU)");
     }
     ops.emplace(&op, out);
+    return out;
+  }
+
+  Expr rewrite_scan_by_key(const OpNode& op) {
+    if (in_scan_values) throw GraphError("sharded run: a scan of a scan_by_key's result is not supported over shards yet");
+    in_scan_values = true;
+    Expr keys = rewrite(op.keys);
+    Expr values = rewrite(op.values);
+    in_scan_values = false;
+    const std::string k = std::to_string(keyscans.size());
+    ShardKeyScan ks;
+    ks.monoid = op.monoid;
+    ks.head_end = Expr::param("ff_key_head_end" + k, ScalarType::I64);
+    Expr carry = carry_expr(op.monoid.type(), "ff_key_carry" + k, ks.carry_params);
+    Expr local = scan_by_key(keys, values, op.monoid, op.scan_kind);
+    std::map<const ExprNode*, Expr> sub;
+    Expr out = Expr::select(Expr::binary(BinaryOp::Lt, Expr::index(), ks.head_end),
+                            substitute_operands(op.monoid.combine(), carry, local, sub), local);
+    // The shard's runs (their keys, values and last indices) for the combine.
+    KeyedResult runs = reduce_by_key(keys, values, op.monoid);
+    Expr leaf = keys;  // the index as an array of the keys' length (select reads a key)
+    while (leaf.type().is_tuple()) leaf = Expr::get(leaf, 0);
+    Expr index = Expr::select(Expr::binary(BinaryOp::Eq, leaf, leaf), Expr::index(), Expr::index());
+    Expr last = reduce_by_key(keys, index, Monoid::builtin(MonoidKind::Max)).values;
+    ks.totals_at = keyscan_totals.size();
+    keyscan_totals.insert(keyscan_totals.end(), {runs.keys, runs.values, last});
+    keyscans.push_back(std::move(ks));
     return out;
   }
 
@@ -250,9 +280,11 @@ ShardPlan plan_sharded(const Program& program) {
   std::vector<Expr> totals = std::move(rw.totals);
   for (const ShardSegmented& s : rw.segs)
     if (s.scan) totals.push_back(s.total);
+  for (ShardKeyScan& ks : rw.keyscans) ks.totals_at += totals.size();
+  totals.insert(totals.end(), rw.keyscan_totals.begin(), rw.keyscan_totals.end());
   ShardPlan plan{Program(std::move(outputs)), std::move(rw.scans), std::move(totals), rw.offset,
                  std::move(kinds),           std::move(monoids),  std::move(all_bins), std::move(rw.segs),
-                 std::move(seg_of),          std::move(keyed),    std::move(keyed_of)};
+                 std::move(seg_of),          std::move(keyed),    std::move(keyed_of), std::move(rw.keyscans)};
   // The offsets are replaced by each shard's own: read anywhere else, they would be an
   // array of another length than the shards.
   for (const ShardSegmented& s : plan.segs)

@@ -354,6 +354,9 @@ std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const Sha
       std::vector<GatherItem> items;
       for (std::size_t s = 0; s < plan.scans.size(); ++s) items.push_back(scalar_item(mine[s]));
       for (const DeviceArray<std::byte>& t : seg_totals) items.push_back(detail::device_item(t.data(), t.size()));
+      std::vector<detail::KeyedRank> runs;
+      for (const detail::ShardKeyScan& ks : plan.keyscans)
+        runs.push_back(detail::keyscan_items(mine[ks.totals_at], mine[ks.totals_at + 1], mine[ks.totals_at + 2], items));
       Gathered all = detail::gather(rt, comm, items, {}, 0, state_->send[li], state_->recv[li]);
       all.finish(rt, state_->recv[li]);
       for (std::size_t k = 0, s = plan.scans.size(); k < plan.segs.size(); ++k) {
@@ -365,6 +368,15 @@ std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const Sha
         detail::flatten_value(fold(sg.monoid, before), fields);
         for (std::size_t f = 0; f < fields.size(); ++f) main.emplace_back(sg.carry_params[f], Binding(fields[f]));
         ++s;
+      }
+      for (std::size_t j = 0; j < plan.keyscans.size(); ++j) {
+        const detail::ShardKeyScan& ks = plan.keyscans[j];
+        const detail::KeyScanCarry c =
+            detail::keyscan_carry(rank, ks.monoid, runs[j], all, items, mine[ks.totals_at].type());
+        std::vector<Value> fields;
+        detail::flatten_value(c.carry, fields);
+        for (std::size_t f = 0; f < fields.size(); ++f) main.emplace_back(ks.carry_params[f], Binding(fields[f]));
+        main.emplace_back(ks.head_end, Binding(Value(c.head_end)));
       }
       for (std::size_t s = 0; s < plan.scans.size(); ++s) {
         std::vector<Value> before;

@@ -38,7 +38,12 @@
 //     its last, in rank order). The ends' keys and values, and the run counts, are
 //     all-gathered; both results are sharded by run start (global length: the run count).
 //     The keys are compared as the reference does (==, field by field).
-// scan_by_key and counting sort are not sharded yet (GraphError).
+//   scan_by_key: a first pass reduces the shard's runs (reduce_by_key, and each run's last
+//     index); the run counts, end keys and last runs' values are all-gathered; the carry
+//     into the shard's first run is the fold, in rank order, of the last runs of the ranks
+//     before that it continues (through one-run shards), folded into that run's elements
+//     only. The result is sharded like the inputs.
+// Counting sort is not sharded (GraphError): README "Multi-GPU" says what it would take.
 //
 // Two ways to start: one process driving all GPUs of a host (ShardedRuntime::nccl_all) and
 // one process per GPU (ShardedRuntime::nccl_rank, given an NcclId); in process over threads
