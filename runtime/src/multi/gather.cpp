@@ -2,7 +2,44 @@
 
 #include <cstring>
 
+#include "fuseflow/runtime/driver_api.hpp"
+
 namespace fuseflow::detail {
+
+namespace {
+void check_driver(CUresult r, const char* what) {
+  if (r != CUDA_SUCCESS) throw CudaError(what, r, cuda_error_name(r), "sharded run's combine");
+}
+}  // namespace
+
+PinnedHost::~PinnedHost() {
+  if (!ptr_) return;
+  if (driver().cuCtxPushCurrent(context_) != CUDA_SUCCESS) return;
+  driver().cuMemFreeHost(ptr_);
+  CUcontext ignored = nullptr;
+  driver().cuCtxPopCurrent(&ignored);
+}
+
+std::byte* PinnedHost::reserve(CUcontext context, std::size_t bytes) {
+  if (bytes <= size_) return ptr_;
+  if (ptr_) check_driver(driver().cuMemFreeHost(ptr_), "cuMemFreeHost");
+  ptr_ = nullptr;
+  size_ = 0;
+  void* p = nullptr;
+  check_driver(driver().cuMemHostAlloc(&p, bytes, 0), "cuMemHostAlloc");
+  context_ = context;
+  ptr_ = static_cast<std::byte*>(p);
+  size_ = bytes;
+  return ptr_;
+}
+
+void Gathered::finish(Runtime& rt, const DeviceArray<std::byte>& recv, PinnedHost& pinned) {
+  if (!total) return;
+  std::byte* at = pinned.reserve(rt.context(), total);
+  check_driver(driver().cuMemcpyDtoHAsync(at, recv.data(), total, rt.stream()), "cuMemcpyDtoHAsync");
+  check_driver(driver().cuStreamSynchronize(rt.stream()), "cuStreamSynchronize");
+  host.assign(at, at + total);
+}
 
 GatherItem scalar_item(const Result& r) {
   GatherItem it;

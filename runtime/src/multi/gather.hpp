@@ -42,6 +42,22 @@ inline std::size_t aligned(std::size_t n) { return (n + kAlign - 1) / kAlign * k
 // read it as rank 0's), the histograms all-reduced in
 // place, all in one NCCL group on the rank's stream. `extra` bytes after the blocks are
 // left for the device folds (at `extra_at`). Nothing waits: finish() copies to the host.
+// Page-locked host memory of one rank, kept from run to run: the combine's one copy lands
+// there (an asynchronous copy and a wait, no staging through pageable memory). Made and
+// freed with the rank's context current (`context`).
+class PinnedHost {
+ public:
+  PinnedHost() = default;
+  ~PinnedHost();
+  PinnedHost(const PinnedHost&) = delete;
+  PinnedHost& operator=(const PinnedHost&) = delete;
+  std::byte* reserve(CUcontext context, std::size_t bytes);  // the rank's context is current
+ private:
+  CUcontext context_ = nullptr;
+  std::byte* ptr_ = nullptr;
+  std::size_t size_ = 0;
+};
+
 struct Gathered {
   std::vector<std::byte> host;
   std::vector<std::size_t> block;  // per item
@@ -50,9 +66,7 @@ struct Gathered {
     return Value::from_bytes(t, host.data() + block[item] + bytes * static_cast<std::size_t>(rank));
   }
   // One copy of everything gathered (and folded) to the host, which waits for the stream.
-  void finish(Runtime& rt, const DeviceArray<std::byte>& recv) {
-    if (total) rt.download(device_span<std::byte>(recv.data(), total)).swap(host);
-  }
+  void finish(Runtime& rt, const DeviceArray<std::byte>& recv, PinnedHost& pinned);
 };
 
 struct Histo {

@@ -72,6 +72,7 @@ struct ShardedRuntime::State {
   int world = 0;
   // Per local rank: the device buffers of the last exchange, kept for the next.
   std::vector<DeviceArray<std::byte>> send, recv;
+  std::vector<detail::PinnedHost> pinned;  // per local rank: where the combine's copy lands
   std::unique_ptr<detail::RankPool> pool;
   std::mutex plans_mutex;
   std::map<std::vector<const ExprNode*>, std::shared_ptr<const CachedPlan>> plans;
@@ -156,6 +157,7 @@ ShardedRuntime::ShardedRuntime(std::vector<std::unique_ptr<Runtime>> runtimes,
   state_->send.resize(state_->runtimes.size());
   if (const std::optional<bool> fold = read_sharded_environment().device_fold) state_->device_fold = *fold;
   state_->recv.resize(state_->runtimes.size());
+  state_->pinned = std::vector<detail::PinnedHost>(state_->runtimes.size());
 }
 ShardedRuntime::~ShardedRuntime() = default;
 ShardedRuntime::ShardedRuntime(ShardedRuntime&&) noexcept = default;
@@ -285,6 +287,7 @@ std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const Sha
         const Type& t = p.main.outputs()[o].type();
         if (p.kinds[o] != detail::ShardedOutput::Reduce || !t.is_scalar() || !state_->device_fold) continue;
         if (detail::all_reduce_op(p.monoids[o], t)) continue;  // all-reduced: nothing to fold
+        if (state_->world == 1) continue;                      // one partial: it is the result
         Expr partials = Expr::input("ff_rank_partials", t);
         Expr folded = scan(partials, p.monoids[o], ScanKind::Inclusive);
         made->folds[o].emplace(DeviceFold{partials, folded, Program(folded)});
@@ -358,7 +361,7 @@ std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const Sha
       for (const detail::ShardKeyScan& ks : plan.keyscans)
         runs.push_back(detail::keyscan_items(mine[ks.totals_at], mine[ks.totals_at + 1], mine[ks.totals_at + 2], items));
       Gathered all = detail::gather(rt, comm, items, {}, 0, state_->send[li], state_->recv[li]);
-      all.finish(rt, state_->recv[li]);
+      all.finish(rt, state_->recv[li], state_->pinned[li]);
       for (std::size_t k = 0, s = plan.scans.size(); k < plan.segs.size(); ++k) {
         const detail::ShardSegmented& sg = plan.segs[k];
         if (!sg.scan) continue;
@@ -463,14 +466,14 @@ std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const Sha
       folded_at[o] = at + (w - 1) * t.size();
       at += aligned(t.size() * w);
     }
-    all.finish(rt, state_->recv[li]);
+    all.finish(rt, state_->recv[li], state_->pinned[li]);
     out.filter_sizes.assign(outputs * static_cast<std::size_t>(world), 0);
     for (std::size_t j = 0; j < plan.keyed.size(); ++j)
       out.keyed.push_back(detail::keyed_combine(rt, rank, world, plan.keyed[j].monoid, keyed[j], all, items,
                                                 results[plan.keyed[j].keys], results[plan.keyed[j].values]));
     for (std::size_t o = 0; o < outputs; ++o) {
       const std::size_t k = item_of[o];
-      if (plan.kinds[o] == detail::ShardedOutput::Reduce && items[k].reduce) {  // all-reduced
+      if (plan.kinds[o] == detail::ShardedOutput::Reduce && (items[k].reduce || world == 1)) {  // all-reduced, or one
         out.scalars[o] = all.value(results[o].type(), k, items[k].bytes, 0);
       } else if (plan.kinds[o] == detail::ShardedOutput::Reduce && cached->folds[o]) {
         out.scalars[o] = Value::from_bytes(results[o].type(), all.host.data() + folded_at[o]);
