@@ -369,7 +369,8 @@ std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const Sha
         for (int q : splits[k].tails_before(rank)) before.push_back(all.value(sg.monoid.type(), s, items[s].bytes, q));
         std::vector<Value> fields;
         detail::flatten_value(fold(sg.monoid, before), fields);
-        for (std::size_t f = 0; f < fields.size(); ++f) main.emplace_back(sg.carry_params[f], Binding(fields[f]));
+        for (std::size_t f = 0; f < fields.size(); ++f)  // (a field the combine never reads is not a parameter)
+          if (uses_param(plan.main, sg.carry_params[f])) main.emplace_back(sg.carry_params[f], Binding(fields[f]));
         ++s;
       }
       for (std::size_t j = 0; j < plan.keyscans.size(); ++j) {
@@ -378,7 +379,8 @@ std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const Sha
             detail::keyscan_carry(rank, ks.monoid, runs[j], all, items, mine[ks.totals_at].type());
         std::vector<Value> fields;
         detail::flatten_value(c.carry, fields);
-        for (std::size_t f = 0; f < fields.size(); ++f) main.emplace_back(ks.carry_params[f], Binding(fields[f]));
+        for (std::size_t f = 0; f < fields.size(); ++f)  // (a field the combine never reads is not a parameter)
+          if (uses_param(plan.main, ks.carry_params[f])) main.emplace_back(ks.carry_params[f], Binding(fields[f]));
         main.emplace_back(ks.head_end, Binding(Value(c.head_end)));
       }
       for (std::size_t s = 0; s < plan.scans.size(); ++s) {
