@@ -1,8 +1,11 @@
 // ShardedRuntime: runs a program over sharded inputs on every local rank (a thread each
 // when this process drives several), exchanging what the combine needs through the
-// communicator: scan totals before the main pass, reduce partials and filter counts after
-// it, histogram counts all-reduced in place. See sharded.hpp for what each op does. The
-// rewrite of a program for shards is made once per program and cached.
+// communicator: scan totals (and the segmented and by-key scans' tail pieces and run
+// ends) before the main pass; reduce partials (integer sums/min/max all-reduced), filter
+// counts, segment heads and reduce_by_key's run ends after it; histogram counts all-reduced
+// in place. Segments are split over the shards in segments.cpp, runs in keyed.cpp. See
+// sharded.hpp for what each op does. The rewrite of a program for shards is made once per
+// program and cached.
 #include "fuseflow/runtime/sharded.hpp"
 
 #include <cstdlib>
@@ -393,7 +396,7 @@ std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const Sha
       }
     }
 
-    // Arrays as long as the shard, and histograms, go into memory of ours.
+    // Arrays as long as the shard, histograms and segmented reductions go into memory of ours.
     RankOutput& out = per_local[li];
     out.scalars.resize(outputs);
     out.pieces.resize(outputs);
