@@ -11,6 +11,10 @@
 //                end to end (beside torch's all_reduce of one float)
 //   combine_hostfold  the same, the partials folded on the host after the one copy
 //                (FUSEFLOW_SHARDED_FOLD=host) instead of on the device
+//   strong_segsum  segmented sum of 2^28 f32 over w GPUs, segments of 1000 elements (cut by
+//                the shard boundaries; offsets on the host, each rank's cut to its shard),
+//                every rank's stream synchronised; no torch equivalent
+//   combine_i32  a sharded i32 sum of one element per GPU: all-reduced (one collective)
 // Host wall time per call, median; torch (bench/multi_anchors.py, one process per GPU,
 // mp.spawn) reports the slowest rank's median. --quick divides the sizes by 16. Writes
 // bench_multi.csv. NVLink multicast stays off (NCCL_NVLS_ENABLE=0 ...) here and in the
@@ -134,6 +138,37 @@ void measure_fuseflow(int w, std::size_t scale_down, int reps, std::map<MultiKey
                       std::to_string(best));
     out[{"strong_mssp", w}] = time_median(warmup, reps, [&] { (void)srt.run(mssp, {{in, xi}}).at(0).value(); });
   }
+  {  // strong segmented sum: segments of 1000, cut by the shard boundaries
+    const std::size_t n = (std::size_t{1} << 28) / scale_down, len = 1000;
+    auto xs = make_shards<float>(srt, n, value_f);
+    auto offs = ff::input<long long>("offsets");
+    std::vector<long long> os;
+    for (std::size_t at = 0; at < n; at += len) os.push_back((long long)at);
+    os.push_back((long long)n);
+    const ff::HostArray ho = ff::HostArray::from(os);
+    const ff::Program seg = ff::segmented_reduce(x, offs, ff::plus);
+    std::vector<ff::ShardedResult> r = srt.run(seg, {{x, xs}, {offs, ho}});
+    std::vector<float> got = r.at(0).download<float>();
+    std::size_t bad = got.size() == os.size() - 1 ? 0 : 1;
+    for (std::size_t s = 0; s + 1 < os.size() && !bad; s += 997) {
+      double want = 0;
+      for (long long i = os[s]; i < os[s + 1]; ++i) want += value_f((std::size_t)i);
+      if (std::fabs(got[s] - want) > 1e-3 * len) ++bad;
+    }
+    if (bad) report_mismatch("multi strong_segsum w=" + std::to_string(w) + ": segments off");
+    r.clear();
+    out[{"strong_segsum", w}] = time_median(warmup, reps, [&] {
+      std::vector<ff::ShardedResult> res = srt.run(seg, {{x, xs}, {offs, ho}});
+      sync_all(srt);
+    });
+  }
+  {  // the combine of an integer sum: all-reduced
+    auto k = ff::input<int>("k");
+    const ff::Program isum = ff::reduce(k, ff::plus);
+    auto ks = make_shards<int>(srt, (std::size_t)w, [](std::size_t) { return 1; });
+    if (srt.run(isum, {{k, ks}}).at(0).as<int>() != w) report_mismatch("multi combine_i32 w=" + std::to_string(w));
+    out[{"combine_i32", w}] = time_median(50, std::max(reps, 200), [&] { (void)srt.run(isum, {{k, ks}}).at(0).value(); });
+  }
   {  // the combine of a scalar: one element per GPU
     auto xs = make_shards<float>(srt, (std::size_t)w, [](std::size_t) { return 1.0f; });
     const float got = srt.run(sum, {{x, xs}}).at(0).as<float>();
@@ -208,7 +243,8 @@ void bench_multi(const Context&, const Options& opt) {
   for (int w : worlds) measure_host_fold(w, reps, ff_us);
   measure_torch(worlds, scale_down, reps, torch_us);
 
-  const char* cases[] = {"weak_sum", "strong_sum", "strong_scan", "strong_mssp", "combine", "combine_hostfold"};
+  const char* cases[] = {"weak_sum", "strong_sum",       "strong_scan",   "strong_mssp",
+                         "combine",  "combine_hostfold", "strong_segsum", "combine_i32"};
   std::printf("\n  %-12s %5s %12s %12s %10s %10s\n", "case", "GPUs", "fuseflow us", "torch us", "ff scale", "torch scale");
   const std::string path = out_dir() + "/bench_multi.csv";
   FILE* csv = std::fopen(path.c_str(), "w");

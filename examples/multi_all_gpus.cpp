@@ -2,11 +2,15 @@
 // contiguous shards over the GPUs; each program runs on every shard and the partial
 // results are combined through NCCL: the sum (partials folded in rank order), the argmax
 // with its global index, the histogram (counts all-reduced), and an inclusive scan that
-// stays sharded (each GPU's scan starts from the totals of the GPUs before it).
+// stays sharded (each GPU's scan starts from the totals of the GPUs before it). Then a
+// segmented sum over rows that straddle the shard boundaries (the offsets are global, a
+// host array every rank reads; a cut row's pieces are folded in rank order) and a
+// reduce_by_key whose runs straddle them too.
 //
 // With NCCL and 2 or more GPUs it uses ShardedRuntime::nccl_all; otherwise 4 ranks in
 // this process through host memory (ShardedRuntime::in_process), which is how the CPU
 // emulator runs it in CI.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <vector>
@@ -53,5 +57,31 @@ int main() {
                   std::fabs(scan.back() - sum.as<float>()) <= 1e-3 * std::sqrt(static_cast<double>(n));
   std::printf("sum %.4f (f64 %.4f), argmax x[%lld] = %.5f, histogram of 8 bins, scan over %zu shards ending at %.4f: %s\n",
               sum.as<float>(), want_sum, at, max, prefix.layout().offsets.size() - 1, scan.back(), ok ? "ok" : "WRONG");
-  return ok ? 0 : 1;
+
+  // Rows of 1 to 40000 elements (CSR offsets, global); keys in runs of 7919.
+  std::vector<long long> rows{0};
+  while (rows.back() < static_cast<long long>(n)) rows.push_back(std::min<long long>(rows.back() + 1 + (rows.size() * 7727) % 40000, n));
+  std::vector<int> keys(n), ones(n, 1);
+  for (std::size_t i = 0; i < n; ++i) keys[i] = static_cast<int>(i / 7919 % 3);
+  auto offsets = ff::input<long long>("offsets");
+  auto key = ff::input<int>("key");
+  auto one = ff::input<int>("one");
+  auto runs = ff::reduce_by_key(key, one, ff::plus);
+  auto [row_sums, run_keys, run_lengths] =
+      srt.run(ff::outputs(ff::segmented_reduce(x, offsets, ff::plus), runs.keys, runs.values),
+              {{x, xs}, {offsets, ff::HostArray::from(rows)}, {key, srt.scatter(keys)}, {one, srt.scatter(ones)}});
+  std::vector<float> got_rows = row_sums.download<float>();
+  std::vector<int> lengths = run_lengths.download<int>();
+  bool rows_ok = got_rows.size() == rows.size() - 1;
+  for (std::size_t r = 0; rows_ok && r + 1 < rows.size(); ++r) {
+    double want = 0;
+    for (long long i = rows[r]; i < rows[r + 1]; ++i) want += host[static_cast<std::size_t>(i)];
+    rows_ok = std::fabs(got_rows[r] - want) <= 1e-4 * static_cast<double>(rows[r + 1] - rows[r]) + 1e-4;
+  }
+  bool runs_ok = lengths.size() == (n + 7918) / 7919 && run_keys.download<int>().front() == 0;
+  for (std::size_t r = 0; runs_ok && r < lengths.size(); ++r)
+    runs_ok = lengths[r] == static_cast<int>(std::min<std::size_t>(7919, n - r * 7919));
+  std::printf("segmented sum of %zu rows, reduce_by_key of %zu runs, both across the shard boundaries: %s\n",
+              rows.size() - 1, lengths.size(), rows_ok && runs_ok ? "ok" : "WRONG");
+  return ok && rows_ok && runs_ok ? 0 : 1;
 }

@@ -47,7 +47,12 @@ TEST_CASE("sharded run: what cannot be sharded says so") {
   auto offsets = ff::input<int>("offsets");
   auto o = srt.scatter(std::vector<int>{0, 5, 10});
   CHECK_THROWS_WITH_AS(srt.run(ff::segmented_reduce(x, offsets, ff::plus), {{x, a}, {offsets, o}}),
-                       doctest::Contains("segmented_reduce is not supported over shards yet"), ff::GraphError);
+                       doctest::Contains("input 'offsets' holds the offsets of a segmented op: bind it to a host array"),
+                       ff::GraphError);
+  auto keys = ff::input<int>("keys");
+  auto kd = srt.scatter(std::vector<int>(10, 1));
+  CHECK_THROWS_WITH_AS(srt.run(ff::counting_sort(keys, 4), {{keys, kd}}),
+                       doctest::Contains("counting_sort is not supported over shards yet"), ff::GraphError);
   CHECK_THROWS_WITH_AS(srt.run(ff::scan(ff::scan(x, ff::plus), ff::plus), {{x, a}}),
                        doctest::Contains("a scan of a scan's result is not supported"), ff::GraphError);
 }

@@ -245,3 +245,41 @@ TEST_CASE("sharded filter: survivors per shard with global positions, counts gat
       CHECK(again.value() == reference(ff::reduce(ff::zip(x, ff::index()), ff::argmax), hs)[0].scalar);
     }
 }
+
+TEST_CASE("sharded reduce: built-in integer monoids (all-reduced where NCCL has the type) exact, the rest gathered") {
+  auto k = ff::input<long long>("k");
+  auto u = ff::input<unsigned>("u");
+  auto c = ff::input<std::uint8_t>("c");
+  auto h = ff::input<std::int16_t>("h");
+  auto program = ff::outputs(ff::reduce(k, ff::min), ff::reduce(k, ff::plus), ff::reduce(u, ff::times),
+                             ff::reduce(c, ff::max), ff::reduce(h, ff::plus), ff::reduce(u, ff::bit_xor));
+  for (int w : worlds())
+    for (std::size_t n : sizes()) {
+      CAPTURE(w);
+      CAPTURE(n);
+      auto& srt = world(w);
+      std::vector<long long> ks(n);
+      std::vector<unsigned> us(n);
+      std::vector<std::uint8_t> cs(n);
+      std::vector<std::int16_t> hs(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        ks[i] = static_cast<long long>(rng()() >> 4) - (1LL << 58);
+        us[i] = static_cast<unsigned>(rng()()) | 1u;  // odd: the product never becomes 0
+        cs[i] = static_cast<std::uint8_t>(rng()());
+        hs[i] = static_cast<std::int16_t>(rng()() % 200) - 100;
+      }
+      auto dk = srt.scatter(ks);
+      auto du = srt.scatter(us);
+      auto dc = srt.scatter(cs);
+      auto dh = srt.scatter(hs);
+      auto got = srt.run(program, {{k, dk}, {u, du}, {c, dc}, {h, dh}});
+      ff::HostBindings hb;
+      hb.bind(k, ff::HostArray::from(ks)).bind(u, ff::HostArray::from(us));
+      hb.bind(c, ff::HostArray::from(cs)).bind(h, ff::HostArray::from(hs));
+      auto want = reference(program, hb);
+      for (std::size_t o = 0; o < got.size(); ++o) {
+        CAPTURE(o);
+        CHECK(got[o].value() == want[o].scalar);
+      }
+    }
+}

@@ -4,6 +4,7 @@
 // the Runtime's program cache finds it.
 #include "shard_plan.hpp"
 
+#include <cstdint>
 #include <map>
 #include <string>
 
@@ -40,6 +41,11 @@ struct Rewriter {
   std::map<const OpNode*, Expr> ops;  // old op -> its rewritten result (output 0)
   std::vector<ShardScan> scans;
   std::vector<Expr> totals;
+  std::vector<ShardSegmented> segs;
+  std::map<const OpNode*, int> seg_index;
+  std::map<const OpNode*, KeyedResult> keyed;  // old reduce_by_key -> its rewritten results
+  std::vector<ShardKeyScan> keyscans;
+  std::vector<Expr> keyscan_totals;
   bool in_scan_values = false;
 
   Expr rewrite(const Expr& e) {
@@ -64,6 +70,12 @@ struct Rewriter {
 
   Expr rewrite_result(const Expr& e) {
     const OpNode& op = *e.node().op;
+    if (op.kind == OpKind::ReduceByKey) {
+      auto it = keyed.find(&op);
+      if (it == keyed.end())
+        it = keyed.emplace(&op, reduce_by_key(rewrite(op.keys), rewrite(op.values), op.monoid)).first;
+      return e.node().index == 0 ? it->second.keys : it->second.values;
+    }
     if (auto it = ops.find(&op); it != ops.end()) return it->second;
     Expr out;
     switch (op.kind) {
@@ -87,11 +99,78 @@ struct Rewriter {
         totals.push_back(reduce(values, op.monoid));
         break;
       }
+      case OpKind::SegmentedReduce:
+      case OpKind::SegmentedScan: out = rewrite_segmented(op); break;
+      case OpKind::ScanByKey: out = rewrite_scan_by_key(op); break;
       default:
         throw GraphError(std::string("sharded run: ") + op_name(op.kind) +
-                         " is not supported over shards yet (segmented, by-key and sorting ops run on one GPU)");
+                         " is not supported over shards yet (scan_by_key and sorting ops run on one GPU)");
     }
     ops.emplace(&op, out);
+    return out;
+  }
+
+  Expr rewrite_scan_by_key(const OpNode& op) {
+    if (in_scan_values) throw GraphError("sharded run: a scan of a scan_by_key's result is not supported over shards yet");
+    in_scan_values = true;
+    Expr keys = rewrite(op.keys);
+    Expr values = rewrite(op.values);
+    in_scan_values = false;
+    const std::string k = std::to_string(keyscans.size());
+    ShardKeyScan ks;
+    ks.monoid = op.monoid;
+    ks.head_end = Expr::param("ff_key_head_end" + k, ScalarType::I64);
+    Expr carry = carry_expr(op.monoid.type(), "ff_key_carry" + k, ks.carry_params);
+    Expr local = scan_by_key(keys, values, op.monoid, op.scan_kind);
+    std::map<const ExprNode*, Expr> sub;
+    Expr out = Expr::select(Expr::binary(BinaryOp::Lt, Expr::index(), ks.head_end),
+                            substitute_operands(op.monoid.combine(), carry, local, sub), local);
+    // The shard's runs (their keys, values and last indices) for the combine.
+    KeyedResult runs = reduce_by_key(keys, values, op.monoid);
+    Expr leaf = keys;  // the index as an array of the keys' length (select reads a key)
+    while (leaf.type().is_tuple()) leaf = Expr::get(leaf, 0);
+    Expr index = Expr::select(Expr::binary(BinaryOp::Eq, leaf, leaf), Expr::index(), Expr::index());
+    Expr last = reduce_by_key(keys, index, Monoid::builtin(MonoidKind::Max)).values;
+    ks.totals_at = keyscan_totals.size();
+    keyscan_totals.insert(keyscan_totals.end(), {runs.keys, runs.values, last});
+    keyscans.push_back(std::move(ks));
+    return out;
+  }
+
+  Expr rewrite_segmented(const OpNode& op) {
+    const bool is_scan = op.kind == OpKind::SegmentedScan;
+    if (op.offsets.kind() != ExprKind::Input)
+      throw GraphError(std::string("sharded run: the offsets of a ") + op_name(op.kind) +
+                       " must be an input bound to a host array (ff::HostArray) that every rank reads, not " +
+                       to_string(op.offsets));
+    if (is_scan && in_scan_values)
+      throw GraphError("sharded run: a scan of a segmented_scan's result is not supported over shards yet");
+    const std::string k = std::to_string(segs.size());
+    ShardSegmented s;
+    s.scan = is_scan;
+    s.monoid = op.monoid;
+    s.offsets = op.offsets;
+    s.local_offsets = Expr::input("ff_seg_offsets" + k, ScalarType::I64);
+    const bool outer = in_scan_values;
+    in_scan_values = outer || is_scan;
+    Expr values = rewrite(op.values);
+    in_scan_values = outer;
+    Expr out;
+    if (!is_scan) {
+      out = segmented_reduce(values, s.local_offsets, op.monoid);
+    } else {
+      Expr local = segmented_scan(values, s.local_offsets, op.monoid, op.scan_kind);
+      s.head_end = Expr::param("ff_seg_head_end" + k, ScalarType::I64);
+      Expr carry = carry_expr(op.monoid.type(), "ff_seg_carry" + k, s.carry_params);
+      std::map<const ExprNode*, Expr> sub;
+      // The shard's first, cut segment with the ranks before folded in: carry . local[i].
+      out = Expr::select(Expr::binary(BinaryOp::Lt, Expr::index(), s.head_end),
+                         substitute_operands(op.monoid.combine(), carry, local, sub), local);
+      s.tail_offsets = Expr::input("ff_seg_tail" + k, ScalarType::I64);
+      s.total = segmented_reduce(values, s.tail_offsets, op.monoid);
+    }
+    seg_index.emplace(&op, static_cast<int>(segs.size()));
+    segs.push_back(std::move(s));
     return out;
   }
 };
@@ -110,7 +189,8 @@ void check_uses(const Expr& e, const std::string& where) {
   std::vector<const OpNode*> used;
   result_leaves(e, used);
   for (const OpNode* op : used)
-    if (op->kind == OpKind::Reduce || op->kind == OpKind::Histogram)
+    if (op->kind == OpKind::Reduce || op->kind == OpKind::Histogram || op->kind == OpKind::SegmentedReduce ||
+        op->kind == OpKind::ReduceByKey)
       throw GraphError("sharded run: " + where + " uses the result of a " + op_name(op->kind) +
                        ", which is only known once the shards are combined; run it first and pass its value as a "
                        "parameter");
@@ -145,6 +225,10 @@ ShardPlan plan_sharded(const Program& program) {
     if (o.kind() == ExprKind::Result && o.node().op->kind == OpKind::Reduce) {
       kind = ShardedOutput::Reduce;
       m = o.node().op->monoid;
+    } else if (o.kind() == ExprKind::Result && o.node().op->kind == OpKind::SegmentedReduce) {
+      kind = ShardedOutput::Segments;
+    } else if (o.kind() == ExprKind::Result && o.node().op->kind == OpKind::ReduceByKey) {
+      kind = ShardedOutput::Keyed;
     } else if (o.kind() == ExprKind::Result && o.node().op->kind == OpKind::Histogram) {
       kind = ShardedOutput::Histogram;
       bins = o.node().op->bins;
@@ -161,8 +245,55 @@ ShardPlan plan_sharded(const Program& program) {
     monoids.push_back(m);
     all_bins.push_back(bins);
   }
-  return ShardPlan{Program(std::move(outputs)), std::move(rw.scans), std::move(rw.totals), rw.offset,
-                   std::move(kinds),           std::move(monoids),  std::move(all_bins)};
+  std::vector<int> seg_of, keyed_of;
+  std::vector<ShardKeyed> keyed;
+  std::map<const OpNode*, int> keyed_index;
+  std::vector<const OpNode*> keyed_ops;
+  for (std::size_t i = 0; i < program.outputs().size(); ++i) {
+    const Expr& o = program.outputs()[i];
+    seg_of.push_back(kinds[i] == ShardedOutput::Segments ? rw.seg_index.at(o.node().op.get()) : -1);
+    keyed_of.push_back(-1);
+    if (kinds[i] != ShardedOutput::Keyed) continue;
+    const OpNode* op = o.node().op.get();
+    auto [it, fresh] = keyed_index.emplace(op, static_cast<int>(keyed.size()));
+    if (fresh) {
+      keyed.push_back({op->monoid, SIZE_MAX, SIZE_MAX});
+      keyed_ops.push_back(op);
+    }
+    keyed_of[i] = it->second;
+    (o.node().index == 0 ? keyed[static_cast<std::size_t>(it->second)].keys
+                         : keyed[static_cast<std::size_t>(it->second)].values) = i;
+  }
+  // Both results of every reduce_by_key: the combine compares the keys at the shards' ends.
+  for (std::size_t k = 0; k < keyed.size(); ++k) {
+    ShardKeyed& kd = keyed[k];
+    const KeyedResult& r = rw.keyed.at(keyed_ops[k]);
+    if (kd.keys == SIZE_MAX) {
+      kd.keys = outputs.size();
+      outputs.push_back(r.keys);
+    }
+    if (kd.values == SIZE_MAX) {
+      kd.values = outputs.size();
+      outputs.push_back(r.values);
+    }
+  }
+  std::vector<Expr> totals = std::move(rw.totals);
+  for (const ShardSegmented& s : rw.segs)
+    if (s.scan) totals.push_back(s.total);
+  for (ShardKeyScan& ks : rw.keyscans) ks.totals_at += totals.size();
+  totals.insert(totals.end(), rw.keyscan_totals.begin(), rw.keyscan_totals.end());
+  ShardPlan plan{Program(std::move(outputs)), std::move(rw.scans), std::move(totals), rw.offset,
+                 std::move(kinds),           std::move(monoids),  std::move(all_bins), std::move(rw.segs),
+                 std::move(seg_of),          std::move(keyed),    std::move(keyed_of), std::move(rw.keyscans)};
+  // The offsets are replaced by each shard's own: read anywhere else, they would be an
+  // array of another length than the shards.
+  for (const ShardSegmented& s : plan.segs)
+    for (const Expr& in : plan.main.inputs())
+      if (same_node(in, s.offsets))
+        throw GraphError("sharded run: input '" + s.offsets.node().name +
+                         "' is the offsets of a segmented op and is read elsewhere too; over shards the offsets "
+                         "can only be offsets");
+  return plan;
 }
 
 }  // namespace fuseflow::detail

@@ -13,6 +13,41 @@ enum class ShardedOutput : std::uint8_t {
   Map,        // an array as long as the shard (maps, scans)
   Filter,     // an array of the shard's survivors (a filter's result, or maps of it)
   Histogram,  // per-rank counts, all-reduced
+  Segments,   // a segmented_reduce: the segments starting in the shard (segments.hpp)
+  Keyed,      // reduce_by_key's keys or values: the runs starting in the shard (keyed.cpp)
+};
+
+// A scan_by_key over shards: the shard's first run, when it continues the last run of the
+// ranks before (keyed.cpp), gets the carry folded in: elements before head_end (i64 param).
+// The totals program gives, from `totals_at` on: the shard's runs' keys and values
+// (reduce_by_key) and each run's last index.
+struct ShardKeyScan {
+  Monoid monoid;
+  Expr head_end;
+  std::vector<Expr> carry_params;
+  std::size_t totals_at = 0;
+};
+
+// A reduce_by_key over shards: the op runs on each shard; `keys` and `values` are the
+// indices of its two results among the main program's outputs (appended after the
+// program's own when it asks for only one).
+struct ShardKeyed {
+  Monoid monoid;
+  std::size_t keys = 0, values = 0;
+};
+
+// A segmented op over shards (segmented_reduce, segmented_scan). The program's offsets
+// input, bound to a host array, is replaced by the shard's own offsets (segments.hpp).
+struct ShardSegmented {
+  bool scan = false;
+  Monoid monoid;
+  Expr offsets;        // the program's offsets input (global, on the host)
+  Expr local_offsets;  // i64 input: the offsets cut to the shard
+  // Scans: elements before head_end (i64 param) continue the segment of the ranks before
+  // and get the carry (carry_params) folded in; tail_offsets (i64 input, 2 values) bound
+  // the shard's last segment piece, whose reduction `total` the totals program gives.
+  Expr head_end, tail_offsets, total;
+  std::vector<Expr> carry_params;
 };
 
 struct ShardScan {
@@ -29,9 +64,17 @@ struct ShardPlan {
   std::vector<ShardedOutput> kinds;   // per output
   std::vector<Monoid> monoids;        // per output: the reduce's monoid (Reduce outputs)
   std::vector<std::int64_t> bins;     // per output: the histogram's bins (Histogram outputs)
+  // The segmented ops; per output the one it is (Segments outputs, else -1). The totals
+  // program's outputs are the scans' totals, then the segmented scans' `total`s, then
+  // three per scan_by_key (ShardKeyScan).
+  std::vector<ShardSegmented> segs;
+  std::vector<int> seg_of;
+  std::vector<ShardKeyed> keyed;
+  std::vector<int> keyed_of;  // per output: the reduce_by_key it is a result of (Keyed outputs, else -1)
+  std::vector<ShardKeyScan> keyscans;
 };
 
-// Throws GraphError naming what cannot run sharded (segmented and by-key ops, counting
+// Throws GraphError naming what cannot run sharded (counting
 // sort, a reduction or histogram used inside another expression, a scan of a scan).
 ShardPlan plan_sharded(const Program& program);
 

@@ -1,8 +1,11 @@
 // ShardedRuntime: runs a program over sharded inputs on every local rank (a thread each
 // when this process drives several), exchanging what the combine needs through the
-// communicator: scan totals before the main pass, reduce partials and filter counts after
-// it, histogram counts all-reduced in place. See sharded.hpp for what each op does. The
-// rewrite of a program for shards is made once per program and cached.
+// communicator: scan totals (and the segmented and by-key scans' tail pieces and run
+// ends) before the main pass; reduce partials (integer sums/min/max all-reduced), filter
+// counts, segment heads and reduce_by_key's run ends after it; histogram counts all-reduced
+// in place. Segments are split over the shards in segments.cpp, runs in keyed.cpp. See
+// sharded.hpp for what each op does. The rewrite of a program for shards is made once per
+// program and cached.
 #include "fuseflow/runtime/sharded.hpp"
 
 #include <cstdlib>
@@ -14,14 +17,18 @@
 #include "fuseflow/frontend/reference.hpp"
 #include "fuseflow/runtime/config.hpp"
 #include "fuseflow/runtime/driver_api.hpp"
+#include "check_bindings.hpp"
 #include "gather.hpp"
+#include "keyed.hpp"
 #include "rank_pool.hpp"
+#include "segments.hpp"
 #include "shard_plan.hpp"
 
 namespace fuseflow {
 
 using detail::GatherItem;
 using detail::Gathered;
+using detail::Checked;
 using detail::Histo;
 using detail::aligned;
 using detail::count_item;
@@ -68,6 +75,7 @@ struct ShardedRuntime::State {
   int world = 0;
   // Per local rank: the device buffers of the last exchange, kept for the next.
   std::vector<DeviceArray<std::byte>> send, recv;
+  std::vector<detail::PinnedHost> pinned;  // per local rank: where the combine's copy lands
   std::unique_ptr<detail::RankPool> pool;
   std::mutex plans_mutex;
   std::map<std::vector<const ExprNode*>, std::shared_ptr<const CachedPlan>> plans;
@@ -135,10 +143,6 @@ std::vector<Value> values_of(const std::vector<std::byte>& all, std::size_t per_
   return out;
 }
 
-std::string describe(const Expr& leaf) {
-  return (leaf.kind() == ExprKind::Input ? "input '" : "parameter '") + leaf.node().name + "'";
-}
-
 }  // namespace
 
 ShardedRuntime::ShardedRuntime(std::vector<std::unique_ptr<Runtime>> runtimes,
@@ -156,6 +160,7 @@ ShardedRuntime::ShardedRuntime(std::vector<std::unique_ptr<Runtime>> runtimes,
   state_->send.resize(state_->runtimes.size());
   if (const std::optional<bool> fold = read_sharded_environment().device_fold) state_->device_fold = *fold;
   state_->recv.resize(state_->runtimes.size());
+  state_->pinned = std::vector<detail::PinnedHost>(state_->runtimes.size());
 }
 ShardedRuntime::~ShardedRuntime() = default;
 ShardedRuntime::ShardedRuntime(ShardedRuntime&&) noexcept = default;
@@ -233,74 +238,6 @@ ShardLayout ShardedRuntime::agree_layout(const std::vector<DeviceBytes>& local, 
 
 namespace {
 
-struct Checked {
-  ShardLayout layout;                       // the inputs' common layout
-  std::map<const ExprNode*, const ShardedBinding*> bound;
-};
-
-// Every check before anything runs, the same on every rank: all inputs bound to sharded
-// arrays of their type and of one layout over this world, parameters to scalars.
-Checked check_sharded_bindings(const Program& program, const ShardedBindings& bindings, int world,
-                               const std::vector<std::pair<int, Runtime*>>& local) {
-  Checked c;
-  for (const auto& [expr, b] : bindings) {
-    if (expr.kind() != ExprKind::Input && expr.kind() != ExprKind::Param)
-      throw GraphError("sharded run: only inputs and parameters can be bound, not " + to_string(expr));
-    if (!c.bound.emplace(expr.get(), &b).second) throw GraphError("sharded run: " + describe(expr) + " is bound twice");
-  }
-  if (program.inputs().empty())
-    throw GraphError("sharded run: the program has no input array, so there is nothing to shard");
-  const Expr* first = nullptr;
-  for (const Expr& in : program.inputs()) {
-    auto it = c.bound.find(in.get());
-    if (it == c.bound.end()) throw GraphError("sharded run: " + describe(in) + " is not bound");
-    const ShardedBinding& b = *it->second;
-    if (!b.is_array())
-      throw GraphError("sharded run: " + describe(in) + " is bound to the scalar " + b.scalar().to_string() +
-                       "; an input of a sharded run must be a ShardedArray");
-    if (b.type() != in.type())
-      throw GraphError("sharded run: " + describe(in) + " holds " + in.type().name() +
-                       " but was bound to a sharded array of " + b.type().name());
-    if (b.layout().world() != world)
-      throw GraphError("sharded run: " + describe(in) + " is sharded over " + std::to_string(b.layout().world()) +
-                       " ranks, but this runtime's world has " + std::to_string(world));
-    if (!first) {
-      first = &in;
-      c.layout = b.layout();
-    } else if (b.layout() != c.layout) {
-      throw GraphError("sharded run: " + describe(in) + " (" + std::to_string(b.layout().global_size()) +
-                       " elements) is not sharded like " + describe(*first) + " (" +
-                       std::to_string(c.layout.global_size()) +
-                       " elements); the inputs of a sharded run need the same length and the same shards");
-    }
-    for (const auto& [rank, rt] : local) {
-      bool found = false;
-      for (const ShardPiece& p : b.pieces())
-        if (p.rank == rank) {
-          if (p.runtime != rt)
-            throw GraphError("sharded run: " + describe(in) + "'s shard of rank " + std::to_string(rank) +
-                             " lives on another Runtime than this ShardedRuntime's");
-          found = true;
-        }
-      if (!found)
-        throw GraphError("sharded run: " + describe(in) + " has no shard of rank " + std::to_string(rank) +
-                         " in this process");
-    }
-  }
-  for (const Expr& p : program.params()) {
-    auto it = c.bound.find(p.get());
-    if (it == c.bound.end()) throw GraphError("sharded run: " + describe(p) + " is not bound");
-    if (it->second->is_array()) throw GraphError("sharded run: " + describe(p) + " is a scalar but was bound to an array");
-  }
-  for (const auto& [expr, b] : bindings) {
-    bool used = false;
-    for (const Expr& e : program.inputs()) used = used || same_node(e, expr);
-    for (const Expr& e : program.params()) used = used || same_node(e, expr);
-    if (!used) throw GraphError("sharded run: " + describe(expr) + " is bound but not used by this program");
-  }
-  return c;
-}
-
 bool uses_param(const Program& p, const Expr& param) {
   for (const Expr& e : p.params())
     if (same_node(e, param)) return true;
@@ -324,6 +261,7 @@ struct RankOutput {
   std::vector<Value> scalars;                 // per output (Reduce)
   std::vector<ShardedResult::Piece> pieces;   // per output (arrays)
   std::vector<std::size_t> filter_sizes;      // per output (Filter): every rank's survivors
+  std::vector<detail::KeyedHeld> keyed;        // per reduce_by_key: the runs every rank holds
 };
 
 }  // namespace
@@ -351,6 +289,8 @@ std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const Sha
       for (std::size_t o = 0; o < p.kinds.size(); ++o) {
         const Type& t = p.main.outputs()[o].type();
         if (p.kinds[o] != detail::ShardedOutput::Reduce || !t.is_scalar() || !state_->device_fold) continue;
+        if (detail::all_reduce_op(p.monoids[o], t)) continue;  // all-reduced: nothing to fold
+        if (state_->world == 1) continue;                      // one partial: it is the result
         Expr partials = Expr::input("ff_rank_partials", t);
         Expr folded = scan(partials, p.monoids[o], ScanKind::Inclusive);
         made->folds[o].emplace(DeviceFold{partials, folded, Program(folded)});
@@ -363,9 +303,17 @@ std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const Sha
   const detail::ShardPlan& plan = cached->plan;
   std::vector<std::pair<int, Runtime*>> local;
   for (std::size_t i = 0; i < local_count(); ++i) local.emplace_back(local_rank(i), &runtime(i));
-  const Checked checked = check_sharded_bindings(program, bindings, world_size(), local);
+  const Checked checked = detail::check_sharded_bindings(program, bindings, world_size(), local, plan.segs);
   const std::size_t outputs = program.outputs().size();
   const int world = world_size();
+  // The segmented ops' global offsets, checked, and how their segments lie over the shards.
+  std::vector<detail::SegmentSplit> splits;
+  for (const detail::ShardSegmented& sg : plan.segs) {
+    const HostArray& o = checked.bound.at(sg.offsets.get())->host();
+    splits.emplace_back(segment_bounds(sg.scan ? "segmented_scan" : "segmented_reduce", o.type().scalar(), o.data(),
+                                       o.size(), checked.layout.global_size()),
+                        checked.layout);
+  }
 
   std::vector<RankOutput> per_local(local_count());
   state_->for_each_local([&](std::size_t li) {
@@ -383,19 +331,61 @@ std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const Sha
     const auto offset = static_cast<long long>(checked.layout.offset(rank));
     if (cached->main_uses_offset) base.emplace_back(plan.offset_param, Binding(Value(offset)));
 
+    // Segmented ops: the offsets cut to this shard (and a scan's tail piece, for the totals).
+    Bindings main = base;
+    std::vector<DeviceArray<long long>> seg_memory;
+    std::vector<DeviceArray<std::byte>> seg_totals;
+    Bindings tails;
+    for (std::size_t k = 0; k < plan.segs.size(); ++k) {
+      const detail::ShardSegmented& sg = plan.segs[k];
+      seg_memory.push_back(rt.upload(splits[k].local_offsets(rank, sg.scan)));
+      main.emplace_back(sg.local_offsets, Binding(seg_memory.back()));
+      if (!sg.scan) continue;
+      const std::array<long long, 2> tail = splits[k].tail(rank);
+      seg_memory.push_back(rt.upload(std::span<const long long>(tail)));
+      tails.emplace_back(sg.tail_offsets, Binding(seg_memory.back()));
+      seg_totals.push_back(rt.alloc<std::byte>(sg.monoid.type().size()));
+      tails.emplace_back(sg.total, Binding(DeviceBytes{seg_totals.back().data(), 1, sg.monoid.type().size()},
+                                          sg.monoid.type()));
+      main.emplace_back(sg.head_end, Binding(Value(splits[k].head_end(rank))));
+    }
     // Scans: every shard's totals, gathered from the device, then this rank's carry (the
     // ranks before it, folded in order on the host: the carry is a parameter of the scan).
-    Bindings main = base;
     if (cached->totals) {
       const Program& totals = *cached->totals;
-      Bindings tb;
+      Bindings tb = tails;
       for (const auto& [e, b] : base)
         if (uses_leaf(totals, e)) tb.emplace_back(e, b);
       std::vector<Result> mine = rt.run_async(totals, tb);
       std::vector<GatherItem> items;
-      for (const Result& r : mine) items.push_back(scalar_item(r));
+      for (std::size_t s = 0; s < plan.scans.size(); ++s) items.push_back(scalar_item(mine[s]));
+      for (const DeviceArray<std::byte>& t : seg_totals) items.push_back(detail::device_item(t.data(), t.size()));
+      std::vector<detail::KeyedRank> runs;
+      for (const detail::ShardKeyScan& ks : plan.keyscans)
+        runs.push_back(detail::keyscan_items(mine[ks.totals_at], mine[ks.totals_at + 1], mine[ks.totals_at + 2], items));
       Gathered all = detail::gather(rt, comm, items, {}, 0, state_->send[li], state_->recv[li]);
-      all.finish(rt, state_->recv[li]);
+      all.finish(rt, state_->recv[li], state_->pinned[li]);
+      for (std::size_t k = 0, s = plan.scans.size(); k < plan.segs.size(); ++k) {
+        const detail::ShardSegmented& sg = plan.segs[k];
+        if (!sg.scan) continue;
+        std::vector<Value> before;
+        for (int q : splits[k].tails_before(rank)) before.push_back(all.value(sg.monoid.type(), s, items[s].bytes, q));
+        std::vector<Value> fields;
+        detail::flatten_value(fold(sg.monoid, before), fields);
+        for (std::size_t f = 0; f < fields.size(); ++f)  // (a field the combine never reads is not a parameter)
+          if (uses_param(plan.main, sg.carry_params[f])) main.emplace_back(sg.carry_params[f], Binding(fields[f]));
+        ++s;
+      }
+      for (std::size_t j = 0; j < plan.keyscans.size(); ++j) {
+        const detail::ShardKeyScan& ks = plan.keyscans[j];
+        const detail::KeyScanCarry c =
+            detail::keyscan_carry(rank, ks.monoid, runs[j], all, items, mine[ks.totals_at].type());
+        std::vector<Value> fields;
+        detail::flatten_value(c.carry, fields);
+        for (std::size_t f = 0; f < fields.size(); ++f)  // (a field the combine never reads is not a parameter)
+          if (uses_param(plan.main, ks.carry_params[f])) main.emplace_back(ks.carry_params[f], Binding(fields[f]));
+        main.emplace_back(ks.head_end, Binding(Value(c.head_end)));
+      }
       for (std::size_t s = 0; s < plan.scans.size(); ++s) {
         std::vector<Value> before;
         for (int q = 0; q < rank; ++q) before.push_back(all.value(mine[s].type(), s, items[s].bytes, q));
@@ -406,16 +396,20 @@ std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const Sha
       }
     }
 
-    // Arrays as long as the shard, and histograms, go into memory of ours.
+    // Arrays as long as the shard, histograms and segmented reductions go into memory of ours.
     RankOutput& out = per_local[li];
     out.scalars.resize(outputs);
     out.pieces.resize(outputs);
     for (std::size_t o = 0; o < outputs; ++o) {
       const auto kind = plan.kinds[o];
-      if (kind != detail::ShardedOutput::Map && kind != detail::ShardedOutput::Histogram) continue;
+      if (kind == detail::ShardedOutput::Reduce || kind == detail::ShardedOutput::Filter ||
+          kind == detail::ShardedOutput::Keyed)
+        continue;
       const Expr& e = plan.main.outputs()[o];
+      const bool segs = kind == detail::ShardedOutput::Segments;  // the head's slot, then the owned segments
       const std::size_t n = kind == detail::ShardedOutput::Map ? checked.layout.size(rank)
-                                                                : static_cast<std::size_t>(plan.bins[o]);
+                            : segs ? splits[static_cast<std::size_t>(plan.seg_of[o])].owned(rank) + 1
+                                   : static_cast<std::size_t>(plan.bins[o]);
       auto memory = std::make_shared<DeviceArray<std::byte>>(rt.alloc<std::byte>(n * e.type().size()));
       // Poisoned like the Runtime's own outputs (RuntimeOptions::poison), so that an
       // element no kernel wrote shows up.
@@ -427,6 +421,7 @@ std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const Sha
       piece.bytes = DeviceBytes{memory->data(), n, e.type().size()};
       piece.owner = memory;
       main.emplace_back(e, Binding(piece.bytes, e.type()));
+      if (segs) piece.bytes = DeviceBytes{memory->data() + e.type().size(), n - 1, e.type().size()};
     }
     // Queued, not waited for: the partials and counts stay on the device, and the
     // collectives below follow the kernels on the same stream.
@@ -441,13 +436,22 @@ std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const Sha
       if (plan.kinds[o] == detail::ShardedOutput::Reduce) {
         item_of[o] = items.size();
         items.push_back(scalar_item(results[o]));
+        items.back().reduce = detail::all_reduce_op(plan.monoids[o], results[o].type());
+        if (items.back().reduce) items.back().type = results[o].type().scalar();
       } else if (plan.kinds[o] == detail::ShardedOutput::Filter) {
         item_of[o] = items.size();
         items.push_back(count_item(results[o]));
+      } else if (plan.kinds[o] == detail::ShardedOutput::Segments) {  // the head's value
+        item_of[o] = items.size();
+        const std::size_t t = results[o].type().size();
+        items.push_back(detail::device_item(out.pieces[o].bytes.ptr - t, t));
       } else if (plan.kinds[o] == detail::ShardedOutput::Histogram) {
         histos.push_back({out.pieces[o].bytes, plan.main.outputs()[o].type().scalar()});
       }
     }
+    std::vector<detail::KeyedRank> keyed;  // reduce_by_key: the run counts, and the ends' keys and values
+    for (const detail::ShardKeyed& kd : plan.keyed)
+      keyed.push_back(detail::keyed_items(results[kd.keys], results[kd.values], items));
     // Scalar monoids fold on the device, in rank order (an inclusive scan over the world's
     // partials, its last element the fold), queued behind the gather on the same stream
     // and written next to the gathered values, so that one copy brings everything back.
@@ -467,11 +471,16 @@ std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const Sha
       folded_at[o] = at + (w - 1) * t.size();
       at += aligned(t.size() * w);
     }
-    all.finish(rt, state_->recv[li]);
+    all.finish(rt, state_->recv[li], state_->pinned[li]);
     out.filter_sizes.assign(outputs * static_cast<std::size_t>(world), 0);
+    for (std::size_t j = 0; j < plan.keyed.size(); ++j)
+      out.keyed.push_back(detail::keyed_combine(rt, rank, world, plan.keyed[j].monoid, keyed[j], all, items,
+                                                results[plan.keyed[j].keys], results[plan.keyed[j].values]));
     for (std::size_t o = 0; o < outputs; ++o) {
       const std::size_t k = item_of[o];
-      if (plan.kinds[o] == detail::ShardedOutput::Reduce && cached->folds[o]) {
+      if (plan.kinds[o] == detail::ShardedOutput::Reduce && (items[k].reduce || world == 1)) {  // all-reduced, or one
+        out.scalars[o] = all.value(results[o].type(), k, items[k].bytes, 0);
+      } else if (plan.kinds[o] == detail::ShardedOutput::Reduce && cached->folds[o]) {
         out.scalars[o] = Value::from_bytes(results[o].type(), all.host.data() + folded_at[o]);
       } else if (plan.kinds[o] == detail::ShardedOutput::Reduce) {  // tuples: folded on the host
         std::vector<Value> partials;
@@ -485,6 +494,26 @@ std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const Sha
         piece.rank = rank;
         piece.runtime = &rt;
         piece.result = std::make_shared<Result>(std::move(results[o]));
+      } else if (plan.kinds[o] == detail::ShardedOutput::Keyed) {  // less a first run held before
+        const std::size_t drop = out.keyed[static_cast<std::size_t>(plan.keyed_of[o])].drop ? 1 : 0;
+        const std::size_t t = results[o].type().size();
+        ShardedResult::Piece& piece = out.pieces[o];
+        piece.rank = rank;
+        piece.runtime = &rt;
+        const std::size_t n = keyed[static_cast<std::size_t>(plan.keyed_of[o])].count;
+        piece.bytes = DeviceBytes{n ? results[o].device_array() + drop * t : 0, n - (n ? drop : 0), t};
+        piece.owner = std::make_shared<Result>(std::move(results[o]));
+      } else if (plan.kinds[o] == detail::ShardedOutput::Segments) {
+        // The last owned segment, cut by the shard's end: folded with the heads of the
+        // ranks after it, in rank order.
+        const detail::SegmentSplit& split = splits[static_cast<std::size_t>(plan.seg_of[o])];
+        const Type& t = results[o].type();
+        std::vector<Value> parts;
+        for (int q : split.heads_after(rank))
+          if (split.head_end(q) > 0) parts.push_back(all.value(t, k, items[k].bytes, q));
+        if (!parts.empty())
+          detail::fold_on_device(rt, out.pieces[o].bytes.ptr + (out.pieces[o].bytes.count - 1) * t.size(),
+                                 plan.segs[static_cast<std::size_t>(plan.seg_of[o])].monoid, parts);
       }
     }
   });
@@ -499,6 +528,18 @@ std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const Sha
       case detail::ShardedOutput::Map:
         out.emplace_back(ShardedResult::Kind::Sharded, type, checked.layout, std::move(pieces));
         break;
+      case detail::ShardedOutput::Keyed: {
+        const detail::KeyedHeld& held = per_local[0].keyed[static_cast<std::size_t>(plan.keyed_of[o])];
+        out.emplace_back(ShardedResult::Kind::Sharded, type, ShardLayout::from_sizes(held.held), std::move(pieces));
+        break;
+      }
+      case detail::ShardedOutput::Segments: {
+        const detail::SegmentSplit& split = splits[static_cast<std::size_t>(plan.seg_of[o])];
+        std::vector<std::size_t> sizes;
+        for (int r = 0; r < world; ++r) sizes.push_back(split.owned(r));
+        out.emplace_back(ShardedResult::Kind::Sharded, type, ShardLayout::from_sizes(sizes), std::move(pieces));
+        break;
+      }
       case detail::ShardedOutput::Filter: {
         const auto* sizes = per_local[0].filter_sizes.data() + o * static_cast<std::size_t>(world);
         out.emplace_back(ShardedResult::Kind::Sharded, type,

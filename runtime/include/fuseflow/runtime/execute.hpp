@@ -97,6 +97,7 @@ class Result {
   // host), and a filter's survivor count, an unsigned long long (at == 0 once read).
   CUdeviceptr device_scalar() const noexcept { return pending_; }
   DeviceCount device_count() const noexcept { return count_; }
+  CUdeviceptr device_array() const noexcept { return is_array_ && !moved_out_ ? ptr_ : 0; }  // an array's memory
 
   template <class T>
   T as() const {

@@ -8,7 +8,8 @@
 //     monoids (an inclusive scan over the world's partials, queued on the same stream),
 //     on the host for tuple ones (or all, with FUSEFLOW_SHARDED_FOLD=host); one copy to
 //     the host per run brings every gathered and folded value back. The same bits every
-//     run and on every rank;
+//     run and on every rank. Built-in plus, times, min and max over 8-, 32- and 64-bit
+//     integers, exact in any order, are all-reduced instead (one collective, no fold);
 //   scan (inclusive, exclusive): a first pass reduces each shard to its total, the totals
 //     are all-gathered from the device, and each rank folds the totals of the ranks
 //     before it into a carry on the host (the carry is a parameter of the scan: one copy
@@ -21,7 +22,28 @@
 //     sharded, with its global length and every shard's offset known;
 //   map (element-wise arrays): sharded like the inputs;
 //   ff::index() means the global index (the shard's offset is added).
-// Segmented ops, the by-key ops and counting sort are not sharded yet (GraphError).
+//   segmented_reduce, segmented_scan: the offsets are global, an input bound to a host
+//     array (ff::HostArray) that every rank reads whole; each rank runs the op on its
+//     shard with the offsets cut to it (multi/segments.hpp). A segment cut by shard
+//     boundaries is folded in rank order: its owner (the rank where it starts) combines its
+//     piece with the heads of the ranks after it, all-gathered (reduce); for a scan each
+//     rank's tail piece is reduced first, all-gathered, and the pieces of the ranks before
+//     it are folded into a carry for the shard's first, cut segment. The result of a
+//     segmented_reduce is sharded by segment: rank r holds the segments that start in its
+//     shard (the last rank also those starting at the end), in order, so the concatenated
+//     shards are the m results; a segmented_scan's is sharded like the inputs.
+//   reduce_by_key: each rank reduces the runs of its shard; a run cut by shard boundaries
+//     is held by the rank where it starts (a rank whose first key equals the last key of
+//     the nearest non-empty rank before it drops its first run, and that rank folds it into
+//     its last, in rank order). The ends' keys and values, and the run counts, are
+//     all-gathered; both results are sharded by run start (global length: the run count).
+//     The keys are compared as the reference does (==, field by field).
+//   scan_by_key: a first pass reduces the shard's runs (reduce_by_key, and each run's last
+//     index); the run counts, end keys and last runs' values are all-gathered; the carry
+//     into the shard's first run is the fold, in rank order, of the last runs of the ranks
+//     before that it continues (through one-run shards), folded into that run's elements
+//     only. The result is sharded like the inputs.
+// Counting sort is not sharded (GraphError): README "Multi-GPU" says what it would take.
 //
 // Two ways to start: one process driving all GPUs of a host (ShardedRuntime::nccl_all) and
 // one process per GPU (ShardedRuntime::nccl_rank, given an NcclId); in process over threads
@@ -37,6 +59,7 @@
 #include <vector>
 
 #include "fuseflow/frontend/program.hpp"
+#include "fuseflow/frontend/reference.hpp"
 #include "fuseflow/runtime/execute.hpp"
 #include "fuseflow/runtime/runtime.hpp"
 #include "fuseflow/runtime/sharded_comm.hpp"
@@ -101,10 +124,13 @@ class ShardedArray {
   std::vector<ShardPiece> pieces_;
 };
 
-// What a program's inputs are bound to in a sharded run: a ShardedArray (inputs) or a host
-// scalar (parameters, the same on every rank).
+// What a program's inputs are bound to in a sharded run: a ShardedArray (inputs), a host
+// scalar (parameters, the same on every rank), or a host array every rank reads whole
+// (the global offsets of a segmented op).
 class ShardedBinding {
  public:
+  ShardedBinding(HostArray replicated)  // NOLINT: implicit by design
+      : is_array_(false), replicated_(true), type_(replicated.type()), host_(std::move(replicated)) {}
   template <class T>
   ShardedBinding(const ShardedArray<T>& array)  // NOLINT: implicit by design
       : is_array_(true), layout_(array.layout()), pieces_(array.pieces()), type_(type_of<T>()) {}
@@ -113,17 +139,21 @@ class ShardedBinding {
   ShardedBinding(const Value& scalar) : is_array_(false), scalar_(scalar) {}  // NOLINT
 
   bool is_array() const { return is_array_; }
+  bool is_replicated() const { return replicated_; }  // a host array (HostArray)
+  const HostArray& host() const { return host_; }
   const ShardLayout& layout() const { return layout_; }
   const std::vector<ShardPiece>& pieces() const { return pieces_; }
-  const Type& type() const { return is_array_ ? type_ : scalar_.type(); }
+  const Type& type() const { return is_array_ || replicated_ ? type_ : scalar_.type(); }
   const Value& scalar() const { return scalar_; }
 
  private:
   bool is_array_;
+  bool replicated_ = false;
   ShardLayout layout_;
   std::vector<ShardPiece> pieces_;
   Type type_;
   Value scalar_;
+  HostArray host_;
 };
 using ShardedBindings = std::vector<std::pair<Expr, ShardedBinding>>;
 
