@@ -1,8 +1,11 @@
 // The compile group (issue 22): what the first run of a program costs, per catalog program,
 // each case in a fresh process (this binary started again with --compile-child, so that
 // nothing is cached in memory; the process start itself is not timed):
-//   cold        an empty kernel cache directory: plan, NVRTC, module load, run. The CUDA
-//               context (and NVRTC's loading, hidden behind it) is timed apart: `context`.
+//   cold        an empty kernel cache directory: plan, NVRTC, module load, run, without
+//               tiered compilation (FUSEFLOW_TIERED=0: every kernel fully optimised). The
+//               CUDA context (and NVRTC's loading, hidden behind it) is timed apart: `context`.
+//   cold tier0  the same with tiered compilation (the default): fixed-grid kernels compiled
+//               quickly (tier 0) for this run, tier 1 left compiling in the background.
 //   disk hit    the directory the cold run filled: no NVRTC.
 //   memory hit  a later run of the same Program in that process (plan memoised, kernels
 //               loaded): host wall time, median of 21.
@@ -208,15 +211,16 @@ std::vector<CompileRow> measure_compile(const Options& opt) {
   const std::string root = ::mkdtemp(pattern) ? pattern : "/tmp/fuseflow-bench-compile";
   std::vector<CompileRow> rows;
   std::printf("  each case in a fresh process (n = 2^16); ms unless said; compile split summed over the kernels\n");
-  std::printf("  %-28s %7s %8s %6s %6s %6s %6s %6s %8s %8s %8s\n", "program", "context", "cold", "front", "nvvm", "ptxas",
-              "other", "rest", "cold PTX", "disk hit", "mem us");
-  double cold_total = 0, disk_total = 0;
+  std::printf("  %-28s %7s %8s %10s %6s %6s %6s %6s %6s %8s %8s %8s\n", "program", "context", "cold", "cold tier0",
+              "front", "nvvm", "ptxas", "other", "rest", "cold PTX", "disk hit", "mem us");
+  double cold_total = 0, tier0_total = 0, disk_total = 0;
   for (const std::string& name : names) {
     const std::string dir = root + "/" + name;
     const std::string env = "FUSEFLOW_CACHE=1 FUSEFLOW_CACHE_DIR='" + dir + "'";
-    const ChildRow cold = spawn(env + " FUSEFLOW_LOG=compile", name);
+    const ChildRow cold = spawn(env + " FUSEFLOW_TIERED=0 FUSEFLOW_LOG=compile", name);
+    const ChildRow tier0 = spawn("FUSEFLOW_CACHE=1 FUSEFLOW_CACHE_DIR='" + dir + "-tier0' FUSEFLOW_TIERED=1", name);
     const ChildRow disk = spawn(env, name);
-    const ChildRow ptx = spawn("FUSEFLOW_CACHE=0 CUDA_CACHE_DISABLE=1", name + " ptx");
+    const ChildRow ptx = spawn("FUSEFLOW_CACHE=0 FUSEFLOW_TIERED=0 CUDA_CACHE_DISABLE=1", name + " ptx");
     CompileRow r;
     r.program = name;
     r.cold_ms = cold.first_ms;
@@ -225,20 +229,23 @@ std::vector<CompileRow> measure_compile(const Options& opt) {
     r.warm_us = disk.warm_us;
     rows.push_back(r);
     cold_total += cold.first_ms;
+    tier0_total += tier0.first_ms;
     disk_total += disk.first_ms;
-    std::printf("  %-28s %7.1f %8.1f %6.0f %6.0f %6.0f %6.0f %6.1f %8.1f %8.2f %8.1f%s\n", name.c_str(), cold.context_ms,
-                cold.first_ms, cold.front_end, cold.optimizer, cold.ptxas, cold.nvrtc_other,
-                cold.first_ms - cold.compile_ms, ptx.first_ms, disk.first_ms, disk.warm_us,
-                cold.ok && disk.ok && ptx.ok ? "" : "  (failed)");
+    std::printf("  %-28s %7.1f %8.1f %10.1f %6.0f %6.0f %6.0f %6.0f %6.1f %8.1f %8.2f %8.1f%s\n", name.c_str(),
+                cold.context_ms, cold.first_ms, tier0.first_ms, cold.front_end, cold.optimizer, cold.ptxas,
+                cold.nvrtc_other, cold.first_ms - cold.compile_ms, ptx.first_ms, disk.first_ms, disk.warm_us,
+                cold.ok && tier0.ok && disk.ok && ptx.ok ? "" : "  (failed)");
   }
-  std::printf("  sum over these programs, each alone: cold %.0f ms, disk hit %.1f ms\n", cold_total, disk_total);
+  std::printf("  sum over these programs, each alone: cold %.0f ms, cold tier0 %.0f ms, disk hit %.1f ms\n", cold_total,
+              tier0_total, disk_total);
   std::printf("  (rest = cold less its compiles: planning, module load, launch, copy back; context apart)\n");
 
-  const ChildRow serial = spawn("FUSEFLOW_CACHE=0", "ALL");
-  const ChildRow ahead = spawn("FUSEFLOW_CACHE=0", "ALL precompile");
+  const ChildRow serial = spawn("FUSEFLOW_CACHE=0 FUSEFLOW_TIERED=0", "ALL");
+  const ChildRow tiered = spawn("FUSEFLOW_CACHE=0 FUSEFLOW_TIERED=1", "ALL");
+  const ChildRow ahead = spawn("FUSEFLOW_CACHE=0 FUSEFLOW_TIERED=0", "ALL precompile");
   std::printf("  the %zu programs one after the other in one fresh process, cold: %.0f ms as runs (%g compiles), "
-              "%.0f ms after one Runtime::precompile of them all (%g compiles)\n",
-              names.size(), serial.first_ms, serial.compiles, ahead.first_ms, ahead.compiles);
+              "%.0f ms as tiered runs, %.0f ms after one Runtime::precompile of them all (%g compiles)\n",
+              names.size(), serial.first_ms, serial.compiles, tiered.first_ms, ahead.first_ms, ahead.compiles);
 
   std::printf("  CuPy, fresh process each (context: import + context; first: compile + run; second: us):\n");
   for (const char* which : {"reduction", "elementwise", "cumsum"}) {

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # The first-run compile split of every catalog program, without a GPU: each program in a
 # fresh process (fuseflow-dump --emit times), the median row of REPEAT runs (by compile ms),
-# and the catalog's total. Usage: bench/compile_times.sh [BUILD_DIR] [REPEAT] [ARCH] [JOBS]
+# and the catalog's total. Usage: bench/compile_times.sh [BUILD_DIR] [REPEAT] [ARCH] [JOBS] [quick]
 # JOBS: threads for a program's kernels (default: one per hardware thread; 1: one after
-# another, as main compiled them).
+# another, as main compiled them; "" for the default). quick: a tiered first run's
+# compile (fuseflow-dump --quick: fixed-grid kernels at tier 0).
 set -euo pipefail
 build=${1:-build}
 repeat=${2:-3}
 arch=${3:-sm_90}
 jobs=()
 if [ -n "${4:-}" ]; then jobs=(--jobs "$4"); fi
+if [ "${5:-}" = quick ]; then jobs+=(--quick); fi
 dump="$build/examples/fuseflow-dump"
 "$dump" --emit times-header
 total=0

@@ -23,12 +23,15 @@
 // one row: planning, NVRTC's load, and the compile split into NVRTC's phases (front end,
 // NVVM optimiser, ptxas), summed over the kernels; `--emit times-header` prints the
 // header row. `--jobs N` compiles a program's kernels on N threads (default: one per
-// hardware thread, as Runtime::precompile; 1: one after another, as a run does). A program that does not parse or check prints the GraphError and exits with 1.
+// hardware thread, as Runtime::precompile; 1: one after another, as a run does).
+// `--quick` (with --emit times or ptx): tiered compilation's tier 0 (CompileOptions::quick)
+// for the kernels a tiered first run compiles quickly (fixed-grid ones). A program that does not parse or check prints the GraphError and exits with 1.
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <future>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -44,8 +47,8 @@ namespace ff = fuseflow;
 namespace {
 void print_usage(std::ostream& out) {
   out << "usage: fuseflow-dump --list\n"
-      << "       fuseflow-dump --example NAME [--emit program|plan|cuda|ptx|times] [--arch sm_90|sm_80]\n"
-      << "       fuseflow-dump --program FILE|- [--emit program|plan|cuda|ptx|times] [--arch sm_90|sm_80]\n"
+      << "       fuseflow-dump --example NAME [--emit program|plan|cuda|ptx|times] [--arch sm_90|sm_80] [--quick]\n"
+      << "       fuseflow-dump --program FILE|- [--emit program|plan|cuda|ptx|times] [--arch sm_90|sm_80] [--quick]\n"
       << "       fuseflow-dump --emit times-header\n"
       << "       fuseflow-dump --warm FILE... [--arch sm_90|sm_80] [--sms N] [--ptx] [--cache-dir DIR]\n"
       << "       ... [--option NAME=VALUE]... (plan options: scan_tile, filter_tile, segmented_tile,\n"
@@ -100,7 +103,7 @@ std::vector<ff::Header> embedded_headers() {
 }
 
 void print_times(const std::string& name, const ff::Program& p, const ff::codegen::Target& target,
-                 const ff::codegen::PlanOptions& plan_options, const std::string& arch, unsigned jobs) {
+                 const ff::codegen::PlanOptions& plan_options, const std::string& arch, unsigned jobs, bool quick) {
   auto start = std::chrono::steady_clock::now();
   (void)ff::Compiler::version();  // dlopen of libnvrtc, as a Runtime's constructor does
   const double load_ms = ms_since(start);
@@ -111,11 +114,21 @@ void print_times(const std::string& name, const ff::Program& p, const ff::codege
   ff::KernelCache cache(ff::CacheSettings{});  // memory only: every kernel compiled once
   ff::CompileOptions options;
   options.arch = arch;
+  options.fmad = false;  // as the Runtime compiles
+  ff::CompileOptions fast = options;
+  fast.quick = true;
   ff::CompilePhases sum;
-  std::vector<ff::KernelSource> kernels;
-  for (const auto& k : plan.kernels) kernels.push_back({k.name, k.source});
+  // --quick: a tiered first run's kernels (fixed-grid ones quick, the others as usual),
+  // the two groups at once as the Runtime compiles them.
+  std::vector<ff::KernelSource> kernels, quick_kernels;
+  for (const auto& k : plan.kernels) (quick && !k.any_grid ? quick_kernels : kernels).push_back({k.name, k.source});
   start = std::chrono::steady_clock::now();
-  for (const ff::CacheResult& r : cache.get_all(kernels, options, headers, /*time_phases=*/true, jobs)) {
+  auto quick_results = std::async(std::launch::async, [&] {
+    return cache.get_all(quick_kernels, fast, headers, /*time_phases=*/true, jobs);
+  });
+  std::vector<ff::CacheResult> results = cache.get_all(kernels, options, headers, /*time_phases=*/true, jobs);
+  for (ff::CacheResult& r : quick_results.get()) results.push_back(std::move(r));
+  for (const ff::CacheResult& r : results) {
     sum.front_end_ms += r.phases.front_end_ms;
     sum.optimizer_ms += r.phases.optimizer_ms;
     sum.ptxas_ms += r.phases.ptxas_ms;
@@ -149,6 +162,7 @@ int warm(const std::vector<std::string>& files, const ff::codegen::Target& targe
   ff::CompileOptions options;
   options.arch = target.arch();
   options.ptx = ptx;
+  options.fmad = false;  // the Runtime's options (Runtime::compile_options): tier 1
   const std::vector<ff::Header> headers = embedded_headers();
   std::vector<ff::codegen::Plan> plans;
   int status = 0;
@@ -184,7 +198,7 @@ int warm(const std::vector<std::string>& files, const ff::codegen::Target& targe
 int main(int argc, char** argv) {
   std::string example, program_file, emit = "cuda", arch = "sm_90", cache_dir;
   std::vector<std::string> option_texts, warm_files;
-  bool warming = false, ptx = false;
+  bool warming = false, ptx = false, quick = false;
   int sms = 0;
   unsigned jobs = 0;
   for (int i = 1; i < argc; ++i) {
@@ -205,6 +219,7 @@ int main(int argc, char** argv) {
     else if (a == "--option") option_texts.push_back(value());
     else if (a == "--warm") warming = true;
     else if (a == "--ptx") ptx = true;
+    else if (a == "--quick") quick = true;
     else if (a == "--cache-dir") cache_dir = value();
     else if (a == "--sms" || a == "--jobs") {
       const std::string text = value();
@@ -249,12 +264,14 @@ int main(int argc, char** argv) {
     } else if (emit == "ptx") {
       ff::CompileOptions options;
       options.arch = arch;
+      options.fmad = false;  // as the Runtime compiles
+      options.quick = quick;
       std::vector<ff::Header> headers;
       for (const auto& h : ff::codegen::device_headers()) headers.push_back({h.name, h.text});
       for (const auto& k : ff::codegen::plan(p, target, plan_options).kernels)
         std::cout << ff::Compiler::ptx(k.source, options, headers, k.name);
     } else if (emit == "times") {
-      print_times(example.empty() ? program_file : example, p, target, plan_options, arch, jobs);
+      print_times(example.empty() ? program_file : example, p, target, plan_options, arch, jobs, quick);
     } else {
       return usage(("unknown --emit " + emit).c_str());
     }

@@ -3,6 +3,12 @@
 #include "fuseflow/frontend/error.hpp"
 
 namespace fuseflow {
+namespace {
+
+// Tier 0's optimisation level (bench/RESULTS.md, "First-run compile": the quick tier).
+constexpr const char* kQuickFlag = "-Ofc=mid";
+
+}  // namespace
 
 std::string CompileOptions::target() const {
   if (arch.rfind("sm_", 0) != 0 || arch.size() <= 3)
@@ -22,6 +28,8 @@ std::vector<std::string> CompileOptions::nvrtc_flags() const {
   };
   if (fast_math) flags.push_back("--use_fast_math");
   if (line_info) flags.push_back("-lineinfo");
+  if (!fmad) flags.push_back("--fmad=false");
+  if (quick) flags.push_back(kQuickFlag);
   for (const std::string& define : defines) flags.push_back("-D" + define);
   return flags;
 }
@@ -37,6 +45,11 @@ std::string CompileOptions::key() const {
   key += "\n-default-device\n";
   if (fast_math) key += "--use_fast_math\n";
   if (line_info) key += "-lineinfo\n";
+  if (!fmad) key += "--fmad=false\n";
+  if (quick) {
+    key += kQuickFlag;
+    key += '\n';
+  }
   for (const std::string& define : defines) {
     key += "-D";
     key += define;

@@ -72,6 +72,7 @@ EnvironmentConfig read_environment() {
   }
 
   config.poison = flag("FUSEFLOW_POISON", false);
+  config.tiered = flag("FUSEFLOW_TIERED", true);
   if (std::string text = variable("FUSEFLOW_LOOKBACK_EPOCHS"); !text.empty())
     config.lookback_epochs = static_cast<unsigned>(
         detail::parse_integer("FUSEFLOW_LOOKBACK_EPOCHS", text, 1, codegen::kMaxLookbackEpoch));

@@ -137,6 +137,44 @@ CacheStats KernelCache::stats() const {
   return s;
 }
 
+std::optional<CacheResult> KernelCache::find(std::string_view kernel_name, std::string_view source,
+                                             const CompileOptions& options, std::span<const Header> headers) {
+  const Clock::time_point start = Clock::now();
+  const std::string options_key = options.key();
+  const std::string_view code = code_of(source, options);
+  CacheResult result;
+  result.hash = hash_parts(kernel_name, code, options_key, headers);
+  {
+    std::lock_guard lock(mutex_);
+    const MemoryEntry* entry = memory_.find(result.hash);
+    if (entry && entry->source == code && entry->kernel_name == kernel_name && entry->options_key == options_key) {
+      ++stats_.memory_hits;
+      result.kernel = entry->kernel;
+      result.outcome = CacheOutcome::memory_hit;
+    }
+  }
+  if (!result.kernel) {
+    result.kernel = load_from_disk(result.hash, key_from_parts(kernel_name, code, options_key, headers));
+    if (!result.kernel) return std::nullopt;
+    result.outcome = CacheOutcome::disk_hit;
+    std::lock_guard lock(mutex_);
+    ++stats_.misses;
+    const MemoryEntry* entry = memory_.find(result.hash);
+    if (entry && entry->kernel && entry->source == code && entry->kernel_name == kernel_name &&
+        entry->options_key == options_key) {
+      result.kernel = entry->kernel;
+    } else {
+      const std::size_t bytes = kernel_name.size() + code.size() + options_key.size() +
+                                result.kernel->image.size() + result.kernel->log.size();
+      memory_.insert(result.hash, MemoryEntry{std::string(kernel_name), std::string(code), options_key, result.kernel},
+                     bytes);
+    }
+  }
+  result.milliseconds = milliseconds_since(start);
+  if (settings_.log || settings_.log_compile) report(kernel_name, result);
+  return result;
+}
+
 CacheResult KernelCache::get(std::string_view kernel_name, std::string_view source,
                              const CompileOptions& options, std::span<const Header> headers,
                              bool time_phases) {

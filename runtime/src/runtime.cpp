@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <cstdlib>
 #include <future>
 
 #include "fuseflow/codegen/plan.hpp"
@@ -31,6 +33,7 @@ RuntimeOptions resolve(RuntimeOptions options) {
   if (!options.poison) options.poison = env.poison;
   if (!options.lookback_epochs) options.lookback_epochs = env.lookback_epochs;
   if (!options.plan) options.plan = env.plan;
+  if (!options.tiered) options.tiered = env.tiered;
   // The frontend checks custom monoids' laws when a program is built: a process-wide
   // setting, which FUSEFLOW_CHECK_MONOIDS sets for the programs built from here on.
   if (env.check_monoids) set_monoid_checks(env.check_monoids);
@@ -81,6 +84,10 @@ CompileOptions Runtime::compile_options() const {
   CompileOptions options;
   options.arch = properties_.arch();
   options.ptx = ptx_fallback_;
+  // No FMA contraction, at either tier: which multiply-adds fuse depends on the
+  // optimisation level (inlining, unrolling), so with it a quickly compiled kernel could
+  // round differently from the optimised one (README "Tiered compilation").
+  options.fmad = false;
   return options;
 }
 
@@ -177,6 +184,52 @@ void Runtime::zero(CUdeviceptr ptr, std::size_t bytes) {
 // in device_headers()' order, so that the keys are the ones a run looks up.
 
 namespace fuseflow {
+
+namespace {
+
+// Background compiles still running when the process exits (a Runtime never destroyed):
+// an atexit handler, registered after NVRTC and the caches' statics were made, waits for
+// them before those statics are destroyed under them.
+struct InFlight {
+  std::mutex mutex;
+  std::condition_variable idle;
+  int count = 0;
+};
+InFlight& in_flight() {
+  static InFlight* state = new InFlight;  // never destroyed: used by the atexit handler
+  return *state;
+}
+void wait_for_background() {
+  InFlight& f = in_flight();
+  std::unique_lock lock(f.mutex);
+  f.idle.wait(lock, [&] { return f.count == 0; });
+}
+
+}  // namespace
+
+void Runtime::in_background(std::function<void()> work) {
+  static const bool registered = [] { return std::atexit(wait_for_background) == 0; }();
+  (void)registered;
+  {
+    std::lock_guard lock(in_flight().mutex);
+    ++in_flight().count;
+  }
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  std::lock_guard lock(precompile_mutex_);
+  std::erase_if(precompiles_, [](PrecompileThread& p) {
+    if (!p.done->load()) return false;
+    p.thread.join();
+    return true;
+  });
+  precompiles_.push_back({std::thread([work = std::move(work), done] {
+                            work();  // catches its own errors
+                            done->store(true);
+                            InFlight& f = in_flight();
+                            std::lock_guard flight(f.mutex);
+                            if (--f.count == 0) f.idle.notify_all();
+                          }),
+                          done});
+}
 
 std::future<PrecompileReport> Runtime::precompile(const Program& program) {
   return precompile(std::vector<Program>{program});

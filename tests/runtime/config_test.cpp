@@ -28,7 +28,7 @@ bool contains(const std::string& text, const std::string& part) { return text.fi
 
 // Every variable the configuration reads, unset for the test's scope.
 struct CleanEnvironment {
-  ScopedEnv vars[15] = {
+  ScopedEnv vars[16] = {
       {"FUSEFLOW_CACHE", std::nullopt},          {"FUSEFLOW_CACHE_DIR", std::nullopt},
       {"FUSEFLOW_DUMP", std::nullopt},           {"FUSEFLOW_LOG", std::nullopt},
       {"FUSEFLOW_POISON", std::nullopt},         {"FUSEFLOW_LOOKBACK_EPOCHS", std::nullopt},
@@ -36,7 +36,7 @@ struct CleanEnvironment {
       {"FUSEFLOW_SEGMENTED_TILE", std::nullopt}, {"FUSEFLOW_SCAN_STAGED_FROM", std::nullopt},
       {"FUSEFLOW_SCAN_PIPELINE", std::nullopt},  {"FUSEFLOW_SEGMENTED_SHORT", std::nullopt},
       {"FUSEFLOW_CHECK_MONOIDS", std::nullopt},  {"XDG_CACHE_HOME", std::nullopt},
-      {"HOME", std::string("/home/someone")}};
+      {"HOME", std::string("/home/someone")},    {"FUSEFLOW_TIERED", std::nullopt}};
 };
 
 }  // namespace
@@ -52,6 +52,23 @@ TEST_CASE("with nothing set, every setting has its default") {
   CHECK(c.plan == ff::codegen::PlanOptions{});
   CHECK(c.plan.key().empty());
   CHECK_FALSE(c.check_monoids.has_value());
+  CHECK(c.tiered);
+}
+
+TEST_CASE("FUSEFLOW_TIERED turns tiered compilation off; a bad value names the variable") {
+  const CleanEnvironment clean;
+  {
+    const ScopedEnv off("FUSEFLOW_TIERED", "0");
+    CHECK_FALSE(ff::read_environment().tiered);
+  }
+  const ScopedEnv bad("FUSEFLOW_TIERED", "sometimes");
+  try {
+    (void)ff::read_environment();
+    FAIL("FUSEFLOW_TIERED=sometimes was accepted");
+  } catch (const ff::ConfigError& e) {
+    CHECK(contains(e.what(), "FUSEFLOW_TIERED"));
+    CHECK(contains(e.what(), "sometimes"));
+  }
 }
 
 TEST_CASE("good values take effect in the typed fields") {

@@ -42,6 +42,10 @@ RuntimeStats Runtime::stats() {
     s.modules = modules_.stats();
   }
   s.kernels = cache_.stats();
+  {
+    std::lock_guard lock(executor_->mutex);
+    s.tiers = executor_->tiers;
+  }
   return s;
 }
 
@@ -282,6 +286,7 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
     }
     int grid = launch.grid;
     if (k.any_grid) grid = std::min(grid, prep.resident_grid[static_cast<std::size_t>(launch.kernel)]);
+    ex.tiers.tier0_launches += prep.tier0[static_cast<std::size_t>(launch.kernel)];
     clock.mark(Phase::args);
     launch_in_scope(prep.kernels[static_cast<std::size_t>(launch.kernel)], Dim3{static_cast<unsigned>(grid), 1, 1},
                     Dim3{static_cast<unsigned>(k.block), 1, 1}, k.shared_bytes, prep.args.data());

@@ -64,14 +64,21 @@ std::shared_ptr<PreparedProgram> prepare(Runtime& rt, Executor& ex, const Progra
   // The same Program object (or one with the same output nodes) as lately: its key without
   // a walk. Otherwise the walk, and the structure found in the cache or prepared.
   std::shared_ptr<const ProgramKey> key;
+  // A program running on tier-0 kernels swaps in tier 1 once it is ready (tiered.hpp).
+  const auto tier_up = [&](std::shared_ptr<PreparedProgram>& found) -> std::shared_ptr<PreparedProgram>& {
+    if (found->tier_up)
+      swap_in_tier1(*found, ex, [&rt](const CacheResult& r, std::string_view name) { return rt.loaded(r, name); },
+                    capturing);
+    return found;
+  };
   if (const std::shared_ptr<const ProgramKey>* known = ex.known.find(program)) {
-    if (std::shared_ptr<PreparedProgram>* found = ex.programs.find(**known)) return *found;
+    if (std::shared_ptr<PreparedProgram>* found = ex.programs.find(**known)) return tier_up(*found);
     key = *known;  // evicted since: prepared again below
   } else {
     structural_key(program, ex.walked);
     if (std::shared_ptr<PreparedProgram>* found = ex.programs.find(ex.walked)) {
       ex.known.remember(program, (*found)->key);
-      return *found;
+      return tier_up(*found);
     }
     key = std::make_shared<const ProgramKey>(ex.walked);
   }
@@ -106,12 +113,11 @@ std::shared_ptr<PreparedProgram> prepare(Runtime& rt, Executor& ex, const Progra
   DeviceContext::Scope scope(*context);
   // The kernels are found or compiled as one batch: a program of several kernels compiles
   // its misses in parallel, one NVRTC program per thread and each distinct kernel once
-  // (KernelCache::get_all); then each is loaded.
+  // (KernelCache::get_all), or tiered (tiered.hpp); then each is loaded.
   rt.ensure_usable();
-  std::vector<KernelSource> sources;
-  sources.reserve(p->plan.kernels.size());
-  for (const auto& k : p->plan.kernels) sources.push_back({k.name, k.source});
-  const std::vector<CacheResult> found = rt.cache_.get_all(sources, compile, embedded_headers());
+  const std::vector<CacheResult> found =
+      find_kernels(rt.cache_, *p, ex, compile, embedded_headers(), *rt.options().tiered,
+                   [&rt](std::function<void()> work) { rt.in_background(std::move(work)); });
   for (std::size_t i = 0; i < p->plan.kernels.size(); ++i) {
     const codegen::KernelSpec& k = p->plan.kernels[i];
     most_args = std::max(most_args, k.args.size());

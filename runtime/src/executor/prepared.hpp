@@ -15,6 +15,7 @@
 #include "bindings.hpp"
 #include "run_phases.hpp"
 #include "structure.hpp"
+#include "../tiered.hpp"
 
 namespace fuseflow {
 namespace detail {
@@ -60,6 +61,11 @@ struct PreparedProgram {
   std::vector<void*> args;
   std::vector<CUdeviceptr> output_ptrs, count_ptrs;
   std::vector<std::size_t> output_bytes, allocated_bytes;
+  // Tiered compilation (tiered.hpp): per kernel, whether it is a tier-0 one; the tier-1
+  // compile in flight; the tier-0 kernels swapped out, kept until the program goes.
+  std::vector<bool> tier0;
+  std::shared_ptr<TierUp> tier_up;
+  std::vector<KernelHandle> retired;
 
   explicit PreparedProgram(std::shared_ptr<DeviceContext> ctx) : context(std::move(ctx)) {}
   PreparedProgram(const PreparedProgram&) = delete;
@@ -152,6 +158,7 @@ struct Executor {
   // runs with the epoch baked in at capture; the others count from 2.
   static constexpr unsigned kCapturedEpoch = 1;
   unsigned epoch = kCapturedEpoch;
+  TierStats tiers;  // tiered compilation's counters (tiered.cpp)
 };
 
 // The prepared program of `program`'s structure: from the cache, or planned, compiled

@@ -16,6 +16,14 @@ struct CompileOptions {
   int cxx_standard = 17;
   bool fast_math = false;
   bool line_info = false;
+  // Let NVVM and ptxas fuse a multiply and a following add into one FMA (NVRTC's default,
+  // --fmad=true). The Runtime turns it off (--fmad=false), so no optimisation level can
+  // round a program's arithmetic differently: see `quick` and README "Tiered compilation".
+  bool fmad = true;
+  // Compile fast rather than well (NVRTC's -Ofc=mid: less inlining and
+  // unrolling, a quicker ptxas): tier 0 of tiered compilation, run until the fully
+  // optimised binary (tier 1) is ready. Never stored in the disk cache.
+  bool quick = false;
   // Preprocessor definitions, "NAME" or "NAME=VALUE", passed as -D in this order.
   std::vector<std::string> defines;
 

@@ -89,6 +89,11 @@ class KernelCache {
                   const CompileOptions& options, std::span<const Header> headers = {},
                   bool time_phases = false);
 
+  // The kernel from memory or disk as get() finds it, or nullopt where get() would compile
+  // (tiered compilation: a miss is compiled quickly first). A miss is not counted.
+  std::optional<CacheResult> find(std::string_view kernel_name, std::string_view source,
+                                  const CompileOptions& options, std::span<const Header> headers = {});
+
   // The kernels of a batch (a program's, or several programs' for precompiling): each
   // from memory, disk or NVRTC as get() does, the misses compiled in parallel threads
   // (each its own NVRTC program; at most `threads`, 0: one per hardware thread) and each

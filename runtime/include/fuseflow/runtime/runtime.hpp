@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <array>
 #include <atomic>
+#include <cstdint>
+#include <functional>
 #include <future>
 #include <map>
 #include <thread>
@@ -77,6 +79,22 @@ struct RuntimeOptions {
   // The planner's overrides (FUSEFLOW_SCAN_TILE, FUSEFLOW_SCAN_STAGED_FROM, ...).
   std::optional<codegen::PlanOptions> plan;
   CacheLimits limits;
+  // Tiered compilation (README "Tiered compilation"): a program whose kernels are in
+  // neither cache runs first with quickly compiled kernels (tier 0, CompileOptions::quick)
+  // while the fully optimised ones (tier 1) compile on a background thread; a later run
+  // swaps them in, and only tier 1 is stored on disk. Both tiers compute the same bits
+  // (CompileOptions::fmad is off for both). Kernels that may run on any grid stay tier 1:
+  // their grid follows the binary's occupancy, and a float reduction's bits the grid.
+  // nullopt: FUSEFLOW_TIERED (default on).
+  std::optional<bool> tiered;
+};
+
+// Tiered compilation's counters (RuntimeOptions::tiered).
+struct TierStats {
+  std::uint64_t tier0_compiles = 0;   // kernels compiled quickly for a first run
+  std::uint64_t tier0_launches = 0;   // launches of such kernels
+  std::uint64_t swaps = 0;            // tier-1 kernels swapped in for later runs
+  std::uint64_t failures = 0;         // background compiles that failed (tier 0 kept; warned)
 };
 
 // What the Runtime's caches did and hold (Runtime::stats()).
@@ -84,6 +102,7 @@ struct RuntimeStats {
   LruStats programs;   // prepared programs, found by structure (a hit: no planning)
   LruStats modules;    // loaded modules (a hit: no cuModuleLoadData)
   CacheStats kernels;  // the kernel cache: memory, disk, NVRTC
+  TierStats tiers;
 };
 
 struct Dim3 {
@@ -273,6 +292,8 @@ class Runtime {
   void launch(const KernelHandle& kernel, Dim3 grid, Dim3 block, std::size_t dynamic_smem,
               void** args);
   std::shared_ptr<LoadedKernel> load_module(const CacheResult& found, std::string_view kernel_name);
+  // Runs `work` on a thread of its own, joined by the destructor (a tier-1 compile).
+  void in_background(std::function<void()> work);
   // The loaded module of a kernel the cache has found or compiled (load_kernel's second half).
   KernelHandle loaded(const CacheResult& found, std::string_view kernel_name);
   std::vector<Result> execute(const Program& program, const Bindings& bindings, bool wait);
