@@ -11,6 +11,7 @@
 #include "expr_emitter.hpp"
 #include "fuseflow/codegen/plan.hpp"
 #include "policy.hpp"
+#include "scalar_epilogue.hpp"
 
 namespace fuseflow::codegen {
 
@@ -44,6 +45,7 @@ struct ReduceGroup {
   std::map<const OpNode*, int> slot_of;  // the slot of every reduction of the program
   Strategy strategy = Strategy::Automatic;
   std::string program_text;  // to_string of the program, for the header comment
+  std::vector<ScalarEpilogue> epilogues;  // computed in store(total) after the final combine
 };
 
 // The text shared by every reduce strategy: header comment, tuple structs, the

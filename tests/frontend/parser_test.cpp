@@ -331,7 +331,8 @@ TEST_CASE("ops, monoids and results used wrongly are errors at the place they ar
   CHECK(parse_error("param t: (f32, f32)\ninput x: f32\noutput x\n") ==
         "fuseflow: parse: line 1, column 7: param 't': parameters are scalars, got (f32, f32)");
   CHECK(parse_error("input x: f32\noutput 1.0f\n") ==
-        "fuseflow: parse: line 2, column 8: an output is an array or a reduction's result; 1.0f is neither");
+        "fuseflow: parse: line 2, column 8: an output is an array, a reduction's result or an expression of "
+        "reductions' results; 1.0f is none of these");
 }
 
 TEST_CASE("custom monoid definitions are checked where they are written") {

@@ -34,7 +34,7 @@ std::vector<ReduceKernelChoice> choose_reduce_kernels(const std::vector<PlannedR
         chosen = choose(one, r.strategy, target);
       }
       ReduceKernelChoice& k = kernels[chosen.strategy->forced_by()];
-      if (!k.strategy) k = {stage, chosen.strategy, chosen.why, {}, false, stage + 1 == stages};
+      if (!k.strategy) k = {stage, chosen.strategy, chosen.why, {}, false, stage + 1 == stages, {}};
       k.members.push_back(&r);
     }
     for (auto& [forced, choice] : kernels) choices.push_back(std::move(choice));
@@ -49,6 +49,7 @@ namespace {
 void emit_choice(const ReduceKernelChoice& choice, const PlanContext& c, const Target& target, Plan& plan) {
   ReduceGroup g = group_in(c);
   g.strategy = choice.strategy->forced_by();
+  g.epilogues = choice.epilogues;
   std::vector<Expr> exprs;
   for (const auto* r : choice.members) {
     g.reduces.push_back(r->fused);
