@@ -121,6 +121,7 @@ int run(const Options& opt) {
       bench_unary(c, "argmax", n, 3);
       bench_mssp(c, n);
     }
+    if (lg >= 24 && opt.wants("lse")) bench_log_sum_exp(c, n);  // beside fuseflow's sum and torch.logsumexp
     if (opt.wants("histogram")) bench_histogram(c, n);
     if (lg >= 20 && opt.wants("segmented"))
       for (int scenario = 0; scenario < 3; ++scenario) bench_segmented(c, n, scenario);

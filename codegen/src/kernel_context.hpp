@@ -12,6 +12,7 @@
 #include "expr_emitter.hpp"
 #include "fuseflow/codegen/plan.hpp"
 #include "policy.hpp"
+#include "scalar_epilogue.hpp"
 
 namespace fuseflow::codegen {
 
@@ -73,6 +74,7 @@ struct KernelContext {
   Leaves leaves;                // what the kernels read
   std::optional<SegmentOffsets> offsets;  // a segmented op's, by offsets
   Leaves key_leaves;                      // counting_sort: what its keys alone read
+  std::vector<ScalarEpilogue> epilogues;  // a reduce kernel's: computed in store(total) after the final combine
 
   const Policies& policies() const { return plan->policies; }
   const Target& target() const { return plan->target; }

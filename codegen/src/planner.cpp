@@ -57,7 +57,8 @@ Plan plan(const Program& program, const Target& target, const PlanOptions& optio
   // inputs whose results nothing earlier needs; the other reductions share kernels.
   std::vector<KernelContext> scans = group_scans(context, classified.scan_output_ids, memo);
   fold_reductions_into_scans(classified.reduces, scans);
-  const std::vector<ReduceKernelChoice> reduce_kernels = choose_reduce_kernels(classified.reduces, context);
+  std::vector<ReduceKernelChoice> reduce_kernels = choose_reduce_kernels(classified.reduces, context);
+  const std::vector<ScalarEpilogue> after_all = place_epilogues(classified.epilogues, classified.reduces, reduce_kernels);
 
   // Emit, in launch order: reductions (stage by stage), scans, array ops, compactions,
   // the element-wise outputs.
@@ -67,6 +68,9 @@ Plan plan(const Program& program, const Target& target, const PlanOptions& optio
     plan_array_op(context, program.outputs()[static_cast<std::size_t>(i)].node().op, i, plan);
   if (!classified.filter_output_ids.empty()) plan_filters(context, classified.filter_output_ids, plan);
   if (!classified.array_outputs.empty()) emit_array_outputs(classified, context, plan);
+  if (!after_all.empty())
+    emit_epilogue_kernel(after_all, context.program_text, context.slot_types, context.slot_of, context.policies,
+                         context.target, plan);
   check_plan(plan);
   return plan;
 }

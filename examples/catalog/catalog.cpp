@@ -209,6 +209,11 @@ std::vector<Entry> make_entries() {
          auto x = input<int>("x");
          return Program(reduce_by_key(k, mssp_parts(x), mssp()).values);
        }},
+      {"log_sum_exp", "m + log(sum(exp(x - m))), m = max(x): an output computed from two reductions' results", [] {
+         auto x = input<float>("x");
+         auto m = reduce(x, max);
+         return Program(m + log(reduce(exp(x - m), plus)));
+       }},
   };
 }
 }  // namespace

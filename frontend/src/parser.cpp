@@ -289,9 +289,9 @@ void Parser::output_line() {
   const Token& at = peek();
   Expr e = expr();
   end_of_line("after the output");
-  bool scalar_result = e.kind() == ExprKind::Result && e.node().op->scalar_output;
-  if (!scalar_result && !is_array(e))
-    fail(at, "an output is an array or a reduction's result; " + to_string(e) + " is neither");
+  if (!is_scalar_output(e) && !is_array(e))
+    fail(at, "an output is an array, a reduction's result or an expression of reductions' results; " +
+                 to_string(e) + " is none of these");
   checked(at, [&] { return Program(e); });  // arrays of different lengths
   if (!first_output_) first_output_ = &at;
   outputs_.push_back(e);

@@ -113,6 +113,38 @@ std::vector<Expr> array_leaves(const Expr& e) {
 
 bool is_array(const Expr& e) { return e.valid() && !array_leaves(e).empty(); }
 
+namespace {
+// What a scalar expression (no array leaf) reads: reductions' results, index().
+struct ScalarReads {
+  bool reduction = false;
+  bool index = false;
+  bool operand = false;
+};
+void scalar_reads(const Expr& e, ScalarReads& r, std::set<const ExprNode*>& seen) {
+  if (!seen.insert(e.get()).second) return;
+  if (e.kind() == ExprKind::Result) r.reduction = r.reduction || e.node().op->scalar_output;
+  if (e.kind() == ExprKind::Index) r.index = true;
+  if (e.kind() == ExprKind::Operand) r.operand = true;
+  for (const auto& a : e.args()) scalar_reads(a, r, seen);
+}
+ScalarReads scalar_reads(const Expr& e) {
+  ScalarReads r;
+  std::set<const ExprNode*> seen;
+  scalar_reads(e, r, seen);
+  return r;
+}
+}  // namespace
+
+bool is_reduction_result(const Expr& e) {
+  return e.valid() && e.kind() == ExprKind::Result && e.node().op->scalar_output;
+}
+
+bool is_scalar_epilogue(const Expr& e) {
+  if (!e.valid() || is_reduction_result(e) || is_array(e)) return false;
+  ScalarReads r = scalar_reads(e);
+  return r.reduction && !r.index && !r.operand;
+}
+
 Expr reduce(const Expr& xs, const Monoid& m, Strategy s) {
   require_array(xs, "reduce", "its argument");
   auto n = std::make_shared<OpNode>();
@@ -280,11 +312,18 @@ Program::Program(std::vector<Expr> outputs) : outputs_(std::move(outputs)) {
   for (std::size_t i = 0; i < outputs_.size(); ++i) {
     const Expr& o = outputs_[i];
     if (!o.valid()) throw GraphError("program: output " + std::to_string(i) + " is an empty ff::Expr");
-    bool scalar_result = o.kind() == ExprKind::Result && o.node().op->scalar_output;
-    if (!scalar_result && !is_array(o))
-      throw GraphError("program: output " + std::to_string(i) + " (" + fuseflow::to_string(o) +
-                       ") is neither an array nor a reduction");
-    if (!scalar_result) require_array(o, "program", "output " + std::to_string(i));
+    if (is_scalar_output(o)) continue;
+    const std::string what = "program: output " + std::to_string(i) + " (" + fuseflow::to_string(o) + ")";
+    if (!is_array(o)) {
+      ScalarReads r = scalar_reads(o);
+      if (r.index)
+        throw GraphError(what + " reads index() but maps over no array; an expression of reductions' results has "
+                                "no element index");
+      if (r.operand) throw GraphError(what + " uses an operand of a combine function outside its monoid");
+      throw GraphError(what + " is neither an array nor an expression of reductions' results (it reads only "
+                              "constants and parameters)");
+    }
+    require_array(o, "program", "output " + std::to_string(i));
   }
   Collector c{inputs_, params_, ops_};
   for (const auto& o : outputs_) c.expr(o);

@@ -78,6 +78,13 @@ class Evaluator {
       }
       return r;
     }
+    if (is_scalar_epilogue(o)) {  // an expression of reductions' results: one value
+      HostArray one(o.type(), 1);
+      evaluate_into(compile(o), 0, 1, one.data());
+      r.is_scalar = true;
+      r.scalar = one.at(0);
+      return r;
+    }
     std::size_t n = length({&o}, "output " + std::to_string(k));
     r.array = HostArray(o.type(), n);
     evaluate_into(compile(o), 0, n, r.array.data());

@@ -96,6 +96,32 @@ TEST_CASE("reductions of every kind read back as the program printed") {
                          ff::reduce(u, ff::bit_or), ff::reduce(u, ff::bit_xor), ff::reduce(u, ff::times)));
 }
 
+TEST_CASE("scalar epilogues (expressions of reductions' results) read back and evaluate the same") {
+  const auto x = ff::input<float>("x");
+  const auto t = ff::param<float>("t");
+  const auto m = ff::reduce(x, ff::max);
+  const auto s = ff::reduce(ff::exp(x - m), ff::plus);
+  const std::string text = round_trip(ff::outputs(m + ff::log(s), s * t, m));
+  CHECK(text.find("output %0 + log(%1)") != std::string::npos);
+  const ff::Program back = ff::parse_program(text);
+  REQUIRE(back.outputs().size() == 3);
+  CHECK(ff::is_scalar_epilogue(back.outputs()[0]));
+  CHECK(ff::is_scalar_epilogue(back.outputs()[1]));
+  CHECK(ff::is_reduction_result(back.outputs()[2]));
+  ff::HostBindings hb;
+  hb.bind(back.inputs()[0], ff::HostArray::from(std::vector<float>{1.0f, 2.0f, 3.0f}));
+  hb.bind(back.params()[0], ff::Value(2.0f));
+  const auto r = ff::evaluate(back, hb);
+  const double want = 3.0 + std::log(std::exp(-2.0) + std::exp(-1.0) + 1.0);
+  CHECK(r[0].is_scalar);
+  CHECK(std::abs(r[0].scalar.as_double() - want) < 1e-6);
+  CHECK(std::abs(r[1].scalar.as_double() - 2 * std::exp(want - 3.0)) < 1e-5);
+  CHECK(r[2].scalar.as_double() == 3.0);
+  CHECK(parse_error("input x: f32\n%0 = reduce(plus: f32, x)\noutput %0 + index\n") ==
+        "fuseflow: parse: line 3, column 8: an output is an array, a reduction's result or an expression of "
+        "reductions' results; reduce(...) + index is none of these");
+}
+
 TEST_CASE("a custom non-commutative monoid reads back with its combine function, identity and order") {
   const auto x = ff::input<int>("x", 1000);
   const std::string text = round_trip(ff::reduce(mssp_parts(x), mssp()));
@@ -331,7 +357,8 @@ TEST_CASE("ops, monoids and results used wrongly are errors at the place they ar
   CHECK(parse_error("param t: (f32, f32)\ninput x: f32\noutput x\n") ==
         "fuseflow: parse: line 1, column 7: param 't': parameters are scalars, got (f32, f32)");
   CHECK(parse_error("input x: f32\noutput 1.0f\n") ==
-        "fuseflow: parse: line 2, column 8: an output is an array or a reduction's result; 1.0f is neither");
+        "fuseflow: parse: line 2, column 8: an output is an array, a reduction's result or an expression of "
+        "reductions' results; 1.0f is none of these");
 }
 
 TEST_CASE("custom monoid definitions are checked where they are written") {

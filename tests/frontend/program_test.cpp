@@ -214,12 +214,33 @@ TEST_CASE("an empty program, an empty output or an output that is a constant thr
   CHECK_THROWS_WITH_AS(ff::outputs(), "fuseflow: program: an empty program (outputs() with no results)",
                        ff::GraphError);
   CHECK_THROWS_WITH_AS(ff::Program(ff::constant(1)),
-                       "fuseflow: program: output 0 (1) is neither an array nor a reduction", ff::GraphError);
+                       "fuseflow: program: output 0 (1) is neither an array nor an expression of reductions' results "
+                       "(it reads only constants and parameters)",
+                       ff::GraphError);
   const auto x = ff::input<float>("x");
   CHECK_THROWS_WITH_AS(ff::outputs(ff::reduce(x, ff::plus), ff::param<float>("p") * 2.0f),
-                       "fuseflow: program: output 1 ($p * 2.0f) is neither an array nor a reduction",
+                       "fuseflow: program: output 1 ($p * 2.0f) is neither an array nor an expression of reductions' "
+                       "results (it reads only constants and parameters)",
                        ff::GraphError);
   CHECK_THROWS_WITH_AS(ff::outputs(x, ff::Expr()), "fuseflow: program: output 1 is an empty ff::Expr",
+                       ff::GraphError);
+}
+
+TEST_CASE("an expression of reductions' results is a scalar output (a scalar epilogue)") {
+  const auto x = ff::input<float>("x");
+  const auto m = ff::reduce(x, ff::max);
+  const auto lse = m + ff::log(ff::reduce(ff::exp(x - m), ff::plus));
+  CHECK(ff::is_scalar_epilogue(lse));
+  CHECK(ff::is_scalar_output(lse));
+  CHECK_FALSE(ff::is_scalar_epilogue(m));  // a reduction's result itself
+  CHECK(ff::is_reduction_result(m));
+  CHECK_FALSE(ff::is_scalar_epilogue(x - m));  // an array
+  const ff::Program p = ff::outputs(lse, m * ff::param<float>("scale"), x - m);
+  CHECK(p.outputs().size() == 3);
+  CHECK(p.ops().size() == 2);
+  CHECK_THROWS_WITH_AS(ff::Program(m + ff::cast<float>(ff::index())),
+                       "fuseflow: program: output 0 (reduce(...) + cast<f32>(index)) reads index() but maps over no "
+                       "array; an expression of reductions' results has no element index",
                        ff::GraphError);
 }
 

@@ -80,11 +80,18 @@ void Generator::make_shape() {
       if (rng_.chance(0.5)) c_.outputs.push_back({0, nullptr});
       c_.outputs.push_back({1, nullptr});
       break;
-    default:
+    case 7:
       c_.ops.push_back(scan_op());
       c_.ops.push_back(reduce_op(rng_.chance(0.3)));
       c_.outputs.push_back({0, nullptr});
       c_.outputs.push_back({1, nullptr});
+      break;
+    default:  // outputs that are expressions of reductions' results, computed on the device
+      scalar_reduce();
+      if (rng_.chance(0.6)) scalar_reduce();
+      if (rng_.chance(0.4)) c_.outputs.push_back({0, nullptr});
+      c_.outputs.push_back({-1, scalar_epilogue()});
+      if (rng_.chance(0.4)) c_.outputs.push_back({-1, scalar_epilogue()});
       break;
   }
 }
@@ -250,6 +257,25 @@ NodeRef Generator::map_of_scalar() {
       return tame(make_call(MathFn::Max, {a, b}));
     }
     default: return tame(make_binary(BinaryOp::Mul, v, s));
+  }
+}
+
+// An expression of the scalar results (no input): s + t, s * k, the larger, t / (|s| + 1).
+NodeRef Generator::scalar_epilogue() {
+  NodeRef s = scalars_.back(), t = scalars_[static_cast<std::size_t>(rng_.range(0, static_cast<int>(scalars_.size()) - 1))];
+  switch (rng_.weighted({3, 3, 2, 2})) {
+    case 0: return tame(make_binary(rng_.chance(0.5) ? BinaryOp::Add : BinaryOp::Sub, s, t));
+    case 1: return tame(make_binary(BinaryOp::Mul, s, make_const(st(s), static_cast<double>(rng_.range(-3, 3)))));
+    case 2: {
+      ScalarType common = usual_arithmetic_conversion(st(s), st(t));
+      if (exact_conv(*s, common) && exact_conv(*t, common)) return make_select(make_binary(BinaryOp::Gt, s, t), s, t);
+      return tame(make_call(MathFn::Max, {s, t}));
+    }
+    default: {
+      NodeRef a = to_float(t), sf = to_float(s);
+      NodeRef d = make_binary(BinaryOp::Add, make_call(MathFn::Abs, {sf}), make_const(st(sf), 1));
+      return tame(make_binary(BinaryOp::Div, a, d, 1));
+    }
   }
 }
 

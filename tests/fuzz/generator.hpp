@@ -19,8 +19,8 @@ inline const std::vector<std::string> kArrayShapes = {"histogram",      "segment
 inline const std::vector<int> kArrayWeights = {6, 7, 5, 5, 5, 6, 6, 5, 6};
 inline const std::vector<std::string> kOtherShapes = {"reduce",         "scan",          "filter_reduce",
                                                       "two_reduces",    "map_of_reduce", "reduce_of_reduce",
-                                                      "scan_of_reduce", "scan_and_reduce"};
-inline const std::vector<int> kOtherWeights = {16, 16, 11, 10, 10, 10, 10, 10};
+                                                      "scan_of_reduce", "scan_and_reduce", "scalar_epilogue"};
+inline const std::vector<int> kOtherWeights = {12, 12, 11, 11, 10, 10, 10, 10, 10};
 
 inline const std::vector<ScalarType> kTypes = {ScalarType::I32, ScalarType::I64, ScalarType::U32,
                                                ScalarType::F32, ScalarType::F64};
@@ -70,6 +70,7 @@ class Generator {
   void scalar_reduce();
   NodeRef epilogue(int k);
   NodeRef map_of_scalar();
+  NodeRef scalar_epilogue();
   static bool reads_op(const NodeRef& n, int op);
   OpDesc reads_scalar(const std::function<OpDesc()>& make);
   std::size_t draw_shape(const std::vector<int>& weights);

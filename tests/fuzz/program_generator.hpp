@@ -8,7 +8,8 @@
 //   scan (inclusive / exclusive, the same monoids, sometimes with an epilogue map),
 //   filter -> reduce, outputs(reduce, reduce), a map over a reduction's result
 //   (x / reduce(x) style), a reduction or scan of a map that reads an earlier reduction,
-//   outputs(scan, reduce),
+//   outputs(scan, reduce), scalar epilogues (outputs that are expressions of one or two
+//   reductions' results: s + t, s * k, the larger, t / (|s| + 1)),
 // and the ops whose result has a length of its own (generate_array_ops.cpp):
 //   histogram (a random integral bin expression, casts of floats to int included, with
 //             bins out of range that are dropped; 1 to 2^17 bins, so both the shared-memory

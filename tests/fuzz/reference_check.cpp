@@ -235,6 +235,11 @@ std::string compare_output(const Case& c, const Reference& ref, std::size_t i, c
   }
   const HostResult& want = ref.wide[i];
   if (p.kind == CheckKind::MapArray) {
+    if (want.is_scalar != got.is_scalar) return head + "scalar / array mismatch";
+    if (want.is_scalar) {  // a scalar epilogue
+      const double g = got.scalar.as_double(), w = want.scalar.as_double(), tol = 2 * p.error + 1e-300;
+      return close(g, w, tol) ? "" : head + "got " + num(g) + ", want " + num(w) + " (f64), tolerance " + num(tol);
+    }
     if (got.array.size() != want.array.size())
       return head + std::to_string(got.array.size()) + " elements, want " + std::to_string(want.array.size());
     const double tol = 2 * p.error + 1e-300;

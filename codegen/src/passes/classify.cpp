@@ -143,6 +143,12 @@ Classified classify(const Program& program, Plan& plan, FilterMemo& memo) {
   // Outputs: reductions read their slot; arrays are computed by the final map kernel.
   for (std::size_t i = 0; i < program.outputs().size(); ++i) {
     const Expr& o = program.outputs()[i];
+    if (is_scalar_epilogue(o)) {  // computed on the device after the reductions it reads
+      c.epilogues.push_back(plan_scalar_epilogue(program, static_cast<int>(i), slot_of, plan));
+      c.slot_types.push_back(o.type());
+      plan.output_scalar.push_back(c.epilogues.back().slot);
+      continue;
+    }
     if (o.kind() == ExprKind::Result && o.node().op->scalar_output) {
       plan.output_scalar.push_back(slot_of.at(o.node().op.get()));
     } else {

@@ -45,6 +45,7 @@ struct Classified {
   std::vector<int> scan_output_ids;      // outputs over a scan's result
   std::vector<int> array_op_output_ids;  // histogram, segmented ops, counting sort, reduce_by_key
   std::vector<int> filter_output_ids;    // compacted filters and maps of them
+  std::vector<ScalarEpilogue> epilogues;  // expressions of reductions' results (epilogues.cpp)
 };
 
 // Leaves of an expression: inputs, parameters and scalar results it reads.
@@ -77,8 +78,17 @@ struct ReduceKernelChoice {
   std::vector<const PlannedReduce*> members;
   bool last_of_stage = false;
   bool last_stage = false;
+  std::vector<ScalarEpilogue> epilogues;  // computed by its last block (place_epilogues)
 };
 std::vector<ReduceKernelChoice> choose_reduce_kernels(const std::vector<PlannedReduce>& reduces, const PlanContext& c);
 void emit_reductions(const std::vector<ReduceKernelChoice>& choices, const PlanContext& c, Plan& plan);
+
+// epilogues.cpp: the slot of a scalar epilogue (classify), and where each is computed:
+// added to the last reduce kernel's choice, or returned for a kernel after all others.
+ScalarEpilogue plan_scalar_epilogue(const Program& program, int output, const std::map<const OpNode*, int>& slot_of,
+                                    Plan& plan);
+std::vector<ScalarEpilogue> place_epilogues(const std::vector<ScalarEpilogue>& epilogues,
+                                            const std::vector<PlannedReduce>& reduces,
+                                            std::vector<ReduceKernelChoice>& kernels);
 
 }  // namespace fuseflow::codegen

@@ -34,7 +34,7 @@ std::vector<ReduceKernelChoice> choose_reduce_kernels(const std::vector<PlannedR
         chosen = choose("reduce", one, r.strategy);
       }
       ReduceKernelChoice& k = kernels[chosen.strategy->forced_by()];
-      if (!k.strategy) k = {stage, chosen.strategy, chosen.why, {}, false, stage + 1 == stages};
+      if (!k.strategy) k = {stage, chosen.strategy, chosen.why, {}, false, stage + 1 == stages, {}};
       k.members.push_back(&r);
     }
     for (auto& [forced, choice] : kernels) choices.push_back(std::move(choice));
@@ -48,6 +48,7 @@ namespace {
 // The kernels of one choice, appended with their steps.
 void emit_choice(const ReduceKernelChoice& choice, const PlanContext& c, Plan& plan) {
   KernelContext g = context_in(c);
+  g.epilogues = choice.epilogues;
   std::vector<Expr> exprs;
   for (const auto* r : choice.members) {
     g.reduces.push_back(r->fused);

@@ -69,6 +69,7 @@ std::vector<Arg> ReduceKernelWriter::args() const {
   for (int s : l.scalars_read) a.push_back({Arg::Kind::Scalar, s, "s" + std::to_string(s), g_.slot_type(s)});
   for (const auto& r : g_.reduces)
     a.push_back({Arg::Kind::ScalarOutput, r.output_slot, "out" + std::to_string(r.output_slot), r.op->monoid.type()});
+  append_epilogue_args(g_, a);
   if (partials_ != Partials::None) a.push_back({Arg::Kind::Scratch, 0, "partials", acc_type_});
   if (partials_ == Partials::LastBlockCombines) a.push_back({Arg::Kind::Ticket, 0, "ticket", ScalarType::U32});
   return a;
@@ -153,6 +154,7 @@ std::string ReduceKernelWriter::element_at(const std::string& index) const {
 void ReduceKernelWriter::emit_store(SourceWriter& w) {
   w.open("const auto store = [&](const " + acc() + "& total)");
   emit_output_stores(w, "total");
+  emit_epilogue_stores(w, types_, g_, "total");
   w.close("};");
 }
 

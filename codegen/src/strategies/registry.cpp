@@ -25,6 +25,7 @@ const RegisteredStrategy& segmented_scan_strategy();            // segmented_sca
 const RegisteredStrategy& reduce_by_key_strategy();             // segmented_scan.cpp
 const RegisteredStrategy& counting_sort_strategy();             // counting_sort.cpp
 const RegisteredStrategy& map_strategy();                       // map.cpp
+const RegisteredStrategy& scalar_epilogue_strategy();           // scalar_epilogue.cpp
 
 const std::vector<const RegisteredStrategy*>& registered_strategies() {
   static const std::vector<const RegisteredStrategy*> all = {
@@ -43,6 +44,7 @@ const std::vector<const RegisteredStrategy*>& registered_strategies() {
       &reduce_by_key_strategy(),
       &counting_sort_strategy(),
       &map_strategy(),
+      &scalar_epilogue_strategy(),  // outputs from reductions' results, after every kernel
   };
   return all;
 }

@@ -137,4 +137,13 @@ std::string to_string(const Type& t);
 std::vector<Expr> array_leaves(const Expr& e);
 bool is_array(const Expr& e);
 
+// ---- scalar outputs -----------------------------------------------------------------
+// A reduction's result, or a scalar epilogue: an expression of reductions' results (and
+// parameters and constants) with no array leaf, such as log-sum-exp's
+// `m + log(reduce(exp(x - m), plus))`. Both come back to the host as one value; an
+// epilogue is computed on the device after the reductions it reads.
+bool is_reduction_result(const Expr& e);
+bool is_scalar_epilogue(const Expr& e);
+inline bool is_scalar_output(const Expr& e) { return is_reduction_result(e) || is_scalar_epilogue(e); }
+
 }  // namespace fuseflow
