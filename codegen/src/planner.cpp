@@ -69,8 +69,7 @@ Plan plan(const Program& program, const Target& target, const PlanOptions& optio
   if (!classified.filter_output_ids.empty()) plan_filters(context, classified.filter_output_ids, plan);
   if (!classified.array_outputs.empty()) emit_array_outputs(classified, context, plan);
   if (!after_all.empty())
-    emit_epilogue_kernel(after_all, context.program_text, context.slot_types, context.slot_of, context.policies,
-                         context.target, plan);
+    emit_epilogue_kernel(after_all, context, plan);
   check_plan(plan);
   return plan;
 }

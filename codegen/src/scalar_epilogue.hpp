@@ -16,8 +16,8 @@ namespace fuseflow::codegen {
 
 class SourceWriter;
 class CudaTypes;
-struct ReduceGroup;
-struct Policies;
+struct KernelContext;
+struct PlanContext;
 
 struct ScalarEpilogue {
   Expr expr;                    // the output's expression (no array leaf)
@@ -28,17 +28,15 @@ struct ScalarEpilogue {
   std::vector<int> param_ids;
 };
 
-// Hooks of the reduce kernel writer (ReduceGroup::epilogues, empty for most kernels): the
+// Hooks of the reduce kernel writer (KernelContext::epilogues, empty for most kernels): the
 // kernel arguments the group's epilogues add after its reductions' outputs (the slots and
 // parameters they read that the kernel does not already take, and their own slots), and
 // their stores, after the reductions' own inside store(total).
-void append_epilogue_args(const ReduceGroup& g, std::vector<Arg>& args);
-void emit_epilogue_stores(SourceWriter& w, CudaTypes& types, const ReduceGroup& g, const std::string& total);
+void append_epilogue_args(const KernelContext& g, std::vector<Arg>& args);
+void emit_epilogue_stores(SourceWriter& w, CudaTypes& types, const KernelContext& g, const std::string& total);
 
 // The kernel computing `epilogues` after every other kernel of the plan: one thread
 // reading the scalar slots. Appends the kernel and its step.
-void emit_epilogue_kernel(const std::vector<ScalarEpilogue>& epilogues, const std::string& program_text,
-                          const std::vector<Type>& slot_types, const std::map<const OpNode*, int>& slot_of,
-                          const Policies& policies, const Target& target, Plan& plan);
+void emit_epilogue_kernel(const std::vector<ScalarEpilogue>& epilogues, const PlanContext& c, Plan& plan);
 
 }  // namespace fuseflow::codegen

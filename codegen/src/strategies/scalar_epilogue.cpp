@@ -17,7 +17,7 @@ bool has_arg(const std::vector<Arg>& args, Arg::Kind kind, int index) {
 }
 
 // The reduction of `g` writing `slot`, or -1.
-int own_reduction(const ReduceGroup& g, int slot) {
+int own_reduction(const KernelContext& g, int slot) {
   for (std::size_t j = 0; j < g.reduces.size(); ++j)
     if (g.reduces[j].output_slot == slot) return static_cast<int>(j);
   return -1;
@@ -34,11 +34,11 @@ std::string epilogue_leaf(const Expr& leaf, const std::map<const OpNode*, int>& 
 
 }  // namespace
 
-void append_epilogue_args(const ReduceGroup& g, std::vector<Arg>& args) {
+void append_epilogue_args(const KernelContext& g, std::vector<Arg>& args) {
   for (const ScalarEpilogue& ep : g.epilogues) {
     for (int slot : ep.slots_read)
       if (own_reduction(g, slot) < 0 && !has_arg(args, Arg::Kind::Scalar, slot))
-        args.push_back({Arg::Kind::Scalar, slot, "s" + std::to_string(slot), g.slot_types[static_cast<std::size_t>(slot)]});
+        args.push_back({Arg::Kind::Scalar, slot, "s" + std::to_string(slot), g.slot_type(slot)});
     for (std::size_t j = 0; j < ep.params.size(); ++j)
       if (!has_arg(args, Arg::Kind::Param, ep.param_ids[j]))
         args.push_back({Arg::Kind::Param, ep.param_ids[j], "p_" + sanitize(ep.params[j].node().name), ep.params[j].type()});
@@ -47,30 +47,24 @@ void append_epilogue_args(const ReduceGroup& g, std::vector<Arg>& args) {
     args.push_back({Arg::Kind::ScalarOutput, ep.slot, "out" + std::to_string(ep.slot), ep.expr.type()});
 }
 
-void emit_epilogue_stores(SourceWriter& w, CudaTypes& types, const ReduceGroup& g, const std::string& total) {
+void emit_epilogue_stores(SourceWriter& w, CudaTypes& types, const KernelContext& g, const std::string& total) {
   if (g.epilogues.empty()) return;
   w.line("// Scalar epilogues: outputs computed from the totals (and earlier results).");
   const bool fused = g.reduces.size() > 1;
   const auto slot_value = [&](int slot) {
     const int j = own_reduction(g, slot);
-    const bool read = std::find(g.scalars_read.begin(), g.scalars_read.end(), slot) != g.scalars_read.end();
+    const bool read = std::find(g.leaves.scalars_read.begin(), g.leaves.scalars_read.end(), slot) != g.leaves.scalars_read.end();
     if (j < 0) return (read ? "r" : "(*s") + std::to_string(slot) + (read ? "" : ")");
     return total + (fused ? ".f" + std::to_string(j) : "");
   };
-  ExprEmitter e(w, types, [&](const Expr& leaf) { return epilogue_leaf(leaf, g.slot_of, slot_value); }, "e");
+  ExprEmitter e(w, types, [&](const Expr& leaf) { return epilogue_leaf(leaf, g.plan->slot_of, slot_value); }, "e");
   for (const ScalarEpilogue& ep : g.epilogues) w.line("*out" + std::to_string(ep.slot) + " = " + e.emit(ep.expr) + ";");
 }
 
 namespace {
 
-struct EpilogueGroup {
-  const std::vector<ScalarEpilogue>& epilogues;
-  const std::string& program_text;
-  const std::vector<Type>& slot_types;
-  const std::map<const OpNode*, int>& slot_of;  // every reduction's slot
-};
-
-KernelSpec emit_epilogue(const EpilogueGroup& g) {
+// `g`'s epilogues (no reductions of its own), by one thread after every other kernel.
+KernelSpec emit_epilogue(const KernelContext& g) {
   CudaTypes types;
   std::vector<int> slots;
   std::vector<Arg> args;
@@ -80,7 +74,7 @@ KernelSpec emit_epilogue(const EpilogueGroup& g) {
   }
   std::sort(slots.begin(), slots.end());
   for (int s : slots)
-    args.push_back({Arg::Kind::Scalar, s, "s" + std::to_string(s), g.slot_types[static_cast<std::size_t>(s)]});
+    args.push_back({Arg::Kind::Scalar, s, "s" + std::to_string(s), g.slot_type(s)});
   std::vector<std::pair<int, Expr>> params;
   for (const ScalarEpilogue& ep : g.epilogues)
     for (std::size_t j = 0; j < ep.params.size(); ++j)
@@ -99,10 +93,10 @@ KernelSpec emit_epilogue(const EpilogueGroup& g) {
   w.line("extern \"C\" __global__ void __launch_bounds__(1) " + name + "(");
   emit_kernel_parameters(w, types, args);
   for (int s : slots)
-    w.line("const " + types.name(g.slot_types[static_cast<std::size_t>(s)]) + " r" + std::to_string(s) + " = *s" +
+    w.line("const " + types.name(g.slot_type(s)) + " r" + std::to_string(s) + " = *s" +
            std::to_string(s) + ";");
   ExprEmitter e(w, types, [&](const Expr& leaf) {
-    return epilogue_leaf(leaf, g.slot_of, [](int slot) { return "r" + std::to_string(slot); });
+    return epilogue_leaf(leaf, g.plan->slot_of, [](int slot) { return "r" + std::to_string(slot); });
   });
   for (const ScalarEpilogue& ep : g.epilogues) w.line("*out" + std::to_string(ep.slot) + " = " + e.emit(ep.expr) + ";");
   w.close();
@@ -117,24 +111,18 @@ KernelSpec emit_epilogue(const EpilogueGroup& g) {
   k.summary = "scalar epilogue: one thread, after every other kernel";
   k.why = "outputs computed from reductions' results whose last kernel does not end in one block holding the totals "
           "(atomic or tree reductions, reductions folded into a scan)";
-  k.source = kernel_source(name, g.program_text, "strategy: " + k.summary, {}, types, w.str());
+  k.source = kernel_source(name, g.program_text(), "strategy: " + k.summary, {}, types, w.str());
   return k;
 }
 
-class ScalarEpilogueKernel final : public StrategyFor<EpilogueGroup> {
+class ScalarEpilogueKernel final : public OnePassStrategy {  // also for n = 0: the reductions' identities
  public:
-  const char* name() const override { return "scalar epilogue"; }
-  const char* family() const override { return "epilogue"; }
-  Applies applies(const EpilogueGroup&, const Target&) const override {
+  ScalarEpilogueKernel() : OnePassStrategy("scalar epilogue", "epilogue") {}
+  Applies applies(const KernelContext&) const override {
     return {true, "one thread reads the results from their slots once every kernel is done"};
   }
   TuningValues tuning(const Policies&) const override { return {}; }
-  std::vector<KernelSpec> emit(const EpilogueGroup& g, const Policies&, const Target&) const override {
-    return {emit_epilogue(g)};
-  }
-  std::vector<StepSpec> schedule(const EpilogueGroup&, const std::vector<KernelSpec>&, int first) const override {
-    return {{StepSpec::Kind::OnePass, first}};  // also for n = 0: the reductions' identities
-  }
+  std::vector<KernelSpec> emit(const KernelContext& g) const override { return {emit_epilogue(g)}; }
 };
 
 }  // namespace
@@ -144,11 +132,10 @@ const RegisteredStrategy& scalar_epilogue_strategy() {
   return s;
 }
 
-void emit_epilogue_kernel(const std::vector<ScalarEpilogue>& epilogues, const std::string& program_text,
-                          const std::vector<Type>& slot_types, const std::map<const OpNode*, int>& slot_of,
-                          const Policies& policies, const Target& target, Plan& plan) {
-  plan_with_registry(EpilogueGroup{epilogues, program_text, slot_types, slot_of}, Strategy::Automatic, policies, target,
-                     plan);
+void emit_epilogue_kernel(const std::vector<ScalarEpilogue>& epilogues, const PlanContext& c, Plan& plan) {
+  KernelContext g = context_in(c);
+  g.epilogues = epilogues;
+  plan_with_registry("epilogue", g, Strategy::Automatic, plan);
 }
 
 }  // namespace fuseflow::codegen
