@@ -8,7 +8,8 @@
 // streaming-read ceiling kernel over the same input buffers; and scans (inclusive sum
 // f32, exclusive sum i32, linear recurrence over (a, b) pairs) beside CUB's DeviceScan and
 // a device-to-device copy of the same bytes (see bench_scan); histograms, segmented sums,
-// sort_by_key beside DeviceRadixSort::SortPairs (see bench_sort), stream compaction
+// sorts (256 bins, key bits [0, 8), all 32 bits, f32 keys alone) beside DeviceRadixSort::SortPairs
+// and SortKeys (see bench_sort), stream compaction
 // (filter x > 0, half kept) beside DeviceSelect::If (see bench_filter), and from 2^24 a
 // segmented scan, a scan by key and a reduce by key over random segments of 10..50 beside
 // CUB's InclusiveSumByKey and ReduceByKey (see bench_keyed). Timing: CUDA events on

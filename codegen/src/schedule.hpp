@@ -16,6 +16,7 @@ void tree_launches(const Plan& plan, const StepSpec& step, std::int64_t n, Sched
 void lookback_launches(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuilder& b);
 void reduce_then_scan_launches(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuilder& b);
 void counting_sort_launches(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuilder& b);
+void radix_sort_launches(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuilder& b);  // radix_sort.cpp
 void segmented_reduce_launches(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuilder& b);
 
 // Allocates Scratch argument `j` of `k` (its ScratchBuffer, KernelSpec::scratch[j]) for a

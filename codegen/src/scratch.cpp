@@ -52,6 +52,15 @@ std::vector<ScratchBuffer> describe(const StepSpec& step, const KernelSpec& k, i
         out.push_back(buffer(a, a.name == "tile_counts" ? "each tile's count of each bin" : "each tile's output position of each bin",
                              size, Per::BinTile));
         break;
+      case StepSpec::Kind::RadixSort:
+        if (a.name == "tile_counts" || a.name == "positions")
+          out.push_back(buffer(a, a.name == "tile_counts" ? "each tile's count of each bin, shared by the passes"
+                                                          : "each tile's output position of each bin, shared by the passes",
+                               size, Per::BinTile));
+        else
+          out.push_back(buffer(a, "the keys or values between two passes (two such arrays, used in turn)", size,
+                               Per::Element));
+        break;
       case StepSpec::Kind::SegmentedReduce:
         if (a.name == "deferred")
           out.push_back(buffer(a, "one bit per segment the short pass leaves to the merge path", 4, Per::Segment, 32));
@@ -62,7 +71,7 @@ std::vector<ScratchBuffer> describe(const StepSpec& step, const KernelSpec& k, i
     }
   }
   if (step.kind == StepSpec::Kind::Lookback) add_status(k, step.value_bytes, out);
-  if (step.kind == StepSpec::Kind::CountingSort) add_status(k, sizeof(std::uint64_t), out);
+  if (step.kind == StepSpec::Kind::CountingSort || step.kind == StepSpec::Kind::RadixSort) add_status(k, sizeof(std::uint64_t), out);
   return out;
 }
 

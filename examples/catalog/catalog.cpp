@@ -214,6 +214,17 @@ std::vector<Entry> make_entries() {
          auto m = reduce(x, max);
          return Program(m + log(reduce(exp(x - m), plus)));
        }},
+      {"sort_pairs_u32", "u32 values sorted by u32 keys over all 32 bits: a stable radix sort, four 8-bit passes", [] {
+         const KeyedResult sorted = sort_by_key(input<unsigned>("k"), input<unsigned>("v"));
+         return Program(std::vector<Expr>{sorted.keys, sorted.values});
+       }},
+      {"sort_keys_f32", "f32 keys sorted alone: -0.0 before +0.0, NaNs last; four passes, the keys ping-ponged in scratch", [] {
+         return Program(sort(input<float>("x")));
+       }},
+      {"sort_pairs_u32_bits_0_8", "u32 values sorted by bits [0, 8) of u32 keys: one radix pass of 256 bins", [] {
+         const KeyedResult sorted = sort_by_key(input<unsigned>("k"), input<unsigned>("v"), {0, 8});
+         return Program(std::vector<Expr>{sorted.keys, sorted.values});
+       }},
   };
 }
 }  // namespace

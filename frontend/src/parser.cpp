@@ -14,6 +14,7 @@
 // the statements are here.
 #include "fuseflow/frontend/parser.hpp"
 
+#include <algorithm>
 #include <charconv>
 
 #include "program_parser.hpp"
@@ -251,15 +252,30 @@ std::vector<Expr> Parser::op_arguments(OpKind kind, const Token& at) {
       return build([&] { return std::vector<Expr>{histogram(bin, bins, counts)}; });
     }
     case OpKind::CountingSort: {
+      // bins=N (a counting sort by a small key) or begin_bit=B, end_bit=E (ff::sort).
       Expr keys = expr();
-      keyword("bins", op);
-      std::int64_t bins = whole_number("the bin count after bins=");
-      if (!accept(",")) return build([&] { return std::vector<Expr>{counting_sort(keys, bins)}; });
-      expect_word("values", "after the bin count of counting_sort");
-      expect("=", "after values");
-      Expr values = expr();
+      expect(",", "after the keys of " + op);
+      const bool by_bits = is_word("begin_bit");
+      std::int64_t bins = 0, begin = 0, end = 0;
+      expect_word(by_bits ? "begin_bit" : "bins", "(or begin_bit) in " + op);
+      expect("=", by_bits ? "after begin_bit" : "after bins");
+      if (by_bits) {
+        begin = whole_number("the first key bit after begin_bit=");
+        keyword("end_bit", op);
+        end = whole_number("the key bit after the last after end_bit=");
+      } else {
+        bins = whole_number("the bin count after bins=");
+      }
+      const KeyBits bits{static_cast<int>(std::min<std::int64_t>(begin, 64)), static_cast<int>(std::min<std::int64_t>(end, 64))};
+      Expr values;
+      if (accept(",")) {
+        expect_word("values", "after the bins or bits of counting_sort");
+        expect("=", "after values");
+        values = expr();
+      }
       return build([&] {
-        KeyedResult r = sort_by_key(keys, values, bins);
+        if (!values.valid()) return std::vector<Expr>{by_bits ? sort(keys, bits) : counting_sort(keys, bins)};
+        KeyedResult r = by_bits ? sort_by_key(keys, values, bits) : sort_by_key(keys, values, bins);
         return std::vector<Expr>{r.keys, r.values};
       });
     }

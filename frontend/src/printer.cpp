@@ -174,7 +174,9 @@ std::string op_line(const OpNode& op, const Printer& p, const std::string& monoi
       s += p.expr(op.keys) + ", bins=" + std::to_string(op.bins) + ", counts=" + op.output_types[0].name();
       break;
     case OpKind::CountingSort:
-      s += p.expr(op.keys) + ", bins=" + std::to_string(op.bins);
+      s += p.expr(op.keys) + (op.bins > 0 ? ", bins=" + std::to_string(op.bins)
+                                          : ", begin_bit=" + std::to_string(op.begin_bit) +
+                                                ", end_bit=" + std::to_string(op.end_bit));
       if (op.values.valid()) s += ", values=" + p.expr(op.values);
       break;
   }

@@ -278,6 +278,41 @@ KeyedResult sort_by_key(const Expr& keys, const Expr& values, std::int64_t nbins
   return {Expr::result(n, 0, n->output_types[0]), Expr::result(n, 1, n->output_types[1])};
 }
 
+namespace {
+std::shared_ptr<OpNode> radix_sort_node(const Expr& keys, const Expr& values, KeyBits bits) {
+  const char* op = values.valid() ? "sort_by_key" : "sort";
+  if (!keys.valid()) throw GraphError(std::string(op) + ": the keys are an empty ff::Expr");
+  if (!keys.type().is_scalar() || (keys.type().scalar() != ScalarType::U32 && keys.type().scalar() != ScalarType::I32 &&
+                                   keys.type().scalar() != ScalarType::F32))
+    throw GraphError(std::string(op) + ": the keys must be u32, i32 or f32, got " + keys.type().name() +
+                     " (cast them, or use counting_sort for small integer keys)");
+  if (bits.begin < 0 || bits.begin >= bits.end || bits.end > 32)
+    throw GraphError(std::string(op) + ": the key bits [" + std::to_string(bits.begin) + ", " + std::to_string(bits.end) +
+                     ") must satisfy 0 <= begin < end <= 32");
+  auto n = std::make_shared<OpNode>();
+  n->kind = OpKind::CountingSort;
+  n->keys = keys;
+  n->bins = 0;
+  n->begin_bit = bits.begin;
+  n->end_bit = bits.end;
+  n->output_types = {keys.type()};
+  if (values.valid()) {
+    require_same_length(keys, values, op);
+    n->values = values;
+    n->output_types.push_back(values.type());
+  }
+  return n;
+}
+}  // namespace
+
+Expr sort(const Expr& keys, KeyBits bits) { return result_of(radix_sort_node(keys, Expr(), bits)); }
+
+KeyedResult sort_by_key(const Expr& keys, const Expr& values, KeyBits bits) {
+  if (!values.valid()) throw GraphError("sort_by_key: the values are an empty ff::Expr");
+  std::shared_ptr<const OpNode> n = radix_sort_node(keys, values, bits);
+  return {Expr::result(n, 0, n->output_types[0]), Expr::result(n, 1, n->output_types[1])};
+}
+
 // ---- Program ------------------------------------------------------------------------
 
 namespace {

@@ -29,6 +29,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <numeric>
 
 #include "fuseflow/frontend/reference.hpp"
 #include "reference_code.hpp"
@@ -370,25 +371,48 @@ class Evaluator {
     return out;
   }
 
+  // The bits of a 32-bit key whose unsigned order is the key's order: u32 as it is, i32
+  // with the sign bit flipped, f32 with the sign bit flipped when positive and every bit
+  // when negative (so -0.0 < +0.0), every NaN above +inf.
+  static std::uint64_t ordered_key_bits(ScalarType t, const std::byte* key) {
+    std::uint32_t b = 0;
+    std::memcpy(&b, key, 4);
+    if (t == ScalarType::I32) return b ^ 0x80000000u;
+    if (t != ScalarType::F32) return b;
+    if ((b & 0x7fffffffu) > 0x7f800000u) return 0xffffffffu;
+    return b & 0x80000000u ? ~b : b ^ 0x80000000u;
+  }
+
   std::vector<HostArray> counting_sort(const OpNode& op) const {
     bool with_values = op.values.valid();
     std::size_t n = with_values ? length({&op.keys, &op.values}, "counting_sort") : length({&op.keys}, "counting_sort");
     Elements keys = elements(op.keys, n);
     ScalarType t = op.keys.type().scalar();
     std::size_t key_size = scalar_size(t);
-    // Bins 0 .. bins - 1 for the keys in range, bin `bins` for every other key.
-    const auto nbins = static_cast<std::size_t>(op.bins);
-    std::vector<std::size_t> bin(n);
-    std::vector<std::size_t> start(nbins + 2, 0);
-    for (std::size_t i = 0; i < n; ++i) {
-      std::int64_t k = read_integer(t, keys.data() + i * key_size);
-      bin[i] = k >= 0 && k < op.bins ? static_cast<std::size_t>(k) : nbins;
-      ++start[bin[i] + 1];
-    }
-    for (std::size_t b = 1; b < start.size(); ++b) start[b] += start[b - 1];
-    // Stable: elements of one bin keep their input order.
     std::vector<std::size_t> dest(n);
-    for (std::size_t i = 0; i < n; ++i) dest[i] = start[bin[i]]++;
+    if (op.bins == 0) {
+      // A radix sort (ff::sort): by bits [begin_bit, end_bit) of the key's ordered form.
+      const std::uint64_t mask = (std::uint64_t{1} << (op.end_bit - op.begin_bit)) - 1;
+      std::vector<std::uint64_t> digit(n);
+      for (std::size_t i = 0; i < n; ++i) digit[i] = (ordered_key_bits(t, keys.data() + i * key_size) >> op.begin_bit) & mask;
+      std::vector<std::size_t> order(n);
+      std::iota(order.begin(), order.end(), std::size_t{0});
+      std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return digit[a] < digit[b]; });
+      for (std::size_t j = 0; j < n; ++j) dest[order[j]] = j;
+    } else {
+      // Bins 0 .. bins - 1 for the keys in range, bin `bins` for every other key.
+      const auto nbins = static_cast<std::size_t>(op.bins);
+      std::vector<std::size_t> bin(n);
+      std::vector<std::size_t> start(nbins + 2, 0);
+      for (std::size_t i = 0; i < n; ++i) {
+        std::int64_t k = read_integer(t, keys.data() + i * key_size);
+        bin[i] = k >= 0 && k < op.bins ? static_cast<std::size_t>(k) : nbins;
+        ++start[bin[i] + 1];
+      }
+      for (std::size_t b = 1; b < start.size(); ++b) start[b] += start[b - 1];
+      // Stable: elements of one bin keep their input order.
+      for (std::size_t i = 0; i < n; ++i) dest[i] = start[bin[i]]++;
+    }
     std::vector<HostArray> out;
     out.emplace_back(op.keys.type(), n);
     for (std::size_t i = 0; i < n; ++i)

@@ -105,7 +105,7 @@ TEST_CASE("more than 8192 bins is a GraphError that names the limit and what to 
   auto x = ff::input<int>("x");
   const std::string e = plan_error(ff::counting_sort(x, 8193));
   CHECK(e.find("counting_sort: 8193 bins is more than the 8192 this version sorts by") != std::string::npos);
-  CHECK(e.find("two stable passes") != std::string::npos);
+  CHECK(e.find("ff::sort / sort_by_key without a bin count") != std::string::npos);
   CHECK(plan_error(ff::counting_sort(x, 8192)).empty());
 }
 
@@ -132,4 +132,77 @@ TEST_CASE("a histogram and a counting sort of one input plan side by side") {
   CHECK(p.kernels[0].name == "ff_histogram_shared_u32");
   CHECK(p.kernels[3].name == "ff_counting_sort_scatter_staged_i32");
   CHECK(p.schedule(1000).launches.size() == 4);
+}
+
+TEST_CASE("a radix sort is three counting-sort kernels per 8-bit digit, least significant first") {
+  auto k = ff::input<unsigned>("k");
+  auto v = ff::input<unsigned>("v");
+  const ff::KeyedResult sorted = ff::sort_by_key(k, v);
+  const ff::codegen::Plan p = plan(ff::outputs(sorted.keys, sorted.values));
+  REQUIRE(p.kernels.size() == 12);
+  CHECK(p.kernels[0].name == "ff_radix_sort_tile_counts_u32_bits0_8");
+  CHECK(p.kernels[1].name == "ff_radix_sort_scan_u64_bits0_8");
+  CHECK(p.kernels[2].name == "ff_radix_sort_scatter_staged_u32_u32_bits0_8");
+  CHECK(p.kernels[11].name == "ff_radix_sort_scatter_staged_u32_u32_bits24_32");
+  REQUIRE(p.steps.size() == 1);
+  CHECK(p.steps[0].kind == ff::codegen::StepSpec::Kind::RadixSort);
+  CHECK(p.steps[0].kernels == 12);
+  CHECK(p.kernels[0].registered == "radix sort");
+  // Only the last pass writes the program's outputs; the others write scratch.
+  for (int pass = 0; pass < 4; ++pass) CHECK(output_args(p.kernels[static_cast<std::size_t>(3 * pass + 2)]) == (pass == 3 ? 2 : 0));
+  CHECK(p.kernels[2].source.find("keys_out[p] = v;") != std::string::npos);
+  CHECK(p.kernels[5].source.find("return keys_in[i];") != std::string::npos);
+  CHECK(p.kernels[3].source.find("ff::sort::count_tile_by<kBlock, kTile, Digit, kCopies>") != std::string::npos);
+  CHECK(p.kernels[9].source.find("constexpr int kShift = 24;") != std::string::npos);
+}
+
+TEST_CASE("a radix sort's launches ping-pong the keys and values through two scratch arrays") {
+  auto k = ff::input<unsigned>("k");
+  auto v = ff::input<unsigned>("v");
+  const ff::KeyedResult sorted = ff::sort_by_key(k, v);
+  const ff::codegen::Plan p = plan(ff::outputs(sorted.keys, sorted.values));
+  const std::int64_t tile = p.kernels[0].items_per_block_step;
+  const std::int64_t n = 10 * tile + 1;
+  const ff::codegen::Schedule s = p.schedule(n);
+  REQUIRE(s.launches.size() == 12);
+  for (int pass = 0; pass < 4; ++pass) {
+    const auto& counts = s.launches[static_cast<std::size_t>(3 * pass)];
+    const auto& scan = s.launches[static_cast<std::size_t>(3 * pass + 1)];
+    const auto& scatter = s.launches[static_cast<std::size_t>(3 * pass + 2)];
+    CHECK(counts.grid == 11);
+    CHECK(scan.n == 256 * 11);  // 256 bins, no bin for keys outside
+    CHECK(scatter.n == n);
+    // Scratch: (keys_in) tile_counts; (keys_in values_in) (keys_out values_out) positions.
+    CHECK(counts.scratch.size() == (pass == 0 ? 1u : 2u));
+    CHECK(scatter.scratch.size() == 1u + (pass > 0 ? 2u : 0u) + (pass < 3 ? 2u : 0u));
+  }
+  // Pass 2 reads what pass 1 wrote, and writes where pass 1 read from.
+  CHECK(s.launches[5].scratch[2] == s.launches[8].scratch[0]);
+  CHECK(s.launches[8].scratch[2] == s.launches[5].scratch[0]);
+  CHECK(s.launches[8].scratch[0] != s.launches[8].scratch[2]);
+  // Two arrays of n keys and two of n values at least.
+  CHECK(s.scratch_bytes >= static_cast<std::size_t>(4 * 4 * n));
+  CHECK(p.schedule(0).launches.empty());
+}
+
+TEST_CASE("a radix sort over a bit range takes one pass per 8 bits of it, the last narrower") {
+  auto k = ff::input<int>("k");
+  const ff::codegen::Plan one = plan(ff::sort(k, {0, 8}));
+  REQUIRE(one.kernels.size() == 3);
+  CHECK(one.kernels[2].name == "ff_radix_sort_scatter_staged_i32_bits0_8");
+  CHECK(output_args(one.kernels[2]) == 1);
+  const ff::codegen::Plan odd = plan(ff::sort(k, {3, 29}));
+  REQUIRE(odd.kernels.size() == 12);
+  CHECK(odd.kernels[9].name == "ff_radix_sort_tile_counts_i32_bits27_29");
+  CHECK(odd.kernels[9].source.find("constexpr int kWidth = 2;") != std::string::npos);
+  const ff::codegen::Schedule s = odd.schedule(5000);
+  const std::int64_t tiles = (5000 + odd.kernels[9].items_per_block_step - 1) / odd.kernels[9].items_per_block_step;
+  CHECK(s.launches[10].n == 4 * tiles);  // 2 bits: 4 bins
+  CHECK(s.launches[1].n == 256 * ((5000 + odd.kernels[0].items_per_block_step - 1) / odd.kernels[0].items_per_block_step));
+}
+
+TEST_CASE("a radix sort's result cannot feed a map yet") {
+  auto k = ff::input<float>("k");
+  const std::string e = plan_error(ff::Program(ff::sort(k) * 2.0f));
+  CHECK(e.find("counting_sort") != std::string::npos);
 }

@@ -170,6 +170,20 @@ TEST_CASE("segmented, by-key, histogram and sort ops read back and compute the s
                          {"offsets", ff::HostArray::from(std::vector<std::int64_t>{0, 5, 5, 17, 40})}});
 }
 
+TEST_CASE("radix sorts read back with their key bits and compute the same results") {
+  const auto x = ff::input<int>("x");
+  const auto f = ff::input<float>("f");
+  const ff::KeyedResult by_bits = ff::sort_by_key(x, f, {3, 17});
+  const ff::Program p = ff::outputs(ff::sort(f), by_bits.keys, by_bits.values, ff::sort(x * 3));
+  const std::string text = round_trip(p);
+  CHECK(text.find("= counting_sort(f, begin_bit=0, end_bit=32)\n") != std::string::npos);
+  CHECK(text.find("= counting_sort(x, begin_bit=3, end_bit=17, values=f)\n") != std::string::npos);
+  const std::size_t n = 50;
+  std::vector<float> fs(n);
+  for (std::size_t i = 0; i < n; ++i) fs[i] = static_cast<float>((static_cast<int>(i * 7) % 13) - 6) * 0.5f;
+  check_same_results(p, {{"x", ff::HostArray::from(small_ints(n, 1000))}, {"f", ff::HostArray::from(fs)}});
+}
+
 TEST_CASE("every kind of expression reads back") {
   const auto x = ff::input<float>("x");
   const auto i = ff::input<int>("i");

@@ -315,3 +315,30 @@ TEST_CASE("array_leaves finds inputs and array results, not scalars that broadca
   CHECK(ff::array_leaves(ff::index() * 2).empty());
   CHECK_FALSE(ff::is_array(ff::Expr()));
 }
+
+TEST_CASE("a radix sort takes u32, i32 or f32 keys and a bit range inside [0, 32), and says what is wrong otherwise") {
+  const auto u = ff::input<unsigned>("u");
+  const auto f = ff::input<float>("f");
+  CHECK(ff::sort(f).type() == Type(ScalarType::F32));
+  const ff::KeyedResult by_bits = ff::sort_by_key(u, f, {4, 12});
+  CHECK(by_bits.keys.node().op->begin_bit == 4);
+  CHECK(by_bits.keys.node().op->end_bit == 12);
+  CHECK(by_bits.keys.node().op->bins == 0);
+  CHECK(by_bits.values.type() == Type(ScalarType::F32));
+  CHECK_THROWS_WITH_AS(ff::sort(ff::input<double>("d")),
+                       "fuseflow: sort: the keys must be u32, i32 or f32, got f64 (cast them, or use counting_sort for "
+                       "small integer keys)",
+                       ff::GraphError);
+  CHECK_THROWS_WITH_AS(ff::sort_by_key(ff::input<std::uint64_t>("w"), f),
+                       "fuseflow: sort_by_key: the keys must be u32, i32 or f32, got u64 (cast them, or use "
+                       "counting_sort for small integer keys)",
+                       ff::GraphError);
+  CHECK_THROWS_WITH_AS(ff::sort(u, {8, 8}), "fuseflow: sort: the key bits [8, 8) must satisfy 0 <= begin < end <= 32",
+                       ff::GraphError);
+  CHECK_THROWS_WITH_AS(ff::sort(u, {0, 33}), "fuseflow: sort: the key bits [0, 33) must satisfy 0 <= begin < end <= 32",
+                       ff::GraphError);
+  CHECK_THROWS_WITH_AS(ff::sort_by_key(u, f, {-1, 8}),
+                       "fuseflow: sort_by_key: the key bits [-1, 8) must satisfy 0 <= begin < end <= 32", ff::GraphError);
+  CHECK_THROWS_WITH_AS(ff::sort_by_key(u, ff::Expr()), "fuseflow: sort_by_key: the values are an empty ff::Expr",
+                       ff::GraphError);
+}

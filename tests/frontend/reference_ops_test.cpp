@@ -298,3 +298,34 @@ TEST_CASE("a map can divide by a reduction's scalar") {
   b.bind(x, array<double>({1, 3, 4}));
   CHECK(run_array<double>(x / ff::reduce(x, ff::plus), b) == std::vector<double>{0.125, 0.375, 0.5});
 }
+
+TEST_CASE("sort orders f32 keys -inf < -1 < -0.0 < +0.0 < 1 < inf < every NaN, NaNs and equal keys in input order") {
+  auto f = ff::input<float>("f");
+  auto v = ff::input<int>("v");
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  ff::HostBindings b;
+  b.bind(f, array<float>({nan, 0.0f, -0.0f, 1.0f, -inf, inf, -1.0f, -nan, 1.0f}));
+  b.bind(v, array<int>({0, 1, 2, 3, 4, 5, 6, 7, 8}));
+  auto sorted = ff::sort_by_key(f, v);
+  auto results = ff::evaluate(ff::outputs(sorted.keys, sorted.values), b);
+  REQUIRE(results.size() == 2);
+  CHECK(results[1].array.to_vector<int>() == std::vector<int>{4, 6, 2, 1, 3, 8, 5, 0, 7});
+  const std::vector<float> keys = results[0].array.to_vector<float>();
+  CHECK(std::signbit(keys[2]));
+  CHECK(!std::signbit(keys[3]));
+  CHECK((std::isnan(keys[7]) && !std::signbit(keys[7]) && std::isnan(keys[8]) && std::signbit(keys[8])));
+}
+
+TEST_CASE("sort of i32 keys is signed, and key bits [4, 8) sort by that digit alone, stably") {
+  auto k = ff::input<int>("k");
+  auto v = ff::input<int>("v");
+  ff::HostBindings b;
+  b.bind(k, array<int>({5, -3, 0x120, 0x35, -200, 0x21, 7}));
+  b.bind(v, array<int>({0, 1, 2, 3, 4, 5, 6}));
+  CHECK(run_array<int>(ff::sort(k), b) == std::vector<int>{-200, -3, 5, 7, 0x21, 0x35, 0x120});
+  // Bits [4, 8) of the ordered form (the sign bit flipped does not touch them): 5 -> 0,
+  // -3 (0x7ffffffd) -> 15, 0x120 -> 2, 0x35 -> 3, -200 (0x7fffff38) -> 3, 0x21 -> 2, 7 -> 0.
+  auto sorted = ff::sort_by_key(k, v, {4, 8});
+  auto results = ff::evaluate(ff::outputs(sorted.values), b);
+  CHECK(results[0].array.to_vector<int>() == std::vector<int>{0, 6, 2, 5, 3, 4, 1});
+}

@@ -77,11 +77,16 @@ class Builder {
         return;
       }
       default:
+        // A radix sort's f32 keys stay f32 in the widened program (f64 keys are not
+        // sorted): integer-valued, they round to the same f32 either way.
+        const KeyBits bits{op.begin_bit, op.end_bit};
+        Expr keys = node(op.keys);
+        if (op.bins == 0 && keys.type() != op.keys->type) keys = cast(op.keys->type, keys);
         if (!v.valid()) {
-          results_.push_back(counting_sort(node(op.keys), op.bins));
+          results_.push_back(op.bins == 0 ? sort(keys, bits) : counting_sort(keys, op.bins));
           return;
         }
-        KeyedResult r = sort_by_key(node(op.keys), v, op.bins);
+        KeyedResult r = op.bins == 0 ? sort_by_key(keys, v, bits) : sort_by_key(keys, v, op.bins);
         sorted_values_[static_cast<int>(results_.size())] = r.values;
         results_.push_back(r.keys);
     }

@@ -71,7 +71,8 @@ std::string describe(const Case& c) {
     const OpDesc& op = c.ops[k];
     if (op.kind == OpKind::Histogram || op.kind == OpKind::CountingSort) {
       os << "  op " << k << ": " << (op.kind == OpKind::Histogram ? "histogram" : op.values ? "sort_by_key" : "counting_sort")
-         << ", " << op.bins << " bins";
+         << ", " << (op.bins == 0 ? "key bits [" + std::to_string(op.begin_bit) + ", " + std::to_string(op.end_bit) + ")"
+                                  : std::to_string(op.bins) + " bins");
       if (op.kind == OpKind::Histogram) os << ", " << scalar_name(op.count_type) << " counts";
       os << "\n";
       continue;

@@ -95,9 +95,28 @@ NodeRef Generator::sort_values() {
 OpDesc Generator::sort_op(bool with_values) {
   OpDesc op;
   op.kind = OpKind::CountingSort;
+  if (with_values) op.values = sort_values();
+  if (rng_.chance(0.35)) {
+    // A radix sort of u32, i32 or f32 keys (ff::sort): all 32 bits, one 8-bit digit, or
+    // a random range. Keys from an integer map; f32 ones cast from it, so negatives,
+    // zeros and ties come up; the cast rounds alike on both sides.
+    switch (rng_.weighted({3, 2, 3})) {
+      case 0: op.begin_bit = 0, op.end_bit = 32; break;
+      case 1: op.begin_bit = 0, op.end_bit = 8; break;
+      default:
+        op.begin_bit = static_cast<int>(rng_.range(0, 30));
+        op.end_bit = static_cast<int>(rng_.range(op.begin_bit + 1, 32));
+    }
+    NodeRef k = bin_expression(rng_.pick(std::vector<std::int64_t>{16, 256, 100000}));
+    switch (rng_.weighted({2, 2, 2})) {
+      case 0: op.keys = coerce(k, ScalarType::U32); break;
+      case 1: op.keys = coerce(k, ScalarType::I32); break;
+      default: op.keys = make_cast(ScalarType::F32, k);
+    }
+    return op;
+  }
   op.bins = sort_bins();
   op.keys = bin_expression(op.bins);
-  if (with_values) op.values = sort_values();
   return op;
 }
 

@@ -111,6 +111,7 @@ struct OpDesc {
   ScalarType count_type = ScalarType::U32;   // Histogram
   int offsets_input = -1;                    // SegmentedReduce / Scan: the InputSpec of its offsets
   bool offsets_cast = false;                 // SegmentedReduce / Scan: offsets read as cast<i64>(o)
+  int begin_bit = 0, end_bit = 0;            // CountingSort with bins == 0: a radix sort (ff::sort) by these key bits
 };
 
 struct OutputDesc {

@@ -13,7 +13,8 @@
 // the same output on every run.
 //
 // Keys outside [0, kKeyBins) (negative, or too large) belong to one more bin, kKeyBins,
-// after every key in range: the output is always a permutation of the input.
+// after every key in range: the output is always a permutation of the input. The
+// *_by forms take the bins as a functor type instead (KeyBins, or a radix sort's digit).
 #pragma once
 
 #include <fuseflow/histogram.cuh>
@@ -33,14 +34,26 @@ __device__ __forceinline__ int bin_of(const Key key) {
                                                                                          : static_cast<int>(kKeyBins);
 }
 
+// The bins of a counting sort by a small key: kKeyBins + 1 (the last for keys outside).
+// The kernels below take any such functor: kCount bins, operator() a key's bin in
+// [0, kCount) (a radix sort's digit, radix_sort.cuh).
+template <long long kKeyBins>
+struct KeyBins {
+  static constexpr int kCount = static_cast<int>(kKeyBins) + 1;
+  template <typename Key>
+  __device__ __forceinline__ int operator()(const Key key) const {
+    return bin_of<kKeyBins>(key);
+  }
+};
+
 // ---- 1. tile counts ------------------------------------------------------------------
 
 // Counts the keys of tile blockIdx.x (kThreads threads, kTile / kThreads elements each,
 // loaded coalesced) into shared memory, then stores them as column blockIdx.x of
-// `tile_counts`, the [(kKeyBins + 1) x tiles] matrix. `key_at(i)` is element i's key.
-template <int kThreads, int kTile, long long kKeyBins, int kCopies, typename KeyAt>
-__device__ __forceinline__ void count_tile(const long long n, KeyAt key_at, unsigned* tile_counts) {
-  constexpr long long kBins = kKeyBins + 1;
+// `tile_counts`, the [Bins::kCount x tiles] matrix. `key_at(i)` is element i's key.
+template <int kThreads, int kTile, typename Bins, int kCopies, typename KeyAt>
+__device__ __forceinline__ void count_tile_by(const long long n, KeyAt key_at, unsigned* tile_counts) {
+  constexpr long long kBins = Bins::kCount;
   constexpr int kPerThread = kTile / kThreads;
   static_assert(kTile % kThreads == 0, "a tile is a whole number of rows of the block");
   __shared__ unsigned private_counts[kCopies * kBins];
@@ -53,13 +66,17 @@ __device__ __forceinline__ void count_tile(const long long n, KeyAt key_at, unsi
 #pragma unroll
   for (int k = 0; k < kPerThread; ++k) {
     const long long i = base + k * kThreads + threadIdx.x;
-    bins[k] = i < n ? bin_of<kKeyBins>(key_at(i)) : -1;  // past n: counted nowhere
+    bins[k] = i < n ? Bins{}(key_at(i)) : -1;  // past n: counted nowhere
   }
   __syncthreads();
 #pragma unroll
   for (int k = 0; k < kPerThread; ++k) hist.add(bins[k]);
   __syncthreads();
   hist.store_column(tile_counts, tile, (n + kTile - 1) / kTile);
+}
+template <int kThreads, int kTile, long long kKeyBins, int kCopies, typename KeyAt>
+__device__ __forceinline__ void count_tile(const long long n, KeyAt key_at, unsigned* tile_counts) {
+  count_tile_by<kThreads, kTile, KeyBins<kKeyBins>, kCopies>(n, key_at, tile_counts);
 }
 
 // ---- 2. the scan of the counts -------------------------------------------------------
@@ -225,7 +242,7 @@ struct ScatterTile {
 
 // Many bins (the runs of one bin in a tile are short anyway): every element is written
 // straight from registers to its (bin, tile) position plus its rank in the tile and bin.
-template <long long kKeyBins, int kBins, typename Tile, int kItems, typename Key, typename ItemBin, typename ValueAt,
+template <int kBins, typename Tile, int kItems, typename Key, typename ItemBin, typename ValueAt,
           typename StoreKey, typename StoreValue>
 __device__ __forceinline__ void write_direct(const Tile& t, const unsigned short* offsets,
                                              const unsigned long long* positions, const Key (&keys)[kItems],
@@ -246,7 +263,7 @@ __device__ __forceinline__ void write_direct(const Tile& t, const unsigned short
 // through one `stage`), then copied out: thread t copies tile positions t, t + kThreads,
 // ..., so a bin's run is written by consecutive threads to consecutive addresses.
 // `stage` may overlap `offsets`: they are read before the first write to it.
-template <long long kKeyBins, int kBins, int kThreads, typename Tile, int kItems, typename Key, typename ItemBin,
+template <typename Bins, int kThreads, typename Tile, int kItems, typename Key, typename ItemBin,
           typename ValueAt, typename StoreKey, typename StoreValue>
 __device__ __forceinline__ void write_staged(const Tile& t, const unsigned short* offsets,
                                              const unsigned long long* positions, const Key (&keys)[kItems],
@@ -254,6 +271,7 @@ __device__ __forceinline__ void write_staged(const Tile& t, const unsigned short
                                              StoreKey store_key, StoreValue store_value, void* stage,
                                              unsigned long long* bin_delta) {
   using Value = decltype(value_at(0LL));
+  constexpr int kBins = Bins::kCount;
   // Tile positions of the items, and per bin the distance from tile position to output
   // position (row 0 of the offsets is where each bin starts in the tile).
   unsigned slots[kItems];
@@ -274,7 +292,7 @@ __device__ __forceinline__ void write_staged(const Tile& t, const unsigned short
     const int j = k * kThreads + threadIdx.x;
     if (j >= t.valid) continue;
     const Key key = stage_keys[j];
-    out_bins[k] = bin_of<kKeyBins>(key);
+    out_bins[k] = Bins{}(key);
     store_key(bin_delta[out_bins[k]] + j, key);
   }
   if constexpr (HasValues<Value>::value) {
@@ -307,16 +325,16 @@ __device__ __forceinline__ void write_staged(const Tile& t, const unsigned short
 // `key_at(i)` and `value_at(i)` evaluate element i (NoValues{} for a sort of keys
 // alone); `store_key(position, key)` and `store_value(position, value)` write the
 // outputs (Discard{} for a result that is not one).
-template <int kThreads, int kItems, long long kKeyBins, bool kStaged, typename KeyAt, typename ValueAt,
+template <int kThreads, int kItems, typename Bins, bool kStaged, typename KeyAt, typename ValueAt,
           typename StoreKey, typename StoreValue>
-__device__ __forceinline__ void scatter_tile(const long long n, const unsigned long long* positions, KeyAt key_at,
-                                             ValueAt value_at, StoreKey store_key, StoreValue store_value) {
+__device__ __forceinline__ void scatter_tile_by(const long long n, const unsigned long long* positions, KeyAt key_at,
+                                                ValueAt value_at, StoreKey store_key, StoreValue store_value) {
   using Tile = ScatterTile<kThreads, kItems>;
   using Key = decltype(key_at(0LL));
   using Value = decltype(value_at(0LL));
   constexpr int kWarps = Tile::kWarps;
-  constexpr int kBins = static_cast<int>(kKeyBins) + 1;
-  constexpr int kBits = bit_width(kKeyBins);  // bins 0 .. kKeyBins
+  constexpr int kBins = Bins::kCount;
+  constexpr int kBits = bit_width(kBins - 1);  // bins 0 .. kBins - 1
   static_assert(Tile::kTile < 65536, "tile positions and per-warp counts fit 16 bits");
   constexpr unsigned long long kCounterBytes = sizeof(unsigned short) * kWarps * kBins;
   constexpr unsigned long long kValueBytes = HasValues<Value>::value ? sizeof(Value) : 0;
@@ -339,7 +357,7 @@ __device__ __forceinline__ void scatter_tile(const long long n, const unsigned l
   // bin; those items come after every element of the tile, so they change no rank or
   // position of an element that is written.
   const auto item_bin = [&](int k) -> int {
-    return t.item(k) < t.valid ? bin_of<kKeyBins>(keys[k]) : static_cast<int>(kKeyBins);
+    return t.item(k) < t.valid ? Bins{}(keys[k]) : kBins - 1;
   };
   __syncthreads();
   unsigned ranks[kItems];
@@ -348,11 +366,17 @@ __device__ __forceinline__ void scatter_tile(const long long n, const unsigned l
   warp_bin_offsets<kThreads, kWarps, kBins>(counters, warp_totals);
   if constexpr (kStaged) {
     __shared__ unsigned long long bin_delta[kBins];  // output position - tile position, per bin
-    write_staged<kKeyBins, kBins, kThreads>(t, counters, positions, keys, ranks, item_bin, value_at, store_key,
+    write_staged<Bins, kThreads>(t, counters, positions, keys, ranks, item_bin, value_at, store_key,
                                             store_value, shared, bin_delta);
   } else {
-    write_direct<kKeyBins, kBins>(t, counters, positions, keys, ranks, item_bin, value_at, store_key, store_value);
+    write_direct<kBins>(t, counters, positions, keys, ranks, item_bin, value_at, store_key, store_value);
   }
+}
+template <int kThreads, int kItems, long long kKeyBins, bool kStaged, typename KeyAt, typename ValueAt,
+          typename StoreKey, typename StoreValue>
+__device__ __forceinline__ void scatter_tile(const long long n, const unsigned long long* positions, KeyAt key_at,
+                                             ValueAt value_at, StoreKey store_key, StoreValue store_value) {
+  scatter_tile_by<kThreads, kItems, KeyBins<kKeyBins>, kStaged>(n, positions, key_at, value_at, store_key, store_value);
 }
 
 }  // namespace sort

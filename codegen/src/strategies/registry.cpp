@@ -26,6 +26,7 @@ const RegisteredStrategy& reduce_by_key_strategy();             // segmented_sca
 const RegisteredStrategy& counting_sort_strategy();             // counting_sort.cpp
 const RegisteredStrategy& map_strategy();                       // map.cpp
 const RegisteredStrategy& scalar_epilogue_strategy();           // scalar_epilogue.cpp
+const RegisteredStrategy& radix_sort_strategy();                // radix_sort.cpp
 
 const std::vector<const RegisteredStrategy*>& registered_strategies() {
   static const std::vector<const RegisteredStrategy*> all = {
@@ -42,6 +43,7 @@ const std::vector<const RegisteredStrategy*>& registered_strategies() {
       &segmented_reduce_strategy(),
       &segmented_scan_strategy(),
       &reduce_by_key_strategy(),
+      &radix_sort_strategy(),  // ff::sort, sort_by_key without a bin count: 32-bit keys by bits
       &counting_sort_strategy(),
       &map_strategy(),
       &scalar_epilogue_strategy(),  // outputs from reductions' results, after every kernel

@@ -171,6 +171,7 @@ class Walker {
     put(static_cast<std::uint64_t>(o->scan_kind));
     put(static_cast<std::uint64_t>(o->strategy));
     put(static_cast<std::uint64_t>(o->bins));
+    put(static_cast<std::uint64_t>(o->begin_bit) << 8 | static_cast<std::uint64_t>(o->end_bit));  // a radix sort's key bits
     put(o->scalar_output ? 1 : 0);
     put(o->output_types.size());
     for (const Type& t : o->output_types) type(t);

@@ -173,6 +173,7 @@ struct StepSpec {
     ReduceThenScan,   // kernel, kernel + 1, kernel + 2 sharing the block sums (`value_bytes` each)
     CountingSort,     // tile counts (`bins` per tile), their scan, the scatter
     SegmentedReduce,  // the short pass (kernels == 2) when segments average <= kShortSegment, then the merge path
+    RadixSort,        // kernels / 3 counting-sort passes (tile counts, scan, scatter), keys ping-ponged in scratch
   };
   Kind kind = Kind::OnePass;
   int kernel = 0;               // the first kernel it launches

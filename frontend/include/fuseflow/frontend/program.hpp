@@ -50,6 +50,7 @@ struct OpNode {
   std::int64_t bins = 0;            // Histogram, CountingSort
   std::vector<Type> output_types;   // one per result
   bool scalar_output = false;       // Reduce: a single value, not an array
+  int begin_bit = 0, end_bit = 0;   // CountingSort with bins == 0 (ff::sort): the key bits it sorts by
 };
 
 // ---- ops ----------------------------------------------------------------------------
@@ -89,6 +90,18 @@ Expr histogram(const Expr& xs, F&& bin_of, std::int64_t nbins,
 // the n elements. sort_by_key also returns the values, permuted alike (keys, values).
 Expr counting_sort(const Expr& keys, std::int64_t nbins);
 KeyedResult sort_by_key(const Expr& keys, const Expr& values, std::int64_t nbins);
+// Stable sort of 32-bit keys (u32, i32, f32: any map of the inputs) by their value, an LSD
+// radix sort over 8-bit digits. i32 sorts as signed; f32 by the order-preserving bit flip:
+// -inf < ... < -0.0 < +0.0 < ... < +inf < every NaN (NaNs in input order). KeyBits{b, e}
+// sorts by bits [b, e) of that ordered form only (CUB's begin_bit/end_bit): the keys are
+// ordered by ((ordered >> b) mod 2^(e - b)), equal ones in input order; name only the
+// bits that vary to save passes (one pass per 8 bits). The keys come out unchanged.
+struct KeyBits {
+  int begin = 0;
+  int end = 32;
+};
+Expr sort(const Expr& keys, KeyBits bits = {});
+KeyedResult sort_by_key(const Expr& keys, const Expr& values, KeyBits bits = {});
 
 // ---- programs -----------------------------------------------------------------------
 class Program {

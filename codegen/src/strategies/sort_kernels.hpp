@@ -1,0 +1,60 @@
+#pragma once
+// The three kernels of one counting-sort pass (tile counts, their scan, the scatter),
+// shared by the counting sort (counting_sort.cpp: one pass by a small key) and the radix
+// sort (radix_sort.cpp: one pass per digit). The algorithms are in <fuseflow/counting_sort.cuh>.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "../array_ops.hpp"
+
+namespace fuseflow::codegen {
+
+// The tuning of one pass (from SortPolicy): one table for its three kernels, which share
+// the tile.
+struct SortTuning {
+  int block = 256;
+  int items = 16;
+  int scatter_threads_per_sm = 768;
+  bool staged = true;
+  int copies = 1;
+  std::int64_t bins = 0;         // counts per tile
+  std::size_t shared_bytes = 0;  // of the scatter
+  int tile() const { return block * items; }
+  int warps() const { return block / 32; }
+};
+// The tile for `bins` counts per tile, keys and values of the op's types.
+SortTuning sort_tuning(const OpNode& op, std::int64_t bins, const SortPolicy& policy);
+
+// How one pass bins, reads and writes.
+struct SortPass {
+  std::string prefix;                      // kernel names: prefix + "_tile_counts_" ...
+  std::string suffix;                      // after the type names ("" or "_bits0_8")
+  std::vector<std::string> bin_constants;  // constexpr lines naming the bins
+  std::string bins_arg;                    // the bins as a template argument: "kKeyBins" or "Digit"
+  bool by_functor = false;                 // the *_by kernels (bins_arg is a functor type)
+  std::string bins_text;                   // the bins, in words, for the summaries
+  std::string why;
+  std::string scatter_note;                // a line of the scatter's header comment, or ""
+  bool from_scratch = false;               // keys (and values) from scratch keys_in, values_in
+  bool to_scratch = false;                 // keys (and values) into scratch keys_out, values_out
+  std::string step;                        // "1/3" ... in the summaries: "counting sort 1/3"
+};
+
+// Tile counts: Scratch arguments keys_in (from_scratch), then tile_counts.
+KernelSpec emit_sort_tile_counts(const OpNode& op, const KernelContext& key_leaves, const SortTuning& s,
+                                 const SortPass& pass);
+// The exclusive scan of the [bins x tiles] counts: Scratch tile_counts, positions.
+KernelSpec emit_sort_scan_counts(const KernelContext& g, const SortPolicy& policy, const SortPass& pass);
+// The scatter: Scratch keys_in, values_in (from_scratch), keys_out, values_out
+// (to_scratch), then positions.
+KernelSpec emit_sort_scatter(const OpNode& op, const KernelContext& leaves, const std::vector<SortOutput>& outputs,
+                             const SortTuning& s, const SortPass& pass);
+
+// The registry blocks' shared pieces: a context reading what the keys alone read (the tile
+// counts), the program outputs that are the sort's results, the policy values by name.
+KernelContext keys_context(const KernelContext& g);
+std::vector<SortOutput> sort_outputs(const KernelContext& g);
+std::vector<std::pair<std::string, std::int64_t>> sort_tuning_values(const SortPolicy& s);
+
+}  // namespace fuseflow::codegen

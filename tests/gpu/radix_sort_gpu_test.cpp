@@ -1,0 +1,212 @@
+// GPU execution tests for the radix sort (ff::sort, sort_by_key without a bin count) of
+// u32, i32 and f32 keys: fresh random inputs, outputs poisoned (FUSEFLOW_POISON=1), and
+// an oracle of its own: std::stable_sort of the indices by the documented key order
+// (integers by value; floats by value with -0.0 before +0.0 and every NaN last; a bit range
+// by that digit of the ordered bits). The values are the element indices, so the values
+// that come out are the permutation, and stability is checked with them. Keys compare by
+// their bits (NaN payloads and the sign of zero included).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <fuseflow/fuseflow.hpp>
+
+#include "gpu_test_support.hpp"
+
+namespace ff = fuseflow;
+
+namespace {
+
+const std::vector<std::int64_t> kSizes = ff::test::capped({0, 1, 31, 33, 1000, 1025, 4097, (1 << 16) + 3, (1 << 20) + 7});
+const std::vector<std::int64_t> kLongSizes = ff::test::capped({1 << 24});
+
+using ff::test::rng;
+using ff::test::runtime;
+
+template <class T>
+std::uint32_t bits_of(T v) {
+  std::uint32_t b = 0;
+  std::memcpy(&b, &v, 4);
+  return b;
+}
+
+// The order the sort promises over all 32 bits, written from its definition.
+template <class T>
+bool key_less(T a, T b) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (std::isnan(a)) return false;
+    if (std::isnan(b)) return true;
+    if (a == b) return std::signbit(a) && !std::signbit(b);  // -0.0 before +0.0
+  }
+  return a < b;
+}
+
+// The digit of bits [begin, end) of the ordered form (README: flip the sign bit of i32, of
+// a positive f32, every bit of a negative f32; NaNs the largest word).
+template <class T>
+std::uint32_t digit_of(T v, int begin, int end) {
+  std::uint32_t b = bits_of(v);
+  if constexpr (std::is_same_v<T, int>) b ^= 0x80000000u;
+  if constexpr (std::is_same_v<T, float>) b = std::isnan(v) ? 0xffffffffu : (b >> 31 ? ~b : b | 0x80000000u);
+  const std::uint32_t mask = end - begin == 32 ? 0xffffffffu : (1u << (end - begin)) - 1u;
+  return (b >> begin) & mask;
+}
+
+// The permutation a stable sort of `keys` by bits [begin, end) makes.
+template <class T>
+std::vector<std::uint32_t> oracle(const std::vector<T>& keys, int begin, int end) {
+  std::vector<std::uint32_t> order(keys.size());
+  std::iota(order.begin(), order.end(), 0u);
+  if (begin == 0 && end == 32)
+    std::stable_sort(order.begin(), order.end(), [&](std::uint32_t i, std::uint32_t j) { return key_less(keys[i], keys[j]); });
+  else
+    std::stable_sort(order.begin(), order.end(), [&](std::uint32_t i, std::uint32_t j) {
+      return digit_of(keys[i], begin, end) < digit_of(keys[j], begin, end);
+    });
+  return order;
+}
+
+// Sorts `keys` (keys alone, and with their indices as u32 values) by bits [begin, end) on
+// the device and checks both against the oracle.
+template <class T>
+void check_radix(const std::vector<T>& keys, int begin, int end, const std::string& what) {
+  INFO(what << ", n = " << keys.size() << ", bits [" << begin << ", " << end << ")");
+  const auto k = ff::input<T>("k");
+  const ff::DeviceArray<T> device_keys = runtime().upload(keys);
+  const std::vector<std::uint32_t> want = oracle(keys, begin, end);
+  const ff::KeyedResult sorted = ff::sort_by_key(k, ff::cast<std::uint32_t>(ff::index()), {begin, end});
+  std::vector<ff::Result> got = runtime().run(ff::Program(ff::outputs(sorted.keys, sorted.values)), {{k, device_keys}});
+  REQUIRE(got.size() == 2);
+  const std::vector<T> got_keys = got[0].template download<T>();
+  const std::vector<std::uint32_t> got_order = got[1].download<std::uint32_t>();
+  REQUIRE(got_keys.size() == keys.size());
+  REQUIRE(got_order.size() == keys.size());
+  std::size_t wrong = 0, first = 0;
+  for (std::size_t i = 0; i < keys.size(); ++i)
+    if ((got_order[i] != want[i] || bits_of(got_keys[i]) != bits_of(keys[want[i]])) && wrong++ == 0) first = i;
+  INFO("sort_by_key: " << wrong << " of " << keys.size() << " elements differ, the first at " << first);
+  CHECK(wrong == 0);
+  // Keys alone.
+  const std::vector<T> alone = runtime().run(ff::sort(k, {begin, end}), {{k, device_keys}}).template download<T>();
+  REQUIRE(alone.size() == keys.size());
+  wrong = 0;
+  for (std::size_t i = 0; i < keys.size(); ++i)
+    if (bits_of(alone[i]) != bits_of(keys[want[i]]) && wrong++ == 0) first = i;
+  INFO("sort: " << wrong << " of " << keys.size() << " keys differ, the first at " << first);
+  CHECK(wrong == 0);
+}
+
+template <class T>
+T random_key() {
+  const std::uint32_t b = static_cast<std::uint32_t>(rng()());
+  if constexpr (std::is_same_v<T, float>) {
+    // Mostly finite values of every magnitude and sign, some specials.
+    const float specials[] = {0.0f, -0.0f, std::numeric_limits<float>::infinity(),
+                              -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(),
+                              -std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::denorm_min(), -1.0f};
+    if (b % 16 == 0) return specials[(b >> 4) % 8];
+    float f = 0.0f;
+    const std::uint32_t finite = b % 0x7f000000u | (b & 0x80000000u);
+    std::memcpy(&f, &finite, 4);
+    return f;
+  } else {
+    return static_cast<T>(b);
+  }
+}
+
+// Key shapes: random, all equal, already sorted, reversed, few distinct.
+template <class T>
+std::vector<std::pair<std::string, std::vector<T>>> shapes(std::int64_t n) {
+  std::vector<T> random(static_cast<std::size_t>(n)), few(random.size());
+  for (auto& k : random) k = random_key<T>();
+  std::vector<T> sorted = random, reversed;
+  std::stable_sort(sorted.begin(), sorted.end(), [](T a, T b) { return key_less(a, b); });
+  reversed.assign(sorted.rbegin(), sorted.rend());
+  const std::vector<T> equal(random.size(), random.empty() ? T{} : random.front());
+  T distinct[5];
+  for (auto& d : distinct) d = random_key<T>();
+  for (auto& k : few) k = distinct[rng()() % 5];
+  return {{"random", random}, {"all equal", equal}, {"already sorted", sorted}, {"reversed", reversed},
+          {"five distinct", few}};
+}
+
+template <class T>
+void sweep(const std::vector<std::int64_t>& sizes, const std::string& type) {
+  for (std::int64_t n : sizes)
+    for (const auto& [name, keys] : shapes<T>(n)) check_radix(keys, 0, 32, type + " " + name);
+}
+
+}  // namespace
+
+TEST_CASE("sort and sort_by_key of u32, i32 and f32 keys match a stable std::sort at every size and shape") {
+  sweep<unsigned>(kSizes, "u32");
+  sweep<int>(kSizes, "i32");
+  sweep<float>(kSizes, "f32");
+}
+
+TEST_CASE("sort of u32, i32 and f32 keys at 2^24 elements" * doctest::test_suite("long")) {
+  sweep<unsigned>(kLongSizes, "u32");
+  sweep<int>(kLongSizes, "i32");
+  sweep<float>(kLongSizes, "f32");
+}
+
+TEST_CASE("sort by a range of key bits orders by that digit alone, stably") {
+  const std::vector<std::pair<int, int>> ranges = {{0, 8}, {4, 12}, {8, 32}, {0, 1}, {31, 32}, {3, 29}, {0, 20}};
+  for (std::int64_t n : ff::test::capped({0, 1000, 5000, (1 << 16) + 3})) {
+    std::vector<unsigned> u(static_cast<std::size_t>(n));
+    std::vector<int> i(u.size());
+    std::vector<float> f(u.size());
+    for (std::size_t j = 0; j < u.size(); ++j) {
+      u[j] = random_key<unsigned>();
+      i[j] = random_key<int>();
+      f[j] = random_key<float>();
+    }
+    for (const auto& [begin, end] : ranges) {
+      check_radix(u, begin, end, "u32");
+      check_radix(i, begin, end, "i32");
+      check_radix(f, begin, end, "f32");
+    }
+  }
+}
+
+TEST_CASE("a radix sort fuses its key map and carries tuple values through its passes") {
+  const auto x = ff::input<float>("x");
+  const auto v = ff::input<int>("v");
+  for (std::int64_t n : ff::test::capped({1, 1000, 70000})) {
+    std::vector<float> xs(static_cast<std::size_t>(n));
+    std::vector<int> vs(xs.size());
+    for (std::size_t j = 0; j < xs.size(); ++j) {
+      xs[j] = static_cast<float>(static_cast<int>(rng()() % 2001) - 1000) * 0.25f;
+      vs[j] = static_cast<int>(rng()() % 100000);
+    }
+    // Keys x * 2 - 1, values (v, index) as a tuple: the reference evaluator is the oracle.
+    const ff::KeyedResult sorted = ff::sort_by_key(x * 2.0f - 1.0f, ff::zip(v, ff::index()));
+    const ff::Program program = ff::outputs(sorted.keys, sorted.values);
+    ff::HostBindings host;
+    host.bind(x, ff::HostArray::from(xs));
+    host.bind(v, ff::HostArray::from(vs));
+    const auto dx = runtime().upload(xs);
+    const auto dv = runtime().upload(vs);
+    std::vector<ff::Result> got = runtime().run(program, {{x, dx}, {v, dv}});
+    std::vector<ff::HostResult> want = ff::evaluate(program, host);
+    REQUIRE(got.size() == 2);
+    CHECK(got[0].download<float>() == want[0].array.to_vector<float>());
+    using Pair = ff::Tuple<std::int32_t, long long>;
+    const std::vector<Pair> g = got[1].download<Pair>();
+    const std::vector<Pair> w = want[1].array.to_vector<Pair>();
+    REQUIRE(g.size() == w.size());
+    std::size_t wrong = 0;
+    for (std::size_t j = 0; j < g.size(); ++j)
+      if (!(g[j] == w[j])) ++wrong;
+    INFO("n = " << n << ": " << wrong << " tuple values differ");
+    CHECK(wrong == 0);
+  }
+}
