@@ -40,6 +40,9 @@ struct ReduceGroup {
   std::vector<Expr> params;  // parameters used
   std::vector<int> param_ids;
   std::vector<int> scalars_read;  // slots of earlier reductions used by the maps
+  std::vector<Expr> tables;       // inputs read at computed positions (gather, shift), in program order
+  std::vector<int> table_ids;
+  bool checked_gather = false;    // a checked gather sets the gather_invalid flag
   std::vector<Type> slot_types;   // type of every slot of the program
   std::map<const OpNode*, int> slot_of;  // the slot of every reduction of the program
   Strategy strategy = Strategy::Automatic;
@@ -109,6 +112,10 @@ class ReduceKernelWriter {
 // order: the inputs (in_<name>, each input's C name, unique after sanitizing, appended to
 // `names`), n, the parameters (p_<name>) and the scalar results read (s<slot>).
 std::vector<Arg> elementwise_args(const ReduceGroup& g, std::vector<std::string>& names);
+// The arguments of the tables the group's gathers and shifts read (tab_<name> and its
+// length tab_<name>_n, see ExprEmitter) and, with a checked gather, its flag
+// gather_invalid: appended by every kernel's argument list after the parameters.
+void append_table_args(std::vector<Arg>& args, const ReduceGroup& g);
 // A leaf of an element-wise expression as an element-wise kernel spells it: input j as
 // inputs[j], the index as i, a parameter as p_<name>, a reduction's result as r<slot>.
 // `what` names the expression in the error for any other leaf.
@@ -164,6 +171,16 @@ ReduceGroup group_in(const PlanContext& c);
 // from the expressions it evaluates.
 void fill_leaves(ReduceGroup& g, const Program& p, const std::vector<Expr>& exprs,
                  const std::map<const OpNode*, int>& slot_of);
+
+// The arguments of `e` that it reads element by element: all but a gather's table.
+std::vector<Expr> table_free_args(const Expr& e);
+// Fills the group's tables (the inputs `exprs` read at computed positions: gather tables
+// and shifted arrays, in program order) and whether a checked gather is among them.
+void fill_tables(ReduceGroup& g, const Program& p, const std::vector<Expr>& exprs);
+// Before the other passes: the domain of every input read only as a gather's table (one
+// of its own, as its length is its own: Plan::input_domain), and the flag of checked
+// gathers (Plan::checked_offsets[kGatherFlag], a null op) when the program has one.
+void plan_tables(const Program& p, Plan& plan);
 
 std::string sanitize(const std::string& name);  // a C identifier from a user's name
 std::string reduce_kernel_name(const ReduceGroup& g, const char* strategy);

@@ -67,6 +67,7 @@ std::vector<Arg> ReduceKernelWriter::args() const {
     a.push_back({Arg::Kind::Param, g_.param_ids[j], "p_" + sanitize(g_.params[j].node().name), g_.params[j].type()});
   for (int s : g_.scalars_read)
     a.push_back({Arg::Kind::Scalar, s, "s" + std::to_string(s), g_.slot_types[static_cast<std::size_t>(s)]});
+  append_table_args(a, g_);
   for (const auto& r : g_.reduces)
     a.push_back({Arg::Kind::ScalarOutput, r.output_slot, "out" + std::to_string(r.output_slot), r.op->monoid.type()});
   if (partials_ != Partials::None) a.push_back({Arg::Kind::Scratch, 0, "partials", acc_type_});
