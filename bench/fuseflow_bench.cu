@@ -135,6 +135,7 @@ int run(const Options& opt) {
   if (opt.wants("course")) bench_course(c);
   if (opt.wants("latency")) bench_latency(c, opt);
   if (opt.wants("multi")) bench_multi(c, opt);  // sharded over every GPU here, beside torch.distributed
+  if (opt.wants("programs")) bench_programs(c, opt);  // SpMV and adjacent difference, beside torch and CuPy
   CK(cudaFreeHost(c.host_out));
 
   const std::string dir = out_dir();

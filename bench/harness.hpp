@@ -180,6 +180,7 @@ void bench_keyed(const Context& c, std::size_t n, int op);                     /
 void bench_course(const Context& c);                                           // course.cu
 void bench_latency(const Context& c, const Options& opt);                      // latency.cu
 void bench_multi(const Context& c, const Options& opt);                        // multi.cu
+void bench_programs(const Context& c, const Options& opt);                     // programs.cu (issue 25)
 
 // --- NVRTC compile: first run of a fresh program (compile.cu) ----------------------------
 struct CompileRow {
