@@ -26,7 +26,7 @@
 // This file: main and the order of the groups. The harness (options, timing, buffers,
 // inputs, the ceiling) is harness.hpp/.cu, the printed records records.cu, and each op
 // group has a file of its own: reduce, scan, histogram, segmented, sort, filter, keyed,
-// compile, course, latency (.cu). The latency group (small programs, host time per call,
+// compile, course, latency, programs (.cu). The latency group (small programs, host time per call,
 // beside torch and CuPy run by latency_anchors.py) writes bench_latency.csv.
 #include <cuda.h>
 #include <cuda_runtime.h>

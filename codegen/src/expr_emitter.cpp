@@ -59,7 +59,8 @@ std::string ExprEmitter::gather(const ExprNode& n) {
   if (n.index) return fresh(n.type, table + "[" + at + "]");
   const std::string inside = fresh(ScalarType::Bool, at + " >= 0 && " + at + " < " + table + "_n");
   out_.line("if (!" + inside + ") *gather_invalid = 1u;");
-  return fresh(n.type, inside + " ? " + table + "[" + at + "] : " + types_.name(n.type) + "{}");
+  const std::string zero = n.type.is_scalar() ? "(" + types_.name(n.type) + ")0" : types_.name(n.type) + "{}";
+  return fresh(n.type, inside + " ? " + table + "[" + at + "] : " + zero);
 }
 
 // x[i + k] inside [0, n), the fill outside: read through the cache from the input itself
