@@ -33,6 +33,8 @@ void collect_elements(const Expr& e, std::set<const ExprNode*>& seen, std::set<c
 void fill_tables(ReduceGroup& g, const Program& p, const std::vector<Expr>& exprs) {
   std::set<const ExprNode*> seen, tables;
   for (const auto& e : exprs) collect_tables(e, seen, tables, g.checked_gather);
+  // A group may be filled again (a scan's, after reductions are folded in): each table once.
+  for (const auto& t : g.tables) tables.erase(t.get());
   for (std::size_t i = 0; i < p.inputs().size(); ++i)
     if (tables.count(p.inputs()[i].get())) {
       g.tables.push_back(p.inputs()[i]);

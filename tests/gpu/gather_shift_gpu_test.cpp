@@ -202,3 +202,22 @@ TEST_CASE("shift reads neighbours with the fill outside, across the tiles of eve
                  "segmented max, " + at);
   }
 }
+
+TEST_CASE("a scan and a reduction folded into it read the same input through gather and shift") {
+  auto x = ff::input<int>("x");
+  const ff::Expr scan = ff::scan(ff::gather(x, ff::index() / 2) + ff::shift(x, -1, -5), ff::plus, ff::exclusive);
+  const ff::Expr sum = ff::reduce(ff::shift(x, 1, 3) & 3, ff::plus);
+  const ff::Program p({scan, sum});
+  for (std::int64_t n : ff::test::capped({1, 33, 4097, 70001})) {
+    std::vector<int> xh(static_cast<std::size_t>(n));
+    for (std::size_t i = 0; i < xh.size(); ++i) xh[i] = static_cast<int>(i * 2654435761u % 2001) - 1000;
+    auto xd = runtime().upload(xh);
+    std::vector<ff::Result> got = runtime().run(p, {{x, xd}});
+    ff::HostBindings host;
+    host.bind(x, ff::HostArray::from(xh));
+    std::vector<ff::HostResult> want = ff::evaluate(p, host);
+    INFO("n = " << n);
+    CHECK(got[0].download<int>() == want[0].array.to_vector<int>());
+    CHECK(got[1].as<int>() == want[1].scalar.as<int>());
+  }
+}
