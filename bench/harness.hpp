@@ -181,6 +181,7 @@ void bench_course(const Context& c);                                           /
 void bench_latency(const Context& c, const Options& opt);                      // latency.cu
 void bench_multi(const Context& c, const Options& opt);                        // multi.cu
 void bench_log_sum_exp(const Context& c, std::size_t n);                       // log_sum_exp.cu
+void bench_programs(const Context& c, const Options& opt);                     // programs.cu (issue 25)
 
 // --- NVRTC compile: first run of a fresh program (compile.cu) ----------------------------
 struct CompileRow {

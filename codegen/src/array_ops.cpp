@@ -29,7 +29,7 @@ void collect(const Expr& e, const std::string& op, std::set<const ExprNode*>& se
       unsupported(std::string("the array result of ") + op_name(e.node().op->kind) + " inside " + op);
     scalars.insert(e.node().op.get());
   }
-  for (const auto& a : e.args()) collect(a, op, seen, inputs, params, scalars);
+  for (const auto& a : table_free_args(e)) collect(a, op, seen, inputs, params, scalars);
 }
 
 }  // namespace
@@ -51,6 +51,7 @@ Leaves leaves_of(const PlanContext& c, const std::vector<Expr>& exprs, const std
     }
   for (const auto* s : scalars) g.scalars_read.push_back(c.slot_of.at(s));
   std::sort(g.scalars_read.begin(), g.scalars_read.end());
+  fill_tables(g, c.program, exprs);
   if (g.inputs.empty()) unsupported(op + " of an expression that reads no input array");
   return g;
 }
@@ -68,7 +69,7 @@ namespace {
 void element_inputs(const Expr& e, std::set<const ExprNode*>& seen, std::set<const ExprNode*>& out) {
   if (!e.valid() || !seen.insert(e.get()).second) return;
   if (e.kind() == ExprKind::Input) out.insert(e.get());
-  for (const auto& a : e.args()) element_inputs(a, seen, out);
+  for (const auto& a : table_free_args(e)) element_inputs(a, seen, out);
 }
 
 }  // namespace

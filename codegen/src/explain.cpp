@@ -26,6 +26,8 @@ const char* role(Arg::Kind kind) {
     case Arg::Kind::TileStatus: return "look-back status";
     case Arg::Kind::Epoch: return "epoch";
     case Arg::Kind::InvalidFlag: return "invalid flag";
+    case Arg::Kind::Table: return "table";
+    case Arg::Kind::TableLength: return "table length";
   }
   return "?";
 }

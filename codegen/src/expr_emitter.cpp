@@ -1,6 +1,7 @@
 #include "expr_emitter.hpp"
 
 #include "fuseflow/frontend/error.hpp"
+#include "kernel_context.hpp"
 
 namespace fuseflow::codegen {
 
@@ -46,6 +47,31 @@ std::string math_call(MathFn fn, const Type& t, const std::vector<std::string>& 
 }
 
 }  // namespace
+
+std::string table_name(const Expr& input) { return "tab_" + sanitize(input.node().name); }
+
+// A checked gather loads only inside the table, flags any other index for the run to
+// report (the CPU reference then names the first bad position), and goes on with a zero
+// element; an unchecked one loads wherever the index points.
+std::string ExprEmitter::gather(const ExprNode& n) {
+  const std::string table = table_name(n.args[0]);
+  const std::string at = fresh(ScalarType::I64, "(long long)" + emit(n.args[1]));
+  if (n.index) return fresh(n.type, table + "[" + at + "]");
+  const std::string inside = fresh(ScalarType::Bool, at + " >= 0 && " + at + " < " + table + "_n");
+  out_.line("if (!" + inside + ") *gather_invalid = 1u;");
+  const std::string zero = n.type.is_scalar() ? "(" + types_.name(n.type) + ")0" : types_.name(n.type) + "{}";
+  return fresh(n.type, inside + " ? " + table + "[" + at + "] : " + zero);
+}
+
+// x[i + k] inside [0, n), the fill outside: read through the cache from the input itself
+// (its neighbours' lines are in L1 already), not from a second array.
+std::string ExprEmitter::shift(const ExprNode& n) {
+  const std::string table = table_name(n.args[0]);
+  const std::string fill = emit(n.args[1]);
+  const std::string step = n.index < 0 ? " - " + std::to_string(-static_cast<long long>(n.index)) : " + " + std::to_string(n.index);
+  const std::string at = fresh(ScalarType::I64, leaf_(Expr::index()) + step);
+  return fresh(n.type, "(" + at + " >= 0 && " + at + " < " + table + "_n) ? " + table + "[" + at + "] : " + fill);
+}
 
 std::string ExprEmitter::fresh(const Type& t, const std::string& value) {
   std::string name = prefix_ + std::to_string(counter_++);
@@ -130,6 +156,8 @@ std::string ExprEmitter::compute(const Expr& e) {
       }
       return fresh(n.type, "(" + text + ")");
     }
+    case ExprKind::Gather: return gather(n);
+    case ExprKind::Shift: return shift(n);
   }
   throw GraphError("codegen: unknown expression kind");
 }

@@ -12,6 +12,10 @@
 
 namespace fuseflow::codegen {
 
+// The kernel parameter of an input read at computed positions (gather, shift): tab_<name>,
+// with its length as tab_<name>_n (append_table_args).
+std::string table_name(const Expr& input);
+
 class ExprEmitter {
  public:
   // `leaf` spells the leaves this context provides (inputs, index, parameters, results,
@@ -26,6 +30,8 @@ class ExprEmitter {
 
  private:
   std::string compute(const Expr& e);
+  std::string gather(const ExprNode& n);
+  std::string shift(const ExprNode& n);
   std::string fresh(const Type& t, const std::string& value);
 
   SourceWriter& out_;

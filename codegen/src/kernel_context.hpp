@@ -36,6 +36,9 @@ struct Leaves {
   std::vector<Expr> params;
   std::vector<int> param_ids;
   std::vector<int> scalars_read;
+  std::vector<Expr> tables;     // inputs read at computed positions (gather, shift), in program order
+  std::vector<int> table_ids;
+  bool checked_gather = false;  // a checked gather sets the gather_invalid flag
 };
 
 // One reduction inside a fused kernel.
@@ -154,6 +157,10 @@ class ReduceKernelWriter {
 // order: the inputs (in_<name>, each input's C name, unique after sanitizing, appended to
 // `names`), n, the parameters (p_<name>) and the scalar results read (s<slot>).
 std::vector<Arg> elementwise_args(const KernelContext& g, std::vector<std::string>& names);
+// The arguments of the tables the kernel's gathers and shifts read (tab_<name> and its
+// length tab_<name>_n, see ExprEmitter) and, with a checked gather, its flag
+// gather_invalid: appended by every kernel's argument list after the parameters.
+void append_table_args(std::vector<Arg>& args, const Leaves& l);
 // A leaf of an element-wise expression as an element-wise kernel spells it: input j as
 // inputs[j], the index as i, a parameter as p_<name>, a reduction's result as r<slot>.
 // `what` names the expression in the error for any other leaf.
@@ -208,6 +215,16 @@ Expr resolve_filters(const Expr& e, Expr& mask, FilterMemo& memo);
 Leaves leaves_in(const PlanContext& c, const std::vector<Expr>& exprs);
 // A context of `c` with no roles yet.
 KernelContext context_in(const PlanContext& c);
+
+// The arguments of `e` that it reads element by element: all but a gather's table.
+std::vector<Expr> table_free_args(const Expr& e);
+// Fills the leaves' tables (the inputs `exprs` read at computed positions: gather tables
+// and shifted arrays, in program order) and whether a checked gather is among them.
+void fill_tables(Leaves& g, const Program& p, const std::vector<Expr>& exprs);
+// Before the other passes: the domain of every input read only as a gather's table (one
+// of its own, as its length is its own: Plan::input_domain), and the flag of checked
+// gathers (Plan::checked_offsets[kGatherFlag], a null op) when the program has one.
+void plan_tables(const Program& p, Plan& plan);
 
 std::string sanitize(const std::string& name);  // a C identifier from a user's name
 std::string reduce_kernel_name(const KernelContext& g, const char* strategy);

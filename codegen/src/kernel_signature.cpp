@@ -18,7 +18,22 @@ std::vector<Arg> elementwise_args(const KernelContext& c, std::vector<std::strin
     args.push_back({Arg::Kind::Param, g.param_ids[j], "p_" + sanitize(g.params[j].node().name), g.params[j].type()});
   for (int s : g.scalars_read)
     args.push_back({Arg::Kind::Scalar, s, "s" + std::to_string(s), c.slot_type(s)});
+  append_table_args(args, c.leaves);
   return args;
+}
+
+void append_table_args(std::vector<Arg>& args, const Leaves& g) {
+  std::vector<std::string> names;
+  for (std::size_t j = 0; j < g.tables.size(); ++j) {
+    const std::string name = table_name(g.tables[j]);
+    if (std::find(names.begin(), names.end(), name) != names.end())
+      throw GraphError("codegen: two inputs read by gather or shift have the same C name " + name +
+                       " (input '" + g.tables[j].node().name + "'); rename one");
+    names.push_back(name);
+    args.push_back({Arg::Kind::Table, g.table_ids[j], name, g.tables[j].type()});
+    args.push_back({Arg::Kind::TableLength, g.table_ids[j], name + "_n", ScalarType::I64});
+  }
+  if (g.checked_gather) args.push_back({Arg::Kind::InvalidFlag, kGatherFlag, "gather_invalid", ScalarType::U32});
 }
 
 std::string kernel_source(const std::string& name, const std::string& program_text, const std::string& strategy,
@@ -38,8 +53,10 @@ std::string kernel_source(const std::string& name, const std::string& program_te
 std::string arg_declaration(CudaTypes& types, const Arg& a) {
   switch (a.kind) {
     case Arg::Kind::Input:
+    case Arg::Kind::Table:
     case Arg::Kind::Scalar: return "const " + types.name(a.type) + "* __restrict__ " + a.name;
-    case Arg::Kind::Length: return "const long long " + a.name;
+    case Arg::Kind::Length:
+    case Arg::Kind::TableLength: return "const long long " + a.name;
     case Arg::Kind::Param: return "const " + types.name(a.type) + " " + a.name;
     case Arg::Kind::Output:
     case Arg::Kind::OutputCount:

@@ -48,6 +48,7 @@ Plan plan(const Program& program, const Target& target, const PlanOptions& optio
   const Policies policies = policies_for(target, options);  // the target's tuning, the options over it
   Plan plan;
   FilterMemo memo;
+  plan_tables(program, plan);
 
   // Classify: every op and output by what plans it; a scalar slot per reduction.
   Classified classified = classify(program, plan, memo);

@@ -235,4 +235,48 @@ Expr Expr::raw_cuda(std::string text, Type t, std::vector<Expr> args) {
   return make(std::move(n));
 }
 
+// The table (gather) and the shifted array are input arrays: read at computed positions,
+// they are passed to kernels whole, not element by element.
+namespace {
+void require_input_array(const Expr& e, const std::string& what, const std::string& role) {
+  require_valid(e, what);
+  if (e.kind() != ExprKind::Input)
+    throw GraphError(what + ": " + role + " must be an input array (ff::input), got " + to_string(e) +
+                     "; compute other arrays into an output first and bind it as an input");
+}
+}  // namespace
+
+Expr Expr::gather(const Expr& table, const Expr& index, bool checked) {
+  const std::string what = checked ? "gather" : "gather_unchecked";
+  require_input_array(table, what, "the table");
+  require_valid(index, what);
+  if (!index.type().is_scalar() || !index.type().is_integral() || index.type().is_bool())
+    throw GraphError(what + ": the index must be an integer, got " + index.type().name() + " (" + to_string(index) +
+                     "); cast it with ff::cast<long long>");
+  ExprNode n{};
+  n.kind = ExprKind::Gather;
+  n.type = table.type();
+  n.index = checked ? 0 : 1;
+  n.args = {table, index};
+  return make(std::move(n));
+}
+
+Expr Expr::shift(const Expr& x, int k, const Expr& fill) {
+  require_input_array(x, "shift", "the shifted array");
+  require_valid(fill, "shift");
+  Expr f = fill;
+  if (f.type() != x.type()) {
+    if (!f.type().is_scalar() || !x.type().is_scalar())
+      throw GraphError("shift: the fill must have the array's type " + x.type().name() + ", got " + f.type().name());
+    f = cast(x.type(), f);
+  }
+  if (k == 0) return x;
+  ExprNode n{};
+  n.kind = ExprKind::Shift;
+  n.type = x.type();
+  n.index = k;
+  n.args = {x, f};
+  return make(std::move(n));
+}
+
 }  // namespace fuseflow

@@ -225,6 +225,11 @@ Expr Parser::named() {
     std::vector<Expr> args = arguments(t, 3);
     return checked(t, [&] { return Expr::select(args[0], args[1], args[2]); });
   }
+  if ((w == "gather" || w == "gather_unchecked") && call) {
+    std::vector<Expr> args = arguments(t, 2);
+    return checked(t, [&] { return Expr::gather(args[0], args[1], w == "gather"); });
+  }
+  if (w == "shift" && call) return shift(t);
   if (call)
     if (auto fn = lookup<MathFn>(w, kMathFnCount, math_name)) {
       std::vector<Expr> args = arguments(t, static_cast<int>(math_info(*fn).arity));
@@ -282,6 +287,23 @@ Expr Parser::raw_cuda(const Token& at) {
   while (accept(",")) args.push_back(expr());
   expect(")", "after the arguments of cuda<" + t.name() + ">");
   return checked(at, [&] { return Expr::raw_cuda(text, t, args); });
+}
+
+// shift(x, k, fill): k a whole number, negative or not.
+Expr Parser::shift(const Token& at) {
+  std::vector<Expr> args = arguments(at, 3);
+  Expr k = args[1];
+  bool negative = false;
+  if (k.kind() == ExprKind::Unary && k.node().unary == UnaryOp::Neg) {
+    negative = true;
+    k = k.args()[0];
+  }
+  if (k.kind() != ExprKind::Constant || !k.type().is_integral() || k.type().is_bool())
+    fail(at, "shift: the offset (second argument) must be a whole number such as -1 or 2, got " + to_string(args[1]));
+  const std::int64_t v = k.node().constant.as_int();
+  if (v > std::numeric_limits<int>::max() || v < -std::numeric_limits<int>::max()) fail(at, "shift: the offset " + std::to_string(v) + " is too large");
+  const int offset = static_cast<int>(negative ? -v : v);
+  return checked(at, [&] { return Expr::shift(args[0], offset, args[2]); });
 }
 
 // (e) is e; (e,) and (e, f ...) are tuples.

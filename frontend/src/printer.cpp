@@ -118,6 +118,9 @@ class Printer {
         if (!n.args.empty()) s += ", " + list(n.args);
         return s + ")";
       }
+      case ExprKind::Gather: return (n.index ? "gather_unchecked(" : "gather(") + list(n.args) + ")";
+      case ExprKind::Shift:
+        return "shift(" + expr(n.args[0]) + ", " + std::to_string(n.index) + ", " + expr(n.args[1]) + ")";
     }
     return "?";
   }

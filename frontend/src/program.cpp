@@ -45,6 +45,8 @@ void collect_leaves(const Expr& e, std::vector<Expr>& out, std::set<const ExprNo
     out.push_back(e);
   } else if (e.kind() == ExprKind::Result) {
     if (!e.node().op->scalar_output) out.push_back(e);
+  } else if (e.kind() == ExprKind::Gather) {
+    collect_leaves(e.args()[1], out, seen);  // the table has a length of its own
   } else {
     for (const auto& a : e.args()) collect_leaves(a, out, seen);
   }

@@ -163,6 +163,7 @@ class Parser {
   Expr typed_integer(ScalarType s);
   Expr cast(const Token& at);
   Expr raw_cuda(const Token& at);
+  Expr shift(const Token& at);  // shift(x, k, fill)
   Expr parenthesized(bool& tuple_literal);
   void require_program_scope(const Token& t);
   Expr leaf(const Token& t, ExprKind kind);

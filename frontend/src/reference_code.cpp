@@ -184,6 +184,8 @@ class Compiler {
       case ExprKind::Select: return select(n);
       case ExprKind::Call: return call(n);
       case ExprKind::RawCuda: raw_cuda_error(n);
+      case ExprKind::Gather: return gather(n);
+      case ExprKind::Shift: return shift(n);
     }
     throw InternalError("the CPU reference has no rule for expression kind " +
                         std::to_string(static_cast<int>(n.kind)));
@@ -261,11 +263,52 @@ class Compiler {
     return r;
   }
 
+  // A load of the whole array `leaf` at a computed position: a LoadAt or LoadShifted
+  // into `r`, its data and layout filled in.
+  Instr load_at(Instr::Op op, const Expr& leaf, Range r) {
+    LeafData d = resolve_(leaf);
+    if (!d.array) throw InternalError("the CPU reference: " + fuseflow::to_string(leaf) + " is not an array");
+    Instr in{op};
+    in.dst = r.base;
+    in.data = d.array->data();
+    in.stride = d.array->type().size();
+    in.length = d.array->size();
+    in.leaves = &code_.layouts_.emplace_back(leaves_of(leaf.type()));
+    return in;
+  }
+
+  Range gather(const ExprNode& n) {
+    Range index = scalar_in(n.args[1], ScalarType::I64);
+    Range r = alloc(width_of(n.type));
+    Instr in = load_at(Instr::Op::LoadAt, n.args[0], r);
+    in.a = index.base;
+    in.node = &n;
+    emit(in);
+    return r;
+  }
+
+  // The fill first, then the element over it where i + k is inside the array.
+  Range shift(const ExprNode& n) {
+    Range r = alloc(width_of(n.type));
+    copy(r, node(n.args[1]));
+    Instr in = load_at(Instr::Op::LoadShifted, n.args[0], r);
+    in.offset = n.index;
+    emit(in);
+    return r;
+  }
+
   LeafResolver resolve_;
   Code code_;
   bool has_operands_ = false;
   std::vector<std::map<const ExprNode*, Range>> scopes_;
 };
+
+void throw_gather_out_of_range(const ExprNode& gather, std::size_t position, std::int64_t value, std::size_t length) {
+  const std::string table = gather.args[0].node().name;
+  throw GraphError("gather: the index at position " + std::to_string(position) + " is " + std::to_string(value) +
+                   ", outside the table '" + table + "' of " + std::to_string(length) + " elements (" +
+                   fuseflow::to_string(gather.args[1]) + ")");
+}
 
 Code compile(const Expr& e, LeafResolver resolve, const Type* operand_type) {
   return Compiler(std::move(resolve)).compile(e, operand_type);

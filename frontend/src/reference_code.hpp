@@ -36,7 +36,7 @@ struct Range {
 };
 
 struct Instr {
-  enum class Op : std::uint8_t { Load, Index, Copy, Convert, Unary, Binary, Math, JumpIfFalse, JumpIfTrue, Jump };
+  enum class Op : std::uint8_t { Load, Index, Copy, Convert, Unary, Binary, Math, JumpIfFalse, JumpIfTrue, Jump, LoadAt, LoadShifted };
   Op op;
   std::uint32_t dst = 0;  // Jump*: the target instruction
   std::uint32_t a = 0;    // source slot; Jump*: the condition; Math: the first of its arguments
@@ -49,7 +49,14 @@ struct Instr {
   detail::UnaryKernel unary = nullptr;
   detail::BinaryKernel binary = nullptr;
   detail::MathKernel math = nullptr;
+  std::size_t length = 0;             // LoadAt, LoadShifted: the array's elements
+  std::int64_t offset = 0;            // LoadShifted: k (element i reads i + k)
+  const ExprNode* node = nullptr;     // LoadAt: the gather, for its error
 };
+
+// LoadAt's error: the gather's index `value` at element `position` is outside its table.
+[[noreturn]] void throw_gather_out_of_range(const ExprNode& gather, std::size_t position, std::int64_t value,
+                                            std::size_t length);
 
 // What a leaf reads: an array (inputs, array results) or a value (parameters, scalar results).
 struct LeafData {
@@ -100,7 +107,27 @@ class Code {
           if ((slots[in.a] & 0xFF) != 0) pc = in.dst;
           break;
         case Instr::Op::Jump: pc = in.dst; break;
+        case Instr::Op::LoadAt: {  // gather: slot a holds the index as i64
+          const auto at = static_cast<std::int64_t>(slots[in.a]);
+          if (at < 0 || static_cast<std::uint64_t>(at) >= in.length) throw_gather_out_of_range(*in.node, i, at, in.length);
+          load_element(slots + in.dst, in, static_cast<std::size_t>(at));
+          break;
+        }
+        case Instr::Op::LoadShifted: {  // shift: slots [dst, ...) hold the fill already
+          const std::int64_t at = static_cast<std::int64_t>(i) + in.offset;
+          if (at >= 0 && static_cast<std::uint64_t>(at) < in.length) load_element(slots + in.dst, in, static_cast<std::size_t>(at));
+          break;
+        }
       }
+    }
+  }
+
+  static void load_element(Slot* out, const Instr& in, std::size_t at) {
+    const std::byte* p = in.data + at * in.stride;
+    for (const Leaf& l : *in.leaves) {
+      Slot v = 0;
+      std::memcpy(&v, p + l.offset, l.size);
+      *out++ = v;
     }
   }
 

@@ -140,6 +140,8 @@ class Builder {
       case NodeKind::Cast: return Expr::cast(widen(n.type, mode_), a[0]);
       case NodeKind::Tuple: return Expr::make_tuple(a);
       case NodeKind::Get: return Expr::get(a[0], n.index);
+      case NodeKind::Shift: return Expr::shift(a[0], n.index, a[1]);
+      case NodeKind::Gather: return Expr::gather(a[0], a[1]);
     }
     throw GraphError("fuzz: unknown node kind");
   }

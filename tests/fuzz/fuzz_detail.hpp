@@ -102,6 +102,11 @@ std::shared_ptr<Node> make_call(MathFn fn, std::vector<NodeRef> args);
 std::shared_ptr<Node> make_cast(ScalarType to, const NodeRef& a);
 std::shared_ptr<Node> make_tuple(std::vector<NodeRef> fields);
 std::shared_ptr<Node> make_get(const NodeRef& t, int field);
+// shift(x, k, fill) of an input x; gather(x, index() / 2) (every index inside [0, n) at
+// any n, as a test may shrink n). The gather's length comes from other arrays: it does not
+// count as reading an input.
+std::shared_ptr<Node> make_shift(const NodeRef& x, int k, const NodeRef& fill);
+std::shared_ptr<Node> make_halved(const NodeRef& x, const NodeRef& index);
 // min(max(a, -limit), limit) (min(a, limit) for unsigned): bounds |a| by limit.
 NodeRef clamp(const NodeRef& a, double limit);
 // Keeps float magnitudes bounded.

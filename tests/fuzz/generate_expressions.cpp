@@ -64,15 +64,27 @@ NodeRef Generator::constant_leaf() {
   return make_const(t, static_cast<double>(rng_.range(-20, 20)));
 }
 
+// An input read at another position: a neighbour (shift by -2..3, a constant fill
+// outside) or at half the index (a gather).
+NodeRef Generator::neighbour() {
+  NodeRef x = input_leaf();
+  if (rng_.chance(0.3)) return make_halved(x, index_);
+  const auto k = static_cast<int>(rng_.range(-2, 3));
+  const ScalarType t = st(x);
+  NodeRef fill = make_const(t, static_cast<double>(rng_.range(is_unsigned(t) ? 0 : -5, 5)));
+  return k == 0 ? x : make_shift(x, k, fill);
+}
+
 // ---- expressions --------------------------------------------------------------------
 
 NodeRef Generator::leaf(bool exact) {
   std::vector<NodeRef> extra;
   for (const auto& s : scalars_)
     if (!exact || s->exact) extra.push_back(s);
-  std::size_t k = rng_.weighted({8, 1, params_.empty() ? 0 : 2, extra.empty() ? 0 : 4, 3});
+  std::size_t k = rng_.weighted({8, 1, params_.empty() ? 0 : 2, extra.empty() ? 0 : 4, 3, 2});
   switch (k) {
     case 0: return input_leaf();
+    case 5: return neighbour();
     case 1: return index_;
     case 2: return rng_.pick(params_);
     case 3: return rng_.pick(extra);

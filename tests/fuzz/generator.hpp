@@ -43,6 +43,7 @@ class Generator {
   NodeRef input_leaf() { return leaves_[static_cast<std::size_t>(rng_.below(leaves_.size()))]; }
   NodeRef constant_leaf();
   NodeRef leaf(bool exact);
+  NodeRef neighbour();
   NodeRef to_float(const NodeRef& a);
   NodeRef to_int(const NodeRef& a, ScalarType t);
   NodeRef input_as_int();

@@ -118,6 +118,26 @@ std::shared_ptr<Node> make_input(int k, const InputSpec& spec) {
   return n;
 }
 
+std::shared_ptr<Node> make_shift(const NodeRef& x, int k, const NodeRef& fill) {
+  auto n = fresh(NodeKind::Shift, x->type);
+  n->args = {x, fill};
+  n->index = k;
+  n->bound = std::max(x->bound, fill->bound);
+  set_err(*n, std::max(x->abs_err, fill->abs_err), std::max(x->rel_err, fill->rel_err));
+  n->exact = x->exact && fill->exact;
+  n->reads_input = true;
+  return n;
+}
+
+std::shared_ptr<Node> make_halved(const NodeRef& x, const NodeRef& index) {
+  auto n = fresh(NodeKind::Gather, x->type);
+  n->args = {x, make_binary(BinaryOp::Div, index, make_const(ScalarType::I64, 2))};
+  n->bound = x->bound;
+  set_err(*n, x->abs_err, x->rel_err);
+  n->exact = x->exact;
+  return n;
+}
+
 std::shared_ptr<Node> make_index(std::int64_t count) {
   auto n = fresh(NodeKind::Index, ScalarType::I64);
   n->bound = static_cast<double>(std::max<std::int64_t>(count, 1));

@@ -67,6 +67,8 @@ enum class NodeKind : std::uint8_t {
   Scalar,       // the result of ops[index], a reduction (read by a later map)
   ScanElement,  // the element of ops[index], a scan or a filter (read by an output's map)
   Unary, Binary, Select, Call, Cast, Tuple, Get,
+  Shift,   // shift(args[0] (an input), index, args[1] (a constant fill))
+  Gather,  // gather(args[0] (an input), args[1] (an i64 index inside [0, n)))
 };
 
 struct Node;

@@ -73,7 +73,7 @@ void collect_leaves(const Expr& e, std::set<const ExprNode*>& seen, std::set<con
   if (e.kind() == ExprKind::Input) inputs.insert(e.get());
   if (e.kind() == ExprKind::Param) params.insert(e.get());
   if (e.kind() == ExprKind::Result && e.node().op->scalar_output) scalars.insert(e.node().op.get());
-  for (const auto& a : e.args()) collect_leaves(a, seen, inputs, params, scalars);
+  for (const auto& a : table_free_args(e)) collect_leaves(a, seen, inputs, params, scalars);
 }
 
 KernelContext context_in(const PlanContext& c) {
@@ -100,6 +100,7 @@ Leaves leaves_in(const PlanContext& c, const std::vector<Expr>& exprs) {
     }
   for (const auto* op : scalars) g.scalars_read.push_back(c.slot_of.at(op));
   std::sort(g.scalars_read.begin(), g.scalars_read.end());
+  fill_tables(g, c.program, exprs);
   return g;
 }
 

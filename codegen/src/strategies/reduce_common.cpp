@@ -67,6 +67,7 @@ std::vector<Arg> ReduceKernelWriter::args() const {
   for (std::size_t j = 0; j < l.params.size(); ++j)
     a.push_back({Arg::Kind::Param, l.param_ids[j], "p_" + sanitize(l.params[j].node().name), l.params[j].type()});
   for (int s : l.scalars_read) a.push_back({Arg::Kind::Scalar, s, "s" + std::to_string(s), g_.slot_type(s)});
+  append_table_args(a, l);
   for (const auto& r : g_.reduces)
     a.push_back({Arg::Kind::ScalarOutput, r.output_slot, "out" + std::to_string(r.output_slot), r.op->monoid.type()});
   append_epilogue_args(g_, a);

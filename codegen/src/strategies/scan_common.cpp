@@ -115,6 +115,7 @@ std::vector<Arg> ScanKernelWriter::args(bool with_inputs, bool with_outputs, con
       a.push_back({Arg::Kind::Param, l.param_ids[j], "p_" + sanitize(l.params[j].node().name), l.params[j].type()});
     for (int s : l.scalars_read)
       a.push_back({Arg::Kind::Scalar, s, "s" + std::to_string(s), g_.slot_type(s)});
+    append_table_args(a, l);
   }
   if (with_outputs)
     for (std::size_t j = 0; j < g_.outputs.size(); ++j)

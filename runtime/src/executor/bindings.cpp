@@ -44,9 +44,11 @@ bool overlap(const DeviceBytes& a, const DeviceBytes& b) {
   return a.size_bytes() && b.size_bytes() && a.ptr < b.ptr + b.size_bytes() && b.ptr < a.ptr + a.size_bytes();
 }
 
-bool reads_input(const codegen::KernelSpec& k, std::size_t input) {
+bool reads_input(const codegen::KernelSpec& k, std::size_t input, bool as_table = false) {
   return std::any_of(k.args.begin(), k.args.end(), [&](const codegen::Arg& a) {
-    return a.kind == codegen::Arg::Kind::Input && static_cast<std::size_t>(a.index) == input;
+    const bool kind = as_table ? a.kind == codegen::Arg::Kind::Table
+                               : a.kind == codegen::Arg::Kind::Input || a.kind == codegen::Arg::Kind::Table;
+    return kind && static_cast<std::size_t>(a.index) == input;
   });
 }
 
@@ -203,7 +205,8 @@ void check_output_bindings(const Program& program, const codegen::Plan& plan, co
       });
       if (writer == launches.end()) continue;  // nothing to write (no elements)
       const codegen::KernelSpec& w = plan.kernels[static_cast<std::size_t>(writer->kernel)];
-      if (reads_input(w, k) && !w.in_place)
+      // A gather or shift reads other tiles' elements: not in place.
+      if (reads_input(w, k) && (!w.in_place || reads_input(w, k, true)))
         throw GraphError(what + " of " + input + ", which its kernel " + w.name +
                          " reads while it writes the output; only a scan writes over its input (in place): bind "
                          "a separate array");
@@ -233,6 +236,27 @@ void throw_invalid_offsets(const Program& program, const OpNode& op, const Bound
   const std::string name = op_name(op.kind);
   segment_bounds(name, values.type().scalar(), values.data(), values.size(), static_cast<std::size_t>(n));
   throw GraphError(name + ": the device flagged the offsets as invalid but the CPU reference accepts them");
+}
+
+void throw_invalid_gather(const Program& program, const BoundLeaves& leaves, DeviceContext& context) {
+  HostBindings host;
+  for (std::size_t i = 0; i < program.inputs().size(); ++i) {
+    const Expr& in = program.inputs()[i];
+    HostArray data(in.type(), static_cast<std::size_t>(leaves.input_lengths.at(i)));
+    context.copy_to_host(data.data(), leaves.input_ptrs.at(i), data.size() * in.type().size());
+    host.bind(in, std::move(data));
+  }
+  for (std::size_t i = 0; i < program.params().size(); ++i) host.bind(program.params()[i], leaves.params.at(i));
+  try {
+    (void)evaluate(program, host);
+  } catch (const GraphError& e) {
+    if (std::string(e.what()).find("gather") != std::string::npos) throw;
+    throw GraphError(std::string("gather: an index is outside its table (the device flagged it); the CPU reference "
+                                 "could not find where: ") + e.what());
+  }
+  throw GraphError("gather: the device flagged an index outside its table but the CPU reference finds none "
+                   "(a gather under a filter's predicate is evaluated for every element: use gather_unchecked "
+                   "with an index the predicate keeps inside the table)");
 }
 
 }  // namespace detail

@@ -51,4 +51,9 @@ std::size_t output_length(const codegen::Plan& plan, std::size_t i, const std::v
 [[noreturn]] void throw_invalid_offsets(const Program& program, const OpNode& op, const BoundLeaves& leaves,
                                         std::int64_t n, DeviceContext& context);
 
+// After a run whose kernels flagged a gather's index outside its table: downloads the
+// inputs, runs the program with the CPU reference and throws its GraphError, which names
+// the first bad position and its index.
+[[noreturn]] void throw_invalid_gather(const Program& program, const BoundLeaves& leaves, DeviceContext& context);
+
 }  // namespace fuseflow::detail

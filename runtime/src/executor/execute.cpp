@@ -262,7 +262,11 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
       unsigned char* cell = prep.cells[a].data();
       CUdeviceptr ptr = 0;
       switch (arg.kind) {
-        case codegen::Arg::Kind::Input: ptr = bound.input_ptrs[static_cast<std::size_t>(arg.index)]; break;
+        case codegen::Arg::Kind::Input:
+        case codegen::Arg::Kind::Table: ptr = bound.input_ptrs[static_cast<std::size_t>(arg.index)]; break;
+        case codegen::Arg::Kind::TableLength:
+          std::memcpy(cell, &bound.input_lengths[static_cast<std::size_t>(arg.index)], sizeof launch.n);
+          continue;
         case codegen::Arg::Kind::Length:
           std::memcpy(cell, arg.index == 0 ? &launch.n : &lengths[static_cast<std::size_t>(arg.index)], sizeof launch.n);
           continue;
@@ -307,7 +311,9 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
     for (std::size_t i = 0; i < plan.checked_offsets.size(); ++i) {
       unsigned flag = 0;
       std::memcpy(&flag, host + prep.flags_offset + i * sizeof(unsigned), sizeof flag);
-      if (flag) detail::throw_invalid_offsets(program, *program.ops().at(prep.checked_op_index[i]), bound, n, *context_);
+      if (!flag) continue;
+      if (!plan.checked_offsets[i]) detail::throw_invalid_gather(program, bound, *context_);
+      detail::throw_invalid_offsets(program, *program.ops().at(prep.checked_op_index[i]), bound, n, *context_);
     }
   }
   for (std::size_t i = 0; i < outputs; ++i) {

@@ -104,6 +104,10 @@ std::shared_ptr<PreparedProgram> prepare(Runtime& rt, Executor& ex, const Progra
     p->host = context->allocate_host(p->flags_offset + flag_bytes, direct);
   }
   for (const auto& op : p->plan.checked_offsets) {
+    if (!op) {  // the gathers' flag
+      p->checked_op_index.push_back(0);
+      continue;
+    }
     const auto& ops = program.ops();
     const auto at = std::find(ops.begin(), ops.end(), op);
     if (at == ops.end()) throw InternalError("prepare: a checked op of the plan is not among the program's ops");

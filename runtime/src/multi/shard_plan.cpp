@@ -58,6 +58,10 @@ struct Rewriter {
       case ExprKind::Param:
       case ExprKind::Operand: out = e; break;
       case ExprKind::Result: out = rewrite_result(e); break;
+      case ExprKind::Gather:
+      case ExprKind::Shift:  // they read other shards' elements
+        throw GraphError("sharded run: " + to_string(e) + " reads elements at other positions, which a sharded "
+                         "run does not support yet; run the program on one GPU");
       default: {
         std::vector<Expr> args;
         for (const Expr& a : e.args()) args.push_back(rewrite(a));

@@ -27,6 +27,9 @@ using shared::kTicketLastBlock;
 using shared::kTickets;
 using shared::kTicketTileCounter;
 
+// The InvalidFlag index of every checked gather of a program (Plan::checked_offsets[0] null).
+inline constexpr int kGatherFlag = 0;
+
 // One kernel argument, resolved by the executor when it launches.
 struct Arg {
   enum class Kind : std::uint8_t {
@@ -52,7 +55,10 @@ struct Arg {
                  // entries other launches left read as not yet published
     InvalidFlag, // unsigned* to a word zeroed before the run, which the kernel sets when it
                  // finds input only the device sees invalid: segment offsets out of [0, n]
-                 // or decreasing (Plan::checked_offsets[index] says whose)
+                 // or decreasing (Plan::checked_offsets[index] says whose), or a gather's
+                 // index outside its table (index kGatherFlag, its checked_offsets entry null)
+    Table,       // const T* of program input `index`, read at computed positions (gather, shift)
+    TableLength, // long long: the element count of program input `index` (a Table's length)
   };
   Kind kind;
   int index = 0;
@@ -246,6 +252,7 @@ struct Plan {
   std::vector<OutputShape> output_shapes;
   // Per InvalidFlag argument index: the segmented op whose offsets the flag checks. The
   // runtime reads the flags after a run and explains a set one with the CPU reference.
+  // A program with a checked gather has its flag first (kGatherFlag), with a null op.
   std::vector<std::shared_ptr<const OpNode>> checked_offsets;
 
   Schedule schedule(std::int64_t n) const;

@@ -33,6 +33,8 @@ enum class ExprKind : std::uint8_t {
   MakeTuple,
   Get,       // tuple field
   RawCuda,   // raw CUDA expression text with $0, $1 ... for its arguments
+  Gather,    // table[index]: args {table (an input), index}; `index` 1 when unchecked
+  Shift,     // x[i + k] inside [0, n), else fill: args {x (an input), fill}; `index` k
 };
 
 // UnaryOp, BinaryOp and MathFn, with their spellings and classes: operators.hpp.
@@ -82,6 +84,11 @@ class Expr {
   static Expr make_tuple(std::vector<Expr> fields);
   static Expr get(const Expr& tuple, int field);
   static Expr raw_cuda(std::string text, Type t, std::vector<Expr> args);
+  // table[index] for every element; `checked`: an index outside the table is reported
+  // by the run (GraphError naming the first bad position and its value).
+  static Expr gather(const Expr& table, const Expr& index, bool checked = true);
+  // x[i + k] where i + k is inside [0, n), `fill` (converted to x's type) elsewhere.
+  static Expr shift(const Expr& x, int k, const Expr& fill);
 
   // The same node with other arguments of the same types (for passes that substitute).
   Expr with_args(std::vector<Expr> args) const;
@@ -220,6 +227,17 @@ template <class T, class... Es>
 Expr cuda_expr(std::string text, const Es&... args) {
   return Expr::raw_cuda(std::move(text), type_of<T>(), {Expr(args)...});
 }
+
+// Random access: ff::gather(table, idx) reads table[idx[i]] for every element (a table
+// of any element type, tuples too, and any length); an index outside the table is an
+// error the run reports (the first bad position and its value). ff::gather_unchecked
+// skips that check for speed: a bad index then reads undefined memory.
+inline Expr gather(const Expr& table, const Expr& index) { return Expr::gather(table, index, true); }
+inline Expr gather_unchecked(const Expr& table, const Expr& index) { return Expr::gather(table, index, false); }
+
+// Neighbours: ff::shift(x, k, fill) is x[i + k] where i + k is inside [0, n), `fill`
+// elsewhere; x - ff::shift(x, -1, 0.0f) is the adjacent difference.
+inline Expr shift(const Expr& x, int k, const Expr& fill) { return Expr::shift(x, k, fill); }
 
 // ---- tracing ------------------------------------------------------------------------
 // map(x, f) == f(x); map(x, y, f) == f(x, y): the lambda is traced with the arrays'
