@@ -156,7 +156,7 @@ void bench_sort(const Context& c, std::size_t n) {
       // The counting sort over 256 bins (+1 for keys outside), byte keys.
       {"sort_by_key 256", "sort_by_key_256", Keys::Bytes, true, 8, 20},
       // The radix sort's one-digit case: random 32-bit keys sorted by their low byte.
-      {"sort_by_key [0,8)", "sort_pairs_u32_bits_0_8", Keys::Words, true, 8, 20},
+      {"sort_by_key bits 0-8", "sort_pairs_u32_bits_0_8", Keys::Words, true, 8, 20},
       {"sort_by_key u32", "sort_pairs_u32", Keys::Words, true, 32, 4 + 4 * 16},
       {"sort keys f32", "sort_keys_f32", Keys::SignedFloats, false, 32, 4 + 4 * 8},
   };

@@ -40,11 +40,17 @@
 #include "catalog/catalog.hpp"
 #include <fuseflow/codegen/plan.hpp>
 #include <fuseflow/runtime/compiler.hpp>
+#include <fuseflow/runtime/config.hpp>
 #include <fuseflow/runtime/kernel_cache.hpp>
 
 namespace ff = fuseflow;
 
 namespace {
+
+// The Runtime's FMA contraction (Runtime::compile_options): off when FUSEFLOW_TIERED turns
+// tiered compilation on (both tiers then round alike), NVRTC's default otherwise, so the
+// kernels compiled here have the keys a Runtime of this environment looks up.
+bool runtime_fmad() { return !ff::read_environment().tiered; }
 void print_usage(std::ostream& out) {
   out << "usage: fuseflow-dump --list\n"
       << "       fuseflow-dump --example NAME [--emit program|plan|cuda|ptx|times] [--arch sm_90|sm_80] [--quick]\n"
@@ -114,7 +120,7 @@ void print_times(const std::string& name, const ff::Program& p, const ff::codege
   ff::KernelCache cache(ff::CacheSettings{});  // memory only: every kernel compiled once
   ff::CompileOptions options;
   options.arch = arch;
-  options.fmad = false;  // as the Runtime compiles
+  options.fmad = runtime_fmad();  // as the Runtime compiles
   ff::CompileOptions fast = options;
   fast.quick = true;
   ff::CompilePhases sum;
@@ -162,7 +168,7 @@ int warm(const std::vector<std::string>& files, const ff::codegen::Target& targe
   ff::CompileOptions options;
   options.arch = target.arch();
   options.ptx = ptx;
-  options.fmad = false;  // the Runtime's options (Runtime::compile_options): tier 1
+  options.fmad = runtime_fmad();  // the Runtime's options (Runtime::compile_options): tier 1
   const std::vector<ff::Header> headers = embedded_headers();
   std::vector<ff::codegen::Plan> plans;
   int status = 0;
@@ -264,7 +270,7 @@ int main(int argc, char** argv) {
     } else if (emit == "ptx") {
       ff::CompileOptions options;
       options.arch = arch;
-      options.fmad = false;  // as the Runtime compiles
+      options.fmad = runtime_fmad();  // as the Runtime compiles
       options.quick = quick;
       std::vector<ff::Header> headers;
       for (const auto& h : ff::codegen::device_headers()) headers.push_back({h.name, h.text});

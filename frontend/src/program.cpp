@@ -346,10 +346,14 @@ Program::Program(const Expr& single) : Program(std::vector<Expr>{single}) {}
 
 Program::Program(std::vector<Expr> outputs) : outputs_(std::move(outputs)) {
   if (outputs_.empty()) throw GraphError("program: an empty program (outputs() with no results)");
+  scalar_outputs_.assign(outputs_.size(), false);
   for (std::size_t i = 0; i < outputs_.size(); ++i) {
     const Expr& o = outputs_[i];
     if (!o.valid()) throw GraphError("program: output " + std::to_string(i) + " is an empty ff::Expr");
-    if (is_scalar_output(o)) continue;
+    if (is_scalar_output(o)) {
+      scalar_outputs_[i] = true;
+      continue;
+    }
     const std::string what = "program: output " + std::to_string(i) + " (" + fuseflow::to_string(o) + ")";
     if (!is_array(o)) {
       ScalarReads r = scalar_reads(o);

@@ -72,7 +72,7 @@ EnvironmentConfig read_environment() {
   }
 
   config.poison = flag("FUSEFLOW_POISON", false);
-  config.tiered = flag("FUSEFLOW_TIERED", true);
+  config.tiered = flag("FUSEFLOW_TIERED", false);
   if (std::string text = variable("FUSEFLOW_LOOKBACK_EPOCHS"); !text.empty())
     config.lookback_epochs = static_cast<unsigned>(
         detail::parse_integer("FUSEFLOW_LOOKBACK_EPOCHS", text, 1, codegen::kMaxLookbackEpoch));

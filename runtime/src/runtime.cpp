@@ -84,10 +84,11 @@ CompileOptions Runtime::compile_options() const {
   CompileOptions options;
   options.arch = properties_.arch();
   options.ptx = ptx_fallback_;
-  // No FMA contraction, at either tier: which multiply-adds fuse depends on the
+  // Tiered: no FMA contraction, at either tier, as which multiply-adds fuse depends on the
   // optimisation level (inlining, unrolling), so with it a quickly compiled kernel could
-  // round differently from the optimised one (README "Tiered compilation").
-  options.fmad = false;
+  // round differently from the optimised one (README "Tiered compilation"). Untiered:
+  // NVRTC's default contraction, which is 2-2.5% faster on multiply-add chains.
+  options.fmad = !*options_.tiered;
   return options;
 }
 

@@ -52,11 +52,15 @@ TEST_CASE("with nothing set, every setting has its default") {
   CHECK(c.plan == ff::codegen::PlanOptions{});
   CHECK(c.plan.key().empty());
   CHECK_FALSE(c.check_monoids.has_value());
-  CHECK(c.tiered);
+  CHECK_FALSE(c.tiered);
 }
 
-TEST_CASE("FUSEFLOW_TIERED turns tiered compilation off; a bad value names the variable") {
+TEST_CASE("FUSEFLOW_TIERED turns tiered compilation on or off; a bad value names the variable") {
   const CleanEnvironment clean;
+  {
+    const ScopedEnv on("FUSEFLOW_TIERED", "1");
+    CHECK(ff::read_environment().tiered);
+  }
   {
     const ScopedEnv off("FUSEFLOW_TIERED", "0");
     CHECK_FALSE(ff::read_environment().tiered);

@@ -25,7 +25,7 @@ void bind_output(const Program& program, const Expr& result, const Binding& b, s
     const Expr& o = program.outputs()[i];
     if (o.get() != result.get()) continue;
     found = true;
-    if (is_scalar_output(o))
+    if (program.output_is_scalar(i))
       throw GraphError("run: " + describe_output(program, i) +
                        " is a scalar, which comes back to the host; only array results can be bound to device memory");
     if (!b.is_array())

@@ -110,6 +110,9 @@ class Program {
   explicit Program(std::vector<Expr> outputs);
 
   const std::vector<Expr>& outputs() const { return outputs_; }
+  // Whether output i comes back as one value (a reduction's result or an expression of
+  // them), found once when the program is built (runs ask it every time).
+  bool output_is_scalar(std::size_t i) const { return scalar_outputs_.at(i); }
   // In a fixed order (first reached, depth first from output 0): the distinct input
   // leaves, parameter leaves, and ops (each op after the ops it depends on).
   const std::vector<Expr>& inputs() const { return inputs_; }
@@ -118,6 +121,7 @@ class Program {
 
  private:
   std::vector<Expr> outputs_;
+  std::vector<bool> scalar_outputs_;
   std::vector<Expr> inputs_;
   std::vector<Expr> params_;
   std::vector<std::shared_ptr<const OpNode>> ops_;

@@ -17,7 +17,7 @@ struct CompileOptions {
   bool fast_math = false;
   bool line_info = false;
   // Let NVVM and ptxas fuse a multiply and a following add into one FMA (NVRTC's default,
-  // --fmad=true). The Runtime turns it off (--fmad=false), so no optimisation level can
+  // --fmad=true). A tiered Runtime turns it off (--fmad=false), so no optimisation level can
   // round a program's arithmetic differently: see `quick` and README "Tiered compilation".
   bool fmad = true;
   // Compile fast rather than well (NVRTC's -Ofc=mid: less inlining and

@@ -29,7 +29,7 @@ struct EnvironmentConfig {
   // FUSEFLOW_CHECK_MONOIDS (0/1): nullopt when unset (the build's default). The frontend
   // checks monoid laws when a program is built, before any Runtime exists.
   std::optional<bool> check_monoids;
-  bool tiered = true;  // FUSEFLOW_TIERED (0/1): RuntimeOptions::tiered's default
+  bool tiered = false;  // FUSEFLOW_TIERED (0/1): RuntimeOptions::tiered's default
 };
 
 // Reads and parses every variable above; throws ConfigError for the first bad value.

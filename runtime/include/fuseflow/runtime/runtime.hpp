@@ -83,9 +83,10 @@ struct RuntimeOptions {
   // neither cache runs first with quickly compiled kernels (tier 0, CompileOptions::quick)
   // while the fully optimised ones (tier 1) compile on a background thread; a later run
   // swaps them in, and only tier 1 is stored on disk. Both tiers compute the same bits
-  // (CompileOptions::fmad is off for both). Kernels that may run on any grid stay tier 1:
+  // (CompileOptions::fmad is off for both; an untiered Runtime keeps NVRTC's default
+  // contraction). Kernels that may run on any grid stay tier 1:
   // their grid follows the binary's occupancy, and a float reduction's bits the grid.
-  // nullopt: FUSEFLOW_TIERED (default on).
+  // nullopt: FUSEFLOW_TIERED (default off).
   std::optional<bool> tiered;
 };
 
