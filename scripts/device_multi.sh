@@ -60,7 +60,7 @@ echo "NCCL package: ${nccl_root:-not found}"
 [[ -n "$nccl_root" && -f "$nccl_root/lib/libnccl.so.2" ]] && export FUSEFLOW_NCCL_LIBRARY="$nccl_root/lib/libnccl.so.2"
 
 build_rc=0
-targets=(multi_sharded_ops_test multi_sharded_errors_test multi_all_gpus multi_per_process)
+targets=(multi_sharded_ops_test multi_sharded_segments_test multi_sharded_errors_test multi_all_gpus multi_per_process)
 ((run_bench)) && targets+=(fuseflow-bench)
 generator=(); command -v ninja >/dev/null && generator=(-G Ninja)
 cmake -S "$repo_root" -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFUSEFLOW_BUILD_BENCH=ON \

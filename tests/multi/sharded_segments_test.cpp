@@ -114,7 +114,7 @@ TEST_CASE("sharded segmented reduce and scan: i32 plus and a non-commutative tup
 }
 
 TEST_CASE("sharded segmented ops: the offsets must be a host array, of valid offsets, read only as offsets") {
-  auto& srt = world(3);
+  auto& srt = world(std::min(3, worlds().back()));  // 3 ranks, or every GPU of a smaller machine
   auto x = ff::input<int>("x");
   auto offs = ff::input<int>("offsets");
   auto dx = srt.scatter(std::vector<int>(10, 1));
