@@ -6,7 +6,9 @@
 // default (--fmad=true) the same kernels do have fusible ones (the check can fail).
 #include <doctest/doctest.h>
 
-#include <regex>
+#include <algorithm>
+#include <cctype>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -26,11 +28,42 @@ std::vector<ff::Header> headers() {
 
 // Float arithmetic the assembler may contract into an FMA or compute approximately: an
 // add, sub, mul, fma, div, sqrt or rcp on f32/f64 with no rounding modifier (.rn/.rz/...).
+// An instruction token matching (add|sub|mul|fma|div|sqrt|rcp)(.approx|.full)?(.ftz)?(.sat)?.f(32|64):
+// the name, then the optional modifiers in that order, then the float type, nothing else.
+// (Parsed by hand: std::regex trips GCC 12's -Wmaybe-uninitialized under the sanitizers.)
+bool unrounded(const std::string& token) {
+  std::vector<std::string> parts;
+  std::stringstream in(token);
+  for (std::string part; std::getline(in, part, '.');) parts.push_back(part);
+  if (parts.size() < 2) return false;
+  static const std::vector<std::string> ops = {"add", "sub", "mul", "fma", "div", "sqrt", "rcp"};
+  if (std::find(ops.begin(), ops.end(), parts.front()) == ops.end()) return false;
+  if (parts.back() != "f32" && parts.back() != "f64") return false;
+  const std::vector<std::vector<std::string>> optional = {{"approx", "full"}, {"ftz"}, {"sat"}};
+  std::size_t next = 0;  // the first optional group the next modifier may come from
+  for (std::size_t i = 1; i + 1 < parts.size(); ++i) {
+    bool matched = false;
+    for (; next < optional.size() && !matched; ++next)
+      matched = std::find(optional[next].begin(), optional[next].end(), parts[i]) != optional[next].end();
+    if (!matched) return false;
+  }
+  return true;
+}
+
+// Float arithmetic the assembler may contract into an FMA or compute approximately: an
+// add, sub, mul, fma, div, sqrt or rcp on f32/f64 with no rounding modifier (.rn/.rz/...).
 std::vector<std::string> unpinned(const std::string& ptx) {
-  static const std::regex op(R"(\b(add|sub|mul|fma|div|sqrt|rcp)(\.approx|\.full)?(\.ftz)?(\.sat)?\.f(32|64)\b)");
   std::vector<std::string> found;
-  for (auto it = std::sregex_iterator(ptx.begin(), ptx.end(), op); it != std::sregex_iterator(); ++it)
-    found.push_back(it->str());
+  std::string token;
+  for (std::size_t i = 0; i <= ptx.size(); ++i) {
+    const char c = i < ptx.size() ? ptx[i] : ' ';
+    if (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_') {
+      token += c;
+      continue;
+    }
+    if (unrounded(token)) found.push_back(token);
+    token.clear();
+  }
   return found;
 }
 
