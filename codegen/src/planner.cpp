@@ -52,6 +52,7 @@ Plan plan(const Program& program, const Target& target, const PlanOptions& optio
 
   // Classify: every op and output by what plans it; a scalar slot per reduction.
   Classified classified = classify(program, plan, memo);
+  fuse_log_sum_exp(program, classified, plan);
   const PlanContext context{program, classified.program_text, classified.slot_types, classified.slot_of, policies, target};
 
   // Choose: each scan writes the outputs over its result and folds the reductions over its

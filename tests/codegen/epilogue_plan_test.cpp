@@ -20,23 +20,53 @@ bool has_arg(const ff::codegen::KernelSpec& k, Arg::Kind kind, int index) {
 
 }  // namespace
 
-TEST_CASE("log-sum-exp is two reduce kernels; the second's last block computes the epilogue") {
+TEST_CASE("log-sum-exp is one reduce kernel over the online (max, scaled sum) monoid; its last block computes the epilogue") {
   const auto x = ff::input<float>("x");
   const auto m = ff::reduce(x, ff::max);
   const ff::Program p(m + ff::log(ff::reduce(ff::exp(x - m), ff::plus)));
   const auto plan = plan_of(p);
-  REQUIRE(plan.kernels.size() == 2);
-  REQUIRE(plan.scalars.size() == 3);  // m, the sum, the epilogue
+  REQUIRE(plan.kernels.size() == 1);
+  REQUIRE(plan.scalars.size() == 4);  // m, the sum (unwritten), the epilogue, the fused (max, scaled sum)
   REQUIRE(plan.output_scalar.size() == 1);
   const int slot = plan.output_scalar[0];
   CHECK(slot == 2);
   CHECK(plan.scalars[2].type == ff::Type(ff::ScalarType::F32));
-  const auto& last = plan.kernels[1];
-  CHECK(has_arg(last, Arg::Kind::ScalarOutput, slot));
-  CHECK(has_arg(last, Arg::Kind::Scalar, 0));   // m, from the first kernel
-  CHECK(has_arg(last, Arg::Kind::ScalarOutput, 1));
-  CHECK_FALSE(has_arg(plan.kernels[0], Arg::Kind::ScalarOutput, slot));
-  CHECK(last.source.find("*out2 = ") != std::string::npos);
+  CHECK(plan.scalars[3].type == ff::Type::tuple({ff::ScalarType::F32, ff::ScalarType::F32}));
+  const auto& k = plan.kernels[0];
+  CHECK(k.name == "ff_reduce_chunked_f32x2_online_logsumexp");
+  CHECK(has_arg(k, Arg::Kind::ScalarOutput, slot));
+  CHECK_FALSE(has_arg(k, Arg::Kind::Scalar, 0));  // nothing read from an earlier kernel
+  CHECK(k.source.find("*out2 = ") != std::string::npos);
+  CHECK(k.source.find("expf(") != std::string::npos);
+  CHECK(std::any_of(plan.notes.begin(), plan.notes.end(),
+                    [](const std::string& n) { return n.find("log-sum-exp") != std::string::npos; }));
+}
+
+TEST_CASE("log-sum-exp of a map with its max and sum asked for: one kernel writing all three slots") {
+  const auto x = ff::input<double>("x");
+  const auto y = x * 2.0 + 1.0;
+  const auto m = ff::reduce(y, ff::max);
+  const auto s = ff::reduce(ff::exp(y - m), ff::plus);
+  const auto plan = plan_of(ff::outputs(m, m + ff::log(s), s));
+  REQUIRE(plan.kernels.size() == 1);
+  const auto& k = plan.kernels[0];
+  for (int slot : plan.output_scalar) CHECK(has_arg(k, Arg::Kind::ScalarOutput, slot));
+  CHECK(plan.output_scalar[0] == 0);  // the max's own slot, written by an epilogue
+  CHECK(plan.output_scalar[2] == 1);
+}
+
+TEST_CASE("the one-pass log-sum-exp is not used where the max or sum is read by an array or another reduction") {
+  const auto x = ff::input<float>("x");
+  const auto m = ff::reduce(x, ff::max);
+  const auto s = ff::reduce(ff::exp(x - m), ff::plus);
+  CHECK(plan_of(ff::outputs(m + ff::log(s), x - m)).kernels.size() == 3);  // max, sum, the map
+  CHECK(plan_of(ff::outputs(m + ff::log(s), ff::reduce(x * s, ff::plus))).kernels.size() == 3);
+  // Not the same values under the max and the exp, or another shape: two passes.
+  const auto y = ff::input<float>("y");
+  CHECK(plan_of(ff::Program(m + ff::log(ff::reduce(ff::exp(y - m), ff::plus)))).kernels.size() == 2);
+  CHECK(plan_of(ff::Program(m + ff::log(ff::reduce(ff::exp(m - x), ff::plus)))).kernels.size() == 2);
+  CHECK(plan_of(ff::Program(m + ff::log(ff::reduce(ff::exp(x - m), ff::max)))).kernels.size() == 2);
+  CHECK(plan_of(ff::Program(m + ff::log(ff::reduce(ff::filter(ff::exp(x - m), x > 0.0f), ff::plus)))).kernels.size() == 2);
 }
 
 TEST_CASE("an epilogue reading a parameter and a reduction of an earlier stage takes both as arguments") {

@@ -8,6 +8,9 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
+#include <string>
+#include <utility>
 #include <type_traits>
 
 #include <fuseflow/fuseflow.hpp>
@@ -119,5 +122,116 @@ TEST_CASE("epilogues after atomic and tree reductions and a scan's folded reduct
     for (int v : host) want += v;
     INFO("scan + epilogue, n = " << n);
     CHECK(got[1].value().as_double() == static_cast<double>(static_cast<int>(want) * 2 + 1));
+  }
+}
+
+// ---- One-pass log-sum-exp (passes/log_sum_exp.cpp): the max and the sum of exp(x - max)
+// fused into one reduction over the online (max, scaled sum) monoid ----
+
+namespace {
+
+// The program on `host` (type T) on the GPU, every output against the f64 CPU reference
+// (two-pass) over the same values: NaN where it is NaN, infinities equal, else relative
+// error below `tolerance`. Also checks the plan is one kernel.
+template <class T>
+void check_lse(const Build& build, const std::vector<T>& host, double tolerance, const std::string& what) {
+  const auto x = ff::input<T>("x");
+  const ff::Program prog(build(x, ff::param<T>("p")));
+  ff::Runtime& rt = ff::test::runtime();
+  CHECK(rt.explain(prog).find("1 kernel:") != std::string::npos);
+  auto dev = rt.upload(host);
+  auto got = rt.run(prog, {{x, dev}});
+  const auto xw = ff::input<double>("x");
+  const ff::Program wide(build(xw, ff::param<double>("p")));
+  ff::HostBindings hb;
+  hb.bind(xw, ff::HostArray::from(std::vector<double>(host.begin(), host.end())));
+  const auto want = ff::evaluate(wide, hb);
+  REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double g = got[i].value().as_double(), w = want[i].scalar.as_double();
+    INFO(what << ", n = " << host.size() << ", output " << i << ": got " << g << ", want " << w);
+    if (std::isnan(w)) {
+      CHECK(std::isnan(g));
+    } else if (std::isinf(w)) {
+      CHECK(g == w);
+    } else {
+      CHECK(std::abs(g - w) <= tolerance * std::max(1.0, std::abs(w)));
+    }
+  }
+}
+
+// log-sum-exp of y = scale * x (a map of x), and the max and the sum asked for too.
+std::vector<ff::Expr> lse_with_parts(const ff::Expr& x, const ff::Expr&) {
+  const auto y = x * ff::Expr::constant(ff::Value::from_double(x.type().scalar(), 0.5));
+  const auto m = ff::reduce(y, ff::max);
+  const auto s = ff::reduce(ff::exp(y - m), ff::plus);
+  return {m + ff::log(s), m, s, s * 2};
+}
+
+}  // namespace
+
+TEST_CASE("one-pass log-sum-exp: one kernel, the value, the max and the sum as the two-pass f64 reference gives them") {
+  for (std::int64_t n : kSizes) {
+    const auto xf = ff::test::random_values<float>(n, -60.0, 60.0);
+    const auto xd = ff::test::random_values<double>(n, -60.0, 60.0);
+    check_lse<float>(log_sum_exp, xf, 1e-5, "f32 log-sum-exp");
+    check_lse<float>(lse_with_parts, xf, 1e-5, "f32 log-sum-exp of 0.5x, max and sum");
+    check_lse<double>(lse_with_parts, xd, 1e-12, "f64 log-sum-exp of 0.5x, max and sum");
+  }
+}
+
+TEST_CASE("one-pass log-sum-exp: empty, all -inf, +inf, NaN and -inf among finite values as the two-pass result") {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<std::pair<std::string, std::vector<float>>> cases = {
+      {"empty", {}},                                    // -inf, max -inf, sum 0
+      {"all -inf", {-inf, -inf, -inf}},                 // NaN (exp(-inf - -inf)), sum NaN
+      {"one -inf", {-inf}},
+      {"-inf among finite", {-inf, 1.0f, -inf, 2.0f}},  // exp(-inf) = 0 terms
+      {"+inf", {1.0f, inf, 3.0f}},                      // NaN (exp(inf - inf))
+      {"NaN", {1.0f, nan, 3.0f}},                       // NaN
+      {"NaN first", {nan, 1.0f}},
+      {"large", {80.0f, 88.0f, 87.5f}},                 // exp(x) alone would overflow f32
+  };
+  for (const auto& [what, host] : cases) {
+    check_lse<float>(log_sum_exp, host, 1e-6, "f32 " + what);
+    check_lse<float>(lse_with_parts, host, 1e-6, "f32 parts, " + what);
+    check_lse<double>(lse_with_parts, std::vector<double>(host.begin(), host.end()), 1e-14, "f64 parts, " + what);
+  }
+  // The special values spread over many blocks: -inf everywhere but one element.
+  for (std::int64_t n : kSizes) {
+    if (n == 0) continue;
+    std::vector<float> host(static_cast<std::size_t>(n), -inf);
+    host[static_cast<std::size_t>(n / 2)] = -3.0f;
+    check_lse<float>(lse_with_parts, host, 1e-6, "f32 one finite among -inf");
+  }
+}
+
+TEST_CASE("one-pass log-sum-exp is within a few ulp of f64, no further than the two-pass f32 CPU reference") {
+  const auto x = ff::input<float>("x");
+  const ff::Program prog(log_sum_exp(x, x));
+  const auto xw = ff::input<double>("x");
+  const ff::Program wide(log_sum_exp(xw, xw));
+  ff::Runtime& rt = ff::test::runtime();
+  for (const double range : {1.0, 60.0}) {
+    for (std::int64_t n : kSizes) {
+      if (n == 0) continue;
+      const auto host = ff::test::random_values<float>(n, -range, range);
+      auto dev = rt.upload(host);
+      const float one_pass = static_cast<float>(rt.run(prog, {{x, dev}})[0].value().as_double());
+      ff::HostBindings hf, hd;
+      hf.bind(x, ff::HostArray::from(host));
+      hd.bind(xw, ff::HostArray::from(std::vector<double>(host.begin(), host.end())));
+      const float two_pass = static_cast<float>(ff::evaluate(prog, hf)[0].scalar.as_double());
+      const double exact = ff::evaluate(wide, hd)[0].scalar.as_double();
+      // Error in units of the f32 spacing at the exact value.
+      const double ulp = std::nextafter(static_cast<float>(std::abs(exact)), std::numeric_limits<float>::infinity()) -
+                         static_cast<float>(std::abs(exact));
+      const double e1 = std::abs(one_pass - exact) / ulp, e2 = std::abs(two_pass - exact) / ulp;
+      INFO("range " << range << ", n = " << n << ": one-pass " << e1 << " ulp, two-pass f32 reference " << e2 << " ulp");
+      // The f32 reference adds left to right (up to 70 ulp at 2^20 over [-1, 1]); the
+      // kernels' tree of partial sums keeps the one-pass result within a few ulp.
+      CHECK(e1 <= 4.0);
+      CHECK(e1 <= e2 + 2.0);
+    }
   }
 }

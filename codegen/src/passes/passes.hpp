@@ -91,4 +91,9 @@ std::vector<ScalarEpilogue> place_epilogues(const std::vector<ScalarEpilogue>& e
                                             const std::vector<PlannedReduce>& reduces,
                                             std::vector<ReduceKernelChoice>& kernels);
 
+// log_sum_exp.cpp: reduce(f, max) and reduce(exp(f - max), plus), read by nothing but
+// scalar outputs, become one reduction over the online (max, scaled sum) monoid; the
+// outputs reading them become epilogues of its total (a note in the plan says so).
+void fuse_log_sum_exp(const Program& program, Classified& c, Plan& plan);
+
 }  // namespace fuseflow::codegen
