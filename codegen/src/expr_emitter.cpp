@@ -68,6 +68,7 @@ std::string ExprEmitter::gather(const ExprNode& n) {
 std::string ExprEmitter::shift(const ExprNode& n) {
   const std::string table = table_name(n.args[0]);
   const std::string fill = emit(n.args[1]);
+  if (shift_) return fresh(n.type, shift_(n, fill));
   const std::string step = n.index < 0 ? " - " + std::to_string(-static_cast<long long>(n.index)) : " + " + std::to_string(n.index);
   const std::string at = fresh(ScalarType::I64, leaf_(Expr::index()) + step);
   return fresh(n.type, "(" + at + " >= 0 && " + at + " < " + table + "_n) ? " + table + "[" + at + "] : " + fill);

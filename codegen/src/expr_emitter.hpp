@@ -28,6 +28,13 @@ class ExprEmitter {
   // Emits statements computing `e` and returns the CUDA expression naming its value.
   std::string emit(const Expr& e);
 
+  // How a shift's neighbour is read where the kernel has it at hand (the stencil map's
+  // registers and warp shuffles): given the shift and its fill's spelling, it may write
+  // statements of its own and returns the value's expression. Unset: the shift reads the
+  // input through the cache (shift()).
+  using ShiftFn = std::function<std::string(const ExprNode& shift, const std::string& fill)>;
+  void on_shift(ShiftFn f) { shift_ = std::move(f); }
+
  private:
   std::string compute(const Expr& e);
   std::string gather(const ExprNode& n);
@@ -37,6 +44,7 @@ class ExprEmitter {
   SourceWriter& out_;
   CudaTypes& types_;
   LeafFn leaf_;
+  ShiftFn shift_;
   std::string prefix_;
   std::map<const ExprNode*, std::string> done_;
   int counter_ = 0;

@@ -221,3 +221,55 @@ TEST_CASE("a scan and a reduction folded into it read the same input through gat
     CHECK(got[1].as<int>() == want[1].scalar.as<int>());
   }
 }
+
+// The stencil map (strategies/map_stencil.cpp): a warp holds 32 vectors of consecutive
+// elements, neighbours come from registers, shuffles, or memory at the warp's edges and
+// beyond 32 lanes; misaligned inputs take the element-wise loop.
+TEST_CASE("stencil maps: shifts within a thread, a warp and beyond, several inputs and outputs, any element size") {
+  auto x = ff::input<float>("x");
+  auto y = ff::input<float>("y");
+  auto d = ff::input<double>("d");
+  auto b = ff::input<std::uint8_t>("b");
+  for (std::int64_t n : kSizes) {
+    auto xh = ff::test::random_values<float>(n, -1, 1);
+    auto yh = ff::test::random_values<float>(n, -1, 1);
+    auto dh = ff::test::random_values<double>(n, -1, 1);
+    std::vector<std::uint8_t> bh(static_cast<std::size_t>(n));
+    for (std::size_t i = 0; i < bh.size(); ++i) bh[i] = static_cast<std::uint8_t>(i * 2654435761u >> 7);
+    auto xd = runtime().upload(xh);
+    auto yd = runtime().upload(yh);
+    auto dd = runtime().upload(dh);
+    auto bd = runtime().upload(bh);
+    ff::HostBindings host;
+    host.bind(x, ff::HostArray::from(xh)).bind(y, ff::HostArray::from(yh)).bind(d, ff::HostArray::from(dh));
+    host.bind(b, ff::HostArray::from(bh));
+    const std::string at = "n = " + std::to_string(n);
+    // -100: 25 lanes back (a shuffle); -127, -128, 129: 32 lanes or more (memory); 4, 7: the next lane.
+    for (int k : {-128, -127, -100, -5, -4, -3, 1, 4, 7, 129}) {
+      check<float>(ff::shift(y, k, 2.5f) - x, {{x, xd}, {y, yd}}, host, 0, "y shifted by " + std::to_string(k) + ", " + at);
+      check<double>(d - ff::shift(d, k, -1.0), {{d, dd}}, host, 0, "f64 shift by " + std::to_string(k) + ", " + at);
+    }
+    check<std::uint8_t>(ff::shift(b, -17, std::uint8_t{7}), {{b, bd}}, host, 0, "u8 shift by -17 (the plain map: no shuffle of bytes), " + at);
+    // Two outputs, each with its own shifts of x: one kernel computes both.
+    const ff::Program two = ff::outputs(x - ff::shift(x, -1, 0.0f), ff::shift(x, 2, 0.0f) * ff::shift(x, -2, 1.0f));
+    auto got = runtime().run(two, {{x, xd}});
+    const auto want = ff::evaluate(two, host);
+    for (std::size_t o = 0; o < 2; ++o) {
+      INFO("two outputs, output " << o << ", " << at);
+      CHECK(got[o].download<float>() == want[o].array.to_vector<float>());
+    }
+    // Misaligned by one element (user memory): the element-wise loop.
+    if (n > 1) {
+      const auto m = static_cast<std::size_t>(n - 1);
+      const ff::device_span<float> x1(xd.data() + sizeof(float), m);
+      const std::vector<float> xh1(xh.begin() + 1, xh.end());
+      const ff::Program diff(x - ff::shift(x, -1, 0.0f));
+      const std::vector<float> g = runtime().run(diff, {{x, x1}}).at(0).download<float>();
+      REQUIRE(g.size() == m);
+      std::size_t wrong = 0;
+      for (std::size_t i = 0; i < m; ++i) wrong += g[i] != xh1[i] - (i ? xh1[i - 1] : 0.0f);
+      INFO("misaligned difference, " << at);
+      CHECK(wrong == 0);
+    }
+  }
+}

@@ -25,6 +25,7 @@ const RegisteredStrategy& segmented_scan_strategy();            // segmented_sca
 const RegisteredStrategy& reduce_by_key_strategy();             // segmented_scan.cpp
 const RegisteredStrategy& counting_sort_strategy();             // counting_sort.cpp
 const RegisteredStrategy& map_strategy();                       // map.cpp
+const RegisteredStrategy& map_stencil_strategy();               // map_stencil.cpp
 const RegisteredStrategy& scalar_epilogue_strategy();           // scalar_epilogue.cpp
 const RegisteredStrategy& radix_sort_strategy();                // radix_sort.cpp
 
@@ -45,6 +46,7 @@ const std::vector<const RegisteredStrategy*>& registered_strategies() {
       &reduce_by_key_strategy(),
       &radix_sort_strategy(),  // ff::sort, sort_by_key without a bin count: 32-bit keys by bits
       &counting_sort_strategy(),
+      &map_stencil_strategy(),  // maps reading a shift: vectors, neighbours by shuffles
       &map_strategy(),
       &scalar_epilogue_strategy(),  // outputs from reductions' results, after every kernel
   };

@@ -1,0 +1,220 @@
+// Element-wise arrays with neighbours (ff::shift): the stencil map. `x - shift(x, -1, 0)`
+// at copy speed, and stencils of several shifts reading x once per warp step. Each warp
+// takes 32 * kVec consecutive elements per step, lane l the kVec of them from
+// i0 = (warp's first vector + l) * kVec, one 16-byte vector load per input and one vector
+// store per output. A shift's neighbour x[i + k] is then in this thread's registers, or
+// in a neighbouring lane's (one warp shuffle), and read from memory (the cache) only by
+// the lanes at the warp's edges; the fill outside [0, n). Pointers not aligned to 16
+// bytes take the element-wise loop of the plain map instead.
+//
+// Applies when an array output reads a shift, and every input and output is a scalar of
+// one size, 4 or 8 bytes (one vector width fits all of them, and shuffles move words). Other maps keep the plain map kernel.
+#include <functional>
+#include <set>
+
+#include "../kernel_context.hpp"
+
+namespace fuseflow::codegen {
+
+namespace {
+
+bool reads_shift(const Expr& e, std::set<const ExprNode*>& seen) {
+  if (!seen.insert(e.get()).second) return false;
+  if (e.kind() == ExprKind::Shift) return true;
+  for (const Expr& a : e.args())
+    if (reads_shift(a, seen)) return true;
+  return false;
+}
+
+// Elements per thread (16 bytes of the one element size of every input and output), or 0
+// with `why_not`.
+int stencil_width(const KernelContext& g, std::string& why_not) {
+  std::set<const ExprNode*> seen;
+  bool shifts = false;
+  for (const Expr& o : g.outputs) shifts = reads_shift(o, seen) || shifts;
+  if (!shifts) {
+    why_not = "no output reads a shift";
+    return 0;
+  }
+  std::size_t size = 0;
+  std::vector<Type> types;
+  for (const Expr& in : g.leaves.inputs) types.push_back(in.type());
+  for (const Expr& o : g.outputs) types.push_back(o.type());
+  for (const Type& t : types) {
+    if (!t.is_scalar() || (size != 0 && t.size() != size)) {
+      why_not = "its inputs and outputs are not scalars of one size (" + to_string(t) + ")";
+      return 0;
+    }
+    size = t.size();
+  }
+  if (size < 4) {  // warp shuffles move whole 32-bit words
+    why_not = "its elements are narrower than the 4 bytes of a warp shuffle";
+    return 0;
+  }
+  return static_cast<int>(16 / size);
+}
+
+long long floor_div(long long a, long long b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+std::string offset_text(long long k) {
+  return k == 0 ? "" : k < 0 ? " - " + std::to_string(-k) : " + " + std::to_string(k);
+}
+
+// The vector path's reads of element j's shifts (ExprEmitter::on_shift): x[i + k] is
+// element e of the vector of lane (lane + d), d = floor((j + k) / kVec).
+struct NeighbourReader {
+  SourceWriter& w;
+  CudaTypes& types;
+  const KernelContext& g;
+  const std::vector<std::string>& vectors;  // input j's registers: vectors[j].v[e]
+  int vec;
+  int element;
+  int count = 0;
+
+  std::string operator()(const ExprNode& n, const std::string& fill) {
+    std::size_t in = 0;
+    while (in < g.leaves.inputs.size() && !same_node(g.leaves.inputs[in], n.args[0])) ++in;
+    if (in == g.leaves.inputs.size())  // a shifted array is read element by element too (table_free_args)
+      throw InternalError("codegen: the stencil map's shifted array is not among its inputs");
+    const long long k = n.index, p = element + k, d = floor_div(p, vec), e = p - d * vec;
+    const std::string table = table_name(n.args[0]);
+    const std::string id = std::to_string(count++);
+    const std::string at = "at" + id;
+    w.line("const long long " + at + " = i" + offset_text(k) + ";  // shift by " + std::to_string(k));
+    const std::string inside = "(" + at + " >= 0 && " + at + " < " + table + "_n)";
+    const std::string mine = vectors[in] + ".v[" + std::to_string(e) + "]";
+    if (d == 0) return inside + " ? " + mine + " : " + fill;
+    if (d <= -32 || d >= 32) return inside + " ? " + table + "[" + at + "] : " + fill;
+    // Every lane shuffles (the loop is warp-uniform); the lanes whose neighbour is in
+    // another warp's vectors read it from memory.
+    const std::string nb = "nb" + id;
+    const std::string t = types.name(n.type);
+    if (d < 0) {
+      w.line("const " + t + " " + nb + " = __shfl_up_sync(0xffffffffu, " + mine + ", " + std::to_string(-d) + ");");
+      return inside + " ? (lane < " + std::to_string(-d) + " ? " + table + "[" + at + "] : " + nb + ") : " + fill;
+    }
+    w.line("const " + t + " " + nb + " = __shfl_down_sync(0xffffffffu, " + mine + ", " + std::to_string(d) + ");");
+    return inside + " ? (lane >= " + std::to_string(32 - d) + " ? " + table + "[" + at + "] : " + nb + ") : " + fill;
+  }
+};
+
+KernelSpec emit_map_stencil(const KernelContext& g, int vec) {
+  const Target& t = g.target();
+  const int kBlock = g.policies().map.block;
+  const int blocks_per_sm = t.max_threads_per_sm / kBlock;
+  CudaTypes types;
+  std::vector<std::string> in_names;
+  std::vector<Arg> args = elementwise_args(g, in_names);
+  for (std::size_t j = 0; j < g.outputs.size(); ++j)
+    args.push_back({Arg::Kind::Output, g.output_ids[j], "out" + std::to_string(g.output_ids[j]), g.outputs[j].type()});
+  std::string name = "ff_map_stencil";
+  for (const auto& o : g.outputs) name += "_" + short_type_name(o.type());
+
+  SourceWriter w;
+  emit_constants(w, {"constexpr int kBlock = " + std::to_string(kBlock) + ";",
+                     "constexpr int kVec = " + std::to_string(vec) + ";  // elements per thread per step",
+                     "// kVec elements: one 16-byte load or store.",
+                     "template <typename T>", "struct alignas(16) Vec {", "  T v[kVec];", "};"});
+  open_elementwise_kernel(w, types, name, kBlock, args, g);
+  std::string pointers;
+  for (const auto& n : in_names) pointers += (pointers.empty() ? "" : " | ") + std::string("(unsigned long long)in_") + n;
+  for (const auto& o : g.output_ids) pointers += " | (unsigned long long)out" + std::to_string(o);
+  w.line("const int lane = threadIdx.x % 32;");
+  w.open("if ((" + pointers + ") % 16 == 0)");
+  w.line("// Warp-uniform steps: the warp's lanes hold 32 * kVec consecutive elements.");
+  w.line("const long long vectors = (n + kVec - 1) / kVec;");
+  w.open("for (long long w = (long long)blockIdx.x * kBlock + threadIdx.x - lane; w < vectors; "
+         "w += (long long)gridDim.x * kBlock)");
+  w.line("const long long i0 = (w + lane) * kVec;");
+  w.line("const bool full = i0 + kVec <= n;");
+  std::vector<std::string> vectors;
+  for (std::size_t j = 0; j < in_names.size(); ++j) {
+    const std::string tn = types.name(g.leaves.inputs[j].type()), v = "x_" + in_names[j];
+    vectors.push_back(v);
+    w.line("Vec<" + tn + "> " + v + ";");
+    w.line("if (full) " + v + " = *reinterpret_cast<const Vec<" + tn + ">*>(in_" + in_names[j] + " + i0);");
+    w.line("else for (int k = 0; k < kVec; ++k) " + v + ".v[k] = i0 + k < n ? in_" + in_names[j] + "[i0 + k] : (" +
+           tn + ")0;");
+  }
+  for (std::size_t j = 0; j < g.outputs.size(); ++j)
+    w.line("Vec<" + types.name(g.outputs[j].type()) + "> y" + std::to_string(g.output_ids[j]) + ";");
+  for (int e = 0; e < vec; ++e) {
+    w.line("{  // element i0 + " + std::to_string(e) + ": a scope each, the same names in each");
+    w.indent();
+    w.line("const long long i = i0 + " + std::to_string(e) + ";");
+    std::vector<std::string> loads;
+    for (const auto& v : vectors) loads.push_back(v + ".v[" + std::to_string(e) + "]");
+    ExprEmitter em(w, types, [&](const Expr& leaf) { return elementwise_leaf(g, loads, leaf, "a map"); });
+    em.on_shift(NeighbourReader{w, types, g, vectors, vec, e});
+    for (std::size_t j = 0; j < g.outputs.size(); ++j)
+      w.line("y" + std::to_string(g.output_ids[j]) + ".v[" + std::to_string(e) + "] = " + em.emit(g.outputs[j]) + ";");
+    w.close();
+  }
+  for (std::size_t j = 0; j < g.outputs.size(); ++j) {
+    const std::string o = std::to_string(g.output_ids[j]), tn = types.name(g.outputs[j].type());
+    w.line("if (full) *reinterpret_cast<Vec<" + tn + ">*>(out" + o + " + i0) = y" + o + ";");
+    w.line("else for (int k = 0; k < kVec && i0 + k < n; ++k) out" + o + "[i0 + k] = y" + o + ".v[k];");
+  }
+  w.close();
+  w.dedent();
+  w.open("} else");  // misaligned: element by element, the shifts read through the cache
+  std::vector<std::string> loads;
+  for (const auto& n : in_names) loads.push_back("in_" + n + "[i]");
+  w.open("for (long long i = (long long)blockIdx.x * kBlock + threadIdx.x; i < n; i += (long long)gridDim.x * kBlock)");
+  ExprEmitter e(w, types, [&](const Expr& leaf) { return elementwise_leaf(g, loads, leaf, "a map"); });
+  for (std::size_t j = 0; j < g.outputs.size(); ++j)
+    w.line("out" + std::to_string(g.output_ids[j]) + "[i] = " + e.emit(g.outputs[j]) + ";");
+  w.close();
+  w.close();
+  w.close();
+
+  KernelSpec k;
+  k.name = name;
+  k.strategy = Strategy::Automatic;
+  k.block = kBlock;
+  k.max_grid = t.sm_count * blocks_per_sm;
+  k.items_per_block_step = kBlock * vec;
+  k.tuning = {{"block", kBlock}, {"vec", vec}};
+  k.args = args;
+  k.summary = "stencil map: block " + std::to_string(kBlock) + ", " + std::to_string(vec) +
+              " elements per thread (16-byte vectors), warp-uniform grid-strided steps, grid <= " +
+              std::to_string(k.max_grid);
+  k.why = "an output reads a neighbour (shift): each warp holds 32 vectors of consecutive elements, so neighbours "
+          "come from registers and shuffles, and x is read once";
+  k.source = kernel_source(name, g.program_text(), "strategy: " + k.summary, {}, types, w.str());
+  return k;
+}
+
+}  // namespace
+
+}  // namespace fuseflow::codegen
+
+// ---- The registry's view of this strategy (strategy.hpp, strategies/registry.cpp) ----
+#include "../strategy.hpp"
+
+namespace fuseflow::codegen {
+
+namespace {
+class MapStencil final : public OnePassStrategy {
+ public:
+  MapStencil() : OnePassStrategy("map stencil", "map") {}
+  Applies applies(const KernelContext& g) const override {
+    std::string why_not;
+    if (stencil_width(g, why_not) < 2) return {false, why_not};
+    return {true, "an output reads a shift: neighbours from registers and warp shuffles, vector loads and stores"};
+  }
+  TuningValues tuning(const Policies& p) const override { return {{"block", p.map.block}}; }
+  std::vector<KernelSpec> emit(const KernelContext& g) const override {
+    std::string why_not;
+    return {emit_map_stencil(g, stencil_width(g, why_not))};
+  }
+};
+
+}  // namespace
+
+const RegisteredStrategy& map_stencil_strategy() {
+  static const MapStencil s;
+  return s;
+}
+
+}  // namespace fuseflow::codegen
