@@ -67,6 +67,11 @@ TEST_CASE("the one-pass log-sum-exp is not used where the max or sum is read by 
   CHECK(plan_of(ff::Program(m + ff::log(ff::reduce(ff::exp(m - x), ff::plus)))).kernels.size() == 2);
   CHECK(plan_of(ff::Program(m + ff::log(ff::reduce(ff::exp(x - m), ff::max)))).kernels.size() == 2);
   CHECK(plan_of(ff::Program(m + ff::log(ff::reduce(ff::filter(ff::exp(x - m), x > 0.0f), ff::plus)))).kernels.size() == 2);
+  // A forced strategy is kept (tree, atomic: built-in monoids only): two passes and the epilogue kernel.
+  const auto mt = ff::reduce(x, ff::max, ff::strategy::tree);
+  const auto plan = plan_of(ff::Program(mt + ff::log(ff::reduce(ff::exp(x - mt), ff::plus, ff::strategy::atomic))));
+  CHECK(plan.kernels.size() > 2);
+  CHECK(plan.kernels.back().name == "ff_epilogue_f32");
 }
 
 TEST_CASE("an epilogue reading a parameter and a reduction of an earlier stage takes both as arguments") {

@@ -235,3 +235,29 @@ TEST_CASE("one-pass log-sum-exp is within a few ulp of f64, no further than the 
     }
   }
 }
+
+TEST_CASE("one-pass log-sum-exp folded into a scan's pass over x: the epilogue kernel after it reads the fused total") {
+  const auto x = ff::input<float>("x");
+  const auto m = ff::reduce(x, ff::max);
+  const ff::Program prog = ff::outputs(ff::scan(x, ff::plus), m + ff::log(ff::reduce(ff::exp(x - m), ff::plus)), m);
+  ff::Runtime& rt = ff::test::runtime();
+  const std::string plan = rt.explain(prog);
+  CHECK(plan.find("2 kernels:") != std::string::npos);  // the scan (the reduction folded in), the epilogue
+  CHECK(plan.find("online_logsumexp") != std::string::npos);
+  for (std::int64_t n : kSizes) {
+    const auto host = ff::test::random_values<float>(n, -30.0, 30.0);
+    auto dev = rt.upload(host);
+    auto got = rt.run(prog, {{x, dev}});
+    double mx = -std::numeric_limits<double>::infinity(), s = 0;
+    for (float v : host) mx = std::max(mx, static_cast<double>(v));
+    for (float v : host) s += std::exp(static_cast<double>(v) - mx);
+    const double lse = mx + std::log(s);
+    INFO("n = " << n << ": got " << got[1].value().as_double() << ", want " << lse);
+    if (n == 0) {
+      CHECK(got[1].value().as_double() == lse);  // -inf
+    } else {
+      CHECK(std::abs(got[1].value().as_double() - lse) <= 1e-5 * std::max(1.0, std::abs(lse)));
+    }
+    CHECK(got[2].value().as_double() == mx);
+  }
+}

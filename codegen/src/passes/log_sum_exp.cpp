@@ -20,7 +20,7 @@
 //
 // Applies only where nothing else reads m or s: no other reduction, scan, array op, or
 // array output (their kernels would need them earlier than the fused kernel's end); the
-// two reductions have no filter mask and the same strategy.
+// two reductions have no filter mask and no forced strategy.
 #include <algorithm>
 #include <limits>
 
@@ -59,7 +59,10 @@ bool is_log_sum_exp_pair(const PlannedReduce& max, const PlannedReduce& sum) {
   if (mm.kind() != MonoidKind::Max || sm.kind() != MonoidKind::Plus || !mm.type().is_floating() ||
       !(mm.type() == sm.type()))
     return false;
-  if (max.fused.mask.valid() || sum.fused.mask.valid() || max.strategy != sum.strategy) return false;
+  // A forced strategy stays as asked (atomic, tree: built-in monoids only).
+  if (max.fused.mask.valid() || sum.fused.mask.valid() || max.strategy != Strategy::Automatic ||
+      sum.strategy != Strategy::Automatic)
+    return false;
   if (max.folded_into_scan || sum.folded_into_scan) return false;
   const Expr& v = sum.fused.value;
   if (v.kind() != ExprKind::Call || v.node().fn != MathFn::Exp) return false;
