@@ -1,5 +1,6 @@
 // Log-sum-exp (issue 25): m + log(sum(exp(x - m))) with m = max(x), an output that is an
-// expression of two reductions' results (a scalar epilogue), over f32. In the same
+// expression of two reductions' results (a scalar epilogue), over f32; one kernel reading
+// x once (the planner's online (max, scaled sum) monoid, passes/log_sum_exp.cpp). In the same
 // interleaved repetitions: fuseflow's log-sum-exp, CUB (DeviceReduce::Max, then
 // TransformReduce of exp(x - m) reading m on the device; the log on the host) and
 // fuseflow's plain sum of the same buffers (the issue's goal: log-sum-exp within 1.1x of

@@ -1,8 +1,9 @@
 // Programs users write (issue 25), beside torch and CuPy: CSR SpMV, 2^24 non-zeros over a
 // vector of 2^20 f32 (30 per row, and power-law rows: Zipf 1.2), as
 // segmented_reduce(vals * gather(x, cols), offsets, plus); and the adjacent difference of
-// 2^28 f32, x - shift(x, -1, 0), beside a device-to-device copy of the same bytes (its
-// floor) and torch.diff / cupy.diff. Device time per call (back to back), median; torch
+// 2^28 f32, x - shift(x, -1, 0) (the stencil map: 16-byte vectors, the neighbour by a warp
+// shuffle), beside a device-to-device copy of the same bytes (its floor) and torch.diff /
+// cupy.diff. Device time per call (back to back), median; torch
 // and CuPy from bench/programs_anchors.py in the same run (their own matrices, drawn by
 // the same recipe). The gather is the checked one (the default) and an unchecked row.
 #include <cuda_runtime.h>

@@ -1,8 +1,9 @@
 // log_sum_exp: log(sum(exp(x))) computed stably as m + log(sum(exp(x - m))) with
 // m = max(x). The output is an expression of two reductions' results (a scalar
-// epilogue): the max is one kernel, the sum of exp(x - m) a second that reads m on the
-// device, and the last block of that second kernel adds m to the log of the sum after its
-// final combine. One value comes back to the host; nothing else leaves the device.
+// epilogue). The planner makes the max and the sum of exp(x - m) one reduction over the
+// online (max, scaled sum) monoid, one kernel reading x once, whose last block adds m to
+// the log of the sum after its final combine. One value comes back to the host; nothing
+// else leaves the device.
 #include <cmath>
 #include <cstdio>
 #include <vector>
