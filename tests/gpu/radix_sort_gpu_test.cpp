@@ -25,7 +25,10 @@ namespace ff = fuseflow;
 
 namespace {
 
-const std::vector<std::int64_t> kSizes = ff::test::capped({0, 1, 31, 33, 1000, 1025, 4097, (1 << 16) + 3, (1 << 20) + 7});
+// Onesweep's tile is 6144 elements of u32 keys (with or without u32 values): one tile
+// exactly, and one element past two.
+const std::vector<std::int64_t> kSizes =
+    ff::test::capped({0, 1, 31, 33, 1000, 1025, 4097, 6144, 12289, (1 << 16) + 3, (1 << 20) + 7});
 const std::vector<std::int64_t> kLongSizes = ff::test::capped({1 << 24});
 
 using ff::test::rng;

@@ -186,16 +186,20 @@ __device__ __forceinline__ void onesweep_pass(const long long n, const unsigned 
   unsigned ranks[kItems];
 #pragma unroll
   for (int k = 0; k < kItems; ++k) ranks[k] = rank_in_warp<kBits>(counters + t.warp * kBins, item_bin(k));
-  warp_bin_offsets<kThreads, kWarps, kBins>(counters, warp_totals);
 
-  // Thread b: bin b's count in the tile, published, then its start in the output.
+  // Thread b: bin b's count in the tile (the warps' counts; the items past n were counted
+  // in the last bin), published at once so that later tiles' look-backs find it early.
+  __syncthreads();
   const int b = threadIdx.x;
-  unsigned count = 0u, tile_start = 0u;
+  unsigned count = 0u;
   if (b < kBins) {
-    tile_start = counters[b];
-    count = (b + 1 < kBins ? counters[b + 1] : static_cast<unsigned>(t.valid)) - tile_start;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) count += counters[w * kBins + b];
+    if (b == kBins - 1) count -= static_cast<unsigned>(Tile::kTile - t.valid);
     *reinterpret_cast<volatile unsigned*>(lookback + t.tile * kBins + b) = lookback_word(t.tile == first, kParity, count);
   }
+  warp_bin_offsets<kThreads, kWarps, kBins>(counters, warp_totals);
+  const unsigned tile_start = b < kBins ? counters[b] : 0u;  // bin b's first position in the tile
   // The bin starts of this portion: the digit's histogram scanned, or from the portion before.
   unsigned long long start = 0;
   if (portion == 0) {
