@@ -28,6 +28,38 @@ void add_status(const KernelSpec& k, std::size_t value_bytes, std::vector<Scratc
                            lookback_status_bytes(value_bytes, 1) / 2, Per::Tile));
 }
 
+// A Onesweep sort's scratch (strategies/sort_kernels.cpp, onesweep_launches); false for
+// the three-kernel counting sort's.
+bool onesweep_scratch(const KernelSpec& k, const Arg& a, std::vector<ScratchBuffer>& out) {
+  bool onesweep = false;
+  std::int64_t digits = 1, bins = 0;
+  for (const auto& [name, value] : k.tuning) {
+    if (name == "digits") digits = value;
+    if (name == "bins") bins = value;
+    if (name == "portion_tiles" || name == "digits") onesweep = true;
+  }
+  if (!onesweep) return false;
+  const std::size_t size = a.type.size();
+  if (a.name == "digit_counts") {
+    ScratchBuffer b = buffer(a, "every digit's count of each bin, shared by the passes",
+                             size * static_cast<std::size_t>(digits * bins), Per::Fixed);
+    b.zeroed = true;
+    out.push_back(b);
+  } else if (a.name == "lookback") {
+    ScratchBuffer b = buffer(a, "look-back: each tile's count of each bin, flagged, shared by the passes", size,
+                             Per::BinTile);
+    b.zeroed = true;
+    out.push_back(b);
+  } else if (a.name == "bin_starts") {
+    out.push_back(buffer(a, "each bin's start in a portion of the tiles (a row per portion of 2^30 elements)",
+                         size * static_cast<std::size_t>(bins), Per::Fixed));
+  } else {
+    out.push_back(buffer(a, "the keys or values between two passes (two such arrays, used in turn)", size,
+                         Per::Element));
+  }
+  return true;
+}
+
 std::vector<ScratchBuffer> describe(const StepSpec& step, const KernelSpec& k, int nth) {
   std::vector<ScratchBuffer> out;
   for (const Arg& a : k.args) {
@@ -49,17 +81,20 @@ std::vector<ScratchBuffer> describe(const StepSpec& step, const KernelSpec& k, i
         out.push_back(buffer(a, "one block sum per block, shared by the three kernels", step.value_bytes, Per::Block));
         break;
       case StepSpec::Kind::CountingSort:
+      case StepSpec::Kind::RadixSort:
+        if (onesweep_scratch(k, a, out)) break;
+        if (step.kind == StepSpec::Kind::RadixSort) {
+          if (a.name == "tile_counts" || a.name == "positions")
+            out.push_back(buffer(a, a.name == "tile_counts" ? "each tile's count of each bin, shared by the passes"
+                                                            : "each tile's output position of each bin, shared by the passes",
+                                 size, Per::BinTile));
+          else
+            out.push_back(buffer(a, "the keys or values between two passes (two such arrays, used in turn)", size,
+                                 Per::Element));
+          break;
+        }
         out.push_back(buffer(a, a.name == "tile_counts" ? "each tile's count of each bin" : "each tile's output position of each bin",
                              size, Per::BinTile));
-        break;
-      case StepSpec::Kind::RadixSort:
-        if (a.name == "tile_counts" || a.name == "positions")
-          out.push_back(buffer(a, a.name == "tile_counts" ? "each tile's count of each bin, shared by the passes"
-                                                          : "each tile's output position of each bin, shared by the passes",
-                               size, Per::BinTile));
-        else
-          out.push_back(buffer(a, "the keys or values between two passes (two such arrays, used in turn)", size,
-                               Per::Element));
         break;
       case StepSpec::Kind::SegmentedReduce:
         if (a.name == "deferred")

@@ -128,17 +128,43 @@ TEST_CASE("scratch sizes: what each kernel says it needs is what the schedule al
   CHECK(levels.launches.at(1).scratch.at(1) == 1024);
   CHECK(levels.scratch_bytes == 1024 + 4);
 
-  // Counting sort: 4-byte counts and 8-byte positions per bin per tile.
+  // Counting sort by few bins (Onesweep): the histogram's 64-bit counts (zeroed), a 4-byte
+  // look-back word per bin per tile (zeroed), the bin starts of a portion.
   const ff::codegen::Plan sort = ff::codegen::plan(ff::Program(ff::counting_sort(ff::input<int>("k"), 9)), sm90());
-  const ScratchBuffer& counts = scratch_named(sort.kernels.at(0), "tile_counts");
-  CHECK(counts.per == ScratchBuffer::Per::BinTile);
-  CHECK(counts.bytes == 4);
-  CHECK(scratch_named(sort.kernels.at(1), "positions").bytes == 8);
-  const std::int64_t n = 1 << 16, tiles = n / sort.kernels[0].items_per_block_step, bins = 10;
+  REQUIRE(sort.kernels.size() == 2);
+  const ScratchBuffer& counts = scratch_named(sort.kernels.at(0), "digit_counts");
+  CHECK(counts.per == ScratchBuffer::Per::Fixed);
+  CHECK(counts.bytes == 8 * 10);
+  CHECK(counts.zeroed);
+  const ScratchBuffer& lookback = scratch_named(sort.kernels.at(1), "lookback");
+  CHECK(lookback.per == ScratchBuffer::Per::BinTile);
+  CHECK(lookback.bytes == 4);
+  CHECK(lookback.zeroed);
+  CHECK(scratch_named(sort.kernels.at(1), "bin_starts").bytes == 8 * 10);
+  const std::int64_t n = 1 << 16, bins = 10;
+  const std::int64_t tiles = (n + sort.kernels[1].items_per_block_step - 1) / sort.kernels[1].items_per_block_step;
   const ff::codegen::Schedule s = sort.schedule(n);
-  REQUIRE(s.launches.size() == 3);
-  CHECK(s.launches[1].scratch.at(1) >= static_cast<std::size_t>(bins * tiles * 4));  // positions after the counts
-  CHECK(s.scratch_bytes == s.launches[1].scratch[1] + static_cast<std::size_t>(bins * tiles * 8));
+  REQUIRE(s.launches.size() == 2);
+  CHECK(s.launches[1].scratch.at(0) == s.launches[0].scratch.at(0));  // one histogram
+  const std::size_t at_lookback = s.launches[1].scratch.at(2), at_starts = s.launches[1].scratch.at(1);
+  CHECK(at_starts >= at_lookback + static_cast<std::size_t>(bins * tiles * 4));  // the starts after the look-back
+  CHECK(s.scratch_bytes == at_starts + static_cast<std::size_t>(bins * 8));     // one portion
+  std::size_t zeroed = 0;
+  for (const auto& [offset, bytes] : s.zeroed) zeroed += bytes;
+  CHECK(zeroed == static_cast<std::size_t>(bins * 8 + bins * tiles * 4));
+
+  // Counting sort by many bins: 4-byte counts and 8-byte positions per bin per tile.
+  const ff::codegen::Plan wide = ff::codegen::plan(ff::Program(ff::counting_sort(ff::input<int>("k"), 999)), sm90());
+  REQUIRE(wide.kernels.size() == 3);
+  const ScratchBuffer& wide_counts = scratch_named(wide.kernels.at(0), "tile_counts");
+  CHECK(wide_counts.per == ScratchBuffer::Per::BinTile);
+  CHECK(wide_counts.bytes == 4);
+  CHECK(scratch_named(wide.kernels.at(1), "positions").bytes == 8);
+  const std::int64_t wide_tiles = n / wide.kernels[0].items_per_block_step, wide_bins = 1000;
+  const ff::codegen::Schedule ws = wide.schedule(n);
+  REQUIRE(ws.launches.size() == 3);
+  CHECK(ws.launches[1].scratch.at(1) >= static_cast<std::size_t>(wide_bins * wide_tiles * 4));  // positions after the counts
+  CHECK(ws.scratch_bytes == ws.launches[1].scratch[1] + static_cast<std::size_t>(wide_bins * wide_tiles * 8));
 
   // Segmented reduce with short segments: the mask of deferred segments, a bit each in
   // 4-byte words, after the merge path's per-block carries.

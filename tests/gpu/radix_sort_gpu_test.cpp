@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include <fuseflow/fuseflow.hpp>
+#include <fuseflow/runtime/low_level.hpp>
 
 #include "gpu_test_support.hpp"
 
@@ -25,7 +27,10 @@ namespace ff = fuseflow;
 
 namespace {
 
-const std::vector<std::int64_t> kSizes = ff::test::capped({0, 1, 31, 33, 1000, 1025, 4097, (1 << 16) + 3, (1 << 20) + 7});
+// Onesweep's tile is 6144 elements of u32 keys (with or without u32 values): one tile
+// exactly, and one element past two.
+const std::vector<std::int64_t> kSizes =
+    ff::test::capped({0, 1, 31, 33, 1000, 1025, 4097, 6144, 12289, (1 << 16) + 3, (1 << 20) + 7});
 const std::vector<std::int64_t> kLongSizes = ff::test::capped({1 << 24});
 
 using ff::test::rng;
@@ -207,6 +212,107 @@ TEST_CASE("a radix sort fuses its key map and carries tuple values through its p
     for (std::size_t j = 0; j < g.size(); ++j)
       if (!(g[j] == w[j])) ++wrong;
     INFO("n = " << n << ": " << wrong << " tuple values differ");
+    CHECK(wrong == 0);
+  }
+}
+
+namespace {
+
+// Runs a plan's schedule by hand (ff::low_level): scratch zeroed where the schedule says,
+// every kernel argument bound by its kind, the launches in order. Each kernel's source
+// has `edit` applied first.
+std::vector<std::vector<std::uint32_t>> run_by_hand(const ff::codegen::Plan& plan, const ff::codegen::Schedule& s,
+                                                    const std::vector<const ff::DeviceArray<std::uint32_t>*>& bound,
+                                                    std::size_t outputs, std::int64_t n,
+                                                    const std::function<std::string(std::string)>& edit) {
+  ff::Runtime& rt = runtime();
+  std::vector<ff::Header> headers;
+  for (const auto& h : ff::codegen::device_headers()) headers.push_back({h.name, h.text});
+  ff::DeviceArray<unsigned char> scratch = rt.alloc<unsigned char>(std::max<std::size_t>(s.scratch_bytes, 1));
+  ff::DeviceArray<unsigned> tickets = rt.upload(std::vector<unsigned>(8, 0u));
+  for (const auto& [offset, bytes] : s.zeroed) ff::low_level::zero(rt, scratch.data() + offset, bytes);
+  std::vector<ff::DeviceArray<std::uint32_t>> out;
+  for (std::size_t o = 0; o < outputs; ++o) out.push_back(rt.upload(std::vector<std::uint32_t>(static_cast<std::size_t>(n), 0xdeadbeefu)));
+  for (const auto& launch : s.launches) {
+    const ff::codegen::KernelSpec& k = plan.kernels.at(static_cast<std::size_t>(launch.kernel));
+    const ff::KernelHandle handle =
+        ff::low_level::load_kernel(rt, edit(k.source), k.name, ff::low_level::compile_options(rt), headers);
+    std::vector<CUdeviceptr> pointers(k.args.size());
+    long long length = launch.n;
+    std::vector<void*> args;
+    for (std::size_t j = 0; j < k.args.size(); ++j) {
+      const ff::codegen::Arg& a = k.args[j];
+      switch (a.kind) {
+        case ff::codegen::Arg::Kind::Input: pointers[j] = bound.at(static_cast<std::size_t>(a.index))->data(); break;
+        case ff::codegen::Arg::Kind::Output: pointers[j] = out.at(static_cast<std::size_t>(a.index)).data(); break;
+        case ff::codegen::Arg::Kind::Scratch:
+          pointers[j] = scratch.data() + launch.scratch.at(static_cast<std::size_t>(a.index));
+          break;
+        case ff::codegen::Arg::Kind::Ticket:
+          pointers[j] = tickets.data() + static_cast<std::size_t>(a.index) * sizeof(unsigned);
+          break;
+        case ff::codegen::Arg::Kind::Length: break;
+        default: FAIL("a sort kernel's argument " << a.name << " of an unexpected kind");
+      }
+      args.push_back(a.kind == ff::codegen::Arg::Kind::Length ? static_cast<void*>(&length)
+                                                               : static_cast<void*>(&pointers[j]));
+    }
+    ff::low_level::launch(rt, handle, {static_cast<unsigned>(launch.grid)}, {static_cast<unsigned>(k.block)}, 0,
+                          args.data());
+  }
+  rt.synchronize();
+  std::vector<std::vector<std::uint32_t>> got;
+  for (const auto& o : out) got.push_back(o.download());
+  CHECK(tickets.download() == std::vector<unsigned>(8, 0u));  // the tile counter left zeroed
+  return got;
+}
+
+}  // namespace
+
+TEST_CASE("Onesweep passes split into portions of tiles (one launch each) sort as one") {
+  // The 30-bit look-back counts hold below 2^30 elements; beyond, each pass runs as
+  // several launches over portions of the tiles, each portion's bin starts written by the
+  // last tile of the portion before. Portions of 2 tiles here, so a small n takes several.
+  const auto k = ff::input<std::uint32_t>("k");
+  const auto v = ff::input<std::uint32_t>("v");
+  const ff::KeyedResult sorted = ff::sort_by_key(k, v, {0, 16});
+  const ff::Program program = ff::outputs(sorted.keys, sorted.values);
+  ff::codegen::Plan plan = ff::codegen::plan(program, ff::codegen::Target::preset("sm_90"));
+  REQUIRE(plan.kernels.size() == 3);  // the histogram, two passes
+  const std::int64_t tile = plan.kernels[1].items_per_block_step;
+  for (auto& kernel : plan.kernels)
+    for (auto& [name, value] : kernel.tuning)
+      if (name == "portion_tiles") value = 2;
+  const auto two_tiles = [](std::string source) {
+    const std::string from = "constexpr long long kPortionTiles = ";
+    const std::size_t at = source.find(from);
+    if (at == std::string::npos) return source;  // the histogram
+    source.replace(at + from.size(), source.find(';', at) - at - from.size(), "2");
+    return source;
+  };
+  for (const std::int64_t n : ff::test::capped({5 * tile + 17, 4 * tile, 2 * tile + 1})) {
+    INFO("n = " << n << ", " << (n + tile - 1) / tile << " tiles in portions of 2");
+    std::vector<std::uint32_t> keys(static_cast<std::size_t>(n)), values(keys.size());
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      keys[i] = static_cast<std::uint32_t>(rng()()) % (i % 3 == 0 ? 7u : 70000u);  // many equal keys, some wide
+      values[i] = static_cast<std::uint32_t>(i);
+    }
+    const ff::codegen::Schedule s = plan.schedule(n);
+    const std::int64_t portions = ((n + tile - 1) / tile + 1) / 2;
+    REQUIRE(s.launches.size() == static_cast<std::size_t>(1 + 2 * portions));
+    const auto dk = runtime().upload(keys);
+    const auto dv = runtime().upload(values);
+    std::vector<const ff::DeviceArray<std::uint32_t>*> bound;
+    for (const auto& in : program.inputs()) bound.push_back(in.node().name == "k" ? &dk : &dv);
+    const auto got = run_by_hand(plan, s, bound, 2, n, two_tiles);
+    // The oracle: a stable sort of the indices by bits [0, 16).
+    std::vector<std::uint32_t> order(keys.size());
+    std::iota(order.begin(), order.end(), 0u);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::uint32_t a, std::uint32_t b) { return (keys[a] & 0xffffu) < (keys[b] & 0xffffu); });
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < keys.size(); ++i)
+      if (got[0][i] != keys[order[i]] || got[1][i] != order[i]) ++wrong;
     CHECK(wrong == 0);
   }
 }

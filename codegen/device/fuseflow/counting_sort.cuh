@@ -232,8 +232,9 @@ struct ScatterTile {
   int valid;  // elements of this tile below n
   int warp, lane;
 
-  __device__ explicit ScatterTile(const long long n)
-      : tile(blockIdx.x), tiles((n + kTile - 1) / kTile), base(tile * kTile),
+  __device__ explicit ScatterTile(const long long n) : ScatterTile(n, blockIdx.x) {}
+  __device__ ScatterTile(const long long n, const long long tile_id)
+      : tile(tile_id), tiles((n + kTile - 1) / kTile), base(tile * kTile),
         valid(static_cast<int>(min(static_cast<long long>(kTile), n - tile * kTile))),
         warp(threadIdx.x / kWarpSize), lane(threadIdx.x % kWarpSize) {}
   // Tile position of this thread's item k, in element order.
@@ -259,6 +260,13 @@ __device__ __forceinline__ void write_direct(const Tile& t, const unsigned short
   }
 }
 
+template <typename Bins, int kThreads, typename Tile, int kItems, typename Key, typename ItemBin, typename ValueAt,
+          typename StoreKey, typename StoreValue>
+__device__ __forceinline__ void write_staged_at(const Tile& t, const unsigned short* offsets, const Key (&keys)[kItems],
+                                                const unsigned (&ranks)[kItems], ItemBin item_bin, ValueAt value_at,
+                                                StoreKey store_key, StoreValue store_value, void* stage,
+                                                const unsigned long long* bin_delta);
+
 // Few bins: the tile is written into shared memory in sorted order (keys, then values,
 // through one `stage`), then copied out: thread t copies tile positions t, t + kThreads,
 // ..., so a bin's run is written by consecutive threads to consecutive addresses.
@@ -270,15 +278,29 @@ __device__ __forceinline__ void write_staged(const Tile& t, const unsigned short
                                              const unsigned (&ranks)[kItems], ItemBin item_bin, ValueAt value_at,
                                              StoreKey store_key, StoreValue store_value, void* stage,
                                              unsigned long long* bin_delta) {
-  using Value = decltype(value_at(0LL));
   constexpr int kBins = Bins::kCount;
-  // Tile positions of the items, and per bin the distance from tile position to output
-  // position (row 0 of the offsets is where each bin starts in the tile).
-  unsigned slots[kItems];
-#pragma unroll
-  for (int k = 0; k < kItems; ++k) slots[k] = offsets[t.warp * kBins + item_bin(k)] + ranks[k];
+  // Per bin the distance from tile position to output position (row 0 of the offsets is
+  // where each bin starts in the tile).
   for (int b = threadIdx.x; b < kBins; b += kThreads)
     bin_delta[b] = positions[static_cast<long long>(b) * t.tiles + t.tile] - offsets[b];
+  write_staged_at<Bins, kThreads>(t, offsets, keys, ranks, item_bin, value_at, store_key, store_value, stage, bin_delta);
+}
+
+// The staged writes once `bin_delta` (output position - tile position, per bin) is filled
+// in, or being filled in by this block before its next barrier: every thread's tile
+// positions are read from `offsets` before the barrier after which `stage` (which may
+// overlap them) is written.
+template <typename Bins, int kThreads, typename Tile, int kItems, typename Key, typename ItemBin, typename ValueAt,
+          typename StoreKey, typename StoreValue>
+__device__ __forceinline__ void write_staged_at(const Tile& t, const unsigned short* offsets, const Key (&keys)[kItems],
+                                                const unsigned (&ranks)[kItems], ItemBin item_bin, ValueAt value_at,
+                                                StoreKey store_key, StoreValue store_value, void* stage,
+                                                const unsigned long long* bin_delta) {
+  using Value = decltype(value_at(0LL));
+  constexpr int kBins = Bins::kCount;
+  unsigned slots[kItems];  // tile positions of the items
+#pragma unroll
+  for (int k = 0; k < kItems; ++k) slots[k] = offsets[t.warp * kBins + item_bin(k)] + ranks[k];
   __syncthreads();
 
   Key* stage_keys = static_cast<Key*>(stage);

@@ -1,10 +1,13 @@
 // Stable counting sort by a small integer key (counting_sort, sort_by_key with a bin
-// count): per-tile counts (ff_counting_sort_tile_counts_*), one exclusive scan of them into
-// 64-bit output positions (ff_counting_sort_scan_u64, decoupled look-back), a scatter
-// (ff_counting_sort_scatter_*) that ranks each element within its tile and bin by per-warp
-// ballots; the algorithm and why it is stable are in ff::sort, <fuseflow/counting_sort.cuh>,
-// the kernels' text in sort_kernels.cpp. Here: the bins. A key outside [0, bins) goes to
-// one more bin after every key in range (the CPU reference's definition): a permutation of n.
+// count). A key outside [0, bins) goes to one more bin after every key in range (the CPU
+// reference's definition): a permutation of n. Up to OnesweepPolicy::max_bins bins (the
+// extra one included), Onesweep (<fuseflow/onesweep.cuh>, sort_kernels.cpp): the bins
+// counted in one read (ff_counting_sort_histograms_*), then one kernel that ranks each tile,
+// looks back over the earlier tiles' per-bin counts and scatters
+// (ff_counting_sort_onesweep_*). More bins: per-tile counts (ff_counting_sort_tile_counts_*),
+// one exclusive scan of them into 64-bit output positions (ff_counting_sort_scan_u64,
+// decoupled look-back), a scatter (ff_counting_sort_scatter_*) that ranks each element
+// within its tile and bin by per-warp ballots (<fuseflow/counting_sort.cuh>).
 #include <cstdint>
 
 #include "../scan_context.hpp"
@@ -39,13 +42,25 @@ std::vector<KernelSpec> emit_counting_sort(const OpNode& op, const KernelContext
                      std::to_string(kMaxCountingSortBins) + " this version sorts by (a tile's per-warp counts live in "
                      "shared memory); sort by a coarser key, or with ff::sort / sort_by_key without a bin count (a "
                      "radix sort of 32-bit keys)");
+  SortPass pass = counting_sort_pass(op);
+  if (op.bins + 1 <= kOnesweepPolicy.max_bins) {
+    pass.onesweep = true;
+    pass.bins_arg = "ff::sort::KeyBins<kKeyBins>";
+    pass.why = "a stable counting sort by Onesweep: the bins counted in one read, then one kernel ranks each tile, "
+               "looks back over the earlier tiles' per-bin counts and scatters; ranks in element order keep equal keys "
+               "in input order";
+    const OnesweepTuning s = onesweep_tuning(op, op.bins + 1, kOnesweepPolicy);
+    return {emit_onesweep_histogram(op, key_leaves, "ff::sort::CountingDigits<" + std::to_string(op.bins) + ">", 1,
+                                    op.bins + 1, kOnesweepPolicy, pass),
+            emit_onesweep_pass(op, leaves, outputs, s, pass, 0, op.bins + 1, 0)};
+  }
   const SortTuning s = sort_tuning(op, op.bins + 1, policy);
-  const SortPass pass = counting_sort_pass(op);
   return {emit_sort_tile_counts(op, key_leaves, s, pass), emit_sort_scan_counts(leaves, policy, pass),
           emit_sort_scatter(op, leaves, outputs, s, pass)};
 }
 
 void counting_sort_launches(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuilder& b) {
+  if (step.kernels == 2) return onesweep_launches(plan, step.kernel, 1, n, b);
   if (n == 0) return;
   const int first = step.kernel;
   const std::int64_t tile = plan.kernels.at(static_cast<std::size_t>(first)).items_per_block_step;
@@ -78,15 +93,21 @@ class CountingSort final : public RegisteredStrategy {
   CountingSort() : RegisteredStrategy("counting sort", "counting_sort") {}
   Applies applies(const KernelContext& g) const override {
     if (g.op->bins == 0) return {false, "sorts by a small integer key with a bin count; this sort is by key bits"};
-    return {true, "small integer keys: tile counts, their scan, a stable scatter"};
+    return {true, "small integer keys: Onesweep (a histogram, one ranking, look-back and scatter kernel) up to " +
+                      std::to_string(kOnesweepPolicy.max_bins - 1) + " bins; above, tile counts, their scan, a stable "
+                      "scatter"};
   }
-  TuningValues tuning(const Policies& p) const override { return sort_tuning_values(p.sort); }
+  TuningValues tuning(const Policies& p) const override {
+    TuningValues values = sort_tuning_values(p.sort);
+    for (const auto& v : onesweep_tuning_values(kOnesweepPolicy)) values.push_back(v);
+    return values;
+  }
   // The tile counts read what the keys read; the scan and the scatter, keys and values.
   std::vector<KernelSpec> emit(const KernelContext& g) const override {
     return emit_counting_sort(*g.op, keys_context(g), g, sort_outputs(g), g.policies().sort);
   }
-  std::vector<StepSpec> schedule(const KernelContext& g, const std::vector<KernelSpec>&, int first) const override {
-    return {{StepSpec::Kind::CountingSort, first, 3, -1, 0, INT64_MAX, g.op->bins + 1, false}};
+  std::vector<StepSpec> schedule(const KernelContext& g, const std::vector<KernelSpec>& kernels, int first) const override {
+    return {{StepSpec::Kind::CountingSort, first, static_cast<int>(kernels.size()), -1, 0, INT64_MAX, g.op->bins + 1, false}};
   }
 };
 

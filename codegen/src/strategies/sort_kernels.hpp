@@ -39,6 +39,7 @@ struct SortPass {
   bool from_scratch = false;               // keys (and values) from scratch keys_in, values_in
   bool to_scratch = false;                 // keys (and values) into scratch keys_out, values_out
   std::string step;                        // "1/3" ... in the summaries: "counting sort 1/3"
+  bool onesweep = false;                   // a Onesweep pass (<fuseflow/onesweep.cuh>)
 };
 
 // Tile counts: Scratch arguments keys_in (from_scratch), then tile_counts.
@@ -50,6 +51,50 @@ KernelSpec emit_sort_scan_counts(const KernelContext& g, const SortPolicy& polic
 // (to_scratch), then positions.
 KernelSpec emit_sort_scatter(const OpNode& op, const KernelContext& leaves, const std::vector<SortOutput>& outputs,
                              const SortTuning& s, const SortPass& pass);
+
+// ---- Onesweep (<fuseflow/onesweep.cuh>): every digit's histogram in one read, then one
+// kernel per digit that ranks, looks back over per-bin tile counts and scatters.
+
+// The policy (the same on sm_80 and sm_90: nothing sm_90-only is used).
+struct OnesweepPolicy {
+  int block = 384;                   // threads of a pass (one per bin looks back: bins <= block)
+  int blocks_per_sm = 2;             // the pass's register budget (__launch_bounds__)
+  std::size_t shared_limit = 46 * 1024;  // static shared memory of a pass
+  std::size_t thread_bytes = 128;    // bytes of keys and values a thread holds per tile
+  int max_items = 16;                // elements per thread per tile
+  int histogram_block = 256;
+  int histogram_items = 16;          // keys per thread per chunk of the histogram
+  int histogram_grid = 1056;         // at most this many histogram blocks (8 per SM of an H100)
+  std::int64_t max_bins = 384;       // a counting sort with more bins (plus one) keeps the three-kernel pass
+};
+inline constexpr OnesweepPolicy kOnesweepPolicy{};
+std::vector<std::pair<std::string, std::int64_t>> onesweep_tuning_values(const OnesweepPolicy& p);
+
+struct OnesweepTuning {
+  int block = 384;
+  int items = 16;
+  int blocks_per_sm = 2;
+  std::int64_t bins = 0;
+  std::size_t shared_bytes = 0;
+  std::int64_t portion_tiles = 0;  // tiles per launch: a portion's counts stay below 2^30
+  int tile() const { return block * items; }
+};
+OnesweepTuning onesweep_tuning(const OpNode& op, std::int64_t bins, const OnesweepPolicy& policy);
+
+// The all-digit histogram: `digits_type` names the digits functor (ff::sort::RadixDigits<0,
+// 32>), `digits` x `row_bins` counts. Scratch: digit_counts.
+KernelSpec emit_onesweep_histogram(const OpNode& op, const KernelContext& key_leaves, const std::string& digits_type,
+                                   int digits, std::int64_t row_bins, const OnesweepPolicy& policy,
+                                   const SortPass& pass);
+// A pass by digit `digit`. Scratch: keys_in, values_in (from_scratch), keys_out, values_out
+// (to_scratch), digit_counts, bin_starts (the bin starts of the portions after the first),
+// lookback (the look-back entries); then the tile counter.
+KernelSpec emit_onesweep_pass(const OpNode& op, const KernelContext& leaves, const std::vector<SortOutput>& outputs,
+                              const OnesweepTuning& s, const SortPass& pass, int digit, std::int64_t row_bins,
+                              int parity);
+// The launches: the histogram over n, then per pass one launch per portion of the tiles.
+// `kernels` are the histogram's index then the passes'.
+void onesweep_launches(const Plan& plan, int first, int passes, std::int64_t n, ScheduleBuilder& b);
 
 // The registry blocks' shared pieces: a context reading what the keys alone read (the tile
 // counts), the program outputs that are the sort's results, the policy values by name.

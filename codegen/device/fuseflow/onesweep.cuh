@@ -1,0 +1,223 @@
+// fuseflow device helper library: Onesweep (Adinets & Merrill 2022), the radix and
+// counting sorts' one-kernel-per-pass structure.
+//
+//  1. digit_histograms: one read of the keys counts every digit of every pass at once
+//     (the [digits x bins] counts, added into zeroed memory, 64-bit);
+//  2. onesweep_pass, one launch per digit (one per portion of the tiles, below): a block
+//     draws its tile from an atomic counter (so every earlier tile is running or done, and
+//     the look-back cannot wait on a block that has not started, whatever order blocks run
+//     in), ranks its keys within the tile and bin by warp ballots (counting_sort.cuh's
+//     rank_in_warp, stable: element order), publishes its per-bin counts, then each bin's
+//     thread looks back over the earlier tiles' entries of its bin (decoupled look-back)
+//     until it meets an inclusive count, publishes its own inclusive count, and the tile
+//     is written through shared memory to the bin's start (the exclusive scan of the
+//     digit's histogram, which every block computes for itself) plus the count of the bin
+//     in earlier tiles plus the element's rank in the tile and bin.
+//
+// Look-back entries, [tiles x bins] 32-bit words: a 2-bit flag over a 30-bit count. The
+// flags alternate with the pass's parity, so an entry the previous pass left reads as "not
+// yet" (pass even: 1 partial, 2 inclusive; odd: 3 partial, 0 inclusive; memory zeroed
+// before the run's first pass reads as "not yet" for it; every pass writes every entry).
+// Counts within a look-back stay below 2^30: the tiles form portions of kPortionTiles
+// tiles, one launch each; the look-back stops at the portion's first tile, and the last
+// tile of a portion writes the next portion's bin starts (`bin_starts`).
+//
+// Integers all: the output is the same on every run (stable and deterministic).
+#pragma once
+
+#include <fuseflow/radix_sort.cuh>
+
+namespace ff {
+namespace sort {
+
+constexpr unsigned kLookbackCountBits = 30;
+constexpr unsigned kLookbackCountMask = (1u << kLookbackCountBits) - 1u;
+
+// The digits of a radix sort by key bits [kBegin, kEnd): 8 bits each, least significant
+// first, the last possibly narrower; digit d of a key is the bin of pass d.
+template <int kBegin, int kEnd>
+struct RadixDigits {
+  static_assert(kBegin >= 0 && kBegin < kEnd && kEnd <= 32, "a bit range within 32 bits");
+  static constexpr int kDigits = (kEnd - kBegin + 7) / 8;
+  static constexpr int kBins = kEnd - kBegin >= 8 ? 256 : 1 << (kEnd - kBegin);  // of the widest digit
+  template <typename Key>
+  __device__ __forceinline__ int operator()(const Key key, const int d) const {
+    const int shift = kBegin + 8 * d;
+    const int width = kEnd - shift < 8 ? kEnd - shift : 8;
+    return static_cast<int>((ordered_bits(key) >> shift) & ((1u << width) - 1u));
+  }
+};
+
+// The one "digit" of a counting sort by a small key (KeyBins: keys outside last).
+template <long long kKeyBins>
+struct CountingDigits {
+  static constexpr int kDigits = 1;
+  static constexpr int kBins = static_cast<int>(kKeyBins) + 1;
+  template <typename Key>
+  __device__ __forceinline__ int operator()(const Key key, int) const {
+    return bin_of<kKeyBins>(key);
+  }
+};
+
+// ---- 1. every digit's histogram, one read of the keys --------------------------------
+
+// Blocks take chunks of kThreads * kItems elements, grid-stride; each counts its keys'
+// digits in shared memory (a thread adds a run of equal digits once, so equal keys cost
+// one shared atomic per thread and chunk, not one per element), then adds its nonzero
+// counts into `counts` ([Digits::kDigits x Digits::kBins], zeroed before the launch).
+template <int kThreads, int kItems, typename Digits, typename KeyAt>
+__device__ __forceinline__ void digit_histograms(const long long n, KeyAt key_at, unsigned long long* counts) {
+  using Key = decltype(key_at(0LL));
+  constexpr int kEntries = Digits::kDigits * Digits::kBins;
+  constexpr long long kChunk = static_cast<long long>(kThreads) * kItems;
+  __shared__ unsigned shared_counts[kEntries];
+  for (int e = threadIdx.x; e < kEntries; e += kThreads) shared_counts[e] = 0u;
+  __syncthreads();
+  for (long long base = static_cast<long long>(blockIdx.x) * kChunk; base < n; base += kChunk * gridDim.x) {
+    Key keys[kItems];
+    const int valid = static_cast<int>(min(kChunk, n - base));
+#pragma unroll
+    for (int k = 0; k < kItems; ++k)
+      if (k * kThreads + static_cast<int>(threadIdx.x) < valid) keys[k] = key_at(base + k * kThreads + threadIdx.x);
+#pragma unroll
+    for (int d = 0; d < Digits::kDigits; ++d) {
+      int run_bin = -1;
+      unsigned run = 0u;
+#pragma unroll
+      for (int k = 0; k < kItems; ++k) {
+        if (k * kThreads + static_cast<int>(threadIdx.x) >= valid) continue;
+        const int bin = Digits{}(keys[k], d);
+        if (bin != run_bin) {
+          if (run != 0u) atomicAdd(&shared_counts[d * Digits::kBins + run_bin], run);
+          run_bin = bin;
+          run = 0u;
+        }
+        ++run;
+      }
+      if (run != 0u) atomicAdd(&shared_counts[d * Digits::kBins + run_bin], run);
+    }
+  }
+  __syncthreads();
+  for (int e = threadIdx.x; e < kEntries; e += kThreads)
+    if (shared_counts[e] != 0u) atomicAdd(&counts[e], static_cast<unsigned long long>(shared_counts[e]));
+}
+
+// ---- 2. one pass -------------------------------------------------------------------------
+
+// A look-back entry: flag (by the pass's parity) over count.
+__device__ __forceinline__ unsigned lookback_word(const bool inclusive, const int parity, const unsigned count) {
+  const unsigned flag = parity == 0 ? (inclusive ? 2u : 1u) : (inclusive ? 0u : 3u);
+  return flag << kLookbackCountBits | count;
+}
+
+// The exclusive count of bin `bin` in the tiles of this tile's portion before it, read
+// from their entries (spinning while one is not yet written this pass), then this tile's
+// inclusive count published. One thread per bin; the tile's own partial count is already
+// published.
+__device__ __forceinline__ unsigned look_back(unsigned* status, const int bins, const long long tile,
+                                              const long long first, const int bin, const int parity,
+                                              const unsigned count) {
+  const unsigned partial = parity == 0 ? 1u : 3u, inclusive = parity == 0 ? 2u : 0u;
+  unsigned exclusive = 0u;
+  for (long long t = tile - 1; t >= first; --t) {
+    const volatile unsigned* entry = status + t * bins + bin;
+    unsigned word, flag;
+    do {
+      word = *entry;
+      flag = word >> kLookbackCountBits;
+    } while (flag != partial && flag != inclusive);
+    exclusive += word & kLookbackCountMask;
+    if (flag == inclusive) break;
+  }
+  if (tile != first)
+    *reinterpret_cast<volatile unsigned*>(status + tile * bins + bin) = lookback_word(true, parity, exclusive + count);
+  return exclusive;
+}
+
+// One pass of a stable sort by Bins (RadixDigit for a radix pass, KeyBins for a counting
+// sort; Bins::kCount <= kThreads), digit `kDigit` of `digit_counts` (its histogram rows
+// have kRowBins entries). `tile_counter` is a zeroed word, left zeroed; `lookback` holds
+// [tiles x Bins::kCount] look-back entries (see above), `bin_starts` [portions x
+// Bins::kCount] bin starts of the portions after the first. key_at, value_at, store_key
+// and store_value as in counting_sort.cuh's scatter_tile_by.
+template <int kThreads, int kItems, typename Bins, int kDigit, int kRowBins, int kParity, long long kPortionTiles,
+          typename KeyAt, typename ValueAt, typename StoreKey, typename StoreValue>
+__device__ __forceinline__ void onesweep_pass(const long long n, const unsigned long long* digit_counts,
+                                              unsigned long long* bin_starts, unsigned* lookback,
+                                              unsigned* tile_counter, KeyAt key_at, ValueAt value_at,
+                                              StoreKey store_key, StoreValue store_value) {
+  using Tile = ScatterTile<kThreads, kItems>;
+  using Key = decltype(key_at(0LL));
+  using Value = decltype(value_at(0LL));
+  constexpr int kWarps = Tile::kWarps;
+  constexpr int kBins = Bins::kCount;
+  constexpr int kBits = bit_width(kBins - 1);
+  static_assert(kBins <= kThreads, "one thread per bin looks back");
+  static_assert(Tile::kTile < 65536, "tile positions and per-warp counts fit 16 bits");
+  static_assert(kPortionTiles * Tile::kTile < (1ll << kLookbackCountBits), "a portion's counts fit 30 bits");
+  constexpr unsigned long long kCounterBytes = sizeof(unsigned short) * kWarps * kBins;
+  constexpr unsigned long long kValueBytes = HasValues<Value>::value ? sizeof(Value) : 0;
+  constexpr unsigned long long kStageBytes =
+      static_cast<unsigned long long>(Tile::kTile) * (sizeof(Key) > kValueBytes ? sizeof(Key) : kValueBytes);
+  __shared__ __align__(16) unsigned char shared[kCounterBytes > kStageBytes ? kCounterBytes : kStageBytes];
+  __shared__ unsigned warp_totals[kWarps];
+  __shared__ unsigned long long start_totals[kWarps];
+  __shared__ unsigned long long bin_delta[kBins];
+  __shared__ unsigned tile_id;
+  unsigned short* counters = reinterpret_cast<unsigned short*>(shared);
+  const long long tiles = (n + Tile::kTile - 1) / Tile::kTile;
+  if (threadIdx.x == 0) {
+    const unsigned id = atomicAdd(tile_counter, 1u);
+    if (id == tiles - 1) atomicExch(tile_counter, 0u);  // every block of the pass has drawn
+    tile_id = id;
+  }
+  for (int c = threadIdx.x; c < kWarps * kBins; c += kThreads) counters[c] = 0;
+  __syncthreads();
+  const Tile t(n, tile_id);
+  const long long portion = t.tile / kPortionTiles, first = portion * kPortionTiles;
+  const long long last = min(tiles, first + kPortionTiles) - 1;
+
+  Key keys[kItems];
+#pragma unroll
+  for (int k = 0; k < kItems; ++k)
+    if (t.item(k) < t.valid) keys[k] = key_at(t.base + t.item(k));
+  // Past n: the last bin, after every element of the tile (counted out below).
+  const auto item_bin = [&](int k) -> int { return t.item(k) < t.valid ? Bins{}(keys[k]) : kBins - 1; };
+  unsigned ranks[kItems];
+#pragma unroll
+  for (int k = 0; k < kItems; ++k) ranks[k] = rank_in_warp<kBits>(counters + t.warp * kBins, item_bin(k));
+
+  // Thread b: bin b's count in the tile (the warps' counts; the items past n were counted
+  // in the last bin), published at once so that later tiles' look-backs find it early.
+  __syncthreads();
+  const int b = threadIdx.x;
+  unsigned count = 0u;
+  if (b < kBins) {
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) count += counters[w * kBins + b];
+    if (b == kBins - 1) count -= static_cast<unsigned>(Tile::kTile - t.valid);
+    *reinterpret_cast<volatile unsigned*>(lookback + t.tile * kBins + b) = lookback_word(t.tile == first, kParity, count);
+  }
+  warp_bin_offsets<kThreads, kWarps, kBins>(counters, warp_totals);
+  const unsigned tile_start = b < kBins ? counters[b] : 0u;  // bin b's first position in the tile
+  // The bin starts of this portion: the digit's histogram scanned, or from the portion before.
+  unsigned long long start = 0;
+  if (portion == 0) {
+    const unsigned long long total = b < kBins ? digit_counts[kDigit * kRowBins + b] : 0ull;
+    unsigned long long all;
+    start = block_exclusive_scan<kThreads>(
+        total, [](const unsigned long long& x, const unsigned long long& y) { return x + y; }, 0ull, start_totals, all);
+  } else if (b < kBins) {
+    start = bin_starts[portion * kBins + b];
+  }
+  if (b < kBins) {
+    const unsigned before = look_back(lookback, kBins, t.tile, first, b, kParity, count);
+    if (t.tile == last && last + 1 < tiles) bin_starts[(portion + 1) * kBins + b] = start + before + count;
+    bin_delta[b] = start + before - tile_start;
+  }
+  write_staged_at<Bins, kThreads>(t, counters, keys, ranks, item_bin, value_at, store_key, store_value, shared,
+                                  bin_delta);
+}
+
+}  // namespace sort
+}  // namespace ff
