@@ -153,3 +153,13 @@ TEST_CASE("asked for its phases, NVRTC times them and the log and image are as w
   CHECK(timed.log == plain.log);
   CHECK(timed.image.size() == plain.image.size());
 }
+
+TEST_CASE("warming NVRTC up gives its version, and compiles afterwards are as without it") {
+  const ff::NvrtcVersion v = ff::Compiler::warm_up();
+  CHECK(v.major == ff::Compiler::version().major);
+  CHECK(v.minor == ff::Compiler::version().minor);
+  (void)ff::Compiler::warm_up();  // once per process: a second call is only version()
+  ff::CompileOptions options;
+  const ff::CompiledKernel kernel = ff::Compiler::compile(ff::test::fill_kernel("ff_fill"), "ff_fill", options);
+  CHECK(kernel.image.substr(0, 4) == std::string("\x7f" "ELF"));
+}
