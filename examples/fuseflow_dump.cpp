@@ -123,6 +123,7 @@ void print_times(const std::string& name, const ff::Program& p, const ff::codege
   ff::CompileOptions options;
   options.arch = arch;
   options.fmad = runtime_fmad();  // as the Runtime compiles
+  options.minimal = true;
   ff::CompileOptions fast = options;
   fast.quick = true;
   ff::CompilePhases sum;
@@ -171,6 +172,7 @@ int warm(const std::vector<std::string>& files, const ff::codegen::Target& targe
   options.arch = target.arch();
   options.ptx = ptx;
   options.fmad = runtime_fmad();  // the Runtime's options (Runtime::compile_options): tier 1
+  options.minimal = true;
   const std::vector<ff::Header> headers = embedded_headers();
   std::vector<ff::codegen::Plan> plans;
   int status = 0;
@@ -273,6 +275,7 @@ int main(int argc, char** argv) {
       ff::CompileOptions options;
       options.arch = arch;
       options.fmad = runtime_fmad();  // as the Runtime compiles
+      options.minimal = true;
       options.quick = quick;
       std::vector<ff::Header> headers;
       for (const auto& h : ff::codegen::device_headers()) headers.push_back({h.name, h.text});

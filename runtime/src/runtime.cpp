@@ -90,11 +90,14 @@ CompileOptions Runtime::compile_options() const {
   // round differently from the optimised one (README "Tiered compilation"). Untiered:
   // NVRTC's default contraction, which is 2-2.5% faster on multiply-add chains.
   options.fmad = !*options_.tiered;
+  options.minimal = true;  // generated kernels: no textures, no device runtime
   return options;
 }
 
 KernelHandle Runtime::load_kernel(std::string_view source, std::string_view kernel_name) {
-  return load_kernel(source, kernel_name, compile_options());
+  CompileOptions options = compile_options();
+  options.minimal = false;  // a hand-written kernel may use textures
+  return load_kernel(source, kernel_name, options);
 }
 
 KernelHandle Runtime::load_kernel(std::string_view source, std::string_view kernel_name,
