@@ -11,6 +11,14 @@
 //               loaded): host wall time, median of 21.
 //   cold PTX    as cold, with RuntimeOptions::force_ptx: NVRTC stops at PTX (no ptxas) and
 //               the driver JIT-compiles it at module load (its cache off: CUDA_CACHE_DISABLE=1).
+//   nvrtc hit   as cold, on a new empty directory but with NVRTC's own cache (below) as the
+//               cold run left it: what a fuseflow cache miss costs when NVRTC has seen the
+//               kernel before (its front end only).
+// NVRTC 12.9+ keeps its own cache of PTX and cubins (keyed after the front end) in the
+// driver's compute cache (CUDA_CACHE_PATH, ~/.nv/ComputeCache by default), shared by every
+// process: every child here gets a new empty one (CUDA_CACHE_PATH), else a kernel compiled
+// by an earlier child, group or benchmark run shows as a compile of almost no NVVM and ptxas
+// time (the fourteenth run's sum, argmax and mssp rows, and its one-process catalog rows).
 // The cold run's compile is split as FUSEFLOW_LOG=compile prints it (NVRTC's front end,
 // NVVM optimiser, ptxas, NVRTC's other time), summed over its kernels; `rest` is the cold
 // run less those: planning, module load, launch, the copy back.
@@ -141,7 +149,7 @@ struct Anchor {
 };
 
 Anchor cupy_anchor(const std::string& which, const std::string& cache_dir) {
-  const std::string cmd = "CUPY_CACHE_DIR='" + cache_dir + "' python3 '" FUSEFLOW_BENCH_COMPILE_ANCHOR_SCRIPT "' " + which + " 2>&1";
+  const std::string cmd = "CUPY_CACHE_DIR='" + cache_dir + "' CUDA_CACHE_PATH='" + cache_dir + "-nv' python3 '" FUSEFLOW_BENCH_COMPILE_ANCHOR_SCRIPT "' " + which + " 2>&1";
   std::fflush(stdout);
   Anchor a;
   FILE* p = popen(cmd.c_str(), "r");
@@ -211,15 +219,22 @@ std::vector<CompileRow> measure_compile(const Options& opt) {
   const std::string root = ::mkdtemp(pattern) ? pattern : "/tmp/fuseflow-bench-compile";
   std::vector<CompileRow> rows;
   std::printf("  each case in a fresh process (n = 2^16); ms unless said; compile split summed over the kernels\n");
-  std::printf("  %-28s %7s %8s %10s %6s %6s %6s %6s %6s %8s %8s %8s\n", "program", "context", "cold", "cold tier0",
-              "front", "nvvm", "ptxas", "other", "rest", "cold PTX", "disk hit", "mem us");
-  double cold_total = 0, tier0_total = 0, disk_total = 0;
+  std::printf("  %-28s %7s %8s %10s %6s %6s %6s %6s %6s %8s %9s %8s %8s\n", "program", "context", "cold", "cold tier0",
+              "front", "nvvm", "ptxas", "other", "rest", "cold PTX", "nvrtc hit", "disk hit", "mem us");
+  double cold_total = 0, tier0_total = 0, disk_total = 0, nvrtc_hit_total = 0;
+  // NVRTC's cache, one new directory per child (nvrtc hit: the cold child's, on purpose).
+  auto nvrtc_cache = [](const std::string& dir) { return " CUDA_CACHE_PATH='" + dir + "'"; };
   for (const std::string& name : names) {
     const std::string dir = root + "/" + name;
     const std::string env = "FUSEFLOW_CACHE=1 FUSEFLOW_CACHE_DIR='" + dir + "'";
-    const ChildRow cold = spawn(env + " FUSEFLOW_TIERED=0 FUSEFLOW_LOG=compile", name);
-    const ChildRow tier0 = spawn("FUSEFLOW_CACHE=1 FUSEFLOW_CACHE_DIR='" + dir + "-tier0' FUSEFLOW_TIERED=1", name);
-    const ChildRow disk = spawn(env, name);
+    const ChildRow cold = spawn(env + " FUSEFLOW_TIERED=0 FUSEFLOW_LOG=compile" + nvrtc_cache(dir + "-nv"), name);
+    const ChildRow tier0 = spawn("FUSEFLOW_CACHE=1 FUSEFLOW_CACHE_DIR='" + dir + "-tier0' FUSEFLOW_TIERED=1" +
+                                     nvrtc_cache(dir + "-tier0-nv"),
+                                 name);
+    const ChildRow hit = spawn("FUSEFLOW_CACHE=1 FUSEFLOW_CACHE_DIR='" + dir + "-nvrtc-hit' FUSEFLOW_TIERED=0" +
+                                   nvrtc_cache(dir + "-nv"),
+                               name);
+    const ChildRow disk = spawn(env + nvrtc_cache(dir + "-disk-nv"), name);
     const ChildRow ptx = spawn("FUSEFLOW_CACHE=0 FUSEFLOW_TIERED=0 CUDA_CACHE_DISABLE=1", name + " ptx");
     CompileRow r;
     r.program = name;
@@ -231,18 +246,21 @@ std::vector<CompileRow> measure_compile(const Options& opt) {
     cold_total += cold.first_ms;
     tier0_total += tier0.first_ms;
     disk_total += disk.first_ms;
-    std::printf("  %-28s %7.1f %8.1f %10.1f %6.0f %6.0f %6.0f %6.0f %6.1f %8.1f %8.2f %8.1f%s\n", name.c_str(),
+    nvrtc_hit_total += hit.first_ms;
+    std::printf("  %-28s %7.1f %8.1f %10.1f %6.0f %6.0f %6.0f %6.0f %6.1f %8.1f %9.1f %8.2f %8.1f%s\n", name.c_str(),
                 cold.context_ms, cold.first_ms, tier0.first_ms, cold.front_end, cold.optimizer, cold.ptxas,
-                cold.nvrtc_other, cold.first_ms - cold.compile_ms, ptx.first_ms, disk.first_ms, disk.warm_us,
-                cold.ok && tier0.ok && disk.ok && ptx.ok ? "" : "  (failed)");
+                cold.nvrtc_other, cold.first_ms - cold.compile_ms, ptx.first_ms, hit.first_ms, disk.first_ms,
+                disk.warm_us, cold.ok && tier0.ok && hit.ok && disk.ok && ptx.ok ? "" : "  (failed)");
   }
-  std::printf("  sum over these programs, each alone: cold %.0f ms, cold tier0 %.0f ms, disk hit %.1f ms\n", cold_total,
-              tier0_total, disk_total);
+  std::printf("  sum over these programs, each alone: cold %.0f ms, cold tier0 %.0f ms, nvrtc hit %.0f ms, disk hit "
+              "%.1f ms\n",
+              cold_total, tier0_total, nvrtc_hit_total, disk_total);
   std::printf("  (rest = cold less its compiles: planning, module load, launch, copy back; context apart)\n");
 
-  const ChildRow serial = spawn("FUSEFLOW_CACHE=0 FUSEFLOW_TIERED=0", "ALL");
-  const ChildRow tiered = spawn("FUSEFLOW_CACHE=0 FUSEFLOW_TIERED=1", "ALL");
-  const ChildRow ahead = spawn("FUSEFLOW_CACHE=0 FUSEFLOW_TIERED=0", "ALL precompile");
+  const ChildRow serial = spawn("FUSEFLOW_CACHE=0 FUSEFLOW_TIERED=0" + nvrtc_cache(root + "/all-nv"), "ALL");
+  const ChildRow tiered = spawn("FUSEFLOW_CACHE=0 FUSEFLOW_TIERED=1" + nvrtc_cache(root + "/all-tiered-nv"), "ALL");
+  const ChildRow ahead =
+      spawn("FUSEFLOW_CACHE=0 FUSEFLOW_TIERED=0" + nvrtc_cache(root + "/all-precompile-nv"), "ALL precompile");
   std::printf("  the %zu programs one after the other in one fresh process, cold: %.0f ms as runs (%g compiles), "
               "%.0f ms as tiered runs, %.0f ms after one Runtime::precompile of them all (%g compiles)\n",
               names.size(), serial.first_ms, serial.compiles, tiered.first_ms, ahead.first_ms, ahead.compiles);

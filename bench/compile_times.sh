@@ -5,6 +5,9 @@
 # JOBS: threads for a program's kernels (default: one per hardware thread; 1: one after
 # another, as main compiled them; "" for the default). quick: a tiered first run's
 # compile (fuseflow-dump --quick: fixed-grid kernels at tier 0).
+# NVRTC 12.9+ caches PTX and cubins in the driver's compute cache where a driver is
+# installed (a GPU host): CUDA_CACHE_DISABLE=1, else the 2nd..REPEATth run of a program would
+# be NVRTC cache hits (front end only) and the median row one of them.
 set -euo pipefail
 build=${1:-build}
 repeat=${2:-3}
@@ -16,7 +19,7 @@ dump="$build/examples/fuseflow-dump"
 "$dump" --emit times-header
 total=0
 for name in $("$dump" --list | awk '{print $1}'); do
-  row=$(for _ in $(seq "$repeat"); do FUSEFLOW_CACHE=0 "$dump" --example "$name" --arch "$arch" "${jobs[@]}" --emit times; done |
+  row=$(for _ in $(seq "$repeat"); do CUDA_CACHE_DISABLE=1 FUSEFLOW_CACHE=0 "$dump" --example "$name" --arch "$arch" "${jobs[@]}" --emit times; done |
         sort -n -k9 | sed -n "$(((repeat + 1) / 2))p")
   echo "$row"
   total=$(awk -v t="$total" -v r="$row" 'BEGIN { split(r, f, " "); printf "%.1f", t + f[9] + f[3] }')

@@ -26,6 +26,7 @@ std::vector<std::string> CompileOptions::nvrtc_flags() const {
       // __device__ on each helper, and no host headers are involved.
       "-default-device",
   };
+  if (minimal) flags.push_back("-minimal");
   if (fast_math) flags.push_back("--use_fast_math");
   if (line_info) flags.push_back("-lineinfo");
   if (!fmad) flags.push_back("--fmad=false");
@@ -43,6 +44,7 @@ std::string CompileOptions::key() const {
   key += "\n-std=c++";
   key += std::to_string(cxx_standard);
   key += "\n-default-device\n";
+  if (minimal) key += "-minimal\n";
   if (fast_math) key += "--use_fast_math\n";
   if (line_info) key += "-lineinfo\n";
   if (!fmad) key += "--fmad=false\n";

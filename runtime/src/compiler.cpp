@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <exception>
 #include <memory>
 #include <vector>
 
@@ -141,6 +142,22 @@ std::string Compiler::ptx(std::string_view source, const CompileOptions& options
   std::string text = compile(source, kernel_name, as_ptx, headers).image;
   while (!text.empty() && text.back() == '\0') text.pop_back();
   return text;
+}
+
+NvrtcVersion Compiler::warm_up() {
+  const NvrtcVersion v = version();
+  // The CPU emulator's stand-in (version 0.x) compiles with the host compiler: nothing to
+  // initialise there, and a host-compiler run per process would only cost time.
+  static const bool warmed = v.major < 12 || [] {
+    try {
+      (void)compile("extern \"C\" __global__ void ff_warm_up() {}\n", "ff_warm_up", CompileOptions{});
+    } catch (const std::exception&) {
+      // A real compile reports whatever is wrong; warming up only saves it time.
+    }
+    return true;
+  }();
+  (void)warmed;
+  return v;
 }
 
 NvrtcVersion Compiler::version() {

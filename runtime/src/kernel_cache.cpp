@@ -93,6 +93,17 @@ std::string key_from_parts(std::string_view kernel_name, std::string_view source
   return key;
 }
 
+// A kernel's compile time, roughly: its source and the device-library headers it includes
+// (the large kernels are the ones built on the large templates). Only its order matters.
+std::size_t compile_cost(std::string_view source, std::span<const Header> headers) {
+  std::size_t cost = source.size();
+  for (const Header& header : headers)
+    if (source.find("#include <" + header.name + ">") != std::string_view::npos ||
+        source.find("#include \"" + header.name + "\"") != std::string_view::npos)
+      cost += header.content.size();
+  return cost;
+}
+
 }  // namespace
 
 CacheSettings CacheSettings::from_environment() { return read_environment().cache; }
@@ -248,6 +259,14 @@ std::vector<CacheResult> KernelCache::get_all(std::span<const KernelSource> kern
     const auto [at, fresh] = seen.try_emplace(key_hash(kernels[i].name, kernels[i].source, options, headers), i);
     first_of[i] = at->second;
     if (fresh) distinct.push_back(i);
+  }
+  // The costliest compiles first (longest processing time first): a batch of many kernels
+  // (Runtime::precompile, fuseflow-dump --warm) then ends soon after its longest one
+  // rather than with one started last.
+  if (distinct.size() > 2) {
+    std::vector<std::size_t> cost(kernels.size());
+    for (std::size_t i : distinct) cost[i] = compile_cost(kernels[i].source, headers);
+    std::stable_sort(distinct.begin(), distinct.end(), [&](std::size_t a, std::size_t b) { return cost[a] > cost[b]; });
   }
   std::vector<CacheResult> results(kernels.size());
   std::vector<std::exception_ptr> errors(kernels.size());

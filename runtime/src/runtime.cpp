@@ -17,9 +17,10 @@ namespace {
 
 // Loading NVRTC (a ~100 MB library: 10-20 ms of dlopen) and creating the CUDA context
 // are both needed before the first kernel; doing them at once hides the former, so a
-// fresh process's first cache hit does not pay for NVRTC.
+// fresh process's first cache hit does not pay for NVRTC, nor its first compile for
+// NVRTC's one-time set-up (Compiler::warm_up).
 std::shared_ptr<detail::DeviceContext> open_device_loading_nvrtc(const RuntimeOptions& options) {
-  std::future<NvrtcVersion> loading = std::async(std::launch::async, &Compiler::version);
+  std::future<NvrtcVersion> loading = std::async(std::launch::async, &Compiler::warm_up);
   auto context = std::make_shared<detail::DeviceContext>(options.device, options.stream);
   loading.get();  // rethrows "NVRTC could not be loaded"
   return context;
@@ -89,11 +90,14 @@ CompileOptions Runtime::compile_options() const {
   // round differently from the optimised one (README "Tiered compilation"). Untiered:
   // NVRTC's default contraction, which is 2-2.5% faster on multiply-add chains.
   options.fmad = !*options_.tiered;
+  options.minimal = true;  // generated kernels: no textures, no device runtime
   return options;
 }
 
 KernelHandle Runtime::load_kernel(std::string_view source, std::string_view kernel_name) {
-  return load_kernel(source, kernel_name, compile_options());
+  CompileOptions options = compile_options();
+  options.minimal = false;  // a hand-written kernel may use textures
+  return load_kernel(source, kernel_name, options);
 }
 
 KernelHandle Runtime::load_kernel(std::string_view source, std::string_view kernel_name,

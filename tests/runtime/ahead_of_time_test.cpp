@@ -90,6 +90,37 @@ TEST_CASE("get_all compiles a batch's distinct kernels once each and answers in 
   CHECK(next.stats().disk_hits == 3);
 }
 
+TEST_CASE("get_all compiles the costliest kernels first (those including the larger headers), answers in order") {
+  TempDir dir;
+  ff::CacheSettings settings;
+  settings.log = true;  // one line per kernel, as each is done: with one thread, the compile order
+  const std::vector<ff::Header> headers = {{"fuseflow/big.cuh", "// big\n" + std::string(20000, ' ') + "\n"},
+                                           {"fuseflow/small.cuh", "// small\n"}};
+  auto kernel = [](const std::string& name, const std::string& header) {
+    return "#include <fuseflow/" + header + ".cuh>\n" + ff::test::fill_kernel(name);
+  };
+  const std::string s1 = kernel("ff_small_1", "small"), big = kernel("ff_big", "big"),
+                    s2 = kernel("ff_small_2", "small");
+  const std::vector<ff::KernelSource> batch = {{"ff_small_1", s1}, {"ff_big", big}, {"ff_small_2", s2}};
+  std::vector<ff::CacheResult> results;
+  StderrCapture capture(dir.path() / "stderr.txt");
+  {
+    ff::KernelCache cache(settings);
+    results = cache.get_all(batch, options, headers, false, 1);
+  }
+  const std::string log = capture.finish();
+  REQUIRE(results.size() == 3);
+  for (std::size_t i = 0; i < batch.size(); ++i)
+    CHECK(results[i].hash == ff::KernelCache::key_hash(batch[i].name, batch[i].source, options, headers));
+  const std::size_t at_big = log.find("ff_big"), at_small_1 = log.find("ff_small_1"),
+                    at_small_2 = log.find("ff_small_2");
+  REQUIRE(at_big != std::string::npos);
+  REQUIRE(at_small_1 != std::string::npos);
+  REQUIRE(at_small_2 != std::string::npos);
+  CHECK(at_big < at_small_1);
+  CHECK(at_small_1 < at_small_2);  // equal costs keep the order given
+}
+
 TEST_CASE("get_all rethrows a kernel's CompileError after the others are compiled and cached") {
   ff::KernelCache cache(ff::CacheSettings{});
   const std::string good = ff::test::fill_kernel("ff_good");

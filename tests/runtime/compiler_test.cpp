@@ -102,11 +102,12 @@ TEST_CASE("options become the documented NVRTC flags") {
   options.arch = "sm_80";
   options.fast_math = true;
   options.line_info = true;
+  options.minimal = true;
   options.defines = {"FF_BLOCK=256", "FF_DEBUG"};
   const std::vector<std::string> expected = {"--gpu-architecture=sm_80", "-std=c++17",
-                                             "-default-device",          "--use_fast_math",
-                                             "-lineinfo",                "-DFF_BLOCK=256",
-                                             "-DFF_DEBUG"};
+                                             "-default-device",          "-minimal",
+                                             "--use_fast_math",          "-lineinfo",
+                                             "-DFF_BLOCK=256",           "-DFF_DEBUG"};
   CHECK(options.nvrtc_flags() == expected);
   std::string joined;
   for (const std::string& flag : expected) joined += flag + "\n";
@@ -152,4 +153,30 @@ TEST_CASE("asked for its phases, NVRTC times them and the log and image are as w
   CHECK(timed.log.find("phase name") == std::string::npos);
   CHECK(timed.log == plain.log);
   CHECK(timed.image.size() == plain.image.size());
+}
+
+TEST_CASE("warming NVRTC up gives its version, and compiles afterwards are as without it") {
+  const ff::NvrtcVersion v = ff::Compiler::warm_up();
+  CHECK(v.major == ff::Compiler::version().major);
+  CHECK(v.minor == ff::Compiler::version().minor);
+  (void)ff::Compiler::warm_up();  // once per process: a second call is only version()
+  ff::CompileOptions options;
+  const ff::CompiledKernel kernel = ff::Compiler::compile(ff::test::fill_kernel("ff_fill"), "ff_fill", options);
+  CHECK(kernel.image.substr(0, 4) == std::string("\x7f" "ELF"));
+}
+
+TEST_CASE("-minimal (generated kernels) gives the same binary as without it, under another cache key") {
+  ff::CompileOptions full, minimal;
+  minimal.minimal = true;
+  CHECK(full.key() != minimal.key());
+  // A kernel on the device library's collectives, as generated kernels are.
+  const std::string source =
+      "#include <fuseflow/lib.cuh>\n"
+      "extern \"C\" __global__ void ff_min(const float* in, float* out) {\n"
+      "  out[threadIdx.x] = ff_twice(in[threadIdx.x]) + __shfl_down_sync(0xffffffffu, in[threadIdx.x], 1);\n"
+      "}\n";
+  const std::vector<ff::Header> headers = {{"fuseflow/lib.cuh", "inline float ff_twice(float v) { return 2 * v; }\n"}};
+  const ff::CompiledKernel a = ff::Compiler::compile(source, "ff_min", full, headers);
+  const ff::CompiledKernel b = ff::Compiler::compile(source, "ff_min", minimal, headers);
+  CHECK(a.image == b.image);
 }

@@ -61,6 +61,12 @@ class Compiler {
                          std::span<const Header> headers = {},
                          std::string_view kernel_name = "kernel");
   static NvrtcVersion version();
+  // version(), after (once per process) compiling an empty kernel: NVRTC's first compile in
+  // a process pays its one-time set-up (builtin headers, its compute-cache hookup; 8 ms on
+  // the 2-core CI machine), which the Runtime pays here, behind the CUDA context's creation,
+  // instead of in a program's first run. Never throws for the compile; the CPU emulator's
+  // NVRTC (version 0.x) is not warmed.
+  static NvrtcVersion warm_up();
 };
 
 }  // namespace fuseflow

@@ -62,7 +62,8 @@ struct Access {
   static KernelCache& cache(Runtime& rt) { return rt.cache_; }
 };
 
-// Options for this device: its sm_XX, and PTX when NVRTC is newer than the driver.
+// Options for this device: its sm_XX, and PTX when NVRTC is newer than the driver; as
+// for generated kernels (CompileOptions::minimal: no textures, no device runtime).
 inline CompileOptions compile_options(const Runtime& rt) { return Access::compile_options(rt); }
 // Compiles (or fetches from the cache) `source` and loads `kernel_name` from it (an
 // extern "C" __global__ function).
@@ -71,7 +72,9 @@ inline KernelHandle load_kernel(Runtime& rt, std::string_view source, std::strin
   return Access::load_kernel(rt, source, kernel_name, options, headers);
 }
 inline KernelHandle load_kernel(Runtime& rt, std::string_view source, std::string_view kernel_name) {
-  return Access::load_kernel(rt, source, kernel_name, compile_options(rt), {});
+  CompileOptions options = compile_options(rt);
+  options.minimal = false;  // a hand-written kernel may use textures
+  return Access::load_kernel(rt, source, kernel_name, options, {});
 }
 // Launches on the Runtime's stream; raises the kernel's dynamic shared memory limit when
 // it needs more than 48 KB. `args` as for cuLaunchKernel.
