@@ -211,6 +211,67 @@ TEST_CASE("programs of distinct structure stay within the cache limits; eviction
   CHECK(rt.stats().programs.misses == static_cast<std::uint64_t>(distinct + 1));
 }
 
+// The issue's scale, in CI: 10,000 programs of distinct structure. Structures differ in
+// what the plan and the kernels do not depend on (each input's declared length, which is
+// part of the key and checked at every run) as well as in what they do (the scale, a
+// constant in the kernel): 8 kernels, each shared by 1,250 structures, so the emulator's
+// host compiler runs 8 times instead of 10,000 (about 0.2 s of CPU each). Every program is
+// still its own prepared program (planned, loaded, its buffers allocated), evicted 8 runs
+// later; the kernels and modules pass through their own caches (4 each) as the scale
+// changes.
+TEST_CASE("10,000 programs of distinct structure sharing 8 kernels: every one prepared and evicted, memory flat") {
+  ff::RuntimeOptions options = memory_only();
+  options.limits.programs = 8;
+  options.limits.modules = 4;
+  options.cache->memory_entries = 4;
+  ff::Runtime rt(options);
+  ff::test::EmulatorHooks emu;
+  const long per_kernel = 1250, kernels = 8;
+  std::vector<float> host(static_cast<std::size_t>(per_kernel));
+  for (std::size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>(i % 7 + 1);
+  auto xs = rt.upload(host);
+  const long modules_before = emu.live_modules();
+  const long allocations_before = emu.live_allocations();
+  std::size_t rss_after_first_kernel = 0;
+  long runs = 0;
+  for (long k = 1; k <= kernels; ++k) {
+    const float scale = static_cast<float>(k);
+    float prefix = 0;  // sum of host[0, length), exact in f32 (integers below 2^24)
+    for (long length = 1; length <= per_kernel; ++length) {
+      prefix += host[static_cast<std::size_t>(length - 1)];
+      const ff::Expr x = ff::input<float>("x", length);
+      const ff::device_span<float> first(xs.data(), static_cast<std::size_t>(length));
+      const float got = rt.run(ff::reduce(x * scale, ff::plus), {{x, first}}).as<float>();
+      if (got != prefix * scale) {
+        INFO("scale ", scale, ", declared length ", length);
+        REQUIRE(got == prefix * scale);
+      }
+      ++runs;
+    }
+    if (k == 1) rss_after_first_kernel = resident_bytes();
+  }
+  const ff::RuntimeStats s = rt.stats();
+  CHECK(runs == kernels * per_kernel);
+  CHECK(s.programs.misses == static_cast<std::uint64_t>(runs));  // each structure prepared once
+  CHECK(s.programs.hits == 0);
+  CHECK(s.programs.entries == 8);
+  CHECK(s.programs.evictions == static_cast<std::uint64_t>(runs - 8));
+  CHECK(s.programs.bytes <= options.limits.program_bytes);
+  CHECK(s.kernels.compiles == static_cast<std::uint64_t>(kernels));
+  CHECK(s.kernels.memory_entries == 4);
+  CHECK(s.kernels.evictions == static_cast<std::uint64_t>(kernels - 4));
+  CHECK(s.modules.entries == 4);
+  CHECK(s.modules.evictions == static_cast<std::uint64_t>(kernels - 4));
+  // Loaded: the module cache's 4 (the 8 cached programs' one kernel among them).
+  CHECK(emu.live_modules() - modules_before == 4);
+  // Held: the 8 programs' scalar slots and pinned host buffers, the tickets and scratch.
+  CHECK(emu.live_allocations() - allocations_before <= 2 * 8 + 4);
+  // 8,750 programs after the first 1,250: what an evicted program held is freed.
+  const std::size_t rss = resident_bytes();
+  INFO("resident after ", per_kernel, " programs ", rss_after_first_kernel, " bytes, after ", runs, ": ", rss);
+  CHECK(rss < rss_after_first_kernel + (std::size_t{16} << 20));
+}
+
 TEST_CASE("explain prints the plan for this device and, given bindings, the launches for their sizes") {
   ff::Runtime rt(memory_only());
   const std::vector<float> host(5000, 1.0f);
