@@ -7,7 +7,9 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -209,6 +211,40 @@ TEST_CASE("programs of distinct structure stay within the cache limits; eviction
   const ff::Expr x = ff::input<float>("x");
   CHECK(rt.run(ff::reduce(x * 1.0f, ff::plus), {{x, xs}}).as<float>() == 6.0f);
   CHECK(rt.stats().programs.misses == static_cast<std::uint64_t>(distinct + 1));
+}
+
+TEST_CASE("programs that differ only in an operator or a tuple field's type get plans of their own") {
+  ff::Runtime rt(memory_only());
+  const std::vector<float> hx = {1, 5, 2, 8}, hy = {3, 1, 4, 1};
+  auto xs = rt.upload(hx);
+  auto ys = rt.upload(hy);
+  // Operators are packed into one token of the key: each must still tell programs apart.
+  const auto run = [&](auto f) {
+    const ff::Expr x = ff::input<float>("x"), y = ff::input<float>("y");
+    return rt.run(ff::reduce(f(x, y), ff::plus), {{x, xs}, {y, ys}}).template as<float>();
+  };
+  const auto expected = [&](auto f) {  // computed here, element by element
+    float s = 0;
+    for (std::size_t i = 0; i < hx.size(); ++i) s += f(hx[i], hy[i]);
+    return s;
+  };
+  CHECK(run([](const ff::Expr& x, const ff::Expr& y) { return x + y; }) == expected(std::plus<float>()));
+  CHECK(run([](const ff::Expr& x, const ff::Expr& y) { return x - y; }) == expected(std::minus<float>()));
+  CHECK(run([](const ff::Expr& x, const ff::Expr& y) { return ff::max(x, y); }) ==
+        expected([](float a, float b) { return std::max(a, b); }));
+  CHECK(run([](const ff::Expr& x, const ff::Expr& y) { return ff::min(x, y); }) ==
+        expected([](float a, float b) { return std::min(a, b); }));
+  CHECK(rt.stats().programs.misses == 4);
+  // (f32, i64) and (f32, i32) pairs: tuple types of scalars are packed into one token too.
+  const ff::Expr x = ff::input<float>("x");
+  const ff::Value wide = rt.run(ff::reduce(ff::zip(x, ff::index()), ff::argmax), {{x, xs}}).value();
+  const ff::Value narrow =
+      rt.run(ff::reduce(ff::zip(x, ff::cast<int>(ff::index())), ff::argmax), {{x, xs}}).value();
+  CHECK(wide.type() == ff::Type::tuple({ff::ScalarType::F32, ff::ScalarType::I64}));
+  CHECK(narrow.type() == ff::Type::tuple({ff::ScalarType::F32, ff::ScalarType::I32}));
+  CHECK(wide[1].as_int() == 3);
+  CHECK(narrow[1].as_int() == 3);
+  CHECK(rt.stats().programs.misses == 6);
 }
 
 // The issue's scale, in CI: 10,000 programs of distinct structure. Structures differ in
