@@ -13,6 +13,12 @@
 // host (.item() / float()) and the host time of the call that leaves it on the device.
 // torch's MSSP is cumsum/cummin/max (several kernels); CuPy's, cumsum + minimum.accumulate
 // where that exists. Writes bench_latency.csv.
+// The launch floor, in the same run: the host time of fuseflow's low-level launch of an
+// empty kernel (one cuLaunchKernel, none of the executor's work) on the Runtime's stream,
+// and on a second Runtime over a stream created non-blocking (the Runtime's own stream is
+// a blocking one, ordered after the legacy default stream), with run_async of the fused
+// program on each: what of run_async is the driver's launch call, and whether the stream
+// kind changes it.
 // Beside the totals, where fuseflow was built with -DFUSEFLOW_RUN_PHASES=ON, the host time
 // of each phase of fuseflow's run (low_level::run_phases: bindings, capture query, lookup,
 // checks, outputs, argument packing, launch call, copy, wait, results), mean per call, for
@@ -173,6 +179,51 @@ LatencyRow measure_fuseflow(ff::Runtime& rt, const LatencyProgram& lp, std::size
   return row;
 }
 
+// Host us per call of `call` (median of `reps` after a warm-up), the stream synchronised
+// after each call outside the timed region.
+template <class F>
+double async_us(ff::Runtime& rt, int reps, F&& call) {
+  std::vector<double> t;
+  for (int r = 0; r < reps + std::max(10, reps / 10); ++r) {
+    const auto t0 = Clock::now();
+    call();
+    const double us = us_since(t0);
+    rt.synchronize();
+    if (r >= std::max(10, reps / 10)) t.push_back(us);
+  }
+  return median(t);
+}
+
+// The launch floor (see the top of this file): prints one line per stream kind.
+void measure_launch_floor(ff::Runtime& rt, int reps) {
+  static const char* kEmpty = "extern \"C\" __global__ void ff_latency_empty(const float* x) { (void)x; }\n";
+  const LatencyProgram& fused = latency_programs()[1];
+  const std::vector<float> host(1024, 0.5f);
+  cudaStream_t own = nullptr;
+  CK(cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking));
+  {
+    ff::RuntimeOptions options;
+    options.stream = reinterpret_cast<CUstream>(own);
+    ff::Runtime nonblocking(options);
+    std::printf("\n  launch floor (host us per call, median of %d): an empty kernel by fuseflow's low-level\n"
+                "  launch, and run_async of fused at 2^10, on each stream:\n", reps);
+    for (ff::Runtime* r : {&rt, &nonblocking}) {
+      const ff::DeviceArray<float> x = r->upload(host);
+      const ff::KernelHandle empty = ff::low_level::load_kernel(*r, kEmpty, "ff_latency_empty");
+      CUdeviceptr ptr = x.data();
+      void* args[] = {&ptr};
+      const double floor = async_us(*r, reps, [&] { ff::low_level::launch(*r, empty, {1, 1, 1}, {32, 1, 1}, 0, args); });
+      const ff::Program program = fused.build();
+      const ff::Bindings b = bind(program, x, ff::DeviceArray<int>(), false);
+      const double async = async_us(*r, reps, [&] { (void)r->run_async(program, b); });
+      std::printf("  %-34s empty kernel %6.2f   run_async %6.2f   fuseflow's share %5.2f\n",
+                  r == &rt ? "the Runtime's stream (blocking)" : "a non-blocking stream of the caller", floor,
+                  async, async - floor);
+    }
+  }
+  CK(cudaStreamDestroy(own));
+}
+
 // Runs latency_anchors.py; its lines "row <library> <program> <n> <run_us> <async_us>"
 // fill `out`, its other lines are printed as notes.
 void measure_anchors(const std::vector<std::size_t>& sizes, int reps, std::map<Key, LatencyRow>& torch,
@@ -271,6 +322,7 @@ void bench_latency(const Context& c, const Options& opt) {
               "  torch: x.sum().item(), (x*x+c).sum().item(), x.argmax().item(), MSSP by cumsum/cummin.\n");
 
   print_phases(ff_rows, sizes);
+  measure_launch_floor(*c.rt, reps);
 
   const std::string path = out_dir() + "/bench_latency.csv";
   if (FILE* f = std::fopen(path.c_str(), "w")) {

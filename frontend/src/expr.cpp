@@ -54,9 +54,11 @@ Expr Expr::input(std::string name, Type t, std::int64_t length) {
 Expr Expr::index() { return make(leaf(ExprKind::Index, ScalarType::I64)); }
 
 Expr Expr::constant(const Value& v) {
-  ExprNode n = leaf(ExprKind::Constant, v.type());
-  n.constant = v;
-  return make(std::move(n));
+  auto n = std::make_shared<ExprNode>();  // filled in place: no ExprNode moved and destroyed
+  n->kind = ExprKind::Constant;
+  n->type = v.type();
+  n->constant = v;
+  return Expr(std::move(n));
 }
 
 Expr Expr::param(std::string name, Type t) {
@@ -107,21 +109,21 @@ Expr Expr::binary(BinaryOp op, const Expr& a, const Expr& b) {
   if (!a.type().is_scalar() || !b.type().is_scalar())
     throw GraphError(what + " needs scalar operands, got " + a.type().name() + " and " + b.type().name());
   ScalarType common = usual_arithmetic_conversion(a.type().scalar(), b.type().scalar());
-  ExprNode n{};
-  n.kind = ExprKind::Binary;
-  n.binary = op;
-  n.args = {a, b};
   const BinaryClass c = binary_info(op).op_class;
   if ((c == BinaryClass::Integral || c == BinaryClass::Shift) && (!a.type().is_integral() || !b.type().is_integral()))
     throw GraphError(what + " needs integral operands, got " + a.type().name() + " and " + b.type().name());
+  auto n = std::make_shared<ExprNode>();  // filled in place: no ExprNode moved and destroyed
+  n->kind = ExprKind::Binary;
+  n->binary = op;
+  n->args = {a, b};
   switch (c) {
     case BinaryClass::Arithmetic:
-    case BinaryClass::Integral: n.type = common; break;
-    case BinaryClass::Shift: n.type = integer_promotion(a.type().scalar()); break;
+    case BinaryClass::Integral: n->type = common; break;
+    case BinaryClass::Shift: n->type = integer_promotion(a.type().scalar()); break;
     case BinaryClass::Comparison:
-    case BinaryClass::Logical: n.type = ScalarType::Bool; break;
+    case BinaryClass::Logical: n->type = ScalarType::Bool; break;
   }
-  return make(std::move(n));
+  return Expr(std::move(n));
 }
 
 Expr Expr::select(const Expr& cond, const Expr& a, const Expr& b) {
@@ -154,25 +156,25 @@ Expr Expr::call(MathFn fn, std::vector<Expr> args) {
     require_valid(a, what);
     require_scalar(a, what);
   }
-  ExprNode n{};
-  n.kind = ExprKind::Call;
-  n.fn = fn;
+  auto n = std::make_shared<ExprNode>();  // filled in place: no ExprNode moved and destroyed
+  n->kind = ExprKind::Call;
+  n->fn = fn;
   ScalarType common = args[0].type().scalar();
   for (const auto& a : args) common = usual_arithmetic_conversion(common, a.type().scalar());
   switch (math_info(fn).fn_class) {
     case MathClass::MinMax:
-      n.type = common;
+      n->type = common;
       break;
     case MathClass::Abs:
-      n.type = args[0].type().is_floating() ? args[0].type().scalar() : integer_promotion(args[0].type().scalar());
+      n->type = args[0].type().is_floating() ? args[0].type().scalar() : integer_promotion(args[0].type().scalar());
       break;
     case MathClass::Float:
       // f32 stays f32 (sqrtf), f64 and integers compute in f64 as std::sqrt(int) does.
-      n.type = common == ScalarType::F32 ? ScalarType::F32 : ScalarType::F64;
+      n->type = common == ScalarType::F32 ? ScalarType::F32 : ScalarType::F64;
       break;
   }
-  n.args = std::move(args);
-  return make(std::move(n));
+  n->args = std::move(args);
+  return Expr(std::move(n));
 }
 
 Expr Expr::cast(Type to, const Expr& a) {
@@ -192,15 +194,16 @@ Expr Expr::cast(Type to, const Expr& a) {
 Expr Expr::make_tuple(std::vector<Expr> fields) {
   if (fields.empty()) throw GraphError("tuple: a tuple needs at least one field");
   std::vector<Type> types;
+  types.reserve(fields.size());
   for (const auto& f : fields) {
     require_valid(f, "tuple");
     types.push_back(f.type());
   }
-  ExprNode n{};
-  n.kind = ExprKind::MakeTuple;
-  n.type = Type::tuple(std::move(types));
-  n.args = std::move(fields);
-  return make(std::move(n));
+  auto n = std::make_shared<ExprNode>();  // filled in place: no ExprNode moved and destroyed
+  n->kind = ExprKind::MakeTuple;
+  n->type = Type::tuple(std::move(types));
+  n->args = std::move(fields);
+  return Expr(std::move(n));
 }
 
 Expr Expr::get(const Expr& tuple, int field) {
@@ -212,12 +215,12 @@ Expr Expr::get(const Expr& tuple, int field) {
     throw GraphError("get<" + std::to_string(field) + ">: index out of range for " + t.name());
   // Reading a field of a tuple built in place is the field itself.
   if (tuple.kind() == ExprKind::MakeTuple) return tuple.args()[static_cast<std::size_t>(field)];
-  ExprNode n{};
-  n.kind = ExprKind::Get;
-  n.type = t.fields()[static_cast<std::size_t>(field)];
-  n.index = field;
-  n.args = {tuple};
-  return make(std::move(n));
+  auto n = std::make_shared<ExprNode>();  // filled in place: no ExprNode moved and destroyed
+  n->kind = ExprKind::Get;
+  n->type = t.fields()[static_cast<std::size_t>(field)];
+  n->index = field;
+  n->args = {tuple};
+  return Expr(std::move(n));
 }
 
 Expr Expr::raw_cuda(std::string text, Type t, std::vector<Expr> args) {

@@ -4,6 +4,8 @@
 #include "fuseflow/frontend/monoid.hpp"
 
 #include <limits>
+#include <mutex>
+#include <vector>
 
 #include "fuseflow/frontend/reference.hpp"
 
@@ -103,6 +105,43 @@ Monoid Monoid::builtin(MonoidKind kind) {
   return Monoid(std::move(n));
 }
 
+namespace {
+
+// Built-ins instantiated so far, by (kind, element type): a generic built-in's typed form
+// depends on nothing else, and nodes are immutable, so every op over that type shares one
+// (a program rebuilt in a loop traces argmax's combine once, not per build). Bounded: past
+// kMost the rest are made per call, as before.
+class Instantiated {
+ public:
+  std::shared_ptr<const MonoidNode> find(MonoidKind kind, const Type& t) {
+    std::lock_guard lock(mutex_);
+    for (const auto& [k, type, node] : entries_)
+      if (k == kind && type == t) return node;
+    return nullptr;
+  }
+  void add(MonoidKind kind, const Type& t, std::shared_ptr<const MonoidNode> node) {
+    std::lock_guard lock(mutex_);
+    if (entries_.size() < kMost) entries_.push_back({kind, t, std::move(node)});
+  }
+
+ private:
+  static constexpr std::size_t kMost = 64;
+  struct Entry {
+    MonoidKind kind;
+    Type type;
+    std::shared_ptr<const MonoidNode> node;
+  };
+  std::mutex mutex_;
+  std::vector<Entry> entries_;
+};
+
+Instantiated& instantiated() {
+  static Instantiated* cache = new Instantiated;  // never destroyed: used until exit
+  return *cache;
+}
+
+}  // namespace
+
 Monoid Monoid::instantiate(const Type& t, const std::string& op) const {
   const MonoidNode& self = node();
   if (self.typed) {
@@ -111,6 +150,7 @@ Monoid Monoid::instantiate(const Type& t, const std::string& op) const {
     return *this;
   }
   require_elements(op, self.kind, t);
+  if (std::shared_ptr<const MonoidNode> known = instantiated().find(self.kind, t)) return Monoid(std::move(known));
   auto n = std::make_shared<MonoidNode>(self);
   n->typed = true;
   n->type = t;
@@ -121,6 +161,7 @@ Monoid Monoid::instantiate(const Type& t, const std::string& op) const {
         {identity_of(id, t.fields()[0].scalar()), identity_of(MonoidIdentity::Largest, t.fields()[1].scalar())});
   else
     n->identity = identity_of(id, t.scalar());
+  instantiated().add(self.kind, t, n);
   return Monoid(std::move(n));
 }
 
@@ -161,6 +202,21 @@ void check_combine_leaves(const std::string& who, const Expr& e) {
   }
 }
 
+namespace {
+// The value of a constant expression: literals and tuples of them directly (an identity
+// is nearly always one), anything else by the CPU reference.
+Value folded(const Expr& e) {
+  if (e.kind() == ExprKind::Constant) return e.node().constant;
+  if (e.kind() == ExprKind::MakeTuple) {
+    std::vector<Value> fields;
+    fields.reserve(e.args().size());
+    for (const Expr& a : e.args()) fields.push_back(folded(a));
+    return Value::tuple(std::move(fields));
+  }
+  return evaluate_constant(e);
+}
+}  // namespace
+
 Monoid trace_monoid(std::string name, const Type& t, const Expr& combine_result, const Expr& identity,
                     Commutativity c) {
   std::string who = "monoid" + (name.empty() ? std::string() : " " + name);
@@ -172,7 +228,7 @@ Monoid trace_monoid(std::string name, const Type& t, const Expr& combine_result,
   if (!identity.valid()) throw GraphError(who + ": the identity is an empty ff::Expr");
   if (identity.type() != t)
     throw GraphError(who + ": the identity has type " + identity.type().name() + " but the monoid is over " + t.name());
-  Value id = evaluate_constant(identity);
+  Value id = folded(identity);
   return Monoid::custom(name.empty() ? "custom" : std::move(name), t, combine_result, id,
                         c == Commutativity::Commutative);
 }

@@ -2,8 +2,10 @@
 // ops collected in a fixed order).
 #include "fuseflow/frontend/program.hpp"
 
+#include <algorithm>
+#include <array>
 #include <map>
-#include <set>
+#include <unordered_set>
 
 #include "monoid_laws.hpp"
 
@@ -39,8 +41,31 @@ const char* strategy_name(Strategy s) {
 
 namespace {
 
-void collect_leaves(const Expr& e, std::vector<Expr>& out, std::set<const ExprNode*>& seen) {
-  if (!seen.insert(e.get()).second) return;
+// Node addresses a walk has met: a scan of a small array while there are few (most
+// graphs, built and walked every time a program is), a hash set past that. Allocates
+// nothing for a small graph.
+class Seen {
+ public:
+  bool insert(const void* node) {
+    if (set_.empty()) {
+      if (std::find(few_.begin(), few_.begin() + count_, node) != few_.begin() + count_) return false;
+      if (count_ < few_.size()) {
+        few_[count_++] = node;
+        return true;
+      }
+      set_.insert(few_.begin(), few_.end());
+    }
+    return set_.insert(node).second;
+  }
+
+ private:
+  std::array<const void*, 32> few_{};
+  std::size_t count_ = 0;
+  std::unordered_set<const void*> set_;
+};
+
+void collect_leaves(const Expr& e, std::vector<Expr>& out, Seen& seen) {
+  if (!seen.insert(e.get())) return;
   if (e.kind() == ExprKind::Input) {
     out.push_back(e);
   } else if (e.kind() == ExprKind::Result) {
@@ -108,7 +133,7 @@ void require_bins(std::int64_t bins, const std::string& op) {
 
 std::vector<Expr> array_leaves(const Expr& e) {
   std::vector<Expr> out;
-  std::set<const ExprNode*> seen;
+  Seen seen;
   collect_leaves(e, out, seen);
   return out;
 }
@@ -122,8 +147,8 @@ struct ScalarReads {
   bool index = false;
   bool operand = false;
 };
-void scalar_reads(const Expr& e, ScalarReads& r, std::set<const ExprNode*>& seen) {
-  if (!seen.insert(e.get()).second) return;
+void scalar_reads(const Expr& e, ScalarReads& r, Seen& seen) {
+  if (!seen.insert(e.get())) return;
   if (e.kind() == ExprKind::Result) r.reduction = r.reduction || e.node().op->scalar_output;
   if (e.kind() == ExprKind::Index) r.index = true;
   if (e.kind() == ExprKind::Operand) r.operand = true;
@@ -131,7 +156,7 @@ void scalar_reads(const Expr& e, ScalarReads& r, std::set<const ExprNode*>& seen
 }
 ScalarReads scalar_reads(const Expr& e) {
   ScalarReads r;
-  std::set<const ExprNode*> seen;
+  Seen seen;
   scalar_reads(e, r, seen);
   return r;
 }
@@ -322,10 +347,10 @@ struct Collector {
   std::vector<Expr>& inputs;
   std::vector<Expr>& params;
   std::vector<std::shared_ptr<const OpNode>>& ops;
-  std::set<const void*> seen{};
+  Seen seen{};
 
   void expr(const Expr& e) {
-    if (!e.valid() || !seen.insert(e.get()).second) return;
+    if (!e.valid() || !seen.insert(e.get())) return;
     switch (e.kind()) {
       case ExprKind::Input: inputs.push_back(e); break;
       case ExprKind::Param: params.push_back(e); break;
@@ -335,7 +360,7 @@ struct Collector {
     for (const auto& a : e.args()) expr(a);
   }
   void op(const std::shared_ptr<const OpNode>& n) {
-    if (!seen.insert(n.get()).second) return;
+    if (!seen.insert(n.get())) return;
     for (const Expr* child : {&n->values, &n->predicate, &n->offsets, &n->keys}) expr(*child);
     ops.push_back(n);
   }
@@ -354,8 +379,8 @@ Program::Program(std::vector<Expr> outputs) : outputs_(std::move(outputs)) {
       scalar_outputs_[i] = true;
       continue;
     }
-    const std::string what = "program: output " + std::to_string(i) + " (" + fuseflow::to_string(o) + ")";
     if (!is_array(o)) {
+      const std::string what = "program: output " + std::to_string(i) + " (" + fuseflow::to_string(o) + ")";
       ScalarReads r = scalar_reads(o);
       if (r.index)
         throw GraphError(what + " reads index() but maps over no array; an expression of reductions' results has "
@@ -368,6 +393,19 @@ Program::Program(std::vector<Expr> outputs) : outputs_(std::move(outputs)) {
   }
   Collector c{inputs_, params_, ops_};
   for (const auto& o : outputs_) c.expr(o);
+  // Each leaf is met once above, so two of one name are two different leaves: pairs
+  // compared while there are few (no map built per program), a map past that.
+  const std::size_t leaves = inputs_.size() + params_.size();
+  const auto leaf = [&](std::size_t k) -> const Expr& {
+    return k < inputs_.size() ? inputs_[k] : params_[k - inputs_.size()];
+  };
+  if (leaves <= 16) {
+    for (std::size_t a = 0; a < leaves; ++a)
+      for (std::size_t b = a + 1; b < leaves; ++b)
+        if (leaf(a).get() != leaf(b).get() && leaf(a).node().name == leaf(b).node().name)
+          throw GraphError("program: two different inputs or parameters are named '" + leaf(a).node().name + "'");
+    return;
+  }
   std::map<std::string, const ExprNode*> names;
   for (const auto* list : {&inputs_, &params_}) {
     for (const auto& e : *list) {

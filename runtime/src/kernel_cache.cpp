@@ -148,38 +148,58 @@ CacheStats KernelCache::stats() const {
   return s;
 }
 
+KernelCache::Lookup KernelCache::lookup(std::string_view kernel_name, std::string_view source,
+                                        const CompileOptions& options, std::span<const Header> headers) {
+  Lookup k{0, kernel_name, code_of(source, options), options.key()};
+  k.hash = hash_parts(kernel_name, k.code, k.options_key, headers);
+  return k;
+}
+
+std::shared_ptr<const CompiledKernel> KernelCache::in_memory(const Lookup& k, bool count_miss) {
+  std::lock_guard lock(mutex_);
+  const MemoryEntry* entry = memory_.find(k.hash);
+  // Compare the texts too, so even a 64-bit hash collision cannot return a wrong kernel.
+  if (entry && entry->kernel && entry->source == k.code && entry->kernel_name == k.name &&
+      entry->options_key == k.options_key) {
+    ++stats_.memory_hits;
+    return entry->kernel;
+  }
+  if (count_miss) ++stats_.misses;
+  return nullptr;
+}
+
+std::shared_ptr<const CompiledKernel> KernelCache::keep(const Lookup& k, std::shared_ptr<const CompiledKernel> kernel) {
+  std::lock_guard lock(mutex_);
+  const MemoryEntry* entry = memory_.find(k.hash);
+  // If another thread got here first, share its object: callers rely on one object per
+  // kernel (the Runtime keys loaded modules by it).
+  if (entry && entry->kernel && entry->source == k.code && entry->kernel_name == k.name &&
+      entry->options_key == k.options_key)
+    return entry->kernel;
+  const std::size_t bytes =
+      k.name.size() + k.code.size() + k.options_key.size() + kernel->image.size() + kernel->log.size();
+  memory_.insert(k.hash, MemoryEntry{std::string(k.name), std::string(k.code), k.options_key, kernel}, bytes);
+  return kernel;
+}
+
 std::optional<CacheResult> KernelCache::find(std::string_view kernel_name, std::string_view source,
                                              const CompileOptions& options, std::span<const Header> headers) {
   const Clock::time_point start = Clock::now();
-  const std::string options_key = options.key();
-  const std::string_view code = code_of(source, options);
+  const Lookup k = lookup(kernel_name, source, options, headers);
   CacheResult result;
-  result.hash = hash_parts(kernel_name, code, options_key, headers);
-  {
-    std::lock_guard lock(mutex_);
-    const MemoryEntry* entry = memory_.find(result.hash);
-    if (entry && entry->source == code && entry->kernel_name == kernel_name && entry->options_key == options_key) {
-      ++stats_.memory_hits;
-      result.kernel = entry->kernel;
-      result.outcome = CacheOutcome::memory_hit;
-    }
-  }
+  result.hash = k.hash;
+  result.kernel = in_memory(k, false);
+  result.outcome = CacheOutcome::memory_hit;
   if (!result.kernel) {
-    result.kernel = load_from_disk(result.hash, key_from_parts(kernel_name, code, options_key, headers));
-    if (!result.kernel) return std::nullopt;
-    result.outcome = CacheOutcome::disk_hit;
-    std::lock_guard lock(mutex_);
-    ++stats_.misses;
-    const MemoryEntry* entry = memory_.find(result.hash);
-    if (entry && entry->kernel && entry->source == code && entry->kernel_name == kernel_name &&
-        entry->options_key == options_key) {
-      result.kernel = entry->kernel;
-    } else {
-      const std::size_t bytes = kernel_name.size() + code.size() + options_key.size() +
-                                result.kernel->image.size() + result.kernel->log.size();
-      memory_.insert(result.hash, MemoryEntry{std::string(kernel_name), std::string(code), options_key, result.kernel},
-                     bytes);
+    std::shared_ptr<const CompiledKernel> loaded =
+        load_from_disk(k.hash, key_from_parts(kernel_name, k.code, k.options_key, headers));
+    if (!loaded) return std::nullopt;
+    {
+      std::lock_guard lock(mutex_);
+      ++stats_.misses;
     }
+    result.outcome = CacheOutcome::disk_hit;
+    result.kernel = keep(k, std::move(loaded));
   }
   result.milliseconds = milliseconds_since(start);
   if (settings_.log || settings_.log_compile) report(kernel_name, result);
@@ -190,56 +210,30 @@ CacheResult KernelCache::get(std::string_view kernel_name, std::string_view sour
                              const CompileOptions& options, std::span<const Header> headers,
                              bool time_phases) {
   const Clock::time_point start = Clock::now();
-  const std::string options_key = options.key();
-  const std::string_view code = code_of(source, options);
+  const Lookup k = lookup(kernel_name, source, options, headers);
   CacheResult result;
-  result.hash = hash_parts(kernel_name, code, options_key, headers);
-  {
-    std::lock_guard lock(mutex_);
-    const MemoryEntry* entry = memory_.find(result.hash);
-    // Compare the texts too, so even a 64-bit hash collision cannot return a wrong kernel.
-    if (entry && entry->source == code && entry->kernel_name == kernel_name && entry->options_key == options_key) {
-      ++stats_.memory_hits;
-      result.kernel = entry->kernel;
-      result.outcome = CacheOutcome::memory_hit;
-    } else {
-      ++stats_.misses;
-    }
-  }
+  result.hash = k.hash;
+  result.kernel = in_memory(k, true);
+  result.outcome = CacheOutcome::memory_hit;
   if (!result.kernel) {
     // The lock is not held while compiling: two threads missing on one key both compile
     // (same result) rather than serialising every compile in the process.
-    const std::string key = key_from_parts(kernel_name, code, options_key, headers);
-    result.kernel = load_from_disk(result.hash, key);
-    result.outcome = result.kernel ? CacheOutcome::disk_hit : CacheOutcome::compiled;
-    if (!result.kernel) {
-      auto compiled = std::make_shared<const CompiledKernel>(
+    const std::string key = key_from_parts(kernel_name, k.code, k.options_key, headers);
+    std::shared_ptr<const CompiledKernel> kernel = load_from_disk(k.hash, key);
+    result.outcome = kernel ? CacheOutcome::disk_hit : CacheOutcome::compiled;
+    if (!kernel) {
+      kernel = std::make_shared<const CompiledKernel>(
           Compiler::compile(source, kernel_name, options, headers,
                             time_phases || settings_.log_compile ? &result.phases : nullptr));
       const bool tried = disk_ && disk_->enabled();
-      const bool stored = tried && disk_->store(result.hash, key, encode_kernel(*compiled));
+      const bool stored = tried && disk_->store(k.hash, key, encode_kernel(*kernel));
       if (disk_ && disk_->read_only()) disk_->refuse_store();  // one warning, nothing written
       std::lock_guard lock(mutex_);
       ++stats_.compiles;
       if (stored) ++stats_.disk_writes;
       if (tried && !stored) ++stats_.disk_write_failures;
-      result.kernel = std::move(compiled);
     }
-    {
-      std::lock_guard lock(mutex_);
-      const MemoryEntry* entry = memory_.find(result.hash);
-      // If another thread got here first, share its object: callers rely on one object
-      // per kernel (the Runtime keys loaded modules by it).
-      if (entry && entry->kernel && entry->source == code && entry->kernel_name == kernel_name &&
-          entry->options_key == options_key) {
-        result.kernel = entry->kernel;
-      } else {
-        const std::size_t bytes = kernel_name.size() + code.size() + options_key.size() +
-                                  result.kernel->image.size() + result.kernel->log.size();
-        memory_.insert(result.hash,
-                       MemoryEntry{std::string(kernel_name), std::string(code), options_key, result.kernel}, bytes);
-      }
-    }
+    result.kernel = keep(k, std::move(kernel));
     if (settings_.dump_dir)
       detail::dump_kernel(*settings_.dump_dir, kernel_name, result.hash, source, options, headers,
                           *result.kernel);

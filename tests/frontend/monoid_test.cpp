@@ -11,6 +11,7 @@
 
 #include "fuseflow/frontend/monoid.hpp"
 #include "fuseflow/frontend/program.hpp"
+#include "fuseflow/frontend/reference.hpp"
 #include "fuseflow/frontend/settings.hpp"
 #include "graph_error_of.hpp"
 
@@ -430,4 +431,34 @@ TEST_CASE("the monoid check is off when set off, and skips elements it cannot ev
         "(no GraphError thrown)");
   // Built-ins are not checked (float plus is associative only up to rounding).
   CHECK(graph_error_of([&] { ff::reduce(ff::cast<float>(x), ff::plus); }) == "(no GraphError thrown)");
+}
+
+TEST_CASE("a built-in instantiated twice for one type is one node; another type gets its own") {
+  const Type pair = Type::tuple({ScalarType::F32, ScalarType::I64});
+  const ff::Monoid a = ff::argmax.instantiate(pair, "reduce");
+  const ff::Monoid b = ff::Monoid::builtin(ff::MonoidKind::ArgMax).instantiate(pair, "reduce");
+  CHECK(&a.node() == &b.node());  // rebuilding a program does not trace argmax's combine again
+  const ff::Monoid c = ff::argmin.instantiate(pair, "reduce");
+  CHECK(&c.node() != &a.node());
+  CHECK(c.identity()[0].as_float() == std::numeric_limits<float>::infinity());
+  CHECK(a.identity()[0].as_float() == -std::numeric_limits<float>::infinity());
+  const ff::Monoid d = ff::plus.instantiate(Type(ScalarType::F64), "scan");
+  const ff::Monoid e = ff::plus.instantiate(Type(ScalarType::I32), "scan");
+  CHECK(&d.node() != &e.node());
+  CHECK(d.type() == Type(ScalarType::F64));
+  CHECK(e.type() == Type(ScalarType::I32));
+  CHECK(e.identity() == ff::Value(0));
+}
+
+TEST_CASE("a custom monoid's identity given as a tuple of literals is the same value the reference computes") {
+  const ff::Monoid m = ff::monoid<ff::Tuple<int, float>>(
+      [](const ff::Expr& a, const ff::Expr& b) { return ff::tuple(a[0] + b[0], a[1] * b[1]); },
+      ff::tuple(0, 1.0f), ff::non_commutative, "sum_product");
+  CHECK(m.identity().type() == Type::tuple({ScalarType::I32, ScalarType::F32}));
+  CHECK(m.identity() == ff::evaluate_constant(ff::tuple(0, 1.0f)));
+  CHECK(m.identity()[1].as_float() == 1.0f);
+  // Not a literal: still evaluated (by the CPU reference).
+  const ff::Monoid n = ff::monoid<int>([](const ff::Expr& a, const ff::Expr& b) { return a + b; },
+                                       ff::cast<int>(ff::Expr(2.0f)) - 2, ff::commutative, "plus_cast");
+  CHECK(n.identity() == ff::Value(0));
 }

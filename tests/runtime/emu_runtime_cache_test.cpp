@@ -7,7 +7,9 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -209,6 +211,101 @@ TEST_CASE("programs of distinct structure stay within the cache limits; eviction
   const ff::Expr x = ff::input<float>("x");
   CHECK(rt.run(ff::reduce(x * 1.0f, ff::plus), {{x, xs}}).as<float>() == 6.0f);
   CHECK(rt.stats().programs.misses == static_cast<std::uint64_t>(distinct + 1));
+}
+
+TEST_CASE("programs that differ only in an operator or a tuple field's type get plans of their own") {
+  ff::Runtime rt(memory_only());
+  const std::vector<float> hx = {1, 5, 2, 8}, hy = {3, 1, 4, 1};
+  auto xs = rt.upload(hx);
+  auto ys = rt.upload(hy);
+  // Operators are packed into one token of the key: each must still tell programs apart.
+  const auto run = [&](auto f) {
+    const ff::Expr x = ff::input<float>("x"), y = ff::input<float>("y");
+    return rt.run(ff::reduce(f(x, y), ff::plus), {{x, xs}, {y, ys}}).template as<float>();
+  };
+  const auto expected = [&](auto f) {  // computed here, element by element
+    float s = 0;
+    for (std::size_t i = 0; i < hx.size(); ++i) s += f(hx[i], hy[i]);
+    return s;
+  };
+  CHECK(run([](const ff::Expr& x, const ff::Expr& y) { return x + y; }) == expected(std::plus<float>()));
+  CHECK(run([](const ff::Expr& x, const ff::Expr& y) { return x - y; }) == expected(std::minus<float>()));
+  CHECK(run([](const ff::Expr& x, const ff::Expr& y) { return ff::max(x, y); }) ==
+        expected([](float a, float b) { return std::max(a, b); }));
+  CHECK(run([](const ff::Expr& x, const ff::Expr& y) { return ff::min(x, y); }) ==
+        expected([](float a, float b) { return std::min(a, b); }));
+  CHECK(rt.stats().programs.misses == 4);
+  // (f32, i64) and (f32, i32) pairs: tuple types of scalars are packed into one token too.
+  const ff::Expr x = ff::input<float>("x");
+  const ff::Value wide = rt.run(ff::reduce(ff::zip(x, ff::index()), ff::argmax), {{x, xs}}).value();
+  const ff::Value narrow =
+      rt.run(ff::reduce(ff::zip(x, ff::cast<int>(ff::index())), ff::argmax), {{x, xs}}).value();
+  CHECK(wide.type() == ff::Type::tuple({ff::ScalarType::F32, ff::ScalarType::I64}));
+  CHECK(narrow.type() == ff::Type::tuple({ff::ScalarType::F32, ff::ScalarType::I32}));
+  CHECK(wide[1].as_int() == 3);
+  CHECK(narrow[1].as_int() == 3);
+  CHECK(rt.stats().programs.misses == 6);
+}
+
+// The issue's scale, in CI: 10,000 programs of distinct structure. Structures differ in
+// what the plan and the kernels do not depend on (each input's declared length, which is
+// part of the key and checked at every run) as well as in what they do (the scale, a
+// constant in the kernel): 8 kernels, each shared by 1,250 structures, so the emulator's
+// host compiler runs 8 times instead of 10,000 (about 0.2 s of CPU each). Every program is
+// still its own prepared program (planned, loaded, its buffers allocated), evicted 8 runs
+// later; the kernels and modules pass through their own caches (4 each) as the scale
+// changes.
+TEST_CASE("10,000 programs of distinct structure sharing 8 kernels: every one prepared and evicted, memory flat") {
+  ff::RuntimeOptions options = memory_only();
+  options.limits.programs = 8;
+  options.limits.modules = 4;
+  options.cache->memory_entries = 4;
+  ff::Runtime rt(options);
+  ff::test::EmulatorHooks emu;
+  const long per_kernel = 1250, kernels = 8;
+  std::vector<float> host(static_cast<std::size_t>(per_kernel));
+  for (std::size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>(i % 7 + 1);
+  auto xs = rt.upload(host);
+  const long modules_before = emu.live_modules();
+  const long allocations_before = emu.live_allocations();
+  std::size_t rss_after_first_kernel = 0;
+  long runs = 0;
+  for (long k = 1; k <= kernels; ++k) {
+    const float scale = static_cast<float>(k);
+    float prefix = 0;  // sum of host[0, length), exact in f32 (integers below 2^24)
+    for (long length = 1; length <= per_kernel; ++length) {
+      prefix += host[static_cast<std::size_t>(length - 1)];
+      const ff::Expr x = ff::input<float>("x", length);
+      const ff::device_span<float> first(xs.data(), static_cast<std::size_t>(length));
+      const float got = rt.run(ff::reduce(x * scale, ff::plus), {{x, first}}).as<float>();
+      if (got != prefix * scale) {
+        INFO("scale ", scale, ", declared length ", length);
+        REQUIRE(got == prefix * scale);
+      }
+      ++runs;
+    }
+    if (k == 1) rss_after_first_kernel = resident_bytes();
+  }
+  const ff::RuntimeStats s = rt.stats();
+  CHECK(runs == kernels * per_kernel);
+  CHECK(s.programs.misses == static_cast<std::uint64_t>(runs));  // each structure prepared once
+  CHECK(s.programs.hits == 0);
+  CHECK(s.programs.entries == 8);
+  CHECK(s.programs.evictions == static_cast<std::uint64_t>(runs - 8));
+  CHECK(s.programs.bytes <= options.limits.program_bytes);
+  CHECK(s.kernels.compiles == static_cast<std::uint64_t>(kernels));
+  CHECK(s.kernels.memory_entries == 4);
+  CHECK(s.kernels.evictions == static_cast<std::uint64_t>(kernels - 4));
+  CHECK(s.modules.entries == 4);
+  CHECK(s.modules.evictions == static_cast<std::uint64_t>(kernels - 4));
+  // Loaded: the module cache's 4 (the 8 cached programs' one kernel among them).
+  CHECK(emu.live_modules() - modules_before == 4);
+  // Held: the 8 programs' scalar slots and pinned host buffers, the tickets and scratch.
+  CHECK(emu.live_allocations() - allocations_before <= 2 * 8 + 4);
+  // 8,750 programs after the first 1,250: what an evicted program held is freed.
+  const std::size_t rss = resident_bytes();
+  INFO("resident after ", per_kernel, " programs ", rss_after_first_kernel, " bytes, after ", runs, ": ", rss);
+  CHECK(rss < rss_after_first_kernel + (std::size_t{16} << 20));
 }
 
 TEST_CASE("explain prints the plan for this device and, given bindings, the launches for their sizes") {

@@ -7,6 +7,12 @@
 // the host's: what it prints is fuseflow's own work plus the emulator's trivial driver
 // calls, in this thread's CPU time (the machine may be shared), comparable before and
 // after a change on the same machine. Usage: runtime_host_cost_probe [runs, default 20000]
+// Instruction counts (stable where timings are not): one program and one kind of call in
+// a loop, inside probe_loop, which callgrind counts alone:
+//   valgrind --tool=callgrind --toggle-collect='*probe_loop*' runtime_host_cost_probe --loop fused async 2000
+// then callgrind_annotate: probe_loop's inclusive instructions / 2000 per call. Calls:
+// run, async (run_async of the kept program), build (the Program alone), rebuilt (built,
+// bound and run, as a loop that rebuilds its program pays).
 #include <dlfcn.h>
 #include <time.h>
 
@@ -59,10 +65,31 @@ double median_us(long runs, const std::function<void()>& f) {
   return t[t.size() / 2];
 }
 
+enum class Call { run, async, build, rebuilt };
+
+// The --loop mode's measured region (callgrind --toggle-collect='*probe_loop*').
+[[gnu::noinline]] void probe_loop(ff::Runtime& rt, const Probe& p, Call call, long count, const ff::Program& kept,
+                                  const ff::Bindings& b, const ff::DeviceArray<float>& xf,
+                                  const ff::DeviceArray<int>& xi) {
+  for (long i = 0; i < count; ++i) {
+    switch (call) {
+      case Call::run: (void)rt.run(kept, b); break;
+      case Call::async: (void)rt.run_async(kept, b); break;
+      case Call::build: (void)p.build(); break;
+      case Call::rebuilt: {
+        const ff::Program f = p.build();
+        (void)rt.run(f, bind(f, xf, xi, p.int_input));
+        break;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const long runs = argc > 1 ? std::atol(argv[1]) : 20000;
+  const bool loop = argc == 5 && std::string(argv[1]) == "--loop";
+  const long runs = loop ? std::atol(argv[4]) : argc > 1 ? std::atol(argv[1]) : 20000;
   const char* emulator = std::getenv("FUSEFLOW_CUDA_LIBRARY");
   void* library = emulator ? dlopen(emulator, RTLD_NOW | RTLD_LOCAL) : nullptr;
   auto skip_launches = library ? reinterpret_cast<void (*)(int)>(dlsym(library, "ff_emu_set_skip_launches")) : nullptr;
@@ -87,6 +114,29 @@ int main(int argc, char** argv) {
       {"argmax", false, [] { return ff::catalog::find("argmax").build(); }},
       {"mssp", true, [] { return ff::catalog::find("mssp").build(); }},
   };
+  if (loop) {
+    const std::string name = argv[2], call_name = argv[3];
+    const Call calls[] = {Call::run, Call::async, Call::build, Call::rebuilt};
+    const char* call_names[] = {"run", "async", "build", "rebuilt"};
+    const auto c = std::find(std::begin(call_names), std::end(call_names), call_name);
+    const auto p = std::find_if(probes.begin(), probes.end(), [&](const Probe& q) { return name == q.name; });
+    if (c == std::end(call_names) || p == probes.end() || runs <= 0) {
+      std::fprintf(stderr, "runtime_host_cost_probe --loop sum|fused|argmax|mssp run|async|build|rebuilt COUNT\n");
+      return 2;
+    }
+    const ff::Program kept = p->build();
+    const ff::Bindings b = bind(kept, xf, xi, p->int_input);
+    (void)rt.run(kept, b);  // prepared (compiled) with launches on
+    skip_launches(1);
+    for (int i = 0; i < 100; ++i) {  // warm, outside probe_loop: every buffer sized
+      const ff::Program f = p->build();
+      (void)rt.run(f, bind(f, xf, xi, p->int_input));
+      (void)rt.run_async(kept, b);
+    }
+    probe_loop(rt, *p, calls[c - std::begin(call_names)], runs, kept, b, xf, xi);
+    std::printf("%ld calls of %s %s\n", runs, call_name.c_str(), name.c_str());
+    return 0;
+  }
   std::printf("host CPU us per call, n = %zu, emulated launches skipped, median of 15 rounds of %ld calls\n", n,
               runs / 15);
   std::printf("%-8s %9s %9s %9s %9s %9s %9s %12s\n", "program", "run", "async", "build", "bind", "run new",

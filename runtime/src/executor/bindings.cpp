@@ -72,7 +72,7 @@ void bind_leaves(const Program& program, const Bindings& bindings, BoundLeaves& 
   // Linear scans, no maps: a run binds a handful of leaves, and this runs every time.
   out.input_lengths.clear();
   out.input_ptrs.clear();
-  out.params.clear();
+  out.params.resize(program.params().size());  // assigned in place below: no Value made or freed per run
   out.outputs.assign(program.outputs().size(), DeviceBytes{});
   std::size_t leaves = 0;  // bindings of inputs and parameters
   for (std::size_t i = 0; i < bindings.size(); ++i) {
@@ -110,14 +110,16 @@ void bind_leaves(const Program& program, const Bindings& bindings, BoundLeaves& 
     out.input_lengths.push_back(len);
     out.input_ptrs.push_back(b.bytes().ptr);
   }
-  out.params.reserve(program.params().size());
-  for (const auto& pa : program.params()) {
+  for (std::size_t i = 0; i < program.params().size(); ++i) {
+    const Expr& pa = program.params()[i];
     const Binding* found = find(pa);
     if (!found) throw GraphError("run: " + describe(pa) + " is not bound");
     const Binding& b = *found;
     if (b.is_array()) throw GraphError("run: " + describe(pa) + " is a scalar but was bound to an array");
     if (!b.type().is_scalar()) throw GraphError("run: " + describe(pa) + " needs a scalar, got " + b.type().name());
-    out.params.push_back(b.scalar().cast(pa.type().scalar()));
+    const Value& v = b.scalar();
+    if (v.type() == pa.type()) out.params[i] = v;  // the common case: no conversion
+    else out.params[i] = v.cast(pa.type().scalar());
   }
   // Each leaf bound once, and every input and parameter found bound: a leaf binding more
   // than those is one the program does not read, most likely a leaf of another program.
@@ -170,6 +172,9 @@ std::size_t output_length(const codegen::Plan& plan, std::size_t i, const std::v
 void check_output_bindings(const Program& program, const codegen::Plan& plan, const BoundLeaves& leaves,
                            const std::vector<std::int64_t>& lengths) {
   const std::size_t outputs = program.outputs().size();
+  if (std::none_of(leaves.outputs.begin(), leaves.outputs.end(),
+                   [](const DeviceBytes& o) { return o.element_size != 0; }))
+    return;  // nothing bound to the caller's memory (most runs)
   for (std::size_t i = 0; i < outputs; ++i) {
     if (!leaves.output_bound(i)) continue;
     const std::size_t want = output_length(plan, i, lengths);

@@ -187,8 +187,11 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
   std::fill(prep.output_bytes.begin(), prep.output_bytes.end(), 0);
   std::fill(prep.allocated_bytes.begin(), prep.allocated_bytes.end(), 0);
   for (std::size_t i = 0; i < outputs; ++i) {
-    if (plan.output_scalar[i] >= 0) {
-      results.push_back(Result::scalar(Value()));
+    if (const int slot = plan.output_scalar[i]; slot >= 0) {
+      // run_async's scalar is its device slot from the start; run's is read after the wait.
+      const codegen::ScalarSlot& s = plan.scalars[static_cast<std::size_t>(slot)];
+      results.push_back(wait ? Result::scalar(Value())
+                             : Result::pending_scalar(context_, prep.scalars + s.offset, s.type, prepared, capturing));
       continue;
     }
     const Type& t = program.outputs()[i].type();
@@ -316,12 +319,11 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
       detail::throw_invalid_offsets(program, *program.ops().at(prep.checked_op_index[i]), bound, n, *context_);
     }
   }
-  for (std::size_t i = 0; i < outputs; ++i) {
+  for (std::size_t i = 0; wait && i < outputs; ++i) {
     const int slot = plan.output_scalar[i];
     if (slot < 0) continue;
     const codegen::ScalarSlot& s = plan.scalars[static_cast<std::size_t>(slot)];
-    results[i] = wait ? Result::scalar(Value::from_bytes(s.type, host + s.offset))
-                      : Result::pending_scalar(context_, prep.scalars + s.offset, s.type, prepared, capturing);
+    results[i] = Result::scalar(Value::from_bytes(s.type, host + s.offset));
   }
   clock.mark(Phase::results);
   clock.finish();

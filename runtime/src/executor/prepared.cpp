@@ -72,7 +72,7 @@ std::shared_ptr<PreparedProgram> prepare(Runtime& rt, Executor& ex, const Progra
     return found;
   };
   if (const std::shared_ptr<const ProgramKey>* known = ex.known.find(program)) {
-    if (std::shared_ptr<PreparedProgram>* found = ex.programs.find(**known)) return tier_up(*found);
+    if (std::shared_ptr<PreparedProgram>* found = ex.programs.find(*known)) return tier_up(*found);
     key = *known;  // evicted since: prepared again below
   } else {
     structural_key(program, ex.walked);
@@ -146,7 +146,7 @@ std::shared_ptr<PreparedProgram> prepare(Runtime& rt, Executor& ex, const Progra
   p->allocated_bytes.resize(outputs);
   const std::size_t bytes = p->bytes();
   const std::shared_ptr<const ProgramKey> cached_key = p->key;
-  std::shared_ptr<PreparedProgram> cached = ex.programs.insert(*cached_key, std::move(p), bytes);
+  std::shared_ptr<PreparedProgram> cached = ex.programs.insert(cached_key, std::move(p), bytes);
   ex.known.remember(program, cached_key);
   return cached;
 }

@@ -136,7 +136,7 @@ struct Executor {
   std::mutex mutex;
   // By structure (structure.hpp), not object identity, so a program rebuilt in a loop
   // finds the plan of the one before it.
-  LruCache<ProgramKey, std::shared_ptr<PreparedProgram>, ProgramKeyHash> programs;
+  LruCache<SharedProgramKey, std::shared_ptr<PreparedProgram>, ProgramKeyHash, ProgramKeyEqual> programs;
   // The key of a program run lately, by the identity of its outputs (ProgramsByIdentity),
   // so that running the same Program object again costs a lookup instead of a walk.
   ProgramsByIdentity known;

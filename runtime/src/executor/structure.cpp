@@ -95,14 +95,27 @@ class Walker {
     for (unsigned char c : s) hash_ = (hash_ ^ c) * 1099511628211ULL;
   }
 
+  // A type: kType, then a scalar's ScalarType; or 2000 + arity and one word of the fields'
+  // ScalarTypes, a byte each, for a tuple of at most 8 scalars (the common tuple, in one
+  // token instead of two per field); or 1000 + arity and each field's type.
   void type(const Type& t) {
     put(kType);
     if (t.is_scalar()) {
       put(static_cast<std::uint64_t>(t.scalar()));
       return;
     }
-    put(1000 + t.arity());
-    for (const Type& f : t.fields()) type(f);
+    const std::vector<Type>& fields = t.fields();
+    if (fields.size() <= 8 &&
+        std::all_of(fields.begin(), fields.end(), [](const Type& f) { return f.is_scalar(); })) {
+      std::uint64_t packed = 0;
+      for (std::size_t i = 0; i < fields.size(); ++i)
+        packed |= static_cast<std::uint64_t>(static_cast<std::uint8_t>(fields[i].scalar())) << (8 * i);
+      put(2000 + fields.size());
+      put(packed);
+      return;
+    }
+    put(1000 + fields.size());
+    for (const Type& f : fields) type(f);
   }
 
   void value(const Value& v) {
@@ -139,7 +152,9 @@ class Walker {
       return;
     }
     put(kExpr);
-    put(static_cast<std::uint64_t>(n.kind));
+    // The node's four one-byte enums in one token.
+    put(static_cast<std::uint64_t>(n.kind) | static_cast<std::uint64_t>(n.unary) << 8 |
+        static_cast<std::uint64_t>(n.binary) << 16 | static_cast<std::uint64_t>(n.fn) << 24);
     type(n.type);
     str(n.name);
     // Only a constant carries a value (ExprNode: payload by kind; Expr::constant is the one
@@ -147,9 +162,6 @@ class Walker {
     // keeps the signature exact.
     if (n.kind == ExprKind::Constant) value(n.constant);
     put(static_cast<std::uint64_t>(static_cast<std::int64_t>(n.index)));
-    put(static_cast<std::uint64_t>(n.unary));
-    put(static_cast<std::uint64_t>(n.binary));
-    put(static_cast<std::uint64_t>(n.fn));
     put(static_cast<std::uint64_t>(n.length));
     op(n.op.get());
     put(n.args.size());

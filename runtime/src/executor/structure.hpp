@@ -4,6 +4,7 @@
 // graph (no text is printed), so a program rebuilt in a loop finds its plan for the cost
 // of that walk and one comparison.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,8 +31,21 @@ struct ProgramKey {
   std::size_t bytes() const { return sizeof *this + tokens.size() * sizeof(std::uint64_t) + text.size(); }
 };
 
+// The program cache holds each key once, shared with its PreparedProgram and the
+// identity table (prepared.hpp); it hashes and compares keys by value and finds one by a
+// plain ProgramKey (a walk's) without copying it. A key compared with itself (a program
+// found by the identity of its outputs) is equal at once, its tokens not compared.
+using SharedProgramKey = std::shared_ptr<const ProgramKey>;
 struct ProgramKeyHash {
+  using is_transparent = void;
   std::size_t operator()(const ProgramKey& k) const noexcept { return static_cast<std::size_t>(k.hash); }
+  std::size_t operator()(const SharedProgramKey& k) const noexcept { return static_cast<std::size_t>(k->hash); }
+};
+struct ProgramKeyEqual {
+  using is_transparent = void;
+  bool operator()(const SharedProgramKey& a, const SharedProgramKey& b) const noexcept { return a == b || *a == *b; }
+  bool operator()(const SharedProgramKey& a, const ProgramKey& b) const noexcept { return a.get() == &b || *a == b; }
+  bool operator()(const ProgramKey& a, const SharedProgramKey& b) const noexcept { return (*this)(b, a); }
 };
 
 // Writes the signature of `program` into `key` (its buffers are reused: no allocation once

@@ -123,6 +123,19 @@ class KernelCache {
     std::shared_ptr<const CompiledKernel> kernel;
   };
 
+  // What get() and find() look a kernel up by: the hash and the texts it must match.
+  struct Lookup {
+    std::uint64_t hash;
+    std::string_view name;
+    std::string_view code;  // the source as compiled (code_of)
+    std::string options_key;
+  };
+  static Lookup lookup(std::string_view kernel_name, std::string_view source, const CompileOptions& options,
+                       std::span<const Header> headers);
+  // The kernel in memory (a hit counted), or nullptr (a miss counted when `count_miss`).
+  std::shared_ptr<const CompiledKernel> in_memory(const Lookup& k, bool count_miss);
+  // Keeps `kernel` in memory and returns it, or returns the equal one another thread kept first.
+  std::shared_ptr<const CompiledKernel> keep(const Lookup& k, std::shared_ptr<const CompiledKernel> kernel);
   std::shared_ptr<const CompiledKernel> load_from_disk(std::uint64_t hash, const std::string& key);
   void report(std::string_view kernel_name, const CacheResult& result) const;
 

@@ -5,6 +5,7 @@
 // what it owned. Not synchronised: the owner locks.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <unordered_map>
 #include <utility>
@@ -22,13 +23,15 @@ struct LruStats {
 
 namespace detail {
 
-template <class Key, class Value, class Hash = std::hash<Key>>
+template <class Key, class Value, class Hash = std::hash<Key>, class Equal = std::equal_to<Key>>
 class LruCache {
  public:
   LruCache(std::size_t max_entries, std::size_t max_bytes) : max_entries_(max_entries), max_bytes_(max_bytes) {}
 
   // The value for `key` (now the most recently used), or nullptr; counts a hit or a miss.
-  Value* find(const Key& key) {
+  // `key` may be of another type where Hash and Equal are transparent (is_transparent).
+  template <class K>
+  Value* find(const K& key) {
     auto it = index_.find(key);
     if (it == index_.end()) {
       ++stats_.misses;
@@ -90,7 +93,7 @@ class LruCache {
   };
   std::size_t max_entries_, max_bytes_;
   std::list<Entry> order_;  // most recently used first
-  std::unordered_map<Key, typename std::list<Entry>::iterator, Hash> index_;
+  std::unordered_map<Key, typename std::list<Entry>::iterator, Hash, Equal> index_;
   LruStats stats_;
 };
 
