@@ -27,6 +27,7 @@ const RegisteredStrategy& counting_sort_strategy();             // counting_sort
 const RegisteredStrategy& map_strategy();                       // map.cpp
 const RegisteredStrategy& scalar_epilogue_strategy();           // scalar_epilogue.cpp
 const RegisteredStrategy& radix_sort_strategy();                // radix_sort.cpp
+const RegisteredStrategy& rows_strategy();                      // rows.cpp
 
 const std::vector<const RegisteredStrategy*>& registered_strategies() {
   static const std::vector<const RegisteredStrategy*> all = {
@@ -47,6 +48,7 @@ const std::vector<const RegisteredStrategy*>& registered_strategies() {
       &counting_sort_strategy(),
       &map_strategy(),
       &scalar_epilogue_strategy(),  // outputs from reductions' results, after every kernel
+      &rows_strategy(),             // per-row programs over ff::rows: one kernel when a row fits a block
   };
   return all;
 }
