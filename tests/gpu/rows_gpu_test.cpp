@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <functional>
+#include <random>
 #include <type_traits>
 
 #include <fuseflow/fuseflow.hpp>
@@ -119,6 +120,52 @@ TEST_CASE("integer rows exactly: a maximum, a sum reading index(), both broadcas
   };
   for (std::int64_t c : kColumns)
     for (std::int64_t n : sizes(c)) check_rows<int>(ints, n, c, -1000.0, 1000.0, 0, "i32 rows");
+}
+
+TEST_CASE("random per-row programs: one to three chained row reductions and an output of their broadcasts") {
+  // Integers compare exactly (any monoid, sums wrap alike on both sides); floats take max
+  // and min, whose results are elements, within a relative 1e-5 of the f64 reference.
+  const std::vector<std::int64_t> columns = {1, 7, 32, 100, 256, 1024, 3000};
+  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+    std::mt19937_64 g(seed);
+    const auto pick = [&](int k) { return static_cast<int>(g() % static_cast<std::uint64_t>(k)); };
+    const std::int64_t c = columns[static_cast<std::size_t>(pick(7))];
+    const std::int64_t rows = 1 + pick(12);
+    const std::int64_t n = rows * c - (c > 1 ? pick(static_cast<int>(c)) : 0);
+    const int kind = pick(3);  // i32, f32, f64
+    const int ops = 1 + pick(3), out_shape = pick(4);
+    std::vector<int> monoid, shape;
+    for (int k = 0; k < ops; ++k) {
+      monoid.push_back(kind == 0 ? pick(3) : 1 + pick(2));  // plus, max, min
+      shape.push_back(pick(4));
+    }
+    const Build build = [=](const ff::Expr& x, const ff::Expr& w, std::int64_t cols) -> std::vector<ff::Expr> {
+      const auto offs = ff::rows(x, cols);
+      std::vector<ff::Expr> b;  // the broadcasts so far
+      for (int k = 0; k < ops; ++k) {
+        const ff::Expr prev = b.empty() ? w : b.back();
+        ff::Expr value = x;
+        if (shape[static_cast<std::size_t>(k)] == 1) value = x * w - prev;
+        if (shape[static_cast<std::size_t>(k)] == 2) value = ff::select(x > w, x, w) + prev;
+        if (shape[static_cast<std::size_t>(k)] == 3) value = ff::max(x, prev) - ff::min(w, prev);
+        const int m = monoid[static_cast<std::size_t>(k)];
+        const ff::Monoid mono = m == 0 ? ff::plus : m == 1 ? ff::Monoid(ff::max) : ff::Monoid(ff::min);
+        b.push_back(ff::broadcast(ff::segmented_reduce(value, offs, mono), offs));
+      }
+      ff::Expr y = x - b.back();
+      if (out_shape == 1) y = x * w + b.front() - b.back();
+      if (out_shape == 2) y = ff::select(x > w, b.front(), b.back());
+      if (out_shape == 3) {
+        y = x;
+        for (const auto& e : b) y = y + e;
+      }
+      return {y};
+    };
+    const std::string what = "seed " + std::to_string(seed) + " (" + std::to_string(ops) + " reductions)";
+    if (kind == 0) check_rows<int>(build, n, c, -1000.0, 1000.0, 0, "i32 " + what);
+    if (kind == 1) check_rows<float>(build, n, c, -4.0, 4.0, 1e-5, "f32 " + what, 1.0);
+    if (kind == 2) check_rows<double>(build, n, c, -4.0, 4.0, 1e-12, "f64 " + what, 1.0);
+  }
 }
 
 TEST_CASE("a row too long for a block and broadcast over other offsets are refused with what does not fit") {

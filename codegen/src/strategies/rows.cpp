@@ -80,14 +80,24 @@ KernelSpec emit_rows(const KernelContext& g) {
     w.line("__shared__ " + acc + " scratch" + k + "[kBlock / 32 + 1];");
   }
   w.line("const long long rows = (n + kColumns - 1) / kColumns;");
+  w.line("const auto count_of = [&](long long r) {  // elements of row r: the last may be shorter");
+  w.line("  return (int)(n - r * kColumns < kColumns ? n - r * kColumns : kColumns);");
+  w.line("};");
+  w.line("const int first = threadIdx.x * kItems;");
+  // The block's next row is loaded while this one is reduced (x_ holds this row, nx_ the
+  // next): twice the bytes in flight per block. No other block writes it (in place too).
+  for (std::size_t j = 0; j < names.size(); ++j) {
+    w.line(types.name(g.leaves.inputs[j].type()) + " x_" + names[j] + "[kItems], nx_" + names[j] + "[kItems];");
+    w.line("if (blockIdx.x < rows) ff::rows::load(x_" + names[j] + ", in_" + names[j] +
+           " + blockIdx.x * kColumns, count_of(blockIdx.x));");
+  }
   w.open("for (long long row = blockIdx.x; row < rows; row += gridDim.x)");
   w.line("const long long begin = row * kColumns;");
-  w.line("const int count = (int)(n - begin < kColumns ? n - begin : kColumns);  // the last row may be shorter");
-  w.line("const int first = threadIdx.x * kItems;");
-  for (std::size_t j = 0; j < names.size(); ++j) {
-    w.line(types.name(g.leaves.inputs[j].type()) + " x_" + names[j] + "[kItems];");
-    w.line("ff::rows::load(x_" + names[j] + ", in_" + names[j] + " + begin, count);");
-  }
+  w.line("const int count = count_of(row);");
+  w.line("const long long next = row + gridDim.x;");
+  w.open("if (next < rows)");
+  for (const auto& nm : names) w.line("ff::rows::load(nx_" + nm + ", in_" + nm + " + next * kColumns, count_of(next));");
+  w.close();
   for (std::size_t r = 0; r < ops.size(); ++r) {
     const std::string k = std::to_string(r), acc = types.name(ops[r]->monoid.type());
     w.line("// the row's segmented_reduce " + k + " (" + ops[r]->monoid.name() + "): every thread gets it as row" + k);
@@ -118,6 +128,12 @@ KernelSpec emit_rows(const KernelContext& g) {
   w.close();
   for (int id : g.output_ids)
     w.line("ff::rows::store(out" + std::to_string(id) + " + begin, y" + std::to_string(id) + ", count);");
+  w.open("if (next < rows)");
+  w.line("#pragma unroll");
+  w.open("for (int k = 0; k < kItems; ++k)");
+  for (const auto& nm : names) w.line("x_" + nm + "[k] = nx_" + nm + "[k];");
+  w.close();
+  w.close();
   w.close();
   w.close();
 
@@ -132,7 +148,7 @@ KernelSpec emit_rows(const KernelContext& g) {
   k.args = args;
   k.summary = "per-row program: a block per row of " + std::to_string(columns) + " elements (" + std::to_string(t.block) +
               " threads x " + std::to_string(t.items) + " in registers), " + std::to_string(ops.size()) +
-              " row reduction(s) all-reduced in element order, grid-strided over rows, grid <= " +
+              " row reduction(s) all-reduced in element order, the next row loaded meanwhile, grid-strided over rows, grid <= " +
               std::to_string(k.max_grid);
   k.why = "every segment is a row of ff::rows(x, " + std::to_string(columns) +
           ") that fits a block: the row reductions and the outputs in one pass over the inputs";
