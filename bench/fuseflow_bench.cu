@@ -27,7 +27,7 @@
 // This file: main and the order of the groups. The harness (options, timing, buffers,
 // inputs, the ceiling) is harness.hpp/.cu, the printed records records.cu, and each op
 // group has a file of its own: reduce, scan, histogram, segmented, sort, filter, keyed,
-// compile, course, latency, programs (.cu). The latency group (small programs, host time per call,
+// compile, course, latency, programs, rows (.cu). The latency group (small programs, host time per call,
 // beside torch and CuPy run by latency_anchors.py) writes bench_latency.csv.
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -138,6 +138,7 @@ int run(const Options& opt) {
   if (opt.wants("latency")) bench_latency(c, opt);
   if (opt.wants("multi")) bench_multi(c, opt);  // sharded over every GPU here, beside torch.distributed
   if (opt.wants("programs")) bench_programs(c, opt);  // SpMV and adjacent difference, beside torch and CuPy
+  if (opt.wants("rows")) bench_rows(c, opt);  // per-row softmax, beside a copy and torch.softmax
   CK(cudaFreeHost(c.host_out));
 
   const std::string dir = out_dir();

@@ -127,7 +127,7 @@ Options parse(int argc, char** argv) {
                   "  sizes 2^10, 2^16, 2^20, 2^24, 2^28 from 2^min-log2 up to 2^max-log2 (default 28);\n"
                   "  --quick: sizes up to 2^20 and 10 repetitions; --reps: repetitions per size\n"
                   "  --only: comma-separated groups among compile, scan, reduce, histogram, segmented, sort, filter, keyed, course,\n"
-                  "          latency (small programs: host time per call, beside torch and CuPy)\n"
+                  "          latency (small programs: host time per call, beside torch and CuPy), programs, rows\n"
                   "  --device-only: device time only, no end-to-end mode\n"
                   "  output: a table on stdout, bench.csv (+ bench.png) in $FUSEFLOW_BENCH_OUT or cwd\n");
       std::exit(0);

@@ -159,6 +159,10 @@ std::string ExprEmitter::compute(const Expr& e) {
     }
     case ExprKind::Gather: return gather(n);
     case ExprKind::Shift: return shift(n);
+    // A segment's value (a per-row kernel's row result) and row offsets: spelled by the
+    // context that has them (rows.cpp), an error in the others.
+    case ExprKind::Broadcast:
+    case ExprKind::Rows: return leaf_(e);
   }
   throw GraphError("codegen: unknown expression kind");
 }

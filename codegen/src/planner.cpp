@@ -8,6 +8,7 @@
 // fold reductions over their inputs; array outputs are computed by a final element-wise
 // kernel.
 #include "passes/passes.hpp"
+#include "rows.hpp"
 
 namespace fuseflow::codegen {
 
@@ -49,6 +50,10 @@ Plan plan(const Program& program, const Target& target, const PlanOptions& optio
   Plan plan;
   FilterMemo memo;
   plan_tables(program, plan);
+  if (plan_rows_program(program, policies, target, plan)) {  // a per-segment broadcast: rows_plan.cpp
+    check_plan(plan);
+    return plan;
+  }
 
   // Classify: every op and output by what plans it; a scalar slot per reduction.
   Classified classified = classify(program, plan, memo);

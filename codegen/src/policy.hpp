@@ -111,6 +111,16 @@ struct SortPolicy {
   int scan_items = 16;                    // counts per thread of the scan
 };
 
+// Per-row programs over ff::rows (rows.cpp): a block holds a row in registers, each
+// thread `items` consecutive elements (one 16-byte vector of f32), the block as many
+// threads as the row needs, up to max_block; longer rows take more items per thread, up to
+// max_items, beyond which a row does not fit a block.
+struct RowsPolicy {
+  int items = 4;
+  int max_block = 1024;
+  int max_items = 16;
+};
+
 struct Policies {
   std::string target;  // the table they came from: "sm_90", "sm_80" or "default"
   ScanPolicy scan;
@@ -120,6 +130,7 @@ struct Policies {
   MapPolicy map;
   HistogramPolicy histogram;
   SortPolicy sort;
+  RowsPolicy rows;
 };
 
 // The policies for `target` with `options` applied (options must be valid: validate()).

@@ -225,6 +225,12 @@ std::vector<Entry> make_entries() {
          const KeyedResult sorted = sort_by_key(input<unsigned>("k"), input<unsigned>("v"), {0, 8});
          return Program(std::vector<Expr>{sorted.keys, sorted.values});
        }},
+      {"softmax_rows", "per-row softmax over rows of 1024 f32 (ff::rows, ff::broadcast): one kernel, a row in registers", [] {
+         auto x = input<float>("x");
+         const auto offs = rows(x, 1024);
+         const auto e = exp(x - broadcast(segmented_reduce(x, offs, max), offs));
+         return Program(e / broadcast(segmented_reduce(e, offs, plus), offs));
+       }},
   };
 }
 }  // namespace

@@ -282,4 +282,64 @@ Expr Expr::shift(const Expr& x, int k, const Expr& fill) {
   return make(std::move(n));
 }
 
+// ---- per-segment broadcast ------------------------------------------------------------
+
+namespace {
+// Whether two expressions are the same computation: the same node, or nodes of one kind and
+// payload over the same arguments (offsets built twice, ff::rows(x, c) called twice).
+bool same_structure(const Expr& a, const Expr& b) {
+  if (same_node(a, b)) return true;
+  const ExprNode &m = a.node(), &n = b.node();
+  if (m.kind != n.kind || m.type != n.type || m.name != n.name || m.index != n.index || m.length != n.length ||
+      m.unary != n.unary || m.binary != n.binary || m.fn != n.fn || m.op != n.op || m.args.size() != n.args.size())
+    return false;
+  if (m.kind == ExprKind::Constant && !(m.constant == n.constant)) return false;
+  for (std::size_t i = 0; i < m.args.size(); ++i)
+    if (!same_structure(m.args[i], n.args[i])) return false;
+  return true;
+}
+}  // namespace
+
+Expr Expr::broadcast(const Expr& r, const Expr& segments, bool by_key) {
+  const std::string what = by_key ? "broadcast_by_key" : "broadcast";
+  require_valid(r, what);
+  require_valid(segments, what);
+  const bool segmented = r.kind() == ExprKind::Result && !r.node().op->scalar_output &&
+                         (r.node().op->kind == OpKind::SegmentedReduce || r.node().op->kind == OpKind::ReduceByKey);
+  if (!segmented)
+    throw GraphError(what + ": " + to_string(r) +
+                     " is not the result of a segmented reduction (segmented_reduce, or reduce_by_key's keys or "
+                     "values); only a per-segment result has a value for each element's segment");
+  const OpNode& op = *r.node().op;
+  if (by_key && op.kind != OpKind::ReduceByKey)
+    throw GraphError("broadcast_by_key: the result of segmented_reduce has segments by offsets; use "
+                     "ff::broadcast(result, offsets)");
+  if (!by_key && op.kind != OpKind::SegmentedReduce)
+    throw GraphError("broadcast: the result of reduce_by_key has segments by runs of keys; use "
+                     "ff::broadcast_by_key(result, keys)");
+  const Expr& own = by_key ? op.keys : op.offsets;
+  if (!same_structure(own, segments))
+    throw GraphError(what + ": the " + (by_key ? "keys " : "offsets ") + to_string(segments) + " are not those " +
+                     op_name(op.kind) + " reduced over (" + to_string(own) + "); a broadcast gives each element " +
+                     "the segment the reduction gave it");
+  ExprNode n{};
+  n.kind = ExprKind::Broadcast;
+  n.type = r.type();
+  n.index = by_key ? 1 : 0;
+  n.args = {r, own};
+  return make(std::move(n));
+}
+
+Expr Expr::rows(const Expr& x, std::int64_t columns) {
+  require_valid(x, "rows");
+  if (columns <= 0) throw GraphError("rows: the row length must be positive, got " + std::to_string(columns));
+  if (!is_array(x)) throw GraphError("rows: " + to_string(x) + " is not an array (it uses no input or array result)");
+  ExprNode n{};
+  n.kind = ExprKind::Rows;
+  n.type = ScalarType::I64;
+  n.length = columns;
+  n.args = {x};
+  return make(std::move(n));
+}
+
 }  // namespace fuseflow

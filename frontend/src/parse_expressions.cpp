@@ -230,6 +230,11 @@ Expr Parser::named() {
     return checked(t, [&] { return Expr::gather(args[0], args[1], w == "gather"); });
   }
   if (w == "shift" && call) return shift(t);
+  if ((w == "broadcast" || w == "broadcast_by_key") && call) {
+    std::vector<Expr> args = arguments(t, 2);
+    return checked(t, [&] { return Expr::broadcast(args[0], args[1], w == "broadcast_by_key"); });
+  }
+  if (w == "rows" && call) return rows(t);
   if (call)
     if (auto fn = lookup<MathFn>(w, kMathFnCount, math_name)) {
       std::vector<Expr> args = arguments(t, static_cast<int>(math_info(*fn).arity));
@@ -304,6 +309,16 @@ Expr Parser::shift(const Token& at) {
   if (v > std::numeric_limits<int>::max() || v < -std::numeric_limits<int>::max()) fail(at, "shift: the offset " + std::to_string(v) + " is too large");
   const int offset = static_cast<int>(negative ? -v : v);
   return checked(at, [&] { return Expr::shift(args[0], offset, args[2]); });
+}
+
+// rows(x, c): c a positive whole number.
+Expr Parser::rows(const Token& at) {
+  std::vector<Expr> args = arguments(at, 2);
+  const Expr& c = args[1];
+  if (c.kind() != ExprKind::Constant || !c.type().is_integral() || c.type().is_bool())
+    fail(at, "rows: the row length (second argument) must be a whole number such as 1024, got " + to_string(c));
+  const std::int64_t columns = c.node().constant.as_int();
+  return checked(at, [&] { return Expr::rows(args[0], columns); });
 }
 
 // (e) is e; (e,) and (e, f ...) are tuples.

@@ -121,6 +121,8 @@ class Printer {
       case ExprKind::Gather: return (n.index ? "gather_unchecked(" : "gather(") + list(n.args) + ")";
       case ExprKind::Shift:
         return "shift(" + expr(n.args[0]) + ", " + std::to_string(n.index) + ", " + expr(n.args[1]) + ")";
+      case ExprKind::Broadcast: return (n.index ? "broadcast_by_key(" : "broadcast(") + list(n.args) + ")";
+      case ExprKind::Rows: return "rows(" + expr(n.args[0]) + ", " + std::to_string(n.length) + ")";
     }
     return "?";
   }

@@ -72,6 +72,10 @@ void collect_leaves(const Expr& e, std::vector<Expr>& out, Seen& seen) {
     if (!e.node().op->scalar_output) out.push_back(e);
   } else if (e.kind() == ExprKind::Gather) {
     collect_leaves(e.args()[1], out, seen);  // the table has a length of its own
+  } else if (e.kind() == ExprKind::Broadcast) {
+    collect_leaves(e.args()[0].node().op->values, out, seen);  // as long as the reduction's elements
+  } else if (e.kind() == ExprKind::Rows) {
+    out.push_back(e);  // offsets: an array of their own length
   } else {
     for (const auto& a : e.args()) collect_leaves(a, out, seen);
   }
@@ -81,12 +85,18 @@ void collect_leaves(const Expr& e, std::vector<Expr>& out, Seen& seen) {
 // length, or a histogram's bin count.
 std::int64_t static_length(const Expr& leaf) {
   if (leaf.kind() == ExprKind::Input) return leaf.node().length;
+  if (leaf.kind() == ExprKind::Rows) {  // ceil(n / columns) + 1 offsets when x's length is known
+    for (const auto& l : array_leaves(leaf.args()[0]))
+      if (std::int64_t n = static_length(l); n >= 0) return (n + leaf.node().length - 1) / leaf.node().length + 1;
+    return -1;
+  }
   if (leaf.node().op->kind == OpKind::Histogram) return leaf.node().op->bins;
   return -1;
 }
 
 std::string leaf_name(const Expr& leaf) {
   if (leaf.kind() == ExprKind::Input) return "input '" + leaf.node().name + "'";
+  if (leaf.kind() == ExprKind::Rows) return "the offsets " + to_string(leaf);
   return std::string("the result of ") + op_name(leaf.node().op->kind);
 }
 

@@ -164,6 +164,7 @@ class Parser {
   Expr cast(const Token& at);
   Expr raw_cuda(const Token& at);
   Expr shift(const Token& at);  // shift(x, k, fill)
+  Expr rows(const Token& at);   // rows(x, c)
   Expr parenthesized(bool& tuple_literal);
   void require_program_scope(const Token& t);
   Expr leaf(const Token& t, ExprKind kind);

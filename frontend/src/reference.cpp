@@ -119,6 +119,8 @@ class Evaluator {
         break;
       }
       case ExprKind::Index: break;
+      case ExprKind::Broadcast:
+      case ExprKind::Rows: d.array = &derived(leaf); break;
       default:
         throw GraphError("an element-wise expression uses operand " + fuseflow::to_string(leaf) +
                          " of a combine function");
@@ -174,6 +176,7 @@ class Evaluator {
 
   std::string leaf_name(const Expr& leaf) const {
     if (leaf.kind() == ExprKind::Input) return "input '" + leaf.node().name + "'";
+    if (leaf.kind() == ExprKind::Rows) return "the offsets " + fuseflow::to_string(leaf);
     return std::string("the result of ") + op_name(leaf.node().op->kind);
   }
 
@@ -183,6 +186,7 @@ class Evaluator {
       if (!a) throw GraphError("input '" + leaf.node().name + "' is not bound");
       return a->size();
     }
+    if (leaf.kind() == ExprKind::Rows) return derived(leaf).size();
     return results_of(*leaf.node().op).arrays[static_cast<std::size_t>(leaf.node().index)].size();
   }
 
@@ -426,9 +430,63 @@ class Evaluator {
     return out;
   }
 
+  // ---- arrays the evaluator makes for leaves (broadcast, rows) -----------------------
+
+  // The array of a Broadcast or Rows leaf, made at its first use (map nodes keep their
+  // addresses, which compiled Loads point at).
+  const HostArray& derived(const Expr& leaf) const {
+    auto it = derived_.find(leaf.get());
+    if (it != derived_.end()) return it->second;
+    HostArray a = leaf.kind() == ExprKind::Rows ? rows(leaf) : broadcast(leaf);
+    return derived_.emplace(leaf.get(), std::move(a)).first->second;
+  }
+
+  // 0, c, 2c ... n: ceil(n / c) + 1 offsets of rows of c elements over x's n.
+  HostArray rows(const Expr& leaf) const {
+    const std::size_t n = length({&leaf.args()[0]}, "rows");
+    const auto c = static_cast<std::size_t>(leaf.node().length);
+    const std::size_t count = (n + c - 1) / c;
+    HostArray out(ScalarType::I64, count + 1);
+    for (std::size_t s = 0; s <= count; ++s) {
+      const auto at = static_cast<std::int64_t>(std::min(s * c, n));
+      std::memcpy(out.data() + s * sizeof at, &at, sizeof at);
+    }
+    return out;
+  }
+
+  // Each element of the reduction gets its segment's result: the segments by offsets must
+  // cover the elements exactly (offsets[0] == 0, the last offset n).
+  HostArray broadcast(const Expr& leaf) const {
+    const Expr& r = leaf.args()[0];
+    const OpNode& op = *r.node().op;
+    const bool by_key = op.kind == OpKind::ReduceByKey;
+    const std::string what = by_key ? "broadcast_by_key" : "broadcast";
+    const std::size_t n = by_key ? length({&op.keys, &op.values}, what) : length({&op.values}, what);
+    std::vector<std::size_t> bounds;
+    if (by_key) {
+      Elements keys = elements(op.keys, n);
+      bounds = key_runs(op.keys.type(), keys.data(), n);
+    } else {
+      bounds = segment_bounds(op, n);
+      if (bounds.front() != 0 || bounds.back() != n)
+        throw GraphError("broadcast: the offsets " + fuseflow::to_string(op.offsets) + " cover elements [" +
+                         std::to_string(bounds.front()) + ", " + std::to_string(bounds.back()) + ") of the " +
+                         std::to_string(n) + " the reduction reads; a broadcast needs every element in a segment " +
+                         "(first offset 0, last offset " + std::to_string(n) + ")");
+    }
+    const HostArray& per_segment = results_of(op).arrays[static_cast<std::size_t>(r.node().index)];
+    const std::size_t size = r.type().size();
+    HostArray out(r.type(), n);
+    for (std::size_t s = 0; s + 1 < bounds.size(); ++s)
+      for (std::size_t i = bounds[s]; i < bounds[s + 1]; ++i)
+        std::memcpy(out.data() + i * size, per_segment.data() + s * size, size);
+    return out;
+  }
+
   const Program& program_;
   const HostBindings& bindings_;
   std::map<const OpNode*, OpResults> done_;
+  mutable std::map<const ExprNode*, HostArray> derived_;
 };
 
 }  // namespace

@@ -136,7 +136,9 @@ class Compiler {
       }
       case ExprKind::Input:
       case ExprKind::Param:
-      case ExprKind::Result: {
+      case ExprKind::Result:
+      case ExprKind::Broadcast:  // the evaluator expands it to an array of the elements' length
+      case ExprKind::Rows: {     // the evaluator's array of offsets
         LeafData d = resolve_(e);
         if (d.value) return constant(*d.value);
         const std::vector<Leaf>& layout = code_.layouts_.emplace_back(leaves_of(n.type));

@@ -28,6 +28,7 @@ const RegisteredStrategy& map_strategy();                       // map.cpp
 const RegisteredStrategy& map_stencil_strategy();               // map_stencil.cpp
 const RegisteredStrategy& scalar_epilogue_strategy();           // scalar_epilogue.cpp
 const RegisteredStrategy& radix_sort_strategy();                // radix_sort.cpp
+const RegisteredStrategy& rows_strategy();                      // rows.cpp
 
 const std::vector<const RegisteredStrategy*>& registered_strategies() {
   static const std::vector<const RegisteredStrategy*> all = {
@@ -49,6 +50,7 @@ const std::vector<const RegisteredStrategy*>& registered_strategies() {
       &map_stencil_strategy(),  // maps reading a shift: vectors, neighbours by shuffles
       &map_strategy(),
       &scalar_epilogue_strategy(),  // outputs from reductions' results, after every kernel
+      &rows_strategy(),             // per-row programs over ff::rows: one kernel when a row fits a block
   };
   return all;
 }

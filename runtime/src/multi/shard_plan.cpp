@@ -62,6 +62,10 @@ struct Rewriter {
       case ExprKind::Shift:  // they read other shards' elements
         throw GraphError("sharded run: " + to_string(e) + " reads elements at other positions, which a sharded "
                          "run does not support yet; run the program on one GPU");
+      case ExprKind::Broadcast:
+      case ExprKind::Rows:  // per-segment values and row offsets span shards
+        throw GraphError("sharded run: " + to_string(e) + " (a per-segment broadcast or row offsets) is not "
+                         "supported by a sharded run yet; run the program on one GPU");
       default: {
         std::vector<Expr> args;
         for (const Expr& a : e.args()) args.push_back(rewrite(a));

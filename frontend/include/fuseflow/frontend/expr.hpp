@@ -35,6 +35,9 @@ enum class ExprKind : std::uint8_t {
   RawCuda,   // raw CUDA expression text with $0, $1 ... for its arguments
   Gather,    // table[index]: args {table (an input), index}; `index` 1 when unchecked
   Shift,     // x[i + k] inside [0, n), else fill: args {x (an input), fill}; `index` k
+  Broadcast, // a segmented reduction's value at each element's segment: args {its result,
+             // offsets or keys}; `index` 1 when by key (reduce_by_key)
+  Rows,      // offsets of rows of `length` elements over x (the last may be shorter): args {x}
 };
 
 // UnaryOp, BinaryOp and MathFn, with their spellings and classes: operators.hpp.
@@ -89,6 +92,13 @@ class Expr {
   static Expr gather(const Expr& table, const Expr& index, bool checked = true);
   // x[i + k] where i + k is inside [0, n), `fill` (converted to x's type) elsewhere.
   static Expr shift(const Expr& x, int k, const Expr& fill);
+  // Element i of the segmented reduction's elements gets the result of its segment: by
+  // offsets (segmented_reduce) or by runs of keys (reduce_by_key; `by_key`). `segments`
+  // must be the op's own offsets or keys.
+  static Expr broadcast(const Expr& segment_result, const Expr& segments, bool by_key);
+  // The offsets 0, c, 2c ... n of x's rows of c = `columns` elements (an i64 array of
+  // ceil(n / c) + 1 elements).
+  static Expr rows(const Expr& x, std::int64_t columns);
 
   // The same node with other arguments of the same types (for passes that substitute).
   Expr with_args(std::vector<Expr> args) const;
@@ -238,6 +248,22 @@ inline Expr gather_unchecked(const Expr& table, const Expr& index) { return Expr
 // Neighbours: ff::shift(x, k, fill) is x[i + k] where i + k is inside [0, n), `fill`
 // elsewhere; x - ff::shift(x, -1, 0.0f) is the adjacent difference.
 inline Expr shift(const Expr& x, int k, const Expr& fill) { return Expr::shift(x, k, fill); }
+
+// Per-segment broadcast: ff::broadcast(r, offs), with r = ff::segmented_reduce(x, offs, m),
+// is r's value of each element's segment, an array as long as x; per-row softmax is
+// ff::exp(x - ff::broadcast(rowmax, offs)) / ff::broadcast(rowsum, offs).
+// ff::broadcast_by_key(r, keys) does the same for reduce_by_key(keys, x, m)'s values (or
+// keys): each element gets its run's result.
+inline Expr broadcast(const Expr& segment_result, const Expr& offsets) {
+  return Expr::broadcast(segment_result, offsets, false);
+}
+inline Expr broadcast_by_key(const Expr& segment_result, const Expr& keys) {
+  return Expr::broadcast(segment_result, keys, true);
+}
+// Uniform rows: ff::rows(x, c) are the offsets of x's rows of c elements (the last row
+// shorter when c does not divide x's length). Per-row programs over them whose rows fit a
+// block run as one kernel that reads each row once.
+inline Expr rows(const Expr& x, std::int64_t columns) { return Expr::rows(x, columns); }
 
 // ---- tracing ------------------------------------------------------------------------
 // map(x, f) == f(x); map(x, y, f) == f(x, y): the lambda is traced with the arrays'

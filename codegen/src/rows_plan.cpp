@@ -1,0 +1,105 @@
+// Planning of per-row programs (rows.hpp): a program with a per-segment broadcast or
+// ff::rows offsets is planned here, before the other passes, as one kernel when it has the
+// per-row shape: its ops are segmented reductions over one ff::rows(x, c) (a reduction may
+// read earlier ones' broadcasts, as softmax's row sum reads the row max), its outputs
+// element-wise expressions of the inputs, parameters, index() and those broadcasts, and a
+// row fits a block. Other uses of broadcast are refused with a GraphError naming what does
+// not fit; the CPU reference evaluates them all.
+#include <set>
+
+#include "kernel_context.hpp"
+#include "rows.hpp"
+#include "strategy.hpp"
+
+namespace fuseflow::codegen {
+
+namespace {
+
+bool has_rows_nodes(const Expr& e, std::set<const ExprNode*>& seen) {
+  if (!e.valid() || !seen.insert(e.get()).second) return false;
+  if (e.kind() == ExprKind::Broadcast || e.kind() == ExprKind::Rows) return true;
+  for (const auto& a : e.args())
+    if (has_rows_nodes(a, seen)) return true;
+  return false;
+}
+
+[[noreturn]] void refuse(const std::string& why) {
+  throw GraphError("codegen: " + why +
+                   "; a per-segment broadcast is planned only as a per-row program (segmented_reduce over "
+                   "ff::rows(x, c) offsets, element-wise outputs reading ff::broadcast of their results, rows that "
+                   "fit a block); ff::broadcast over other offsets and ff::broadcast_by_key are not supported by this "
+                   "version of fuseflow's code generator yet (the CPU reference evaluates them)");
+}
+
+// An element-wise expression of a per-row kernel: inputs, parameters, constants, index()
+// and broadcasts of the program's row reductions; no other op's result, no table read,
+// no row offsets as values.
+void check_element_expr(const Expr& e, const std::string& where, std::set<const ExprNode*>& seen) {
+  if (!e.valid() || !seen.insert(e.get()).second) return;
+  switch (e.kind()) {
+    case ExprKind::Broadcast: return;  // its result is the row's register
+    case ExprKind::Rows: refuse("the row offsets " + to_string(e) + " read as values in " + where);
+    case ExprKind::Result:
+      refuse(std::string("the result of ") + op_name(e.node().op->kind) + " read in " + where +
+             " (a per-row program reads its reductions through ff::broadcast)");
+    case ExprKind::Gather:
+    case ExprKind::Shift: refuse(to_string(e) + " (a read at other positions) in " + where);
+    default: break;
+  }
+  for (const auto& a : e.args()) check_element_expr(a, where, seen);
+}
+
+}  // namespace
+
+bool plan_rows_program(const Program& program, const Policies& policies, const Target& target, Plan& plan) {
+  std::set<const ExprNode*> seen;
+  bool any = false;
+  for (const auto& o : program.outputs()) any = any || has_rows_nodes(o, seen);
+  for (const auto& op : program.ops())
+    for (const Expr* e : {&op->values, &op->predicate, &op->offsets, &op->keys}) any = any || has_rows_nodes(*e, seen);
+  if (!any) return false;
+
+  const Expr* rows = nullptr;
+  for (const auto& op : program.ops()) {
+    if (op->kind != OpKind::SegmentedReduce)
+      refuse(std::string(op_name(op->kind)) + " in a program with a broadcast or ff::rows offsets");
+    if (op->offsets.kind() != ExprKind::Rows)
+      refuse("segmented_reduce over offsets " + to_string(op->offsets) + " (not ff::rows(x, c)) in a program with a broadcast");
+    if (rows && to_string(*rows) != to_string(op->offsets))
+      refuse("segmented reductions over two row shapes, " + to_string(*rows) + " and " + to_string(op->offsets));
+    rows = &op->offsets;
+    std::set<const ExprNode*> checked;
+    check_element_expr(op->values, "the values of a segmented_reduce", checked);
+  }
+  if (!rows) refuse("ff::rows offsets used by no segmented_reduce");
+  const std::int64_t columns = rows->node().length;
+  const auto tuning = rows_tuning(columns, policies.rows);
+  if (!tuning)
+    refuse("rows of " + std::to_string(columns) + " elements do not fit a block (at most " +
+           std::to_string(static_cast<std::int64_t>(policies.rows.max_block) * policies.rows.max_items) + ")");
+
+  const PlanContext context{program, to_string(program), {}, {}, policies, target};
+  KernelContext g = context_in(context);
+  std::vector<Expr> reads;
+  for (std::size_t i = 0; i < program.outputs().size(); ++i) {
+    const Expr& o = program.outputs()[i];
+    const std::string where = "output " + std::to_string(i) + " (" + to_string(o) + ")";
+    if (o.kind() == ExprKind::Result)
+      refuse("a per-row result as " + where + " is not written by the per-row kernel yet; output a broadcast of it");
+    if (!is_array(o)) refuse(where + " is not an array");
+    std::set<const ExprNode*> checked;
+    check_element_expr(o, where, checked);
+    g.outputs.push_back(o);
+    g.output_ids.push_back(static_cast<int>(i));
+    plan.output_scalar.push_back(-1);
+    reads.push_back(o);
+  }
+  for (const auto& op : program.ops()) reads.push_back(op->values);
+  reads.push_back(*rows);  // its x has the rows' length
+  g.leaves = leaves_in(context, reads);
+  if (g.leaves.inputs.empty()) refuse("a per-row program that reads no input array");
+  plan_with_registry("rows", g, Strategy::Automatic, plan);
+  return true;
+}
+
+}  // namespace fuseflow::codegen

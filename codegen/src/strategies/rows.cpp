@@ -1,0 +1,188 @@
+// The per-row kernel (rows.hpp, planned by rows_plan.cpp): a program of segmented
+// reductions over ff::rows(x, c) and element-wise outputs that broadcast their results, as
+// one kernel. A block takes a row at a time (grid-strided over the rows) and holds it in
+// registers, each thread kItems consecutive elements (<fuseflow/rows.cuh>); each reduction,
+// in program order, folds the thread's elements and all-reduces the block, so every thread
+// has the row's result in a register for the reductions and outputs after it; then the
+// outputs are computed from the registers and stored. x is read once and y written once:
+// per-row softmax moves 8 bytes per f32 element, as a copy does.
+#include <map>
+#include <set>
+
+#include "../kernel_context.hpp"
+#include "../rows.hpp"
+
+namespace fuseflow::codegen {
+
+std::optional<RowsTuning> rows_tuning(std::int64_t columns, const RowsPolicy& p) {
+  if (columns <= 0) return std::nullopt;
+  const auto block_for = [&](int items) { return ((columns + items - 1) / items + 31) / 32 * 32; };
+  int items = p.items;
+  while (block_for(items) > p.max_block && items < p.max_items) items = std::min(items + p.items, p.max_items);
+  if (block_for(items) > p.max_block) return std::nullopt;
+  return RowsTuning{static_cast<int>(block_for(items)), items};
+}
+
+namespace {
+
+// Whether `e` reads index() (a broadcast's own expression is not the element's).
+bool reads_index(const Expr& e, std::set<const ExprNode*>& seen) {
+  if (!seen.insert(e.get()).second || e.kind() == ExprKind::Broadcast) return false;
+  if (e.kind() == ExprKind::Index) return true;
+  for (const auto& a : e.args())
+    if (reads_index(a, seen)) return true;
+  return false;
+}
+
+bool reads_index(const std::vector<Expr>& es) {
+  std::set<const ExprNode*> seen;
+  for (const auto& e : es)
+    if (reads_index(e, seen)) return true;
+  return false;
+}
+
+}  // namespace
+
+KernelSpec emit_rows(const KernelContext& g) {
+  const auto& ops = g.plan->program.ops();
+  const std::int64_t columns = ops.front()->offsets.node().length;
+  const RowsTuning t = *rows_tuning(columns, g.policies().rows);
+  const Target& target = g.target();
+  CudaTypes types;
+  std::vector<std::string> names;
+  std::vector<Arg> args = elementwise_args(g, names);
+  for (std::size_t j = 0; j < g.outputs.size(); ++j)
+    args.push_back({Arg::Kind::Output, g.output_ids[j], "out" + std::to_string(g.output_ids[j]), g.outputs[j].type()});
+  std::string name = "ff_rows";
+  for (const auto& o : g.outputs) name += "_" + short_type_name(o.type());
+
+  // What the expressions read: input j's element k as x_<name>[k], a broadcast as its
+  // reduction's row result, index() as i (declared where it is read).
+  std::map<const OpNode*, std::string> row_of;
+  const auto leaf = [&](const Expr& l) -> std::string {
+    if (l.kind() == ExprKind::Input)
+      for (std::size_t j = 0; j < g.leaves.inputs.size(); ++j)
+        if (same_node(g.leaves.inputs[j], l)) return "x_" + names[j] + "[k]";
+    if (l.kind() == ExprKind::Index) return "i";
+    if (l.kind() == ExprKind::Broadcast) return row_of.at(l.args()[0].node().op.get());
+    return elementwise_leaf(g, names, l, "a per-row kernel");
+  };
+
+  SourceWriter w;
+  emit_constants(w, {"constexpr long long kColumns = " + std::to_string(columns) + ";  // elements per row (ff::rows)",
+                     "constexpr int kBlock = " + std::to_string(t.block) + ";  // threads per row",
+                     "constexpr int kItems = " + std::to_string(t.items) +
+                         ";  // consecutive elements of the row per thread, in registers"});
+  open_elementwise_kernel(w, types, name, t.block, args, g);
+  for (std::size_t r = 0; r < ops.size(); ++r) {
+    const std::string k = std::to_string(r), acc = types.name(ops[r]->monoid.type());
+    emit_fused_monoid(w, types, {FusedReduce{ops[r], ops[r]->values, Expr(), 0}}, acc, "identity" + k, "combine" + k);
+    w.line("__shared__ " + acc + " scratch" + k + "[kBlock / 32 + 1];");
+  }
+  w.line("const long long rows = (n + kColumns - 1) / kColumns;");
+  w.line("const auto count_of = [&](long long r) {  // elements of row r: the last may be shorter");
+  w.line("  return (int)(n - r * kColumns < kColumns ? n - r * kColumns : kColumns);");
+  w.line("};");
+  w.line("const int first = threadIdx.x * kItems;");
+  // The block's next row is loaded while this one is reduced (x_ holds this row, nx_ the
+  // next): twice the bytes in flight per block. No other block writes it (in place too).
+  for (std::size_t j = 0; j < names.size(); ++j) {
+    w.line(types.name(g.leaves.inputs[j].type()) + " x_" + names[j] + "[kItems], nx_" + names[j] + "[kItems];");
+    w.line("if (blockIdx.x < rows) ff::rows::load(x_" + names[j] + ", in_" + names[j] +
+           " + blockIdx.x * kColumns, count_of(blockIdx.x));");
+  }
+  w.open("for (long long row = blockIdx.x; row < rows; row += gridDim.x)");
+  w.line("const long long begin = row * kColumns;");
+  w.line("const int count = count_of(row);");
+  w.line("const long long next = row + gridDim.x;");
+  w.open("if (next < rows)");
+  for (const auto& nm : names) w.line("ff::rows::load(nx_" + nm + ", in_" + nm + " + next * kColumns, count_of(next));");
+  w.close();
+  for (std::size_t r = 0; r < ops.size(); ++r) {
+    const std::string k = std::to_string(r), acc = types.name(ops[r]->monoid.type());
+    w.line("// the row's segmented_reduce " + k + " (" + ops[r]->monoid.name() + "): every thread gets it as row" + k);
+    w.line(acc + " acc" + k + " = identity" + k + ";");
+    w.line("#pragma unroll");
+    w.open("for (int k = 0; k < kItems; ++k)");
+    w.open("if (first + k < count)");
+    if (reads_index({ops[r]->values})) w.line("const long long i = begin + first + k;");
+    ExprEmitter e(w, types, leaf, "v" + k + "_");
+    const std::string v = e.emit(ops[r]->values);
+    w.line("acc" + k + " = combine" + k + "(acc" + k + ", " + v + ");");
+    w.close();
+    w.close();
+    w.line("const " + acc + " row" + k + " = ff::rows::all_reduce<kBlock>(acc" + k + ", combine" + k + ", identity" + k +
+           ", scratch" + k + ");");
+    row_of[ops[r].get()] = "row" + k;
+  }
+  for (std::size_t j = 0; j < g.outputs.size(); ++j)
+    w.line(types.name(g.outputs[j].type()) + " y" + std::to_string(g.output_ids[j]) + "[kItems];");
+  w.line("#pragma unroll");
+  w.open("for (int k = 0; k < kItems; ++k)");
+  w.open("if (first + k < count)");
+  if (reads_index(g.outputs)) w.line("const long long i = begin + first + k;");
+  ExprEmitter e(w, types, leaf, "o");
+  for (std::size_t j = 0; j < g.outputs.size(); ++j)
+    w.line("y" + std::to_string(g.output_ids[j]) + "[k] = " + e.emit(g.outputs[j]) + ";");
+  w.close();
+  w.close();
+  for (int id : g.output_ids)
+    w.line("ff::rows::store(out" + std::to_string(id) + " + begin, y" + std::to_string(id) + ", count);");
+  w.open("if (next < rows)");
+  w.line("#pragma unroll");
+  w.open("for (int k = 0; k < kItems; ++k)");
+  for (const auto& nm : names) w.line("x_" + nm + "[k] = nx_" + nm + "[k];");
+  w.close();
+  w.close();
+  w.close();
+  w.close();
+
+  KernelSpec k;
+  k.name = name;
+  k.strategy = Strategy::Automatic;
+  k.block = t.block;
+  k.max_grid = target.sm_count * std::max(1, target.max_threads_per_sm / t.block);
+  k.items_per_block_step = static_cast<int>(columns);
+  k.in_place = true;  // a block loads its row before the barriers of its reductions, then stores it
+  k.tuning = {{"block", t.block}, {"items", t.items}, {"columns", columns}};
+  k.args = args;
+  k.summary = "per-row program: a block per row of " + std::to_string(columns) + " elements (" + std::to_string(t.block) +
+              " threads x " + std::to_string(t.items) + " in registers), " + std::to_string(ops.size()) +
+              " row reduction(s) all-reduced in element order, the next row loaded meanwhile, grid-strided over rows, grid <= " +
+              std::to_string(k.max_grid);
+  k.why = "every segment is a row of ff::rows(x, " + std::to_string(columns) +
+          ") that fits a block: the row reductions and the outputs in one pass over the inputs";
+  k.source = kernel_source(name, g.program_text(), "strategy: " + k.summary, {"rows.cuh"}, types, w.str());
+  return k;
+}
+
+}  // namespace fuseflow::codegen
+
+// ---- The registry's view of this strategy (strategy.hpp, strategies/registry.cpp) ----
+#include "../strategy.hpp"
+
+namespace fuseflow::codegen {
+
+namespace {
+class Rows final : public OnePassStrategy {
+ public:
+  Rows() : OnePassStrategy("rows", "rows") {}
+  Applies applies(const KernelContext& g) const override {
+    const std::int64_t columns = g.plan->program.ops().front()->offsets.node().length;
+    if (!rows_tuning(columns, g.policies().rows))
+      return {false, "needs rows that fit a block; rows of " + std::to_string(columns) + " elements do not"};
+    return {true, "every row of ff::rows(x, " + std::to_string(columns) + ") fits a block: one kernel reads each row once"};
+  }
+  TuningValues tuning(const Policies& p) const override {
+    return {{"items", p.rows.items}, {"max_block", p.rows.max_block}, {"max_items", p.rows.max_items}};
+  }
+  std::vector<KernelSpec> emit(const KernelContext& g) const override { return {emit_rows(g)}; }
+};
+}  // namespace
+
+const RegisteredStrategy& rows_strategy() {
+  static const Rows s;
+  return s;
+}
+
+}  // namespace fuseflow::codegen
