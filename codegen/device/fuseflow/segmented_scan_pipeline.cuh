@@ -1,0 +1,305 @@
+// fuseflow device helper library: segmented scans (by offsets, by key) on the pipelined
+// scan's ring (scan_pipeline.cuh), sm_90 and later.
+//
+// The same persistent block per SM, the same roles (producer, reducer, look-back,
+// scanners) and the same deterministic look-back as the plain pipelined scan, over the
+// pieces of segmented_scan.cuh: each element is lifted to (value, head) and pieces combine
+// as (a, ha) . (b, hb) = (hb ? b : a . b, ha | hb), an associative operator, so the plain
+// pipelined scan over pieces is the segmented scan. What differs from the plain ring:
+//
+//  - the producer stages several 4-byte inputs per tile (a scan by key reads its keys
+//    and its values), each in its own region of the stage, and, in the word before each
+//    region, that input's element before the tile (base - 1), so the key of the element
+//    before any staged one is in shared memory;
+//  - a `prepare(stage, base, valid)` hook runs in the producer warp after the tile's bulk
+//    copies are issued and before its lanes arrive on `loaded`: by offsets it marks the
+//    tile's segment heads in a bitmask of the stage (two 32-way searches of the offsets,
+//    segmented_scan.cuh's warp_lower_bound), by key it does nothing;
+//  - the reducer and the scanners read a round's four elements through
+//    lift(stage, e, i, count, values, heads): the values and head bits of tile elements
+//    e .. e + 3 (global index i), of which the first `count` are before n; the others are
+//    the identity without a head.
+//
+// `loaded` takes kWarpSize + 1 arrivals: lane 0's expecting arrival for the bulk copies
+// and every lane's own after its ordinary stores (the tail, the element before the tile,
+// the heads); so the bitmask written after the copies are issued is released with them.
+// Everything else (the ring's order, why it cannot deadlock) is scan_pipeline.cuh's.
+#pragma once
+
+#include <fuseflow/scan_pipeline.cuh>
+#include <fuseflow/segmented_scan.cuh>
+
+namespace ff {
+namespace segmented {
+
+// Words per input per stage: the word before the tile's element 0 at offset 3 (so the
+// tile starts 16-byte aligned at 4), then kTile elements.
+template <int kTile>
+__device__ __forceinline__ constexpr long long stage_stride() {
+  return kTile + 4;
+}
+// Input j of stage s: tile element e is word e of the result; word -1 is element base - 1.
+template <int kTile, int kInputs>
+__device__ __forceinline__ unsigned* stage_input(unsigned* words, int s, int j) {
+  return words + (static_cast<long long>(s) * kInputs + j) * stage_stride<kTile>() + 4;
+}
+
+template <typename T, int kStages, int kScanWarps>
+using PiecePipeline = ScanPipeline<Piece<T, bool>, kStages, kScanWarps>;
+
+// One thread, before the roles start (then a __syncthreads()).
+template <typename T, int kStages, int kScanWarps>
+__device__ void piece_pipeline_init(PiecePipeline<T, kStages, kScanWarps>& p) {
+  for (int s = 0; s < kStages; ++s) {
+    barrier_init(&p.loaded[s], kWarpSize + 1);  // lane 0's expecting arrival, then every lane's own
+    barrier_init(&p.reduced[s], 1);
+    barrier_init(&p.carried[s], 1);
+    barrier_init(&p.freed[s], kScanWarps);
+  }
+  fence_barrier_init();
+}
+
+// The producer warp: as produce_tiles (scan_pipeline.cuh) for kInputs 4-byte inputs, `in`
+// their words; then prepare(s, base, valid) in the whole warp; then each lane arrives.
+template <int kTile, int kInputs, typename T, int kStages, int kScanWarps, typename Prepare>
+__device__ void produce_piece_tiles(PiecePipeline<T, kStages, kScanWarps>& p, unsigned* words,
+                                    const unsigned* const (&in)[kInputs], long long n, long long tiles,
+                                    unsigned* counter, Prepare prepare) {
+  const int lane = threadIdx.x % kWarpSize;
+  bool bulk = true;
+#pragma unroll
+  for (int j = 0; j < kInputs; ++j) bulk = bulk && aligned16(in[j]);
+  for (long long use = 0;; ++use) {
+    const int s = ring_stage<kStages>(use);
+    if (use >= kStages) barrier_wait(&p.freed[s], ring_parity<kStages>(use - kStages));
+    unsigned id = 0;
+    if (lane == 0) {
+      id = atomicAdd(counter, 1u);
+      if (id == tiles + gridDim.x - 1) atomicExch(counter, 0u);
+    }
+    id = __shfl_sync(kFullMask, id, 0);
+    if (id >= tiles) {
+      if (lane == 0) {
+        p.tile[s] = -1;
+        barrier_arrive(&p.loaded[s]);
+      }
+      barrier_arrive(&p.loaded[s]);
+      return;
+    }
+    const long long base = static_cast<long long>(id) * kTile;
+    const long long valid = n - base < kTile ? n - base : kTile;
+    const long long by_copy = bulk ? valid / 4 * 4 : 0;  // elements the copy engine brings
+#pragma unroll
+    for (int j = 0; j < kInputs; ++j) {
+      unsigned* const stage = stage_input<kTile, kInputs>(words, s, j);
+      for (long long e = by_copy + lane; e < valid; e += kWarpSize) stage[e] = in[j][base + e];
+      if (lane == 0) stage[-1] = base > 0 ? in[j][base - 1] : 0u;
+    }
+    if (lane == 0) {
+      p.tile[s] = id;
+      if (by_copy > 0) {
+        // The scanners' ordinary reads of this stage's last tile came before `freed`;
+        // order them before the copy engine's writes.
+        fence_proxy_async();
+        const unsigned bytes = static_cast<unsigned>(by_copy * 4);
+        barrier_arrive_expect(&p.loaded[s], bytes * kInputs);
+#pragma unroll
+        for (int j = 0; j < kInputs; ++j)
+          bulk_copy_to_shared(stage_input<kTile, kInputs>(words, s, j), in[j] + base, bytes, &p.loaded[s]);
+      } else {
+        barrier_arrive(&p.loaded[s]);
+      }
+    }
+    prepare(s, base, valid);
+    __syncwarp();
+    barrier_arrive(&p.loaded[s]);
+  }
+}
+
+// Lifts a lane's four elements of a round: `count` of them before n (the rest the
+// identity, no head), their values and head bits.
+template <typename T, typename Lift>
+__device__ __forceinline__ unsigned lift_four(Lift& lift, int s, int e, long long i, int count, T (&v)[4]) {
+  unsigned heads = 0u;
+  lift(s, e, i, count, v, heads);
+  return heads;
+}
+
+// The reducer warp: each scanner segment's piece and the tile's, published at once. Pieces
+// do not commute: every round is folded across the warp in order.
+template <int kTile, typename T, int kStages, int kScanWarps, typename Lift, typename Combine>
+__device__ void reduce_piece_tiles(PiecePipeline<T, kStages, kScanWarps>& p, long long n,
+                                   const ScanTileStatus<Piece<T, bool>>& status, Lift lift, Combine combine,
+                                   T identity) {
+  using P = Piece<T, bool>;
+  constexpr int kSegment = kTile / kScanWarps;
+  constexpr int kRounds = kSegment / 128;
+  static_assert(kSegment % 128 == 0, "a segment is whole rounds of 4 elements per lane");
+  const int lane = threadIdx.x % kWarpSize;
+  const auto pieces = [&](const P& a, const P& b) { return combine_pieces(a, b, combine); };
+  const P none = {identity, false};
+  // The piece of a lane's four elements, folded across the warp into `total`.
+  const auto add = [&](P& total, const T (&v)[4], unsigned heads) {
+    P x = {v[0], (heads & 1u) != 0};
+#pragma unroll
+    for (int k = 1; k < 4; ++k) x = pieces(x, P{v[k], (heads >> k & 1u) != 0});
+    x = warp_inclusive_scan(x, pieces);
+    total = pieces(total, shfl_idx(x, kWarpSize - 1));
+  };
+  for (long long use = 0;; ++use) {
+    const int s = ring_stage<kStages>(use);
+    barrier_wait(&p.loaded[s], ring_parity<kStages>(use));
+    const long long tile = p.tile[s];
+    if (tile < 0) {
+      if (lane == 0) barrier_arrive(&p.reduced[s]);
+      return;
+    }
+    const long long base = tile * kTile;
+    const int valid = static_cast<int>(n - base < kTile ? n - base : kTile);
+    P aggregate = none;
+#pragma unroll
+    for (int w = 0; w < kScanWarps; ++w) {
+      P total = none;
+      if (valid == kTile) {
+#pragma unroll 4
+        for (int r = 0; r < kRounds; ++r) {
+          const int e = w * kSegment + r * 128 + lane * 4;
+          T v[4];
+          const unsigned heads = lift_four(lift, s, e, base + e, 4, v);
+          add(total, v, heads);
+        }
+      } else {
+        for (int r = 0; r < kRounds && w * kSegment + r * 128 < valid; ++r) {
+          const int e = w * kSegment + r * 128 + lane * 4;
+          const int count = valid - e < 0 ? 0 : valid - e > 4 ? 4 : valid - e;
+          T v[4];
+          const unsigned heads = lift_four(lift, s, e, base + e, count, v);
+          add(total, v, heads);
+        }
+      }
+      if (lane == 0) p.segment_total[s][w] = total;
+      aggregate = pieces(aggregate, total);
+    }
+    if (lane == 0) {
+      status.tiles.publish(tile, kTileAggregate, aggregate);
+      p.aggregate[s] = aggregate;
+      barrier_arrive(&p.reduced[s]);
+    }
+  }
+}
+
+// One round of a scanner over pieces: the lane's four elements scanned in the lane, the
+// lanes' pieces across the warp, seeded with `carry`; store4(s, e, i, scanned) for a whole
+// quad, store1(s, e, i, scanned) per element for the first `count`. Returns the carry
+// after the round. Exclusive: a head's scan is the identity, every other element's the
+// combination of its segment's elements before it.
+template <bool kInclusive, typename T, typename Lift, typename Combine, typename Store4, typename Store1>
+__device__ __forceinline__ Piece<T, bool> scan_piece_four(Lift& lift, int s, int e, long long i, int count,
+                                                         Piece<T, bool> carry, Combine combine, T identity,
+                                                         Store4& store4, Store1& store1) {
+  using P = Piece<T, bool>;
+  const auto pieces = [&](const P& a, const P& b) { return combine_pieces(a, b, combine); };
+  const int lane = threadIdx.x % kWarpSize;
+  T v[4];
+  const unsigned heads = lift_four(lift, s, e, i, count, v);
+  P local[4];  // the lane's elements 0 .. k
+  local[0] = P{v[0], (heads & 1u) != 0};
+#pragma unroll
+  for (int k = 1; k < 4; ++k) local[k] = pieces(local[k - 1], P{v[k], (heads >> k & 1u) != 0});
+  const P lanes = warp_inclusive_scan(local[3], pieces);
+  P before = shfl_up(lanes, 1);
+  if (lane == 0) before = P{identity, false};
+  before = pieces(carry, before);
+  T scanned[4];
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    if (kInclusive) scanned[k] = pieces(before, local[k]).value;
+    else if (heads >> k & 1u) scanned[k] = identity;
+    else scanned[k] = k == 0 ? before.value : pieces(before, local[k - 1]).value;
+  }
+  if (count == 4) {
+    store4(s, e, i, scanned);
+  } else {
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+      if (k < count) store1(s, e + k, i + k, scanned[k]);
+  }
+  return pieces(carry, shfl_idx(lanes, kWarpSize - 1));
+}
+
+// A scanner warp (`segment` 0 .. kScanWarps - 1), as scan_tiles (scan_pipeline.cuh) over
+// pieces.
+template <int kTile, bool kInclusive, typename T, int kStages, int kScanWarps, typename Lift, typename Combine,
+          typename Store4, typename Store1>
+__device__ void scan_piece_tiles(PiecePipeline<T, kStages, kScanWarps>& p, int segment, long long n, Lift lift,
+                                 Combine combine, T identity, Store4 store4, Store1 store1) {
+  constexpr int kSegment = kTile / kScanWarps;
+  const int lane = threadIdx.x % kWarpSize;
+  for (long long use = 0;; ++use) {
+    const int s = ring_stage<kStages>(use);
+    barrier_wait(&p.loaded[s], ring_parity<kStages>(use));
+    barrier_wait(&p.carried[s], ring_parity<kStages>(use));
+    const long long tile = p.tile[s];
+    if (tile < 0) return;
+    const int first = segment * kSegment;  // the segment's first tile element
+    const long long base = tile * kTile + first;
+    const long long left = n - base;  // elements of the segment before n (may be <= 0)
+    Piece<T, bool> carry = p.carry[s][segment];
+    if (left >= kSegment) {
+#pragma unroll 2
+      for (int r = 0; r < kSegment / 128; ++r) {
+        const int e = r * 128 + lane * 4;
+        carry = scan_piece_four<kInclusive>(lift, s, first + e, base + e, 4, carry, combine, identity, store4, store1);
+      }
+    } else {
+      for (int r = 0; r < kSegment / 128 && r * 128 < left; ++r) {
+        const int e = r * 128 + lane * 4;
+        const int count = static_cast<int>(left - e < 0 ? 0 : left - e > 4 ? 4 : left - e);
+        carry = scan_piece_four<kInclusive>(lift, s, first + e, base + e, count, carry, combine, identity, store4,
+                                            store1);
+      }
+    }
+    __syncwarp();
+    if (lane == 0) barrier_arrive(&p.freed[s]);
+  }
+}
+
+// ---- segment heads from offsets, in the producer ------------------------------------------
+
+// The heads of the stage's tile from the offsets (the producer's prepare hook): a bitmask
+// of kTile / 32 words per stage (`words`: kStages of them), cleared, then the tile's offsets
+// marked, found with two 32-way searches (warp_lower_bound). Decreasing neighbours are
+// flagged in `invalid` as OffsetHeads does: tile t checks the pairs (s, s + 1) for s in
+// [t * kTile, (t + 1) * kTile), the last tile every pair from there on.
+template <int kTile, typename OffsetAt>
+struct PipelinedOffsetHeads {
+  OffsetAt offset_at;
+  long long count;   // how many offsets
+  unsigned* invalid;
+  unsigned* words;   // kStages * kTile / 32 words of shared memory
+  long long n;
+
+  __device__ __forceinline__ unsigned* stage_words(int s) const { return words + static_cast<long long>(s) * (kTile / 32); }
+
+  __device__ __forceinline__ void operator()(int s, long long base, long long /*valid*/) const {
+    const int lane = threadIdx.x % kWarpSize;
+    unsigned* const bits = stage_words(s);
+    for (int j = lane; j < kTile / 32; j += kWarpSize) bits[j] = 0u;
+    const long long from = warp_lower_bound(count, base, offset_at);
+    const long long to = warp_lower_bound(count, base + kTile, offset_at);
+    __syncwarp();
+    for (long long o = from + lane; o < to; o += kWarpSize) {
+      const long long at = offset_at(o) - base;
+      if (at >= 0 && at < kTile) atomicOr(&bits[at / 32], 1u << (at % 32));
+    }
+    const long long tiles = (n + kTile - 1) / kTile;
+    const long long last_pair = count - 1;  // pairs (s, s + 1) for s < count - 1
+    const long long pairs_end = base + kTile < n && base + kTile < last_pair ? base + kTile : last_pair;
+    for (long long o = base + lane; o < pairs_end; o += kWarpSize)
+      if (offset_at(o) > offset_at(o + 1)) *invalid = 1u;
+    (void)tiles;
+  }
+};
+
+}  // namespace segmented
+}  // namespace ff
