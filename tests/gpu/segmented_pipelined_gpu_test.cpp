@@ -1,6 +1,6 @@
-// GPU execution tests for the pipelined segmented scans (segmented_scan by offsets and
-// scan_by_key on sm_90: strategies/segmented_scan_pipelined.cpp, device
-// segmented_scan_pipeline.cuh). The pipelined kernel is the second kernel of those scans,
+// GPU execution tests for the pipelined segmented scans and reduce_by_key (segmented_scan
+// by offsets, scan_by_key and reduce_by_key on sm_90: strategies/segmented_scan_pipelined.cpp,
+// device segmented_scan_pipeline.cuh). The pipelined kernel is the second kernel of those ops,
 // launched from the scan policy's staged_from elements; scan_staged_from = 0
 // (FUSEFLOW_SCAN_STAGED_FROM) gives it to every size here, so the sizes cover one partial
 // tile, whole tiles, one element either side of a tile's end (12288 elements per tile by
@@ -38,7 +38,7 @@ const std::vector<Shape>& bench_shapes() {
       {"lengths 1..3", [] { return std::uniform_int_distribution<std::int64_t>(1, 3)(rng()); }},
       {"lengths 10..50", [] { return std::uniform_int_distribution<std::int64_t>(10, 50)(rng()); }},
       {"lengths 1000..10000", [] { return std::uniform_int_distribution<std::int64_t>(1000, 10000)(rng()); }},
-      {"zipf s=1.2 max 1e6", [] {
+      {"power law (s = 1.2 density), max 1e6", [] {
          // P(length >= l) ~ l^-0.2 (the density of Zipf with s = 1.2), capped at 10^6.
          const double u = std::uniform_real_distribution<double>(1e-12, 1.0)(rng());
          return std::min<std::int64_t>(1000000, static_cast<std::int64_t>(std::pow(u, -1.0 / 0.2)));
@@ -53,8 +53,8 @@ const std::vector<std::int64_t>& pipelined_sizes() {
   return sizes;
 }
 
-// The plans: on sm_90 the pipelined kernel is the second of segmented scans and scans by
-// key with 4-byte inputs and values; not on sm_80, not for 8-byte values.
+// The plans: on sm_90 the pipelined kernel is the second of segmented scans, scans by key
+// and reduce_by_key with 4-byte inputs and values; not on sm_80, not for 8-byte values.
 TEST_CASE("pipelined segmented scans: where the plan takes them") {
   auto x = ff::input<int>("x");
   auto o = ff::input<int>("offsets");
@@ -68,7 +68,8 @@ TEST_CASE("pipelined segmented scans: where the plan takes them") {
   };
   const ff::Program by_offsets(ff::segmented_scan(x, o, ff::plus));
   const ff::Program by_key(ff::scan_by_key(k, x, ff::plus, ff::exclusive));
-  for (const ff::Program* p : {&by_offsets, &by_key}) {
+  const ff::Program by_runs(ff::reduce_by_key(k, x, ff::plus).values);
+  for (const ff::Program* p : {&by_offsets, &by_key, &by_runs}) {
     const auto sm90 = kernels(*p, "sm_90");
     REQUIRE(sm90.size() == 2);
     CHECK(sm90[1].find("_pipelined") != std::string::npos);
@@ -78,11 +79,10 @@ TEST_CASE("pipelined segmented scans: where the plan takes them") {
   }
   CHECK(kernels(ff::Program(ff::segmented_scan(d, o, ff::plus)), "sm_90").size() == 1);
   CHECK(kernels(ff::Program(ff::scan_by_key(k, d, ff::plus)), "sm_90").size() == 1);
-  // reduce_by_key stays on the one-tile-per-block kernel.
-  CHECK(kernels(ff::Program(ff::reduce_by_key(k, x, ff::plus).values), "sm_90").size() == 1);
+  CHECK(kernels(ff::Program(ff::reduce_by_key(k, d, ff::plus).values), "sm_90").size() == 1);
 }
 
-TEST_CASE("pipelined segmented scans and scans by key: every shape and size against the reference") {
+TEST_CASE("pipelined segmented scans, scans by key and reduce_by_key: every shape and size against the reference") {
   ff::test::PlanVariant pipelined(pipelined_everywhere());
   auto x = ff::input<int>("x");
   auto o = ff::input<int>("offsets");
@@ -93,6 +93,8 @@ TEST_CASE("pipelined segmented scans and scans by key: every shape and size agai
                            "ff_segmented_scan_i32_plus_pipelined");
   pipelined.require_launch(ff::Program(ff::scan_by_key(k, x, ff::plus)), {{x, dx}, {k, dx}},
                            "ff_scan_by_key_i32_i32_plus_pipelined");
+  pipelined.require_launch(ff::Program(ff::reduce_by_key(k, x, ff::plus).values), {{x, dx}, {k, dx}},
+                           "ff_reduce_by_key_i32_i32_plus_pipelined");
   for (const auto& s : bench_shapes())
     for (std::int64_t n : pipelined_sizes()) check_scans(offsets_for(s, n), n, s.name + ", pipelined, n = " + std::to_string(n));
   for (std::int64_t n : pipelined_sizes())
@@ -102,7 +104,8 @@ TEST_CASE("pipelined segmented scans and scans by key: every shape and size agai
     if (n >= 20) check_scans({7, 9, 9, static_cast<int>(n / 2), static_cast<int>(n - 5)}, n, "outside, n = " + std::to_string(n));
 }
 
-// Float sums: the same bits on every run (one fixed look-back order), by offsets and by key.
+// Float sums: the same bits on every run (one fixed look-back order), by offsets, by key and
+// reduced by key.
 TEST_CASE("pipelined segmented f32 sums give the same bits on every run") {
   ff::test::PlanVariant pipelined(pipelined_everywhere());
   ff::Runtime& rt = pipelined.rt();
@@ -119,6 +122,9 @@ TEST_CASE("pipelined segmented f32 sums give the same bits on every run") {
   const ff::Program by_key(ff::scan_by_key(k, f, ff::plus, ff::exclusive));
   const std::vector<float> first_offsets = rt.run(by_offsets, {{f, df}, {o, doff}})[0].download<float>();
   const std::vector<float> first_keys = rt.run(by_key, {{f, df}, {k, dk}})[0].download<float>();
+  const ff::Program by_runs(ff::reduce_by_key(k, f, ff::plus).values);
+  const std::vector<float> first_runs = rt.run(by_runs, {{f, df}, {k, dk}})[0].download<float>();
+  REQUIRE(first_runs.size() == offsets.size() - 1);
   REQUIRE(first_offsets.size() == static_cast<std::size_t>(n));
   for (int run = 0; run < 4; ++run) {
     const std::vector<float> a = rt.run(by_offsets, {{f, df}, {o, doff}})[0].download<float>();
@@ -126,6 +132,9 @@ TEST_CASE("pipelined segmented f32 sums give the same bits on every run") {
     INFO("run " << run);
     CHECK(std::memcmp(a.data(), first_offsets.data(), a.size() * sizeof(float)) == 0);
     CHECK(std::memcmp(b.data(), first_keys.data(), b.size() * sizeof(float)) == 0);
+    const std::vector<float> c = rt.run(by_runs, {{f, df}, {k, dk}})[0].download<float>();
+    REQUIRE(c.size() == first_runs.size());
+    CHECK(std::memcmp(c.data(), first_runs.data(), c.size() * sizeof(float)) == 0);
   }
 }
 

@@ -1,5 +1,5 @@
-// fuseflow device helper library: segmented scans (by offsets, by key) on the pipelined
-// scan's ring (scan_pipeline.cuh), sm_90 and later.
+// fuseflow device helper library: segmented scans (by offsets, by key) and reduce_by_key
+// on the pipelined scan's ring (scan_pipeline.cuh), sm_90 and later.
 //
 // The same persistent block per SM, the same roles (producer, reducer, look-back,
 // scanners) and the same deterministic look-back as the plain pipelined scan, over the
@@ -18,7 +18,11 @@
 //  - the reducer and the scanners read a round's four elements through
 //    lift(stage, e, i, count, values, heads): the values and head bits of tile elements
 //    e .. e + 3 (global index i), of which the first `count` are before n; the others are
-//    the identity without a head.
+//    the identity without a head;
+//  - reduce_by_key's pieces count their heads (Piece<T, long long>): the heads before a
+//    head number its run, and the writers in the scanners' places store each run's key
+//    and the previous run's total there (run_piece_tiles), element n - 1 the last total
+//    and the run count.
 //
 // `loaded` takes kWarpSize + 1 arrivals: lane 0's expecting arrival for the bulk copies
 // and every lane's own after its ordinary stores (the tail, the element before the tile,
@@ -44,12 +48,14 @@ __device__ __forceinline__ unsigned* stage_input(unsigned* words, int s, int j) 
   return words + (static_cast<long long>(s) * kInputs + j) * stage_stride<kTile>() + 4;
 }
 
-template <typename T, int kStages, int kScanWarps>
-using PiecePipeline = ScanPipeline<Piece<T, bool>, kStages, kScanWarps>;
+// The ring's control over pieces: Heads is bool (a scan's head flags) or long long
+// (reduce_by_key's head counts, which number the runs).
+template <typename T, int kStages, int kScanWarps, typename Heads = bool>
+using PiecePipeline = ScanPipeline<Piece<T, Heads>, kStages, kScanWarps>;
 
 // One thread, before the roles start (then a __syncthreads()).
-template <typename T, int kStages, int kScanWarps>
-__device__ void piece_pipeline_init(PiecePipeline<T, kStages, kScanWarps>& p) {
+template <typename P, int kStages, int kScanWarps>
+__device__ void piece_pipeline_init(ScanPipeline<P, kStages, kScanWarps>& p) {
   for (int s = 0; s < kStages; ++s) {
     barrier_init(&p.loaded[s], kWarpSize + 1);  // lane 0's expecting arrival, then every lane's own
     barrier_init(&p.reduced[s], 1);
@@ -61,8 +67,8 @@ __device__ void piece_pipeline_init(PiecePipeline<T, kStages, kScanWarps>& p) {
 
 // The producer warp: as produce_tiles (scan_pipeline.cuh) for kInputs 4-byte inputs, `in`
 // their words; then prepare(s, base, valid) in the whole warp; then each lane arrives.
-template <int kTile, int kInputs, typename T, int kStages, int kScanWarps, typename Prepare>
-__device__ void produce_piece_tiles(PiecePipeline<T, kStages, kScanWarps>& p, unsigned* words,
+template <int kTile, int kInputs, typename P, int kStages, int kScanWarps, typename Prepare>
+__device__ void produce_piece_tiles(ScanPipeline<P, kStages, kScanWarps>& p, unsigned* words,
                                     const unsigned* const (&in)[kInputs], long long n, long long tiles,
                                     unsigned* counter, Prepare prepare) {
   const int lane = threadIdx.x % kWarpSize;
@@ -127,22 +133,22 @@ __device__ __forceinline__ unsigned lift_four(Lift& lift, int s, int e, long lon
 
 // The reducer warp: each scanner segment's piece and the tile's, published at once. Pieces
 // do not commute: every round is folded across the warp in order.
-template <int kTile, typename T, int kStages, int kScanWarps, typename Lift, typename Combine>
-__device__ void reduce_piece_tiles(PiecePipeline<T, kStages, kScanWarps>& p, long long n,
-                                   const ScanTileStatus<Piece<T, bool>>& status, Lift lift, Combine combine,
+template <int kTile, typename T, typename Heads, int kStages, int kScanWarps, typename Lift, typename Combine>
+__device__ void reduce_piece_tiles(ScanPipeline<Piece<T, Heads>, kStages, kScanWarps>& p, long long n,
+                                   const ScanTileStatus<Piece<T, Heads>>& status, Lift lift, Combine combine,
                                    T identity) {
-  using P = Piece<T, bool>;
+  using P = Piece<T, Heads>;
   constexpr int kSegment = kTile / kScanWarps;
   constexpr int kRounds = kSegment / 128;
   static_assert(kSegment % 128 == 0, "a segment is whole rounds of 4 elements per lane");
   const int lane = threadIdx.x % kWarpSize;
   const auto pieces = [&](const P& a, const P& b) { return combine_pieces(a, b, combine); };
-  const P none = {identity, false};
+  const P none = {identity, static_cast<Heads>(0)};
   // The piece of a lane's four elements, folded across the warp into `total`.
   const auto add = [&](P& total, const T (&v)[4], unsigned heads) {
-    P x = {v[0], (heads & 1u) != 0};
+    P x = {v[0], static_cast<Heads>(heads & 1u)};
 #pragma unroll
-    for (int k = 1; k < 4; ++k) x = pieces(x, P{v[k], (heads >> k & 1u) != 0});
+    for (int k = 1; k < 4; ++k) x = pieces(x, P{v[k], static_cast<Heads>(heads >> k & 1u)});
     x = warp_inclusive_scan(x, pieces);
     total = pieces(total, shfl_idx(x, kWarpSize - 1));
   };
@@ -188,28 +194,41 @@ __device__ void reduce_piece_tiles(PiecePipeline<T, kStages, kScanWarps>& p, lon
   }
 }
 
-// One round of a scanner over pieces: the lane's four elements scanned in the lane, the
-// lanes' pieces across the warp, seeded with `carry`; store4(s, e, i, scanned) for a whole
-// quad, store1(s, e, i, scanned) per element for the first `count`. Returns the carry
-// after the round. Exclusive: a head's scan is the identity, every other element's the
-// combination of its segment's elements before it.
-template <bool kInclusive, typename T, typename Lift, typename Combine, typename Store4, typename Store1>
-__device__ __forceinline__ Piece<T, bool> scan_piece_four(Lift& lift, int s, int e, long long i, int count,
-                                                         Piece<T, bool> carry, Combine combine, T identity,
-                                                         Store4& store4, Store1& store1) {
-  using P = Piece<T, bool>;
+// The lane's four elements of a round as pieces (local[k]: its elements 0 .. k), and the
+// piece of everything before the lane's first element (`before`, seeded with `carry`);
+// returns the carry after the round.
+template <typename T, typename Heads, typename Lift, typename Combine>
+__device__ __forceinline__ Piece<T, Heads> round_pieces(Lift& lift, int s, int e, long long i, int count,
+                                                        const Piece<T, Heads>& carry, Combine combine, T identity,
+                                                        unsigned& heads, Piece<T, Heads> (&local)[4],
+                                                        Piece<T, Heads>& before) {
+  using P = Piece<T, Heads>;
   const auto pieces = [&](const P& a, const P& b) { return combine_pieces(a, b, combine); };
   const int lane = threadIdx.x % kWarpSize;
   T v[4];
-  const unsigned heads = lift_four(lift, s, e, i, count, v);
-  P local[4];  // the lane's elements 0 .. k
-  local[0] = P{v[0], (heads & 1u) != 0};
+  heads = lift_four(lift, s, e, i, count, v);
+  local[0] = P{v[0], static_cast<Heads>(heads & 1u)};
 #pragma unroll
-  for (int k = 1; k < 4; ++k) local[k] = pieces(local[k - 1], P{v[k], (heads >> k & 1u) != 0});
+  for (int k = 1; k < 4; ++k) local[k] = pieces(local[k - 1], P{v[k], static_cast<Heads>(heads >> k & 1u)});
   const P lanes = warp_inclusive_scan(local[3], pieces);
-  P before = shfl_up(lanes, 1);
-  if (lane == 0) before = P{identity, false};
+  before = shfl_up(lanes, 1);
+  if (lane == 0) before = P{identity, static_cast<Heads>(0)};
   before = pieces(carry, before);
+  return pieces(carry, shfl_idx(lanes, kWarpSize - 1));
+}
+
+// One round of a scanner: store4(s, e, i, scanned) for a whole quad, store1(s, e, i,
+// scanned) per element for the first `count`. Exclusive: a head's scan is the identity,
+// every other element's the combination of its segment's elements before it.
+template <bool kInclusive, typename T, typename Lift, typename Combine, typename Store4, typename Store1>
+__device__ __forceinline__ Piece<T, bool> scan_piece_four(Lift& lift, int s, int e, long long i, int count,
+                                                         const Piece<T, bool>& carry, Combine combine, T identity,
+                                                         Store4& store4, Store1& store1) {
+  using P = Piece<T, bool>;
+  const auto pieces = [&](const P& a, const P& b) { return combine_pieces(a, b, combine); };
+  unsigned heads;
+  P local[4], before;
+  const P after = round_pieces(lift, s, e, i, count, carry, combine, identity, heads, local, before);
   T scanned[4];
 #pragma unroll
   for (int k = 0; k < 4; ++k) {
@@ -224,15 +243,44 @@ __device__ __forceinline__ Piece<T, bool> scan_piece_four(Lift& lift, int s, int
     for (int k = 0; k < 4; ++k)
       if (k < count) store1(s, e + k, i + k, scanned[k]);
   }
-  return pieces(carry, shfl_idx(lanes, kWarpSize - 1));
+  return after;
 }
 
-// A scanner warp (`segment` 0 .. kScanWarps - 1), as scan_tiles (scan_pipeline.cuh) over
-// pieces.
-template <int kTile, bool kInclusive, typename T, int kStages, int kScanWarps, typename Lift, typename Combine,
-          typename Store4, typename Store1>
-__device__ void scan_piece_tiles(PiecePipeline<T, kStages, kScanWarps>& p, int segment, long long n, Lift lift,
-                                 Combine combine, T identity, Store4 store4, Store1 store1) {
+// One round of reduce_by_key's writer: the heads up to an element, less one, number its
+// run. A head calls run_head(s, e, i, run, previous) (its run's key into slot `run`, and
+// `previous`, the value of the run before it, when run > 0); element n - 1 calls
+// last_run(runs, value) (the last run's value and the number of runs).
+template <typename T, typename Lift, typename Combine, typename RunHead, typename LastRun>
+__device__ __forceinline__ Piece<T, long long> run_piece_four(Lift& lift, int s, int e, long long i, int count,
+                                                             const Piece<T, long long>& carry, Combine combine,
+                                                             T identity, long long n, RunHead& run_head,
+                                                             LastRun& last_run) {
+  using P = Piece<T, long long>;
+  const auto pieces = [&](const P& a, const P& b) { return combine_pieces(a, b, combine); };
+  unsigned heads;
+  P local[4], before;
+  const P after = round_pieces(lift, s, e, i, count, carry, combine, identity, heads, local, before);
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    if (k >= count) break;
+    if (heads >> k & 1u) {
+      const P until = k == 0 ? before : pieces(before, local[k - 1]);  // the elements before this head
+      run_head(s, e + k, i + k, until.heads, until.value);
+    }
+    if (i + k == n - 1) {
+      const P through = pieces(before, local[k]);
+      last_run(through.heads, through.value);
+    }
+  }
+  return after;
+}
+
+// A scanner warp (`segment` 0 .. kScanWarps - 1), as scan_tiles (scan_pipeline.cuh):
+// round(s, e, i, count, carry) for each round of 128 elements of its segment of each
+// tile (e: tile element, i: global index, count: elements of the lane's four before n),
+// returning the carry after it.
+template <int kTile, typename P, int kStages, int kScanWarps, typename Round>
+__device__ void piece_rounds(ScanPipeline<P, kStages, kScanWarps>& p, int segment, long long n, Round round) {
   constexpr int kSegment = kTile / kScanWarps;
   const int lane = threadIdx.x % kWarpSize;
   for (long long use = 0;; ++use) {
@@ -244,24 +292,42 @@ __device__ void scan_piece_tiles(PiecePipeline<T, kStages, kScanWarps>& p, int s
     const int first = segment * kSegment;  // the segment's first tile element
     const long long base = tile * kTile + first;
     const long long left = n - base;  // elements of the segment before n (may be <= 0)
-    Piece<T, bool> carry = p.carry[s][segment];
+    P carry = p.carry[s][segment];
     if (left >= kSegment) {
 #pragma unroll 2
       for (int r = 0; r < kSegment / 128; ++r) {
         const int e = r * 128 + lane * 4;
-        carry = scan_piece_four<kInclusive>(lift, s, first + e, base + e, 4, carry, combine, identity, store4, store1);
+        carry = round(s, first + e, base + e, 4, carry);
       }
     } else {
       for (int r = 0; r < kSegment / 128 && r * 128 < left; ++r) {
         const int e = r * 128 + lane * 4;
-        const int count = static_cast<int>(left - e < 0 ? 0 : left - e > 4 ? 4 : left - e);
-        carry = scan_piece_four<kInclusive>(lift, s, first + e, base + e, count, carry, combine, identity, store4,
-                                            store1);
+        carry = round(s, first + e, base + e, static_cast<int>(left - e < 0 ? 0 : left - e > 4 ? 4 : left - e), carry);
       }
     }
     __syncwarp();
     if (lane == 0) barrier_arrive(&p.freed[s]);
   }
+}
+
+// The scanners of a segmented scan.
+template <int kTile, bool kInclusive, typename T, int kStages, int kScanWarps, typename Lift, typename Combine,
+          typename Store4, typename Store1>
+__device__ void scan_piece_tiles(PiecePipeline<T, kStages, kScanWarps>& p, int segment, long long n, Lift lift,
+                                 Combine combine, T identity, Store4 store4, Store1 store1) {
+  piece_rounds<kTile>(p, segment, n, [&](int s, int e, long long i, int count, const Piece<T, bool>& carry) {
+    return scan_piece_four<kInclusive>(lift, s, e, i, count, carry, combine, identity, store4, store1);
+  });
+}
+
+// The writers of reduce_by_key (in the scanners' places).
+template <int kTile, typename T, int kStages, int kScanWarps, typename Lift, typename Combine, typename RunHead,
+          typename LastRun>
+__device__ void run_piece_tiles(PiecePipeline<T, kStages, kScanWarps, long long>& p, int segment, long long n,
+                                Lift lift, Combine combine, T identity, RunHead run_head, LastRun last_run) {
+  piece_rounds<kTile>(p, segment, n, [&](int s, int e, long long i, int count, const Piece<T, long long>& carry) {
+    return run_piece_four(lift, s, e, i, count, carry, combine, identity, n, run_head, last_run);
+  });
 }
 
 // ---- segment heads from offsets, in the producer ------------------------------------------
@@ -292,12 +358,10 @@ struct PipelinedOffsetHeads {
       const long long at = offset_at(o) - base;
       if (at >= 0 && at < kTile) atomicOr(&bits[at / 32], 1u << (at % 32));
     }
-    const long long tiles = (n + kTile - 1) / kTile;
     const long long last_pair = count - 1;  // pairs (s, s + 1) for s < count - 1
     const long long pairs_end = base + kTile < n && base + kTile < last_pair ? base + kTile : last_pair;
     for (long long o = base + lane; o < pairs_end; o += kWarpSize)
       if (offset_at(o) > offset_at(o + 1)) *invalid = 1u;
-    (void)tiles;
   }
 };
 

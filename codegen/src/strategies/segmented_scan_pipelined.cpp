@@ -39,7 +39,7 @@ struct PieceRing {
   }
   std::size_t static_bytes(bool offsets) const {
     // The ring's control (barriers, pieces, the look-back's stash), the heads' bitmask.
-    return 4096 + static_cast<std::size_t>(stages) * (tile / 32) * 4 * (offsets ? 1 : 0);
+    return 8192 + static_cast<std::size_t>(stages) * (tile / 32) * 4 * (offsets ? 1 : 0);
   }
 };
 
@@ -59,14 +59,51 @@ std::string kernel_name(const KernelContext& g) {
   std::string types = short_type_name(op.monoid.type());
   if (op.keys.valid()) types = short_type_name(op.keys.type()) + "_" + types;
   return std::string("ff_") + op_name(op.kind) + "_" + types + "_" + sanitize(op.monoid.name()) +
-         (op.scan_kind == ScanKind::Exclusive ? "_exclusive" : "") + "_pipelined";
+         (op.kind != OpKind::ReduceByKey && op.scan_kind == ScanKind::Exclusive ? "_exclusive" : "") + "_pipelined";
+}
+
+// reduce_by_key's writers, in the scanners' places: run_head (a head writes its run's key
+// and the previous run's value), last_run (element n - 1 writes the last run's value and
+// each output's count). Outputs: keys (result index 0) and values (index 1).
+template <typename StagePtrs>
+void emit_run_writers(SourceWriter& w, const KernelContext& g, ScanKernelWriter& k, const StagePtrs& stage_ptrs) {
+  const std::string t = k.acc();
+  std::string staged;
+  for (std::size_t j = 0; j < g.leaves.inputs.size(); ++j) staged += "stage_" + k.input_name(j) + "[e], ";
+  w.comment("Writers: warp 3 + s takes segment s of every tile. A head starts run `run`: its key, and\n"
+            "the value of the run before it.");
+  w.open("const auto run_head = [&](const int s, const int e, const long long i, const long long run, const " + t +
+         "& previous)");
+  bool keys = false;
+  for (std::size_t j = 0; j < g.outputs.size(); ++j) keys = keys || g.outputs[j].node().index == 0;
+  if (keys) stage_ptrs(w);
+  else w.line("(void)s, (void)e, (void)i;");
+  for (std::size_t j = 0; j < g.outputs.size(); ++j) {
+    const std::string out = "out" + std::to_string(g.output_ids[j]);
+    if (g.outputs[j].node().index == 0) w.line(out + "[run] = key_at(" + staged + "i);");
+    else w.line("if (run > 0) " + out + "[run - 1] = previous;");
+  }
+  w.close("};");
+  w.comment("Element n - 1: the last run's value and the number of runs.");
+  w.open("const auto last_run = [&](const long long runs, const " + t + "& value)");
+  bool values = false;
+  for (std::size_t j = 0; j < g.outputs.size(); ++j) values = values || g.outputs[j].node().index == 1;
+  if (!values) w.line("(void)value;");
+  for (std::size_t j = 0; j < g.outputs.size(); ++j) {
+    const std::string id = std::to_string(g.output_ids[j]);
+    if (g.outputs[j].node().index == 1) w.line("out" + id + "[runs - 1] = value;");
+    w.line("*count" + id + " = runs;");
+  }
+  w.close("};");
+  w.line("ff::segmented::run_piece_tiles<kTile>(pipeline, warp - 3, n, lift, combine, identity, run_head, last_run);");
 }
 
 bool pipelined_segmented_scan_applies(const KernelContext& g) {
   const Target& target = g.target();
   const ScanPolicy& p = g.policies().scan;
   if (p.tile || !p.pipeline || target.cc_major < 9) return false;
-  if (g.op->kind != OpKind::SegmentedScan && g.op->kind != OpKind::ScanByKey) return false;
+  if (g.op->kind != OpKind::SegmentedScan && g.op->kind != OpKind::ScanByKey && g.op->kind != OpKind::ReduceByKey)
+    return false;
   const auto& inputs = g.leaves.inputs;
   if (inputs.empty() || inputs.size() > 2 || g.op->monoid.type().size() != 4 || !g.reduces.empty() || g.mask.valid())
     return false;
@@ -85,45 +122,54 @@ KernelSpec emit_segmented_scan_pipelined(const KernelContext& g, const SegmentOf
   tiling.min_blocks = 1;
   ScanKernelWriter k(g, kernel_name(g), tiling);
   const std::string t = k.acc();
-  const std::string piece = "ff::segmented::Piece<" + t + ", bool>";
+  const bool counts = g.op->kind == OpKind::ReduceByKey;  // pieces count their heads: runs are numbered
+  const std::string heads_type = counts ? "long long" : "bool";
+  const std::string piece = "ff::segmented::Piece<" + t + ", " + heads_type + ">";
   const std::size_t inputs = g.leaves.inputs.size();
 
   SourceWriter w;
   w.line("namespace {");
-  emit_pipeline_ring(w, ring.tile, ring.stages, ring.warps, "scanner warps, each scans");
+  w.line("constexpr int kTile = " + std::to_string(ring.tile) + ";  // elements per tile");
   w.line("constexpr int kInputs = " + std::to_string(inputs) + ";  // inputs staged per tile, each in its own region");
+  w.line("constexpr int kStages = " + std::to_string(ring.stages) + ";  // tiles a block holds at once (" +
+         std::to_string(ring.stage_bytes() / 1024) + " KB of shared memory)");
+  w.line("constexpr int kScanWarps = " + std::to_string(ring.warps) +
+         ";  // scanner warps, each scans kTile / kScanWarps elements of a tile");
   w.line("constexpr int kBlock = (3 + kScanWarps) * 32;  // producer, reducer, look-back, scanners");
   w.line("constexpr int kMinBlocks = 1;  // one block per SM: the stages take most of its shared memory");
   w.line("}  // namespace");
   w.line();
   std::vector<Arg> extra;
   if (offsets) extra = offsets_args(offsets->leaves, offsets->domain);
+  for (std::size_t j = 0; counts && j < g.outputs.size(); ++j)
+    extra.push_back({Arg::Kind::OutputCount, g.output_ids[j], "count" + std::to_string(g.output_ids[j]), ScalarType::U64});
   for (const Arg& a : lookback_args(segmented_piece_type(g))) extra.push_back(a);
   if (offsets) extra.push_back({Arg::Kind::InvalidFlag, offsets->check, "offsets_invalid", ScalarType::U32});
   const std::vector<Arg> args = k.args(true, true, extra);
   k.open_kernel(w, args);
-  k.emit_functions(w, true, true);
+  k.emit_functions(w, true, !counts);
   w.line("const auto pieces = [&](const " + piece + "& a, const " + piece + "& b) { return ff::segmented::combine_pieces(a, b, combine); };");
-  w.line("const " + piece + " no_piece = {identity, false};");
+  w.line("const " + piece + " no_piece = {identity, " + (counts ? "0" : "false") + "};");
   w.line();
   w.comment("The ring: kStages stages of kInputs regions (dynamic shared memory), the word before each\n"
             "region holding that input's element before the tile; the barriers, tile ids and pieces\n"
             "that pass between the roles.");
   w.line("extern __shared__ __align__(128) unsigned stage_words[];");
-  w.line("__shared__ ff::segmented::PiecePipeline<" + t + ", kStages, kScanWarps> pipeline;");
+  w.line("__shared__ ff::segmented::PiecePipeline<" + t + ", kStages, kScanWarps" + (counts ? ", long long" : "") +
+         "> pipeline;");
   if (offsets) w.line("__shared__ unsigned head_words[kStages * (kTile / 32)];  // the producer's segment heads, per stage");
   w.line("const long long tiles = (n + kTile - 1) / kTile;");
   w.line("if (threadIdx.x == 0) ff::segmented::piece_pipeline_init(pipeline);");
   w.line("__syncthreads();");
   w.line("const int warp = threadIdx.x / 32;");
   // The stage of each input, as its own type.
-  std::string stage_ptrs;
-  for (std::size_t j = 0; j < inputs; ++j) {
-    const std::string in = k.types().name(g.leaves.inputs[j].type());
-    stage_ptrs += "const " + in + "* const stage_" + k.input_name(j) + " = reinterpret_cast<const " + in +
-                  "*>(ff::segmented::stage_input<kTile, kInputs>(stage_words, s, " + std::to_string(j) + "));\n";
-  }
-  if (!stage_ptrs.empty()) stage_ptrs.pop_back();
+  const auto stage_ptrs = [&](SourceWriter& to) {
+    for (std::size_t j = 0; j < inputs; ++j) {
+      const std::string in = k.types().name(g.leaves.inputs[j].type());
+      to.line("const " + in + "* const stage_" + k.input_name(j) + " = reinterpret_cast<const " + in +
+              "*>(ff::segmented::stage_input<kTile, kInputs>(stage_words, s, " + std::to_string(j) + "));");
+    }
+  };
   const auto staged = [&](const std::string& e, const std::string& i) {
     std::string s;
     for (std::size_t j = 0; j < inputs; ++j) s += "stage_" + k.input_name(j) + "[" + e + "], ";
@@ -171,7 +217,7 @@ KernelSpec emit_segmented_scan_pipelined(const KernelContext& g, const SegmentOf
             "and head bits (the others: the identity, no head).");
   w.open("const auto lift = [&](const int s, const int e, const long long i, const int count, " + t +
          " (&v)[4], unsigned& heads)");
-  w.line(stage_ptrs);
+  stage_ptrs(w);
   for (std::size_t j = 0; j < inputs; ++j) {
     const std::string in = k.types().name(g.leaves.inputs[j].type());
     w.line("const ff::Quad<" + in + "> q_" + k.input_name(j) + " = *reinterpret_cast<const ff::Quad<" + in +
@@ -208,38 +254,42 @@ KernelSpec emit_segmented_scan_pipelined(const KernelContext& g, const SegmentOf
   w.line("return;");
   w.close();
 
-  w.comment("Scanners: warp 3 + s scans segment s of every tile and stores it, the epilogue applied to\n"
-            "each element on the way; four consecutive elements per lane, one 16-byte store where\n"
-            "the output is 4-byte and aligned.");
-  std::vector<std::string> quads, four, one;
-  bool reads_inputs = false;
-  for (std::size_t j = 0; j < g.outputs.size(); ++j) {
-    const std::string o = "out" + std::to_string(g.output_ids[j]);
-    const bool scan_itself = g.outputs[j].kind() == ExprKind::Result;
-    reads_inputs = reads_inputs || !scan_itself;
-    const auto value = [&](const std::string& k_index, const std::string& e, const std::string& i) {
-      return scan_itself ? "scanned" + k_index
-                         : "epilogue" + std::to_string(j) + "(scanned" + k_index + ", " + staged(e, i) + ")";
-    };
-    quads.push_back("const bool quads_" + o + " = ff::aligned16(" + o + ");");
-    four.push_back("ff::store_four(" + o + " + i, quads_" + o + ",");
-    four.push_back("               " + value("[0]", "e", "i") + ", " + value("[1]", "e + 1", "i + 1") + ",");
-    four.push_back("               " + value("[2]", "e + 2", "i + 2") + ", " + value("[3]", "e + 3", "i + 3") + ");");
-    one.push_back(o + "[i] = " + value("", "e", "i") + ";");
+  if (counts) {
+    emit_run_writers(w, g, k, stage_ptrs);
+  } else {
+    w.comment("Scanners: warp 3 + s scans segment s of every tile and stores it, the epilogue applied to\n"
+              "each element on the way; four consecutive elements per lane, one 16-byte store where\n"
+              "the output is 4-byte and aligned.");
+    std::vector<std::string> quads, four, one;
+    bool reads_inputs = false;
+    for (std::size_t j = 0; j < g.outputs.size(); ++j) {
+      const std::string o = "out" + std::to_string(g.output_ids[j]);
+      const bool scan_itself = g.outputs[j].kind() == ExprKind::Result;
+      reads_inputs = reads_inputs || !scan_itself;
+      const auto value = [&](const std::string& k_index, const std::string& e, const std::string& i) {
+        return scan_itself ? "scanned" + k_index
+                           : "epilogue" + std::to_string(j) + "(scanned" + k_index + ", " + staged(e, i) + ")";
+      };
+      quads.push_back("const bool quads_" + o + " = ff::aligned16(" + o + ");");
+      four.push_back("ff::store_four(" + o + " + i, quads_" + o + ",");
+      four.push_back("               " + value("[0]", "e", "i") + ", " + value("[1]", "e + 1", "i + 1") + ",");
+      four.push_back("               " + value("[2]", "e + 2", "i + 2") + ", " + value("[3]", "e + 3", "i + 3") + ");");
+      one.push_back(o + "[i] = " + value("", "e", "i") + ";");
+    }
+    for (const auto& l : quads) w.line(l);
+    w.open("const auto store4 = [&](const int s, const int e, const long long i, const " + t + " (&scanned)[4])");
+    if (reads_inputs) stage_ptrs(w);
+    else w.line("(void)s, (void)e;");
+    for (const auto& l : four) w.line(l);
+    w.close("};");
+    w.open("const auto store1 = [&](const int s, const int e, const long long i, const " + t + " scanned)");
+    if (reads_inputs) stage_ptrs(w);
+    else w.line("(void)s, (void)e;");
+    for (const auto& l : one) w.line(l);
+    w.close("};");
+    w.line(std::string("ff::segmented::scan_piece_tiles<kTile, ") + (k.inclusive() ? "true" : "false") +
+           ">(pipeline, warp - 3, n, lift, combine, identity, store4, store1);");
   }
-  for (const auto& l : quads) w.line(l);
-  w.open("const auto store4 = [&](const int s, const int e, const long long i, const " + t + " (&scanned)[4])");
-  if (reads_inputs) w.line(stage_ptrs);
-  else w.line("(void)s, (void)e;");
-  for (const auto& l : four) w.line(l);
-  w.close("};");
-  w.open("const auto store1 = [&](const int s, const int e, const long long i, const " + t + " scanned)");
-  if (reads_inputs) w.line(stage_ptrs);
-  else w.line("(void)s, (void)e;");
-  for (const auto& l : one) w.line(l);
-  w.close("};");
-  w.line(std::string("ff::segmented::scan_piece_tiles<kTile, ") + (k.inclusive() ? "true" : "false") +
-         ">(pipeline, warp - 3, n, lift, combine, identity, store4, store1);");
   w.close();
 
   KernelSpec out;
@@ -252,13 +302,15 @@ KernelSpec emit_segmented_scan_pipelined(const KernelContext& g, const SegmentOf
   out.tuning = {{"tile", ring.tile}, {"stages", ring.stages}, {"scan_warps", ring.warps}};
   out.shared_bytes = ring.stage_bytes();
   out.args = args;
-  out.summary = std::string(op_name(g.op->kind)) + ", pipelined look-back over (value, head flag) pieces (sm_90): one "
+  out.summary = std::string(op_name(g.op->kind)) + ", pipelined look-back over (value, head " + (counts ? "count" : "flag") + ") pieces (sm_90): one "
                 "block per SM, tiles of " + std::to_string(ring.tile) + " elements in a ring of " +
                 std::to_string(ring.stages) + " shared-memory stages of " + std::to_string(inputs) + " input" +
                 (inputs == 1 ? "" : "s") + " filled by the bulk copy engine; warps: producer, reducer, look-back, " +
                 std::to_string(ring.warps) + " scanners; deterministic look-back; segment heads " +
                 (offsets ? "marked by the producer from the offsets (two 32-way warp searches per tile)"
-                         : "where the key changes (the key before each tile staged beside it)");
+                         : "where the key changes (the key before each tile staged beside it)") +
+                (counts ? "; each head writes its run's key and the previous run's value, the last element the run count"
+                        : "");
   out.why = "instead of the kernel before it from " + std::to_string(g.policies().scan.staged_from) +
             " elements: the look-back's waits overlap the next tiles' loads";
   std::string comment = "strategy: " + out.summary;
@@ -306,10 +358,37 @@ class SegmentedScanPipelined final : public RegisteredStrategy {
     return {step};
   }
 };
+class ReduceByKeyPipelined final : public RegisteredStrategy {
+ public:
+  ReduceByKeyPipelined() : RegisteredStrategy("reduce by key pipelined", "reduce_by_key") {}
+  Applies applies(const KernelContext& g) const override {
+    if (!pipelined_segmented_scan_applies(g))
+      return {false, "pipelined needs sm_90 or later, one or two 4-byte inputs, 4-byte values, no scan_tile option "
+                     "and the scan pipeline on"};
+    return {true, "sm_90, 4-byte inputs and values: look-back tiles of (value, head count) pieces, and from " +
+                      std::to_string(g.policies().scan.staged_from) + " elements the pipelined kernel"};
+  }
+  TuningValues tuning(const Policies& p) const override {
+    const ScanPolicy& s = p.scan;
+    return {{"block", s.pieces.block},  {"items", s.pieces.items},   {"min_blocks", s.pieces.min_blocks},
+            {"tile", s.pipe_tile},      {"stages", s.pipe_stages},   {"scan_warps", s.pipe_warps},
+            {"staged_from", s.staged_from}};
+  }
+  std::vector<KernelSpec> emit(const KernelContext& g) const override {
+    return {emit_reduce_by_key(g, g.target()), emit_segmented_scan_pipelined(g, nullptr)};
+  }
+  std::vector<StepSpec> schedule(const KernelContext& g, const std::vector<KernelSpec>& kernels, int first) const override {
+    return {lookback_step(first, static_cast<int>(kernels.size()), segmented_piece_type(g), g.policies().scan.staged_from)};
+  }
+};
 }  // namespace
 
 const RegisteredStrategy& segmented_scan_pipelined_strategy() {
   static const SegmentedScanPipelined s;
+  return s;
+}
+const RegisteredStrategy& reduce_by_key_pipelined_strategy() {
+  static const ReduceByKeyPipelined s;
   return s;
 }
 
