@@ -132,25 +132,41 @@ __device__ __forceinline__ unsigned lift_four(Lift& lift, int s, int e, long lon
 }
 
 // The reducer warp: each scanner segment's piece and the tile's, published at once. Pieces
-// do not commute: every round is folded across the warp in order.
+// do not commute, so a lane cannot fold its elements of every round as the plain reducer
+// does; instead each lane folds a contiguous chunk of the segment (kSegment / 32 elements)
+// in the lane, and only the chunks' pieces are folded across the warp, once per segment.
+// Lane l starts its chunk at quad l % kQuads and wraps around (two runs, folded apart and
+// joined in order), so the lanes' 16-byte reads spread over the banks.
 template <int kTile, typename T, typename Heads, int kStages, int kScanWarps, typename Lift, typename Combine>
 __device__ void reduce_piece_tiles(ScanPipeline<Piece<T, Heads>, kStages, kScanWarps>& p, long long n,
                                    const ScanTileStatus<Piece<T, Heads>>& status, Lift lift, Combine combine,
                                    T identity) {
   using P = Piece<T, Heads>;
   constexpr int kSegment = kTile / kScanWarps;
-  constexpr int kRounds = kSegment / 128;
+  constexpr int kQuads = kSegment / kWarpSize / 4;  // a lane's chunk, in quads
   static_assert(kSegment % 128 == 0, "a segment is whole rounds of 4 elements per lane");
   const int lane = threadIdx.x % kWarpSize;
   const auto pieces = [&](const P& a, const P& b) { return combine_pieces(a, b, combine); };
   const P none = {identity, static_cast<Heads>(0)};
-  // The piece of a lane's four elements, folded across the warp into `total`.
-  const auto add = [&](P& total, const T (&v)[4], unsigned heads) {
-    P x = {v[0], static_cast<Heads>(heads & 1u)};
+  const int turn = lane % kQuads;  // the lane's first quad
+  // The piece of segment w of the stage's tile; `valid`: the tile's elements before n.
+  const auto segment_piece = [&](const int s, const long long base, const int w, const int valid, const bool whole) {
+    P before_turn = none, from_turn = none;  // the chunk's quads [0, turn) and [turn, kQuads)
 #pragma unroll
-    for (int k = 1; k < 4; ++k) x = pieces(x, P{v[k], static_cast<Heads>(heads >> k & 1u)});
-    x = warp_inclusive_scan(x, pieces);
-    total = pieces(total, shfl_idx(x, kWarpSize - 1));
+    for (int q = 0; q < kQuads; ++q) {
+      const int quad = q + turn < kQuads ? q + turn : q + turn - kQuads;
+      const int e = w * kSegment + lane * (kQuads * 4) + quad * 4;
+      const int count = whole ? 4 : valid - e < 0 ? 0 : valid - e > 4 ? 4 : valid - e;
+      T v[4];
+      const unsigned heads = lift_four(lift, s, e, base + e, count, v);
+      P x = {v[0], static_cast<Heads>(heads & 1u)};
+#pragma unroll
+      for (int k = 1; k < 4; ++k) x = pieces(x, P{v[k], static_cast<Heads>(heads >> k & 1u)});
+      if (quad >= turn) from_turn = pieces(from_turn, x);
+      else before_turn = pieces(before_turn, x);
+    }
+    const P chunk = warp_inclusive_scan(pieces(before_turn, from_turn), pieces);
+    return shfl_idx(chunk, kWarpSize - 1);
   };
   for (long long use = 0;; ++use) {
     const int s = ring_stage<kStages>(use);
@@ -163,26 +179,9 @@ __device__ void reduce_piece_tiles(ScanPipeline<Piece<T, Heads>, kStages, kScanW
     const long long base = tile * kTile;
     const int valid = static_cast<int>(n - base < kTile ? n - base : kTile);
     P aggregate = none;
-#pragma unroll
+#pragma unroll 1
     for (int w = 0; w < kScanWarps; ++w) {
-      P total = none;
-      if (valid == kTile) {
-#pragma unroll 4
-        for (int r = 0; r < kRounds; ++r) {
-          const int e = w * kSegment + r * 128 + lane * 4;
-          T v[4];
-          const unsigned heads = lift_four(lift, s, e, base + e, 4, v);
-          add(total, v, heads);
-        }
-      } else {
-        for (int r = 0; r < kRounds && w * kSegment + r * 128 < valid; ++r) {
-          const int e = w * kSegment + r * 128 + lane * 4;
-          const int count = valid - e < 0 ? 0 : valid - e > 4 ? 4 : valid - e;
-          T v[4];
-          const unsigned heads = lift_four(lift, s, e, base + e, count, v);
-          add(total, v, heads);
-        }
-      }
+      const P total = valid == kTile ? segment_piece(s, base, w, valid, true) : segment_piece(s, base, w, valid, false);
       if (lane == 0) p.segment_total[s][w] = total;
       aggregate = pieces(aggregate, total);
     }
@@ -332,11 +331,36 @@ __device__ void run_piece_tiles(PiecePipeline<T, kStages, kScanWarps, long long>
 
 // ---- segment heads from offsets, in the producer ------------------------------------------
 
+// Two lower bounds at once, one per half-warp (16 pivots a step, as warp_lower_bound does
+// with 32): lanes 0-15 find the first s in [0, count) with offset_at(s) >= `key` of lane 0,
+// lanes 16-31 that of lane 16's key. The two searches' reads overlap, so the producer waits
+// for one chain of dependent reads instead of two. Every lane gets its half's answer.
+template <typename OffsetAt>
+__device__ __forceinline__ long long half_warp_lower_bounds(long long count, long long key, OffsetAt offset_at) {
+  const int lane = threadIdx.x % kWarpSize;
+  const int half_lane = lane % 16, shift = lane / 16 * 16;
+  long long lo = 0, hi = count;  // the answer lies in [lo, hi], the same in every lane of a half
+  while (__any_sync(kFullMask, lo < hi)) {
+    const bool active = lo < hi;
+    const long long step = active ? (hi - lo + 15) / 16 : 1;
+    const long long pivot = lo + (half_lane + 1) * step - 1;
+    const bool below = active && pivot < hi && offset_at(pivot) < key;
+    const int k = __popc((__ballot_sync(kFullMask, below) >> shift) & 0xffffu);
+    if (active) {
+      const long long bound = lo + (k + 1) * step - 1;
+      lo += k * step;
+      if (bound < hi) hi = bound;
+    }
+  }
+  return lo;
+}
+
 // The heads of the stage's tile from the offsets (the producer's prepare hook): a bitmask
 // of kTile / 32 words per stage (`words`: kStages of them), cleared, then the tile's offsets
-// marked, found with two 32-way searches (warp_lower_bound). Decreasing neighbours are
-// flagged in `invalid` as OffsetHeads does: tile t checks the pairs (s, s + 1) for s in
-// [t * kTile, (t + 1) * kTile), the last tile every pair from there on.
+// marked, found with two 16-way searches at once. Decreasing neighbours are flagged in
+// `invalid`: the pairs (s, s + 1), s in [0, count - 1), are split evenly among the tiles,
+// each offset read once (its right neighbour from the next lane), so every pair is
+// checked once whatever the offsets are, at most ceil((count - 1) / tiles) per tile.
 template <int kTile, typename OffsetAt>
 struct PipelinedOffsetHeads {
   OffsetAt offset_at;
@@ -345,23 +369,30 @@ struct PipelinedOffsetHeads {
   unsigned* words;   // kStages * kTile / 32 words of shared memory
   long long n;
 
-  __device__ __forceinline__ unsigned* stage_words(int s) const { return words + static_cast<long long>(s) * (kTile / 32); }
-
   __device__ __forceinline__ void operator()(int s, long long base, long long /*valid*/) const {
     const int lane = threadIdx.x % kWarpSize;
-    unsigned* const bits = stage_words(s);
+    unsigned* const bits = words + static_cast<long long>(s) * (kTile / 32);
     for (int j = lane; j < kTile / 32; j += kWarpSize) bits[j] = 0u;
-    const long long from = warp_lower_bound(count, base, offset_at);
-    const long long to = warp_lower_bound(count, base + kTile, offset_at);
+    const long long bound = half_warp_lower_bounds(count, lane < 16 ? base : base + kTile, offset_at);
+    const long long from = __shfl_sync(kFullMask, bound, 0), to = __shfl_sync(kFullMask, bound, 16);
     __syncwarp();
+#pragma unroll 4
     for (long long o = from + lane; o < to; o += kWarpSize) {
       const long long at = offset_at(o) - base;
       if (at >= 0 && at < kTile) atomicOr(&bits[at / 32], 1u << (at % 32));
     }
-    const long long last_pair = count - 1;  // pairs (s, s + 1) for s < count - 1
-    const long long pairs_end = base + kTile < n && base + kTile < last_pair ? base + kTile : last_pair;
-    for (long long o = base + lane; o < pairs_end; o += kWarpSize)
-      if (offset_at(o) > offset_at(o + 1)) *invalid = 1u;
+    // This tile's share of the pairs.
+    const long long tiles = (n + kTile - 1) / kTile, pairs = count - 1;
+    const long long share = (pairs + tiles - 1) / tiles, tile = base / kTile;
+    const long long first = tile * share, end = first + share < pairs ? first + share : pairs;
+#pragma unroll 4
+    for (long long o = first; o < end; o += kWarpSize) {
+      const long long at = o + lane;
+      const long long here = at <= end ? offset_at(at) : 0;  // offsets o .. o + 32 (the last lane's neighbour too)
+      long long next = __shfl_down_sync(kFullMask, here, 1);
+      if (lane == kWarpSize - 1 && at + 1 <= end) next = offset_at(at + 1);
+      if (at < end && here > next) *invalid = 1u;
+    }
   }
 };
 
