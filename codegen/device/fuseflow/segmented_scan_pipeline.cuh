@@ -363,6 +363,7 @@ __device__ __forceinline__ long long half_warp_lower_bounds(long long count, lon
 // checked once whatever the offsets are, at most ceil((count - 1) / tiles) per tile.
 template <int kTile, typename OffsetAt>
 struct PipelinedOffsetHeads {
+  static constexpr int kBatch = 8;  // offsets a lane reads at once
   OffsetAt offset_at;
   long long count;   // how many offsets
   unsigned* invalid;
@@ -376,22 +377,37 @@ struct PipelinedOffsetHeads {
     const long long bound = half_warp_lower_bounds(count, lane < 16 ? base : base + kTile, offset_at);
     const long long from = __shfl_sync(kFullMask, bound, 0), to = __shfl_sync(kFullMask, bound, 16);
     __syncwarp();
-#pragma unroll 4
-    for (long long o = from + lane; o < to; o += kWarpSize) {
-      const long long at = offset_at(o) - base;
-      if (at >= 0 && at < kTile) atomicOr(&bits[at / 32], 1u << (at % 32));
+    // In batches of kBatch offsets per lane, all read before any is marked: one warp has to
+    // keep many reads in flight (a tile of segments of 1..3 holds thousands of offsets).
+    for (long long o = from + lane; o < to; o += kBatch * kWarpSize) {
+      long long at[kBatch];
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) at[b] = o + b * kWarpSize < to ? offset_at(o + b * kWarpSize) - base : -1;
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b)
+        if (at[b] >= 0 && at[b] < kTile) atomicOr(&bits[at[b] / 32], 1u << (at[b] % 32));
     }
     // This tile's share of the pairs.
     const long long tiles = (n + kTile - 1) / kTile, pairs = count - 1;
     const long long share = (pairs + tiles - 1) / tiles, tile = base / kTile;
     const long long first = tile * share, end = first + share < pairs ? first + share : pairs;
-#pragma unroll 4
-    for (long long o = first; o < end; o += kWarpSize) {
-      const long long at = o + lane;
-      const long long here = at <= end ? offset_at(at) : 0;  // offsets o .. o + 32 (the last lane's neighbour too)
-      long long next = __shfl_down_sync(kFullMask, here, 1);
-      if (lane == kWarpSize - 1 && at + 1 <= end) next = offset_at(at + 1);
-      if (at < end && here > next) *invalid = 1u;
+    for (long long o = first; o < end; o += kBatch * kWarpSize) {
+      long long here[kBatch], last[kBatch];  // offsets o + 32b + lane, and the one after the batch's last lane
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        const long long at = o + b * kWarpSize + lane;
+        here[b] = at <= end ? offset_at(at) : 0;
+        last[b] = lane == kWarpSize - 1 && at + 1 <= end ? offset_at(at + 1) : 0;
+      }
+      bool decreasing = false;
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        const long long at = o + b * kWarpSize + lane;
+        long long next = __shfl_down_sync(kFullMask, here[b], 1);
+        if (lane == kWarpSize - 1) next = last[b];
+        decreasing = decreasing || (at < end && here[b] > next);
+      }
+      if (decreasing) *invalid = 1u;
     }
   }
 };
