@@ -1,5 +1,6 @@
-// Segmented scan, scan by key and reduce by key over random segments of 10..50, beside
-// CUB's InclusiveSumByKey and ReduceByKey.
+// Segmented scan, scan by key and reduce by key over segments of several shapes (random
+// lengths 10..50, 1..3, 1000..10000, a Zipf power law with s = 1.2 up to 10^6, one
+// segment), beside CUB's InclusiveSumByKey and ReduceByKey.
 #include <cuda_runtime.h>
 
 #include <cub/cub.cuh>
@@ -16,24 +17,53 @@
 
 namespace ffbench {
 
-// --- segmented scans and reduce by key: random segment lengths 10..50 ------------------
+// --- segmented scans and reduce by key: segments of each shape -------------------------
 // fuseflow: the catalog's segmented_scan_sum (by i32 offsets), scan_by_key_sum and
 // reduce_by_key_sum (by i32 keys, the segment ids); CUB: DeviceScan::InclusiveSumByKey and
 // DeviceReduce::ReduceByKey over the same keys. CUB has no scan by offsets: keys are how it
 // is told where segments start, so beside the segmented scan it reads n keys where
-// fuseflow reads n / 30 offsets. The ceiling is a device-to-device copy of the values.
-__global__ void fill_segment_ids(const int* offsets, std::size_t segments, int* keys) {
-  for (std::size_t s = blockIdx.x * (std::size_t)blockDim.x + threadIdx.x; s < segments;
-       s += (std::size_t)gridDim.x * blockDim.x)
-    for (int i = offsets[s]; i < offsets[s + 1]; ++i) keys[i] = (int)s;
+// fuseflow reads one offset per segment. The ceiling is a device-to-device copy of the
+// values. Each row's bytes (the traffic floor) are what fuseflow must move.
+// Element i's key: its segment's number (the last offset at or before i), one thread per
+// element (a segment of 10^6 or of n elements is written by many threads).
+__global__ void fill_segment_ids(const int* offsets, std::size_t segments, std::size_t n, int* keys) {
+  for (std::size_t i = blockIdx.x * (std::size_t)blockDim.x + threadIdx.x; i < n; i += (std::size_t)gridDim.x * blockDim.x) {
+    std::size_t lo = 0, hi = segments;  // the segment s with offsets[s] <= i < offsets[s + 1]
+    while (hi - lo > 1) {
+      const std::size_t mid = (lo + hi) / 2;
+      if ((std::size_t)offsets[mid] <= i) lo = mid;
+      else hi = mid;
+    }
+    keys[i] = (int)lo;
+  }
 }
 
+namespace {
+
+// The shapes of segments, as segment_offsets' scenarios (segmented.cu), and their rows' names.
+struct KeyedShape {
+  int scenario;
+  const char* name;
+};
+constexpr KeyedShape kKeyedShapes[] = {{1, "10..50"}, {3, "1..3"}, {4, "1000..10000"}, {5, "zipf1.2"}, {0, "one"}};
+
+void bench_keyed_shape(const Context& c, std::size_t n, int op, const KeyedShape& shape);
+
+}  // namespace
+
 void bench_keyed(const Context& c, std::size_t n, int op) {
-  static const char* names[] = {"segscan 10..50", "scanbykey 10..50", "redbykey 10..50"};
+  for (const KeyedShape& shape : kKeyedShapes) bench_keyed_shape(c, n, op, shape);
+}
+
+namespace {
+
+void bench_keyed_shape(const Context& c, std::size_t n, int op, const KeyedShape& shape) {
+  static const char* ops[] = {"segscan ", "scanbykey ", "redbykey "};
+  const std::string name = std::string(ops[op]) + shape.name;
   static const char* catalog_names[] = {"segmented_scan_sum", "scan_by_key_sum", "reduce_by_key_sum"};
   static const char* cub_names[] = {"DeviceScan::InclusiveSumByKey (keys = segment ids)", "DeviceScan::InclusiveSumByKey",
                                     "DeviceReduce::ReduceByKey"};
-  const std::vector<int> offsets = segment_offsets(n, 1);
+  const std::vector<int> offsets = segment_offsets(n, shape.scenario);
   const std::size_t segments = offsets.size() - 1;
   const std::size_t set_bytes = n * sizeof(float) + n * sizeof(int);  // values + keys (CUB's reads)
   const std::size_t nbuf = copies_for(set_bytes, c.l2_bytes);
@@ -43,7 +73,7 @@ void bench_keyed(const Context& c, std::size_t n, int op) {
   for (std::size_t k = 0; k < nbuf; ++k) {
     int* ok = offs.as<int>() + k * offsets.size();
     CK(cudaMemcpyAsync(ok, offsets.data(), offsets.size() * sizeof(int), cudaMemcpyHostToDevice, c.stream));
-    fill_segment_ids<<<c.sms * 8, 256, 0, c.stream>>>(ok, segments, keys.as<int>() + k * n);
+    fill_segment_ids<<<c.sms * 8, 256, 0, c.stream>>>(ok, segments, n, keys.as<int>() + k * n);
     CK(cudaGetLastError());
   }
   CK(cudaStreamSynchronize(c.stream));
@@ -109,7 +139,7 @@ void bench_keyed(const Context& c, std::size_t n, int op) {
     }
     if (bad) {
       check = "MISMATCH";
-      report_mismatch(std::string(names[op]) + " n=" + std::to_string(n) + ": " + std::to_string(mine.size()) +
+      report_mismatch(name + " n=" + std::to_string(n) + ": " + std::to_string(mine.size()) +
                       " results (CUB " + std::to_string(want.size()) + "), " + std::to_string(bad) + " differ from CUB");
     }
   }
@@ -117,7 +147,7 @@ void bench_keyed(const Context& c, std::size_t n, int op) {
   const std::vector<double> t = time_interleaved(c.stream, c.warmup, c.reps, nbuf, variants);
   g_keep_alive.clear();
   Row r;
-  r.op = names[op];
+  r.op = name;
   r.n = n;
   // What fuseflow must move: values, offsets or keys, and the scan (n values) or the runs (a key and a sum each).
   r.bytes = (double)n * sizeof(float) + (op == 0 ? (double)offsets.size() : (double)n) * sizeof(int) +
@@ -133,5 +163,7 @@ void bench_keyed(const Context& c, std::size_t n, int op) {
   r.reps = c.reps;
   add_row(r);
 }
+
+}  // namespace
 
 }  // namespace ffbench

@@ -23,18 +23,34 @@ namespace ffbench {
 // Every fuseflow call allocates its n_segments outputs (the executor's array results); in
 // device mode they are kept alive through a batch (g_keep_alive), as the scans' are.
 // Offsets of segments covering n elements: one segment (scenario 0), random lengths
-// 10..50 (1), all of length 3 (2).
+// 10..50 (1), all of length 3 (2), random lengths 1..3 (3), random lengths 1000..10000
+// (4), a power law (5: Zipf with s = 1.2 over lengths 1 .. 10^6, P(l) ~ l^-1.2, drawn by
+// its exact CDF). The same segments on every call (a fixed generator).
 std::vector<int> segment_offsets(std::size_t n, int scenario) {
   std::vector<int> offsets = {0};
   if (scenario == 0) {
     offsets.push_back((int)n);
-  } else {
-    std::uint64_t state = 12345;
-    while ((std::size_t)offsets.back() < n) {
-      state = state * 6364136223846793005ull + 1442695040888963407ull;
-      const std::size_t len = scenario == 1 ? 10 + (state >> 33) % 41 : 3;
-      offsets.push_back((int)std::min(n, (std::size_t)offsets.back() + len));
-    }
+    return offsets;
+  }
+  static std::vector<double> zipf_cdf;  // P(length <= l), l = 1 .. 10^6
+  if (scenario == 5 && zipf_cdf.empty()) {
+    zipf_cdf.resize(1000000);
+    double sum = 0;
+    for (std::size_t l = 1; l <= zipf_cdf.size(); ++l) zipf_cdf[l - 1] = sum += std::pow((double)l, -1.2);
+    for (double& p : zipf_cdf) p /= sum;
+  }
+  std::uint64_t state = 12345;
+  while ((std::size_t)offsets.back() < n) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    const std::uint64_t r = state >> 33;  // 31 random bits
+    std::size_t len = 3;
+    if (scenario == 1) len = 10 + r % 41;
+    else if (scenario == 3) len = 1 + r % 3;
+    else if (scenario == 4) len = 1000 + r % 9001;
+    else if (scenario == 5)
+      len = 1 + (std::size_t)(std::lower_bound(zipf_cdf.begin(), zipf_cdf.end(), ((double)r + 0.5) / 2147483648.0) -
+                              zipf_cdf.begin());
+    offsets.push_back((int)std::min(n, (std::size_t)offsets.back() + std::min<std::size_t>(len, 1000000)));
   }
   return offsets;
 }

@@ -283,32 +283,43 @@ TEST_CASE("two reductions of one filter's result are both masked") {
   CHECK(occurrences(plan.kernels[0].source, "x > 0.0f") == 2);
 }
 
-TEST_CASE("segmented scans and reduce_by_key plan as one look-back kernel each") {
+// On sm_90 each has a second kernel, the pipelined one (segmented_scan_pipelined.cpp), for
+// large n; the first is the one-tile-per-block look-back kernel.
+TEST_CASE("segmented scans and reduce_by_key plan as one look-back kernel each, and the pipelined one for large n") {
   auto x = ff::input<float>("x");
   auto k = ff::input<int>("k");
   auto o = ff::input<int>("o");
   const ff::codegen::Plan by_offsets = ff::codegen::plan(ff::Program(ff::segmented_scan(x, o, ff::plus)), sm90());
   // A reduction beside it is not folded into the segmented kernel (only plain look-back scans fold).
-  CHECK(ff::codegen::plan(ff::outputs(ff::segmented_scan(x, o, ff::plus), ff::reduce(x, ff::plus)), sm90()).kernels.size() == 2);
-  REQUIRE(by_offsets.kernels.size() == 1);
+  CHECK(ff::codegen::plan(ff::outputs(ff::segmented_scan(x, o, ff::plus), ff::reduce(x, ff::plus)), sm90()).kernels.size() == 3);
+  REQUIRE(by_offsets.kernels.size() == 2);
   CHECK(by_offsets.kernels[0].name == "ff_segmented_scan_f32_plus");
+  CHECK(by_offsets.kernels[1].name == "ff_segmented_scan_f32_plus_pipelined");
   CHECK(by_offsets.domains == 2);  // the offsets have a length of their own
   CHECK(by_offsets.input_domain == std::vector<int>{0, 1});
   const ff::codegen::Plan by_key =
       ff::codegen::plan(ff::Program(ff::scan_by_key(k, x, ff::max, ff::exclusive)), sm90());
-  REQUIRE(by_key.kernels.size() == 1);
+  REQUIRE(by_key.kernels.size() == 2);
   CHECK(by_key.kernels[0].name == "ff_scan_by_key_i32_f32_max_exclusive");
+  CHECK(by_key.kernels[1].name == "ff_scan_by_key_i32_f32_max_exclusive_pipelined");
   // Both results of reduce_by_key come from one kernel, each with a device-written count.
   ff::KeyedResult r = ff::reduce_by_key(k, x, ff::plus);
   const ff::codegen::Plan reduced = ff::codegen::plan(ff::outputs(r.values, r.keys), sm90());
-  REQUIRE(reduced.kernels.size() == 1);
+  REQUIRE(reduced.kernels.size() == 2);
   CHECK(reduced.kernels[0].name == "ff_reduce_by_key_i32_f32_plus");
+  CHECK(reduced.kernels[1].name == "ff_reduce_by_key_i32_f32_plus_pipelined");
   REQUIRE(reduced.output_shapes.size() == 2);
   CHECK(reduced.output_shapes[0].counted);
   CHECK(reduced.output_shapes[1].counted);
-  int counts = 0;
-  for (const auto& a : reduced.kernels[0].args) counts += a.kind == ff::codegen::Arg::Kind::OutputCount;
-  CHECK(counts == 2);
+  for (const auto& kernel : reduced.kernels) {
+    int counts = 0;
+    for (const auto& a : kernel.args) counts += a.kind == ff::codegen::Arg::Kind::OutputCount;
+    CHECK(counts == 2);
+  }
+  // On sm_80 one kernel each.
+  const ff::codegen::Target a100 = ff::codegen::Target::preset("sm_80");
+  CHECK(ff::codegen::plan(ff::Program(ff::segmented_scan(x, o, ff::plus)), a100).kernels.size() == 1);
+  CHECK(ff::codegen::plan(ff::outputs(r.values, r.keys), a100).kernels.size() == 1);
 }
 
 TEST_CASE("a map after a segmented scan is its epilogue; a map of reduce_by_key's result is refused") {
@@ -316,8 +327,9 @@ TEST_CASE("a map after a segmented scan is its epilogue; a map of reduce_by_key'
   auto k = ff::input<int>("k");
   auto o = ff::input<int>("o");
   const ff::codegen::Plan p = ff::codegen::plan(ff::Program(ff::segmented_scan(x, o, ff::plus) * 2.0f), sm90());
-  REQUIRE(p.kernels.size() == 1);
+  REQUIRE(p.kernels.size() == 2);  // and the pipelined kernel for large n, the epilogue in its stores
   CHECK(p.kernels[0].source.find("out0[i] = epilogue0(scanned[slot], ") != std::string::npos);
+  CHECK(p.kernels[1].source.find("out0[i] = epilogue0(scanned, stage_x[e], i);") != std::string::npos);
   // The epilogue reads the input at the store: the input and scanned stages stay apart.
   CHECK(p.kernels[0].source.find("ff::segmented::scan_tile<kBlock, kItems, kInputStageBytes, false, kInclusive>(") !=
         std::string::npos);

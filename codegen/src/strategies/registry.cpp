@@ -22,7 +22,9 @@ const RegisteredStrategy& filter_compact_strategy();            // filter_compac
 const RegisteredStrategy& histogram_strategy();                 // histogram.cpp
 const RegisteredStrategy& segmented_reduce_strategy();          // segmented_reduce.cpp
 const RegisteredStrategy& segmented_scan_strategy();            // segmented_scan.cpp
+const RegisteredStrategy& segmented_scan_pipelined_strategy();  // segmented_scan_pipelined.cpp
 const RegisteredStrategy& reduce_by_key_strategy();             // segmented_scan.cpp
+const RegisteredStrategy& reduce_by_key_pipelined_strategy();   // segmented_scan_pipelined.cpp
 const RegisteredStrategy& counting_sort_strategy();             // counting_sort.cpp
 const RegisteredStrategy& map_strategy();                       // map.cpp
 const RegisteredStrategy& map_stencil_strategy();               // map_stencil.cpp
@@ -43,7 +45,9 @@ const std::vector<const RegisteredStrategy*>& registered_strategies() {
       &filter_compact_strategy(),
       &histogram_strategy(),
       &segmented_reduce_strategy(),
+      &segmented_scan_pipelined_strategy(),  // sm_90, 4-byte inputs and values: the pipelined kernel for large n
       &segmented_scan_strategy(),
+      &reduce_by_key_pipelined_strategy(),  // sm_90, 4-byte inputs and values: the pipelined kernel for large n
       &reduce_by_key_strategy(),
       &radix_sort_strategy(),  // ff::sort, sort_by_key without a bin count: 32-bit keys by bits
       &counting_sort_strategy(),
