@@ -158,6 +158,7 @@ std::string ExprEmitter::compute(const Expr& e) {
     }
     case ExprKind::Gather: return gather(n);
     case ExprKind::Shift: return shift(n);
+    case ExprKind::Fill: return emit(n.args[0]);  // the value at every element (its array gives only a length)
   }
   throw GraphError("codegen: unknown expression kind");
 }

@@ -230,6 +230,7 @@ Expr Parser::named() {
     return checked(t, [&] { return Expr::gather(args[0], args[1], w == "gather"); });
   }
   if (w == "shift" && call) return shift(t);
+  if (w == "fill" && call) return fill(t);
   if (call)
     if (auto fn = lookup<MathFn>(w, kMathFnCount, math_name)) {
       std::vector<Expr> args = arguments(t, static_cast<int>(math_info(*fn).arity));
@@ -304,6 +305,18 @@ Expr Parser::shift(const Token& at) {
   if (v > std::numeric_limits<int>::max() || v < -std::numeric_limits<int>::max()) fail(at, "shift: the offset " + std::to_string(v) + " is too large");
   const int offset = static_cast<int>(negative ? -v : v);
   return checked(at, [&] { return Expr::shift(args[0], offset, args[2]); });
+}
+
+// fill(n, v): n whole elements of v; fill(x, v): as many as the array x.
+Expr Parser::fill(const Token& at) {
+  std::vector<Expr> args = arguments(at, 2);
+  const Expr& n = args[0];
+  if (n.kind() == ExprKind::Constant) {
+    if (!n.type().is_integral() || n.type().is_bool())
+      fail(at, "fill: the length (first argument) must be a whole number or an array, got " + to_string(n));
+    return checked(at, [&] { return Expr::fill(n.node().constant.as_int(), args[1]); });
+  }
+  return checked(at, [&] { return Expr::fill_like(n, args[1]); });
 }
 
 // (e) is e; (e,) and (e, f ...) are tuples.

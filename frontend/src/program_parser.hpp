@@ -164,6 +164,7 @@ class Parser {
   Expr cast(const Token& at);
   Expr raw_cuda(const Token& at);
   Expr shift(const Token& at);  // shift(x, k, fill)
+  Expr fill(const Token& at);   // fill(n, v), fill(x, v)
   Expr parenthesized(bool& tuple_literal);
   void require_program_scope(const Token& t);
   Expr leaf(const Token& t, ExprKind kind);
