@@ -52,7 +52,6 @@ Leaves leaves_of(const PlanContext& c, const std::vector<Expr>& exprs, const std
   for (const auto* s : scalars) g.scalars_read.push_back(c.slot_of.at(s));
   std::sort(g.scalars_read.begin(), g.scalars_read.end());
   fill_tables(g, c.program, exprs);
-  if (g.inputs.empty()) unsupported(op + " of an expression that reads no input array");
   return g;
 }
 
@@ -141,7 +140,15 @@ void plan_array_op(const PlanContext& c, const std::shared_ptr<const OpNode>& no
   if (op.kind == OpKind::Histogram) {
     g.outputs = {c.program.outputs()[static_cast<std::size_t>(output)]};
     g.output_ids = {output};
-    g.leaves = leaves_of(c, {op.keys}, "histogram");
+    // A histogram is order-free: a filter feeding it is a mask, its dropped elements binned nowhere.
+    FilterMemo memo;
+    Expr mask, weights_mask;
+    g.key = resolve_filters(op.keys, mask, memo);
+    if (op.values.valid()) g.value = resolve_filters(op.values, weights_mask, memo);
+    if (weights_mask.valid() && !(mask.valid() && same_node(mask, weights_mask)))  // the same filter: one mask
+      mask = mask.valid() ? (mask && weights_mask) : weights_mask;
+    if (mask.valid()) g.key = Expr::select(mask, Expr::cast(ScalarType::I64, g.key), Expr(-1LL));
+    g.leaves = leaves_of(c, {g.key, g.value}, "histogram");
     plan_with_registry("histogram", g, op.strategy, plan);
     shape.fixed = op.bins;
     shape.zeroed = true;  // the kernel adds its counts into it

@@ -163,6 +163,7 @@ std::string ExprEmitter::compute(const Expr& e) {
     // context that has them (rows.cpp), an error in the others.
     case ExprKind::Broadcast:
     case ExprKind::Rows: return leaf_(e);
+    case ExprKind::Fill: return emit(n.args[0]);  // the value at every element (its array gives only a length)
   }
   throw GraphError("codegen: unknown expression kind");
 }

@@ -78,6 +78,7 @@ struct KernelContext {
   std::optional<SegmentOffsets> offsets;  // a segmented op's, by offsets
   Leaves key_leaves;                      // counting_sort: what its keys alone read
   std::vector<ScalarEpilogue> epilogues;  // a reduce kernel's: computed in store(total) after the final combine
+  Expr key;  // a histogram's bin, filter results substituted (an i64 -1, dropped, where their mask is false)
 
   const Policies& policies() const { return plan->policies; }
   const Target& target() const { return plan->target; }

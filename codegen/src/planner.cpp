@@ -42,6 +42,27 @@ void check_plan(const Plan& plan) {
       throw InternalError("planner: the source of kernel " + k.name + " does not define it");
 }
 
+// ff::fill(n, v) and ff::iota(n) fix the length of the elements' domain (every element-wise
+// array of a program has one length): Plan::fill_length, which the runtime checks the inputs against.
+void fill_lengths(const Expr& e, bool offsets, std::set<const void*>& seen, Plan& plan) {
+  if (!e.valid() || !seen.insert(e.get()).second) return;
+  if (e.kind() == ExprKind::Result) {
+    const OpNode& op = *e.node().op;
+    if (!seen.insert(&op).second) return;
+    for (const Expr* x : {&op.values, &op.predicate, &op.keys}) fill_lengths(*x, false, seen, plan);
+    fill_lengths(op.offsets, true, seen, plan);
+    return;
+  }
+  if (e.kind() == ExprKind::Fill && e.args().size() == 1) {
+    if (offsets) unsupported(to_string(e) + " as segment offsets");
+    if (plan.fill_length >= 0 && plan.fill_length != e.node().length)
+      throw GraphError("program: arrays of different lengths: a fill of " + std::to_string(plan.fill_length) +
+                       " elements and " + to_string(e) + " of " + std::to_string(e.node().length));
+    plan.fill_length = e.node().length;
+  }
+  for (const auto& a : e.args()) fill_lengths(a, offsets, seen, plan);
+}
+
 }  // namespace
 
 Plan plan(const Program& program, const Target& target, const PlanOptions& options) {
@@ -50,6 +71,8 @@ Plan plan(const Program& program, const Target& target, const PlanOptions& optio
   Plan plan;
   FilterMemo memo;
   plan_tables(program, plan);
+  std::set<const void*> seen;
+  for (const Expr& o : program.outputs()) fill_lengths(o, false, seen, plan);
   if (plan_rows_program(program, policies, target, plan)) {  // a per-segment broadcast: rows_plan.cpp
     check_plan(plan);
     return plan;

@@ -67,8 +67,13 @@ std::vector<ScratchBuffer> describe(const StepSpec& step, const KernelSpec& k, i
     const std::size_t size = a.type.size();
     switch (step.kind) {
       case StepSpec::Kind::OnePass:
-        out.push_back(buffer(a, "one value per block, for the largest grid (" + std::to_string(k.max_grid) + ")",
-                             size * static_cast<std::size_t>(k.max_grid), Per::Fixed));
+        if (step.bins > 0)  // a weighted histogram's per-block sums
+          out.push_back(buffer(a, std::to_string(step.bins) + " values per block, for the largest grid (" +
+                                      std::to_string(k.max_grid) + ")",
+                               size * static_cast<std::size_t>(step.bins) * static_cast<std::size_t>(k.max_grid), Per::Fixed));
+        else
+          out.push_back(buffer(a, "one value per block, for the largest grid (" + std::to_string(k.max_grid) + ")",
+                               size * static_cast<std::size_t>(k.max_grid), Per::Fixed));
         break;
       case StepSpec::Kind::Tree:
         out.push_back(buffer(a, nth == 0 ? "the first level's block partials" : "a level's block partials (per level)",

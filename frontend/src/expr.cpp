@@ -343,3 +343,75 @@ Expr Expr::rows(const Expr& x, std::int64_t columns) {
 }
 
 }  // namespace fuseflow
+
+// ---- arrays without an input --------------------------------------------------------
+namespace fuseflow {
+namespace detail {
+void require_array(const Expr& e, const std::string& op, const std::string& role);  // program.cpp
+}  // namespace detail
+namespace {
+// What a fill's value may read: `scalar_results` allows reductions' results (a map's body),
+// which a fill of a host length may not read (they have a length of their own).
+void require_element_value(const Expr& e, const std::string& what, bool scalar_results) {
+  switch (e.kind()) {
+    case ExprKind::Input:
+    case ExprKind::Fill:
+      throw GraphError(what + ": the value must not read an array, got " + to_string(e) +
+                       " (write the array expression itself)");
+    case ExprKind::Result:
+      if (!e.node().op->scalar_output || !scalar_results)
+        throw GraphError(what + ": the value reads " + to_string(e) +
+                         "; it may read constants, parameters and index() only");
+      return;
+    case ExprKind::Operand:
+      throw GraphError(what + ": the value uses an operand of a combine function outside its monoid");
+    default:
+      for (const auto& a : e.args()) require_element_value(a, what, scalar_results);
+  }
+}
+}  // namespace
+
+Expr Expr::fill(std::int64_t n, const Expr& value) {
+  if (n < 0) throw GraphError("fill: the length must be at least 0, got " + std::to_string(n));
+  require_valid(value, "fill");
+  require_element_value(value, "fill", false);
+  ExprNode node{};
+  node.kind = ExprKind::Fill;
+  node.type = value.type();
+  node.length = n;
+  node.args = {value};
+  return make(std::move(node));
+}
+
+Expr Expr::fill_like(const Expr& like, const Expr& value) {
+  require_valid(like, "map");
+  require_valid(value, "map");
+  detail::require_array(like, "map", "its arguments");
+  require_element_value(value, "map", true);
+  ExprNode node{};
+  node.kind = ExprKind::Fill;
+  node.type = value.type();
+  node.args = {value, like};
+  return make(std::move(node));
+}
+
+Expr iota(std::int64_t n) { return Expr::fill(n, Expr::index()); }
+
+Expr iota(std::int64_t n, const Expr& start, const Expr& step) {
+  if (!start.valid() || !step.valid()) throw GraphError("iota: the start or the step is an empty ff::Expr");
+  if (!start.type().is_scalar() || start.type().is_bool())
+    throw GraphError("iota: the start must be a number, got " + start.type().name());
+  const Type t = start.type();
+  return Expr::fill(n, start + Expr::cast(t, Expr::index()) * cast(t, step));
+}
+
+Expr map_result(const std::vector<Expr>& arrays, const Expr& body) {
+  if (!body.valid() || is_array(body)) return body;
+  std::vector<Expr> like;
+  for (const auto& a : arrays)
+    if (a.valid() && is_array(a)) like.push_back(a);
+  if (like.empty()) return body;
+  return Expr::fill_like(like.size() == 1 ? like[0] : Expr::make_tuple(like), body);
+}
+
+}  // namespace fuseflow

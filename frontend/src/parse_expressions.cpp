@@ -235,6 +235,7 @@ Expr Parser::named() {
     return checked(t, [&] { return Expr::broadcast(args[0], args[1], w == "broadcast_by_key"); });
   }
   if (w == "rows" && call) return rows(t);
+  if (w == "fill" && call) return fill(t);
   if (call)
     if (auto fn = lookup<MathFn>(w, kMathFnCount, math_name)) {
       std::vector<Expr> args = arguments(t, static_cast<int>(math_info(*fn).arity));
@@ -319,6 +320,16 @@ Expr Parser::rows(const Token& at) {
     fail(at, "rows: the row length (second argument) must be a whole number such as 1024, got " + to_string(c));
   const std::int64_t columns = c.node().constant.as_int();
   return checked(at, [&] { return Expr::rows(args[0], columns); });
+// fill(n, v): n whole elements of v; fill(x, v): as many as the array x.
+Expr Parser::fill(const Token& at) {
+  std::vector<Expr> args = arguments(at, 2);
+  const Expr& n = args[0];
+  if (n.kind() == ExprKind::Constant) {
+    if (!n.type().is_integral() || n.type().is_bool())
+      fail(at, "fill: the length (first argument) must be a whole number or an array, got " + to_string(n));
+    return checked(at, [&] { return Expr::fill(n.node().constant.as_int(), args[1]); });
+  }
+  return checked(at, [&] { return Expr::fill_like(n, args[1]); });
 }
 
 // (e) is e; (e,) and (e, f ...) are tuples.

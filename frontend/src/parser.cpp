@@ -247,7 +247,15 @@ std::vector<Expr> Parser::op_arguments(OpKind kind, const Token& at) {
       Expr bin = expr();
       keyword("bins", op);
       std::int64_t bins = whole_number("the bin count after bins=");
-      keyword("counts", op);
+      expect(",", "before counts= or weights= in " + op);
+      if (is_word("weights")) {  // a weighted histogram: its sums have the weights' type
+        expect_word("weights", "in " + op);
+        expect("=", "after weights");
+        Expr weights = expr();
+        return build([&] { return std::vector<Expr>{histogram(bin, weights, bins)}; });
+      }
+      expect_word("counts", "(or weights) in " + op);
+      expect("=", "after counts");
       Type counts = type("after counts=");
       return build([&] { return std::vector<Expr>{histogram(bin, bins, counts)}; });
     }

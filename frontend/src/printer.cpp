@@ -123,6 +123,8 @@ class Printer {
         return "shift(" + expr(n.args[0]) + ", " + std::to_string(n.index) + ", " + expr(n.args[1]) + ")";
       case ExprKind::Broadcast: return (n.index ? "broadcast_by_key(" : "broadcast(") + list(n.args) + ")";
       case ExprKind::Rows: return "rows(" + expr(n.args[0]) + ", " + std::to_string(n.length) + ")";
+      case ExprKind::Fill:  // fill(10, v) has its own length, fill(x, v) x's
+        return "fill(" + (n.args.size() == 1 ? std::to_string(n.length) : expr(n.args[1])) + ", " + expr(n.args[0]) + ")";
     }
     return "?";
   }
@@ -176,7 +178,8 @@ std::string op_line(const OpNode& op, const Printer& p, const std::string& monoi
            ", " + p.expr(op.values) + ", keys=" + p.expr(op.keys);
       break;
     case OpKind::Histogram:
-      s += p.expr(op.keys) + ", bins=" + std::to_string(op.bins) + ", counts=" + op.output_types[0].name();
+      s += p.expr(op.keys) + ", bins=" + std::to_string(op.bins) +
+           (op.values.valid() ? ", weights=" + p.expr(op.values) : ", counts=" + op.output_types[0].name());
       break;
     case OpKind::CountingSort:
       s += p.expr(op.keys) + (op.bins > 0 ? ", bins=" + std::to_string(op.bins)

@@ -76,6 +76,8 @@ void collect_leaves(const Expr& e, std::vector<Expr>& out, Seen& seen) {
     collect_leaves(e.args()[0].node().op->values, out, seen);  // as long as the reduction's elements
   } else if (e.kind() == ExprKind::Rows) {
     out.push_back(e);  // offsets: an array of their own length
+  } else if (e.kind() == ExprKind::Fill && e.args().size() == 1) {
+    out.push_back(e);  // ff::fill(n, v): an array of its own length
   } else {
     for (const auto& a : e.args()) collect_leaves(a, out, seen);
   }
@@ -84,7 +86,7 @@ void collect_leaves(const Expr& e, std::vector<Expr>& out, Seen& seen) {
 // The element count of an array leaf when it is known before binding: a declared input
 // length, or a histogram's bin count.
 std::int64_t static_length(const Expr& leaf) {
-  if (leaf.kind() == ExprKind::Input) return leaf.node().length;
+  if (leaf.kind() == ExprKind::Input || leaf.kind() == ExprKind::Fill) return leaf.node().length;
   if (leaf.kind() == ExprKind::Rows) {  // ceil(n / columns) + 1 offsets when x's length is known
     for (const auto& l : array_leaves(leaf.args()[0]))
       if (std::int64_t n = static_length(l); n >= 0) return (n + leaf.node().length - 1) / leaf.node().length + 1;
@@ -97,6 +99,7 @@ std::int64_t static_length(const Expr& leaf) {
 std::string leaf_name(const Expr& leaf) {
   if (leaf.kind() == ExprKind::Input) return "input '" + leaf.node().name + "'";
   if (leaf.kind() == ExprKind::Rows) return "the offsets " + to_string(leaf);
+  if (leaf.kind() == ExprKind::Fill) return to_string(leaf);
   return std::string("the result of ") + op_name(leaf.node().op->kind);
 }
 
@@ -140,6 +143,12 @@ void require_bins(std::int64_t bins, const std::string& op) {
 }
 
 }  // namespace
+
+namespace detail {
+void require_array(const Expr& e, const std::string& op, const std::string& role) {
+  fuseflow::require_array(e, op, role);
+}
+}  // namespace detail
 
 std::vector<Expr> array_leaves(const Expr& e) {
   std::vector<Expr> out;
@@ -286,6 +295,25 @@ Expr histogram(const Expr& bin, std::int64_t nbins, const Type& count_type) {
   n->keys = bin;
   n->bins = nbins;
   n->output_types = {count_type};
+  return result_of(std::move(n));
+}
+
+Expr histogram(const Expr& bin, const Expr& weights, std::int64_t nbins) {
+  require_integral_array(bin, "histogram", "the bin expression");
+  require_bins(nbins, "histogram");
+  if (!weights.valid()) throw GraphError("histogram: the weights are an empty ff::Expr");
+  if (!weights.type().is_scalar() || weights.type().is_bool())
+    throw GraphError("histogram: the weights must be numbers (f32, f64 or an integer type), got " +
+                     weights.type().name() + " (" + to_string(weights) + ")");
+  require_same_length(bin, weights, "histogram");
+  const ScalarType w = weights.type().scalar();
+  const Type sum = Type(w).is_integral() ? Type(integer_promotion(w)) : Type(w);
+  auto n = std::make_shared<OpNode>();
+  n->kind = OpKind::Histogram;
+  n->keys = bin;
+  n->values = weights.type() == sum ? weights : Expr::cast(sum, weights);
+  n->bins = nbins;
+  n->output_types = {sum};
   return result_of(std::move(n));
 }
 

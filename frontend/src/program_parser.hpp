@@ -165,6 +165,7 @@ class Parser {
   Expr raw_cuda(const Token& at);
   Expr shift(const Token& at);  // shift(x, k, fill)
   Expr rows(const Token& at);   // rows(x, c)
+  Expr fill(const Token& at);   // fill(n, v), fill(x, v)
   Expr parenthesized(bool& tuple_literal);
   void require_program_scope(const Token& t);
   Expr leaf(const Token& t, ExprKind kind);

@@ -12,7 +12,8 @@
 //                     run (its first element), output 1 the run's reduction
 //   scan_by_key       a scan restarting at each run of equal keys
 //   histogram         counts of the bin values in [0, bins), others dropped; counts wrap
-//                     in the count type, as the device's atomics do
+//                     in the count type, as the device's atomics do; with weights, their
+//                     sums per bin (integers wrap; floats summed in f64, rounded once)
 //   counting_sort     stable by key in [0, bins); a key outside (negative, or >= bins)
 //                     sorts after every key inside, in input order (one more bin, as if
 //                     it were `bins`), so the output is always a permutation of the input;
@@ -177,6 +178,7 @@ class Evaluator {
   std::string leaf_name(const Expr& leaf) const {
     if (leaf.kind() == ExprKind::Input) return "input '" + leaf.node().name + "'";
     if (leaf.kind() == ExprKind::Rows) return "the offsets " + fuseflow::to_string(leaf);
+    if (leaf.kind() == ExprKind::Fill) return fuseflow::to_string(leaf);
     return std::string("the result of ") + op_name(leaf.node().op->kind);
   }
 
@@ -187,6 +189,7 @@ class Evaluator {
       return a->size();
     }
     if (leaf.kind() == ExprKind::Rows) return derived(leaf).size();
+    if (leaf.kind() == ExprKind::Fill) return static_cast<std::size_t>(leaf.node().length);
     return results_of(*leaf.node().op).arrays[static_cast<std::size_t>(leaf.node().index)].size();
   }
 
@@ -353,6 +356,7 @@ class Evaluator {
   }
 
   HostArray histogram(const OpNode& op) const {
+    if (op.values.valid()) return weighted_histogram(op);
     std::size_t n = length({&op.keys}, "histogram");
     Elements bins = elements(op.keys, n);
     ScalarType t = op.keys.type().scalar();
@@ -371,6 +375,39 @@ class Evaluator {
       std::uint64_t total = 0;
       for (const auto& p : partial) total += p[b];
       Value::from_uint(count_type.scalar(), total).to_bytes(out.data() + b * count_type.size());
+    }
+    return out;
+  }
+
+  // Sums of the weights per bin: integers modulo 2^bits (summed in u64, then truncated),
+  // floats summed in f64 in element order and rounded once to the weights' type.
+  HostArray weighted_histogram(const OpNode& op) const {
+    std::size_t n = length({&op.keys, &op.values}, "histogram");
+    Elements bins = elements(op.keys, n), weights = elements(op.values, n);
+    const ScalarType t = op.keys.type().scalar(), w = op.values.type().scalar();
+    const bool integral = Type(w).is_integral();
+    auto nbins = static_cast<std::size_t>(op.bins);
+    Split s = split(n);
+    std::vector<std::vector<std::uint64_t>> isum(s.chunks, std::vector<std::uint64_t>(integral ? nbins : 0, 0));
+    std::vector<std::vector<double>> fsum(s.chunks, std::vector<double>(integral ? 0 : nbins, 0.0));
+    parallel_for(s, [&](std::size_t c) {
+      for (std::size_t i = s.begin(c); i < s.end(c); ++i) {
+        std::int64_t b = read_integer(t, bins.data() + i * scalar_size(t));
+        if (b < 0 || b >= op.bins) continue;
+        const std::byte* at = weights.data() + i * scalar_size(w);
+        if (integral) isum[c][static_cast<std::size_t>(b)] += static_cast<std::uint64_t>(read_integer(w, at));
+        else fsum[c][static_cast<std::size_t>(b)] += Value::from_bytes(Type(w), at).as_double();
+      }
+    });
+    HostArray out(Type(w), nbins);
+    for (std::size_t b = 0; b < nbins; ++b) {
+      std::uint64_t itotal = 0;
+      double ftotal = 0.0;
+      for (std::size_t c = 0; c < s.chunks; ++c) {
+        if (integral) itotal += isum[c][b];
+        else ftotal += fsum[c][b];
+      }
+      (integral ? Value::from_uint(w, itotal) : Value::from_double(w, ftotal)).to_bytes(out.data() + b * scalar_size(w));
     }
     return out;
   }

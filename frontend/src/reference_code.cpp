@@ -188,6 +188,7 @@ class Compiler {
       case ExprKind::RawCuda: raw_cuda_error(n);
       case ExprKind::Gather: return gather(n);
       case ExprKind::Shift: return shift(n);
+      case ExprKind::Fill: return node(n.args[0]);  // the value at every element
     }
     throw InternalError("the CPU reference has no rule for expression kind " +
                         std::to_string(static_cast<int>(n.kind)));

@@ -58,7 +58,9 @@ class Builder {
     values.push_back(v);
     predicates.push_back(op.kind == OpKind::Filter ? node(op.predicate) : Expr());
     switch (op.kind) {
-      case OpKind::Histogram: results_.push_back(histogram(node(op.keys), op.bins, op.count_type)); return;
+      case OpKind::Histogram:
+        results_.push_back(v.valid() ? histogram(node(op.keys), v, op.bins) : histogram(node(op.keys), op.bins, op.count_type));
+        return;
       case OpKind::Filter: results_.push_back(filter(v, predicates.back())); return;
       case OpKind::SegmentedReduce:
       case OpKind::SegmentedScan: {

@@ -73,7 +73,7 @@ std::string describe(const Case& c) {
       os << "  op " << k << ": " << (op.kind == OpKind::Histogram ? "histogram" : op.values ? "sort_by_key" : "counting_sort")
          << ", " << (op.bins == 0 ? "key bits [" + std::to_string(op.begin_bit) + ", " + std::to_string(op.end_bit) + ")"
                                   : std::to_string(op.bins) + " bins");
-      if (op.kind == OpKind::Histogram) os << ", " << scalar_name(op.count_type) << " counts";
+      if (op.kind == OpKind::Histogram) os << (op.values ? std::string(", weighted") : std::string(", ") + scalar_name(op.count_type) + " counts");
       os << "\n";
       continue;
     }

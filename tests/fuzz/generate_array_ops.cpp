@@ -79,6 +79,12 @@ OpDesc Generator::histogram_op() {
   op.bins = histogram_bins();
   op.keys = bin_expression(op.bins);
   op.count_type = rng_.chance(0.5) ? ScalarType::U32 : ScalarType::U64;
+  // Weighted (up to the 6080 bins of 8-byte sums that fit in shared memory): integer
+  // weights, so that the sums compare exactly (they wrap alike).
+  if (op.bins <= 6000 && rng_.chance(0.3)) {
+    op.values = ensure_input(integer(depth()));
+    if (st(op.values) == ScalarType::Bool) op.values = coerce(op.values, ScalarType::I32);
+  }
   return op;
 }
 

@@ -102,7 +102,8 @@ struct OpDesc {
   OpKind kind = OpKind::Reduce;  // Reduce, Scan, Filter, Histogram, SegmentedReduce, SegmentedScan,
                                  // ScanByKey, ReduceByKey or CountingSort
   NodeRef values;     // element values; argmin/argmax zip them with index(), mssp maps them to parts
-                      // (CountingSort: the values of sort_by_key, or none for counting_sort)
+                      // (CountingSort: the values of sort_by_key, or none for counting_sort;
+                      // Histogram: integer weights, or none for counts)
   NodeRef predicate;  // Reduce: reduce(filter(values, predicate)) when set; Filter: its predicate
   MonoidChoice monoid = MonoidChoice::Plus;  // Reduce, Scan, SegmentedReduce / Scan, ScanByKey, ReduceByKey
   ScanKind scan_kind = ScanKind::Inclusive;  // Scan, SegmentedScan, ScanByKey

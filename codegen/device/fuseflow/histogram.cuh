@@ -79,4 +79,67 @@ __device__ __forceinline__ void histogram_global(long long n, BinOf bin_of, Coun
       n, [&](int, long long i, const In&... x) { count_global(counts, bin_of(x..., i), kBins); }, in...);
 }
 
+// "weighted": sums of a weight per bin, the same bits on every run of the same n and grid,
+// float sums included (no float atomics). Every warp owns a private copy of the sums in
+// shared memory, which only it writes: a warp stages its 32 (bin, weight) pairs, and for
+// each bin among them the lowest lane holding it adds the weights of the lanes holding it,
+// in lane order, into the warp's copy. So every copy adds in a fixed order: its elements in
+// the order the warp visits them (a fixed grid stride), each step's peers in lane order.
+// The block then sums its warps' copies in warp order into its row of `partials` (grid x
+// kBins), and the last block to finish sums the rows in block order into `sums`. Acc is the
+// type summed in (an integer weight's unsigned twin, so sums wrap without overflow).
+template <int kBlock, long long kBins, typename Acc, typename BinOf, typename WeightOf, typename T, typename... In>
+__device__ __forceinline__ void histogram_weighted(long long n, BinOf bin_of, WeightOf weight_of, T* sums,
+                                                   Acc* partials, unsigned* ticket, const In*... in) {
+  constexpr int kWarps = kBlock / 32;
+  __shared__ Acc warp_sums[kWarps * kBins];
+  __shared__ long long staged_bin[kBlock];
+  __shared__ Acc staged_weight[kBlock];
+  for (long long k = threadIdx.x; k < kWarps * kBins; k += kBlock) warp_sums[k] = Acc(0);
+  __syncthreads();
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  Acc* mine = warp_sums + warp * kBins;
+  long long* bins = staged_bin + warp * 32;
+  Acc* weights = staged_weight + warp * 32;
+  // A warp's steps start at the same element for all its lanes: the loop is warp-uniform.
+  for (long long base = (long long)blockIdx.x * kBlock + warp * 32; base < n; base += (long long)gridDim.x * kBlock) {
+    const long long i = base + lane;
+    long long b = -1;
+    Acc w = Acc(0);
+    if (i < n) {
+      b = bin_of(in[i]..., i);
+      if ((unsigned long long)b < (unsigned long long)kBins) w = (Acc)weight_of(in[i]..., i);
+      else b = -1;  // dropped
+    }
+    bins[lane] = b;
+    weights[lane] = w;
+    __syncwarp();
+    if (b >= 0) {
+      bool first = true;  // the lowest lane holding this bin adds for all of them
+      for (int l = 0; l < lane && first; ++l) first = bins[l] != b;
+      if (first) {
+        Acc sum = w;
+        for (int l = lane + 1; l < 32; ++l)
+          if (bins[l] == b) sum += weights[l];
+        mine[b] += sum;
+      }
+    }
+    __syncwarp();  // the staged pairs are read before the next step overwrites them
+  }
+  __syncthreads();
+  for (long long b = threadIdx.x; b < kBins; b += kBlock) {
+    Acc s = Acc(0);
+#pragma unroll
+    for (int k = 0; k < kWarps; ++k) s += warp_sums[k * kBins + b];
+    partials[(long long)blockIdx.x * kBins + b] = s;
+  }
+  if (take_last_block_ticket(ticket)) {
+    for (long long b = threadIdx.x; b < kBins; b += kBlock) {
+      Acc s = Acc(0);
+      for (unsigned k = 0; k < gridDim.x; ++k) s += load_global_coherent(partials + (long long)k * kBins + b);
+      sums[b] = (T)s;
+    }
+  }
+}
+
 }  // namespace ff

@@ -56,7 +56,6 @@ void emit_choice(const ReduceKernelChoice& choice, const PlanContext& c, Plan& p
     if (r->fused.mask.valid()) exprs.push_back(r->fused.mask);
   }
   g.leaves = leaves_in(c, exprs);
-  if (g.leaves.inputs.empty()) unsupported("a reduction that reads no input array");
   const int at = emit_chosen(Chosen{choice.strategy, choice.why}, g, plan);
   if (choice.members.size() > 1 && plan.kernels.size() == static_cast<std::size_t>(at) + 1)
     plan.notes.push_back(std::to_string(choice.members.size()) + " reductions share kernel " + plan.kernels.back().name +

@@ -11,13 +11,108 @@
 // Counts are integers: atomics give the same result in any order. The algorithms are
 // ff::histogram_shared and ff::histogram_global (<fuseflow/histogram.cuh>); this file
 // chooses between them and writes the fused bin expression.
+// "weighted" (histogram(bin, weights, nbins)): sums of the weights, deterministic for floats
+// too: per-warp private sums in shared memory that only their warp writes, peers combined in
+// lane order, warps in warp order, blocks in block order by the last block (ff::histogram_weighted).
+// A filter feeding a histogram is a mask (KernelContext::key): its dropped elements have bin -1.
 #include <algorithm>
 
 #include "../array_ops.hpp"
 
 namespace fuseflow::codegen {
 
+namespace {
+
+// bin_of(inputs..., i) and, weighted, weight_of(inputs..., i): the fused expressions of element i.
+void emit_bin_and_weight(SourceWriter& w, CudaTypes& types, const KernelContext& g, const std::vector<std::string>& names,
+                         const Type& acc) {
+  std::string params;
+  for (std::size_t j = 0; j < g.leaves.inputs.size(); ++j)
+    params += "const " + types.name(g.leaves.inputs[j].type()) + " " + names[j] + ", ";
+  ExprEmitter e(w, types,
+                [&](const Expr& leaf) { return elementwise_leaf(g, names, leaf, "a histogram's bin expression"); });
+  w.open("const auto bin_of = [&](" + params + "const long long i) -> long long");
+  w.line("return (long long)" + e.emit(g.key) + ";");
+  w.close("};");
+  if (!g.value.valid()) return;
+  ExprEmitter v(w, types,
+                [&](const Expr& leaf) { return elementwise_leaf(g, names, leaf, "a histogram's weights"); });
+  w.open("const auto weight_of = [&](" + params + "const long long i) -> " + types.name(acc));
+  w.line("return (" + types.name(acc) + ")" + v.emit(g.value) + ";");
+  w.close("};");
+}
+
+// The weighted histogram: warps of sums in shared memory (as many warps as fit, up to the block's).
+KernelSpec emit_weighted_histogram(const KernelContext& g) {
+  const OpNode& op = *g.op;
+  const int output = g.output_ids.at(0);
+  const Target& t = g.target();
+  const Type& sum_type = op.output_types[0];
+  // Integers are summed in their unsigned twin, so that sums wrap (signed overflow is undefined).
+  const Type acc = sum_type.scalar() == ScalarType::I32   ? Type(ScalarType::U32)
+                   : sum_type.scalar() == ScalarType::I64 ? Type(ScalarType::U64)
+                                                          : sum_type;
+  const std::size_t kSharedLimit = g.policies().histogram.shared_limit;
+  const std::size_t per_warp = static_cast<std::size_t>(op.bins) * acc.size() + 32 * (8 + acc.size());
+  const int warps = static_cast<int>(std::min<std::size_t>(8, kSharedLimit / per_warp));
+  if (warps < 1)
+    throw GraphError("codegen: a weighted histogram of " + std::to_string(op.bins) + " bins of " + sum_type.name() +
+                     " is not supported by this version of fuseflow's code generator yet: its sums must fit in " +
+                     std::to_string(kSharedLimit) + " bytes of shared memory (at most " +
+                     std::to_string((kSharedLimit - 32 * (8 + acc.size())) / acc.size()) + " bins of " +
+                     sum_type.name() + ")");
+  const int kBlock = 32 * warps;
+  const std::size_t smem = static_cast<std::size_t>(warps) * per_warp;
+  const int by_smem = static_cast<int>(std::max<std::size_t>(1, t.shared_per_block_optin / (smem + 1024)));
+  const int blocks_per_sm = std::max(1, std::min(t.max_threads_per_sm / kBlock, by_smem));
+  const int max_grid = t.sm_count * blocks_per_sm;
+  const int kItems = 16;  // elements per thread before another block is worth its merge
+
+  CudaTypes types;
+  std::vector<std::string> names;
+  std::vector<Arg> args = elementwise_args(g, names);
+  args.push_back({Arg::Kind::Output, output, "sums", sum_type});
+  args.push_back({Arg::Kind::Scratch, 0, "partials", acc});
+  args.push_back({Arg::Kind::Ticket, kTicketLastBlock, "ticket", ScalarType::U32});
+
+  const std::string name = "ff_histogram_weighted_" + short_type_name(sum_type);
+  SourceWriter w;
+  w.line("namespace {");
+  w.line("constexpr int kBlock = " + std::to_string(kBlock) + ";  // one private copy of the sums per warp");
+  w.line("constexpr long long kBins = " + std::to_string(op.bins) + ";");
+  w.line("}  // namespace");
+  w.line();
+  open_elementwise_kernel(w, types, name, kBlock, args, g);
+  emit_bin_and_weight(w, types, g, names, acc);
+  std::string pointers;
+  for (const auto& n : names) pointers += ", in_" + n;
+  w.line();
+  w.line("ff::histogram_weighted<kBlock, kBins, " + types.name(acc) + ">(n, bin_of, weight_of, sums, partials, ticket" +
+         pointers + ");");
+  w.close();
+
+  KernelSpec k;
+  k.name = name;
+  k.block = kBlock;
+  k.max_grid = max_grid;
+  k.items_per_block_step = kBlock * kItems;
+  k.any_grid = false;  // float sums round by the grid: it stays the plan's
+  k.tuning = {{"block", kBlock}, {"warps", warps}, {"items", kItems}};
+  k.args = args;
+  k.summary = "histogram, weighted (deterministic): " + std::to_string(op.bins) + " bins of " + sum_type.name() +
+              " sums, a private copy per warp in shared memory (" + std::to_string(smem) +
+              " bytes), peers added in lane order, warps in warp order, blocks in block order by the last block; "
+              "block " + std::to_string(kBlock) + ", grid <= " + std::to_string(max_grid);
+  k.why = "weights are summed in a fixed order, with no atomics, so that float sums are the same bits on every run";
+  k.source = kernel_source(name, g.program_text(), "strategy: " + k.summary + "\nBins outside [0, kBins) are dropped.",
+                           {"histogram.cuh"}, types, w.str());
+  return k;
+}
+
+}  // namespace
+
 KernelSpec emit_histogram(const KernelContext& g) {
+  if (g.value.valid()) return emit_weighted_histogram(g);
   const OpNode& op = *g.op;
   const int output = g.output_ids.at(0);
   const HistogramPolicy& policy = g.policies().histogram;
@@ -49,15 +144,7 @@ KernelSpec emit_histogram(const KernelContext& g) {
   w.line("}  // namespace");
   w.line();
   open_elementwise_kernel(w, types, name, kBlock, args, g);
-  // bin_of(inputs..., i): the fused bin expression of element i.
-  std::string sig = "const auto bin_of = [&](";
-  for (std::size_t j = 0; j < g.leaves.inputs.size(); ++j)
-    sig += "const " + types.name(g.leaves.inputs[j].type()) + " " + names[j] + ", ";
-  w.open(sig + "const long long i) -> long long");
-  ExprEmitter e(w, types,
-                [&](const Expr& leaf) { return elementwise_leaf(g, names, leaf, "a histogram's bin expression"); });
-  w.line("return (long long)" + e.emit(op.keys) + ";");
-  w.close("};");
+  emit_bin_and_weight(w, types, g, names, count_type);
   std::string pointers;
   for (const auto& n : names) pointers += ", in_" + n;
   w.line();
@@ -115,8 +202,9 @@ class Histogram final : public RegisteredStrategy {
   }
   std::vector<KernelSpec> emit(const KernelContext& g) const override { return {emit_histogram(g)}; }
   // No launch for n = 0: the zeroed output is the answer.
-  std::vector<StepSpec> schedule(const KernelContext&, const std::vector<KernelSpec>&, int first) const override {
-    return {{StepSpec::Kind::OnePass, first, 1, -1, 0, INT64_MAX, 0, false}};
+  // A weighted histogram's partials hold every bin per block (StepSpec::bins).
+  std::vector<StepSpec> schedule(const KernelContext& g, const std::vector<KernelSpec>&, int first) const override {
+    return {{StepSpec::Kind::OnePass, first, 1, -1, 0, INT64_MAX, g.value.valid() ? g.op->bins : 0, false}};
   }
 };
 

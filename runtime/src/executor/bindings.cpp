@@ -162,6 +162,16 @@ void domain_lengths(const Program& program, const codegen::Plan& plan, const std
     }
     lengths[d] = input_lengths[i];
   }
+  if (plan.fill_length >= 0) {  // ff::fill / ff::iota fix the elements' length
+    if (lengths[0] >= 0 && lengths[0] != plan.fill_length) {
+      std::size_t first = 0;
+      while (domain(first) != 0) ++first;
+      throw GraphError("run: arrays of different lengths: a fill or iota of the program has " +
+                       std::to_string(plan.fill_length) + " elements, " + describe(program.inputs()[first]) + " has " +
+                       std::to_string(lengths[0]));
+    }
+    lengths[0] = plan.fill_length;
+  }
   for (auto& l : lengths) l = std::max<std::int64_t>(l, 0);
 }
 

@@ -187,7 +187,8 @@ struct StepSpec {
   int domain = -1;              // the input domain of a segmented op's offsets (its segments), or -1
   std::size_t value_bytes = 0;  // Lookback: status values; ReduceThenScan: block sums
   std::int64_t from = INT64_MAX;  // Lookback with two kernels: the element count the second takes over at
-  std::int64_t bins = 0;        // CountingSort: counts per tile (the op's bins + 1)
+  std::int64_t bins = 0;        // CountingSort: counts per tile (the op's bins + 1); OnePass: values per block of
+                                // each Scratch argument (a weighted histogram's sums), 0 for one
   bool launch_empty = true;     // launches for n = 0 (a compaction writes its count 0; reductions
                                 // write the identity); false: nothing to do
 };
@@ -248,6 +249,9 @@ struct Plan {
   // domain. Empty when every input is in domain 0.
   std::vector<int> input_domain;
   int domains = 1;
+  // The length of domain 0 when the program fixes it (ff::fill, ff::iota: their n), else -1;
+  // the inputs of domain 0 must then have that many elements.
+  std::int64_t fill_length = -1;
   // Per program output (array outputs only are read); empty: every array has n elements.
   std::vector<OutputShape> output_shapes;
   // Per InvalidFlag argument index: the segmented op whose offsets the flag checks. The

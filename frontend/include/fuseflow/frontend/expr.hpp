@@ -38,6 +38,8 @@ enum class ExprKind : std::uint8_t {
   Broadcast, // a segmented reduction's value at each element's segment: args {its result,
              // offsets or keys}; `index` 1 when by key (reduce_by_key)
   Rows,      // offsets of rows of `length` elements over x (the last may be shorter): args {x}
+  Fill,      // an array of `value` at every element, args {value}: `length` elements (ff::fill,
+             // ff::iota); or args {value, like}: like's elements (a map whose body reads no array)
 };
 
 // UnaryOp, BinaryOp and MathFn, with their spellings and classes: operators.hpp.
@@ -99,6 +101,10 @@ class Expr {
   // The offsets 0, c, 2c ... n of x's rows of c = `columns` elements (an i64 array of
   // ceil(n / c) + 1 elements).
   static Expr rows(const Expr& x, std::int64_t columns);
+  // An array of n elements, each `value` (constants, parameters and index()).
+  static Expr fill(std::int64_t n, const Expr& value);
+  // An array of like's length, each `value` (any expression without an array in it).
+  static Expr fill_like(const Expr& like, const Expr& value);
 
   // The same node with other arguments of the same types (for passes that substitute).
   Expr with_args(std::vector<Expr> args) const;
@@ -264,25 +270,36 @@ inline Expr broadcast_by_key(const Expr& segment_result, const Expr& keys) {
 // shorter when c does not divide x's length). Per-row programs over them whose rows fit a
 // block run as one kernel that reads each row once.
 inline Expr rows(const Expr& x, std::int64_t columns) { return Expr::rows(x, columns); }
+// Arrays without an input: ff::fill(n, v) is n elements of v (a constant, a parameter,
+// any expression of them and index()); ff::iota(n) is 0, 1, ..., n - 1 (i64) and
+// ff::iota(n, start, step) is start + i * step in start's type. n is a host size; a
+// program's element-wise arrays all have one length, so an array mixed with a fill must
+// have n elements (a GraphError otherwise, at build time for declared lengths, else at run).
+inline Expr fill(std::int64_t n, const Expr& value) { return Expr::fill(n, value); }
+Expr iota(std::int64_t n);
+Expr iota(std::int64_t n, const Expr& start, const Expr& step = Expr(1));
 
 // ---- tracing ------------------------------------------------------------------------
 // map(x, f) == f(x); map(x, y, f) == f(x, y): the lambda is traced with the arrays'
-// element expressions and its result is the element-wise array.
+// element expressions and its result is the element-wise array: an array of the arrays'
+// length even when the body reads none of them (a constant, parameters, index()).
+// The map of the array arguments in `arrays` whose traced body is `body`.
+Expr map_result(const std::vector<Expr>& arrays, const Expr& body);
 template <class F>
 Expr map(const Expr& a, F&& f) {
-  return Expr(f(a));
+  return map_result({a}, Expr(f(a)));
 }
 template <class F>
 Expr map(const Expr& a, const Expr& b, F&& f) {
-  return Expr(f(a, b));
+  return map_result({a, b}, Expr(f(a, b)));
 }
 template <class F>
 Expr map(const Expr& a, const Expr& b, const Expr& c, F&& f) {
-  return Expr(f(a, b, c));
+  return map_result({a, b, c}, Expr(f(a, b, c)));
 }
 template <class F>
 Expr map(const Expr& a, const Expr& b, const Expr& c, const Expr& d, F&& f) {
-  return Expr(f(a, b, c, d));
+  return map_result({a, b, c, d}, Expr(f(a, b, c, d)));
 }
 
 }  // namespace fuseflow

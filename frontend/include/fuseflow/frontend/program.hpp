@@ -44,6 +44,7 @@ struct OpNode {
   Expr predicate;  // Filter: bool per element
   Expr offsets;    // SegmentedReduce/Scan: n_segments + 1 non-decreasing offsets
   Expr keys;       // ReduceByKey/ScanByKey: segment keys; Histogram: bin; CountingSort: key
+                   // (values: a weighted histogram's weights, in its sum type)
   Monoid monoid;   // instantiated for values' type
   ScanKind scan_kind = ScanKind::Inclusive;
   Strategy strategy = Strategy::Automatic;
@@ -79,6 +80,10 @@ Expr scan_by_key(const Expr& keys, const Expr& xs, const Monoid& m,
                  ScanKind kind = ScanKind::Inclusive);
 // histogram(bin, nbins): counts of each bin value in [0, nbins); others are dropped.
 Expr histogram(const Expr& bin, std::int64_t nbins, const Type& count_type = ScalarType::U32);
+// histogram(bin, weights, nbins): the sum of the weights of each bin in [0, nbins) (f32,
+// f64 or an integer type; i8/i16/u8/u16 summed as i32, integers wrapping); the same bits on
+// every run, floats included (a fixed order of additions for a given n and device).
+Expr histogram(const Expr& bin, const Expr& weights, std::int64_t nbins);
 template <class F, class = std::enable_if_t<std::is_invocable_v<F, Expr>>>
 Expr histogram(const Expr& xs, F&& bin_of, std::int64_t nbins,
                const Type& count_type = ScalarType::U32) {

@@ -1,0 +1,92 @@
+// GPU execution tests for weighted histograms (f32, f64 and integer weights) and for a
+// filter feeding a histogram (a masked histogram). Fresh random inputs, outputs poisoned
+// (the shared Runtime's RuntimeOptions::poison), compared with the CPU reference: integer
+// sums exactly, float sums by relative error against the reference's f64 sums; float sums
+// are also checked to be the same bits on a second run (no float atomics).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include <fuseflow/fuseflow.hpp>
+
+#include "gpu_test_support.hpp"
+
+namespace ff = fuseflow;
+
+namespace {
+
+using ff::test::runtime;
+
+const std::vector<std::int64_t> kSizes = ff::test::capped({1, 31, 33, 1000, 1025, 4097, 70001, (1 << 20) + 7});
+
+template <class T>
+void compare(const std::vector<T>& got, const std::vector<T>& want, double tolerance) {
+  REQUIRE(got.size() == want.size());
+  std::size_t wrong = 0, first = 0;
+  for (std::size_t k = 0; k < got.size(); ++k) {
+    const bool ok = std::is_floating_point_v<T>
+                        ? std::fabs(double(got[k]) - double(want[k])) <= tolerance * (1.0 + std::fabs(double(want[k])))
+                        : got[k] == want[k];
+    if (!ok && wrong++ == 0) first = k;
+  }
+  INFO(wrong << " wrong of " << got.size() << "; first at " << first << ": got " << (wrong ? got[first] : T{})
+              << ", want " << (wrong ? want[first] : T{}));
+  CHECK(wrong == 0);
+}
+
+// histogram(bin(x), weight(x), bins) against the reference; floats twice, the same bits.
+template <class T>
+void check_weighted(const ff::Expr& hist, const ff::Bindings& dev, const ff::HostBindings& host, double tolerance) {
+  INFO(ff::to_string(hist));
+  const std::vector<T> got = runtime().run(hist, dev).template download<T>();
+  compare(got, ff::evaluate(ff::Program(hist), host).at(0).array.to_vector<T>(), tolerance);
+  if constexpr (std::is_floating_point_v<T>) {
+    const std::vector<T> again = runtime().run(hist, dev).template download<T>();
+    CHECK(std::memcmp(got.data(), again.data(), got.size() * sizeof(T)) == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("weighted histograms of f32, f64 and integer weights match the reference") {
+  auto x = ff::input<float>("x");
+  auto d = ff::input<double>("d");
+  auto k = ff::input<int>("k");
+  for (std::int64_t n : kSizes) {
+    INFO("n = " << n);
+    const std::vector<float> xh = ff::test::random_values<float>(n, 0, 1);
+    const std::vector<double> dh = ff::test::random_values<double>(n, -1, 1);
+    const std::vector<int> kh = ff::test::random_values<int>(n, -2000000000, 2000000000);
+    ff::DeviceArray<float> xs = runtime().upload(xh);
+    ff::DeviceArray<double> ds = runtime().upload(dh);
+    ff::DeviceArray<int> ks = runtime().upload(kh);
+    ff::HostBindings host;
+    host.bind(x, ff::HostArray::from(xh));
+    host.bind(d, ff::HostArray::from(dh));
+    host.bind(k, ff::HostArray::from(kh));
+    const ff::Expr bin = ff::cast<int>(x * 100.0f) - 3;  // -3 .. 96: a few dropped at both ends
+    check_weighted<float>(ff::histogram(bin, x, 94), {{x, xs}}, host, 1e-4);
+    check_weighted<double>(ff::histogram(ff::cast<int>(ff::abs(d) * 7.0), d * d, 7), {{d, ds}}, host, 1e-12);
+    check_weighted<int>(ff::histogram(bin % 5, k, 5), {{x, xs}, {k, ks}}, host, 0);
+    check_weighted<long long>(ff::histogram(k & 1023, ff::cast<long long>(k), 1024), {{k, ks}}, host, 0);
+    check_weighted<float>(ff::histogram(k & 4095, x, 4096), {{x, xs}, {k, ks}}, host, 1e-4);
+  }
+}
+
+TEST_CASE("a filter feeding a histogram bins only the survivors") {
+  auto x = ff::input<float>("x");
+  for (std::int64_t n : kSizes) {
+    INFO("n = " << n);
+    const std::vector<float> xh = ff::test::random_values<float>(n, -1, 1);
+    ff::DeviceArray<float> xs = runtime().upload(xh);
+    ff::HostBindings host;
+    host.bind(x, ff::HostArray::from(xh));
+    const ff::Expr kept = ff::filter(x, x > 0.0f);
+    const ff::Expr counts = ff::histogram(ff::cast<int>(kept * 16.0f), 16);
+    INFO(ff::to_string(counts));
+    compare(runtime().run(counts, {{x, xs}}).download<unsigned>(),
+            ff::evaluate(ff::Program(counts), host).at(0).array.to_vector<unsigned>(), 0);
+    check_weighted<float>(ff::histogram(ff::cast<int>(kept * 16.0f), kept, 16), {{x, xs}}, host, 1e-4);
+  }
+}
