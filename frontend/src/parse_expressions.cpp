@@ -320,6 +320,8 @@ Expr Parser::rows(const Token& at) {
     fail(at, "rows: the row length (second argument) must be a whole number such as 1024, got " + to_string(c));
   const std::int64_t columns = c.node().constant.as_int();
   return checked(at, [&] { return Expr::rows(args[0], columns); });
+}
+
 // fill(n, v): n whole elements of v; fill(x, v): as many as the array x.
 Expr Parser::fill(const Token& at) {
   std::vector<Expr> args = arguments(at, 2);
