@@ -222,6 +222,22 @@ TEST_CASE("a scan and a reduction folded into it read the same input through gat
   }
 }
 
+// A map reading a shift and a checked gather: the stencil map evaluates the tail vector's
+// elements past n as well, so it must not take a checked gather (fuzz seed 176: n = 1,
+// gather(x, index / 2) flagged index 1 that no element reads).
+TEST_CASE("a map of a shift and a checked gather flags nothing past the end") {
+  auto x = ff::input<float>("x");
+  const ff::Expr out = ff::shift(x, 1, -3.0f) + ff::gather(x, ff::index() / 2) + x;
+  for (std::int64_t n : ff::test::capped({1, 2, 3, 5, 4097})) {
+    std::vector<float> xh(static_cast<std::size_t>(n));
+    for (std::size_t i = 0; i < xh.size(); ++i) xh[i] = static_cast<float>(i % 97) * 0.5f - 7.0f;
+    auto xd = runtime().upload(xh);
+    ff::HostBindings host;
+    host.bind(x, ff::HostArray::from(xh));
+    check<float>(out, {{x, xd}}, host, 1e-6, "n = " + std::to_string(n));
+  }
+}
+
 // The stencil map (strategies/map_stencil.cpp): a warp holds 32 vectors of consecutive
 // elements, neighbours come from registers, shuffles, or memory at the warp's edges and
 // beyond 32 lanes; misaligned inputs take the element-wise loop.

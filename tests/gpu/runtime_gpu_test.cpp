@@ -282,7 +282,9 @@ TEST_CASE("child: loads the disk-cached kernel (a no-op unless run by the test a
   options.cache = ff::CacheSettings{};
   options.cache->disk_dir = cache_dir;
   ff::Runtime rt(options);
-  const ff::CacheResult found = ff::low_level::cache(rt).get("ff_fill_child", child_source, ff::low_level::compile_options(rt));
+  ff::CompileOptions options_of_load = ff::low_level::compile_options(rt);
+  options_of_load.minimal = false;  // as low_level::load_kernel compiles a hand-written kernel
+  const ff::CacheResult found = ff::low_level::cache(rt).get("ff_fill_child", child_source, options_of_load);
   CHECK(found.outcome == ff::CacheOutcome::disk_hit);
   const ff::KernelHandle kernel = ff::low_level::load_kernel(rt, child_source, "ff_fill_child");  // memory hit
   CHECK(ff::low_level::cache(rt).stats().disk_hits == 1);

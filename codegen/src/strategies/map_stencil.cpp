@@ -18,22 +18,35 @@ namespace fuseflow::codegen {
 
 namespace {
 
-bool reads_shift(const Expr& e, std::set<const ExprNode*>& seen) {
+// Whether e has a node for which `is` holds.
+template <typename Pred>
+bool reads(const Expr& e, const Pred& is, std::set<const ExprNode*>& seen) {
   if (!seen.insert(e.get()).second) return false;
-  if (e.kind() == ExprKind::Shift) return true;
+  if (is(e)) return true;
   for (const Expr& a : e.args())
-    if (reads_shift(a, seen)) return true;
+    if (reads(a, is, seen)) return true;
   return false;
 }
 
 // Elements per thread (16 bytes of the one element size of every input and output), or 0
 // with `why_not`.
 int stencil_width(const KernelContext& g, std::string& why_not) {
-  std::set<const ExprNode*> seen;
-  bool shifts = false;
-  for (const Expr& o : g.outputs) shifts = reads_shift(o, seen) || shifts;
+  const auto is_shift = [](const Expr& e) { return e.kind() == ExprKind::Shift; };
+  // The tail's vector evaluates its elements past n too (the warp's shuffles need every
+  // lane), where a checked gather would flag an index that no element of [0, n) reads.
+  const auto is_checked_gather = [](const Expr& e) { return e.kind() == ExprKind::Gather && e.node().index == 0; };
+  std::set<const ExprNode*> seen_shift, seen_gather;
+  bool shifts = false, checked_gathers = false;
+  for (const Expr& o : g.outputs) {
+    shifts = reads(o, is_shift, seen_shift) || shifts;
+    checked_gathers = reads(o, is_checked_gather, seen_gather) || checked_gathers;
+  }
   if (!shifts) {
     why_not = "no output reads a shift";
+    return 0;
+  }
+  if (checked_gathers) {
+    why_not = "an output reads a checked gather, which elements past the end would trip";
     return 0;
   }
   std::size_t size = 0;
