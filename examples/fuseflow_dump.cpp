@@ -58,7 +58,7 @@ void print_usage(std::ostream& out) {
       << "       fuseflow-dump --emit times-header\n"
       << "       fuseflow-dump --warm FILE... [--arch sm_90|sm_80] [--sms N] [--ptx] [--cache-dir DIR]\n"
       << "       ... [--option NAME=VALUE]... (plan options: scan_tile, filter_tile, segmented_tile,\n"
-      << "           scan_staged_from, scan_pipeline, segmented_short)\n"
+      << "           scan_staged_from, scan_pipeline, segmented_short, segmented_pipeline)\n"
       << "       fuseflow-dump --help | -h\n";
 }
 

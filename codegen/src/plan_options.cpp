@@ -89,9 +89,11 @@ void set_option(PlanOptions& o, const std::string& name, const std::string& text
     o.scan_pipeline = parse_switch(source, text);
   } else if (name == "segmented_short") {
     o.segmented_short = parse_switch(source, text);
+  } else if (name == "segmented_pipeline") {
+    o.segmented_pipeline = parse_switch(source, text);
   } else {
     throw ConfigError("unknown plan option '" + name + "' (" + source + "); known: scan_tile, filter_tile, "
-                      "segmented_tile, scan_staged_from, scan_pipeline, segmented_short");
+                      "segmented_tile, scan_staged_from, scan_pipeline, segmented_short, segmented_pipeline");
   }
 }
 
@@ -104,6 +106,7 @@ std::string PlanOptions::key() const {
   if (scan_staged_from) add("scan_staged_from=" + std::to_string(*scan_staged_from));
   if (!scan_pipeline) add("scan_pipeline=0");
   if (!segmented_short) add("segmented_short=0");
+  if (segmented_pipeline) add("segmented_pipeline=1");
   return k;
 }
 

@@ -40,6 +40,7 @@ Policies policies_for(const Target& target, const PlanOptions& options) {
   if (options.scan_staged_from) p.scan.staged_from = p.compact.staged_from = *options.scan_staged_from;
   if (!options.scan_pipeline) p.scan.pipeline = p.compact.pipeline = false;
   p.segmented.short_pass = options.segmented_short;
+  p.scan.segmented_pipeline = options.segmented_pipeline;
   return p;
 }
 

@@ -41,6 +41,8 @@ struct ScanPolicy {
   // The pipelined scan (sm_90): tiles in a ring of stages, scanner warps. `pipeline` is
   // false where the target has none or PlanOptions::scan_pipeline is off.
   bool pipeline = true;
+  // The pipelined segmented scans (segmented_scan_pipelined.cpp): PlanOptions::segmented_pipeline.
+  bool segmented_pipeline = false;
   int pipe_tile = 12288;
   int pipe_stages = 4;
   int pipe_warps = 8;

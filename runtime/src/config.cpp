@@ -84,7 +84,8 @@ EnvironmentConfig read_environment() {
                                      {"segmented_tile", "FUSEFLOW_SEGMENTED_TILE"},
                                      {"scan_staged_from", "FUSEFLOW_SCAN_STAGED_FROM"},
                                      {"scan_pipeline", "FUSEFLOW_SCAN_PIPELINE"},
-                                     {"segmented_short", "FUSEFLOW_SEGMENTED_SHORT"}})
+                                     {"segmented_short", "FUSEFLOW_SEGMENTED_SHORT"},
+                                     {"segmented_pipeline", "FUSEFLOW_SEGMENTED_PIPELINE"}})
     if (std::string text = variable(name); !text.empty()) codegen::set_option(config.plan, option, text, name);
   codegen::validate(config.plan);  // what the strategies' policies allow beyond the forms above
 

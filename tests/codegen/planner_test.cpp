@@ -289,22 +289,27 @@ TEST_CASE("segmented scans and reduce_by_key plan as one look-back kernel each, 
   auto x = ff::input<float>("x");
   auto k = ff::input<int>("k");
   auto o = ff::input<int>("o");
-  const ff::codegen::Plan by_offsets = ff::codegen::plan(ff::Program(ff::segmented_scan(x, o, ff::plus)), sm90());
+  // The pipelined kernels are opt-in (PlanOptions::segmented_pipeline): by default one kernel.
+  CHECK(ff::codegen::plan(ff::Program(ff::segmented_scan(x, o, ff::plus)), sm90()).kernels.size() == 1);
+  CHECK(ff::codegen::plan(ff::Program(ff::scan_by_key(k, x, ff::plus)), sm90()).kernels.size() == 1);
+  ff::codegen::PlanOptions piped;
+  piped.segmented_pipeline = true;
+  const ff::codegen::Plan by_offsets = ff::codegen::plan(ff::Program(ff::segmented_scan(x, o, ff::plus)), sm90(), piped);
   // A reduction beside it is not folded into the segmented kernel (only plain look-back scans fold).
-  CHECK(ff::codegen::plan(ff::outputs(ff::segmented_scan(x, o, ff::plus), ff::reduce(x, ff::plus)), sm90()).kernels.size() == 3);
+  CHECK(ff::codegen::plan(ff::outputs(ff::segmented_scan(x, o, ff::plus), ff::reduce(x, ff::plus)), sm90(), piped).kernels.size() == 3);
   REQUIRE(by_offsets.kernels.size() == 2);
   CHECK(by_offsets.kernels[0].name == "ff_segmented_scan_f32_plus");
   CHECK(by_offsets.kernels[1].name == "ff_segmented_scan_f32_plus_pipelined");
   CHECK(by_offsets.domains == 2);  // the offsets have a length of their own
   CHECK(by_offsets.input_domain == std::vector<int>{0, 1});
   const ff::codegen::Plan by_key =
-      ff::codegen::plan(ff::Program(ff::scan_by_key(k, x, ff::max, ff::exclusive)), sm90());
+      ff::codegen::plan(ff::Program(ff::scan_by_key(k, x, ff::max, ff::exclusive)), sm90(), piped);
   REQUIRE(by_key.kernels.size() == 2);
   CHECK(by_key.kernels[0].name == "ff_scan_by_key_i32_f32_max_exclusive");
   CHECK(by_key.kernels[1].name == "ff_scan_by_key_i32_f32_max_exclusive_pipelined");
   // Both results of reduce_by_key come from one kernel, each with a device-written count.
   ff::KeyedResult r = ff::reduce_by_key(k, x, ff::plus);
-  const ff::codegen::Plan reduced = ff::codegen::plan(ff::outputs(r.values, r.keys), sm90());
+  const ff::codegen::Plan reduced = ff::codegen::plan(ff::outputs(r.values, r.keys), sm90(), piped);
   REQUIRE(reduced.kernels.size() == 2);
   CHECK(reduced.kernels[0].name == "ff_reduce_by_key_i32_f32_plus");
   CHECK(reduced.kernels[1].name == "ff_reduce_by_key_i32_f32_plus_pipelined");
@@ -326,8 +331,10 @@ TEST_CASE("a map after a segmented scan is its epilogue; a map of reduce_by_key'
   auto x = ff::input<float>("x");
   auto k = ff::input<int>("k");
   auto o = ff::input<int>("o");
-  const ff::codegen::Plan p = ff::codegen::plan(ff::Program(ff::segmented_scan(x, o, ff::plus) * 2.0f), sm90());
-  REQUIRE(p.kernels.size() == 2);  // and the pipelined kernel for large n, the epilogue in its stores
+  ff::codegen::PlanOptions piped;
+  piped.segmented_pipeline = true;  // opt-in: the pipelined kernel for large n, the epilogue in its stores too
+  const ff::codegen::Plan p = ff::codegen::plan(ff::Program(ff::segmented_scan(x, o, ff::plus) * 2.0f), sm90(), piped);
+  REQUIRE(p.kernels.size() == 2);
   CHECK(p.kernels[0].source.find("out0[i] = epilogue0(scanned[slot], ") != std::string::npos);
   CHECK(p.kernels[1].source.find("out0[i] = epilogue0(scanned, stage_x[e], i);") != std::string::npos);
   // The epilogue reads the input at the store: the input and scanned stages stay apart.

@@ -18,7 +18,9 @@ namespace {
 // Plans `p` for sm_90 and compiles every kernel; returns the kernels' names.
 std::string compile_all(const ff::Program& p) {
   std::string names;
-  for (const auto& k : ff::codegen::plan(p, ff::codegen::Target::preset("sm_90")).kernels) {
+  ff::codegen::PlanOptions options;
+  options.segmented_pipeline = true;  // the opt-in pipelined kernels compile too
+  for (const auto& k : ff::codegen::plan(p, ff::codegen::Target::preset("sm_90"), options).kernels) {
     INFO(ff::to_string(p));
     CHECK_NOTHROW((void)ff::Compiler::compile(k.source, k.name, ff::CompileOptions{}, example::device_headers()));
     names += (names.empty() ? "" : " ") + k.name;

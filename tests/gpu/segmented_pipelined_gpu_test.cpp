@@ -28,6 +28,7 @@ namespace {
 ff::codegen::PlanOptions pipelined_everywhere() {
   ff::codegen::PlanOptions options;
   options.scan_staged_from = 0;
+  options.segmented_pipeline = true;  // opt-in
   return options;
 }
 

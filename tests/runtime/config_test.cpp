@@ -180,6 +180,11 @@ TEST_CASE("one parser: set_option (fuseflow-dump --option) takes and refuses wha
   CHECK_FALSE(o.scan_pipeline);
   ff::codegen::set_option(o, "scan_staged_from", "4096");
   CHECK(o.scan_staged_from == 4096);
+  CHECK_FALSE(o.segmented_pipeline);  // opt-in: off unless set
+  CHECK(o.key().find("segmented_pipeline") == std::string::npos);
+  ff::codegen::set_option(o, "segmented_pipeline", "1");
+  CHECK(o.segmented_pipeline);
+  CHECK(o.key().find("segmented_pipeline=1") != std::string::npos);
   auto error = [](const char* name, const char* text) {
     ff::codegen::PlanOptions p;
     try {

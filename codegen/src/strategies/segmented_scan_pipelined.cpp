@@ -101,7 +101,7 @@ void emit_run_writers(SourceWriter& w, const KernelContext& g, ScanKernelWriter&
 bool pipelined_segmented_scan_applies(const KernelContext& g) {
   const Target& target = g.target();
   const ScanPolicy& p = g.policies().scan;
-  if (p.tile || !p.pipeline || target.cc_major < 9) return false;
+  if (p.tile || !p.pipeline || !p.segmented_pipeline || target.cc_major < 9) return false;
   if (g.op->kind != OpKind::SegmentedScan && g.op->kind != OpKind::ScanByKey && g.op->kind != OpKind::ReduceByKey)
     return false;
   const auto& inputs = g.leaves.inputs;
@@ -337,7 +337,8 @@ class SegmentedScanPipelined final : public RegisteredStrategy {
   Applies applies(const KernelContext& g) const override {
     if (!pipelined_segmented_scan_applies(g))
       return {false, "pipelined needs sm_90 or later, a segmented scan or scan_by_key of one or two 4-byte inputs, "
-                     "4-byte values, no mask, no scan_tile option and the scan pipeline on"};
+                     "4-byte values, no mask, no scan_tile option, the scan pipeline on and the opt-in plan option "
+                     "segmented_pipeline"};
     return {true, "sm_90, 4-byte inputs and values: look-back tiles of (value, head) pieces, and from " +
                       std::to_string(g.policies().scan.staged_from) + " elements the pipelined kernel"};
   }
@@ -364,7 +365,7 @@ class ReduceByKeyPipelined final : public RegisteredStrategy {
   Applies applies(const KernelContext& g) const override {
     if (!pipelined_segmented_scan_applies(g))
       return {false, "pipelined needs sm_90 or later, one or two 4-byte inputs, 4-byte values, no scan_tile option "
-                     "and the scan pipeline on"};
+                     "the scan pipeline on and the opt-in plan option segmented_pipeline"};
     return {true, "sm_90, 4-byte inputs and values: look-back tiles of (value, head count) pieces, and from " +
                       std::to_string(g.policies().scan.staged_from) + " elements the pipelined kernel"};
   }

@@ -28,6 +28,10 @@ struct PlanOptions {
   std::optional<std::int64_t> scan_staged_from;
   bool scan_pipeline = true;    // FUSEFLOW_SCAN_PIPELINE=0: no pipelined (sm_90) kernels
   bool segmented_short = true;  // FUSEFLOW_SEGMENTED_SHORT=0: the merge path alone
+  // FUSEFLOW_SEGMENTED_PIPELINE=1: the pipelined (sm_90) segmented scan, scan_by_key and
+  // reduce_by_key kernels for large n. Off by default: on the H200 they measured 0.43-0.81x
+  // CUB against about 1x for the one-tile-per-block kernels (bench/RESULTS.md).
+  bool segmented_pipeline = false;
 
   bool operator==(const PlanOptions&) const = default;
   // A stable text of every field set, for cache keys and explain(); empty for defaults.
@@ -48,7 +52,7 @@ inline constexpr int kMaxSegmentedTileItems = 16;
 void validate(const PlanOptions& options);
 
 // Sets option `name` (a field above: scan_tile, filter_tile, segmented_tile,
-// scan_staged_from, scan_pipeline, segmented_short) from its text, strictly (the parsers
+// scan_staged_from, scan_pipeline, segmented_short, segmented_pipeline) from its text, strictly (the parsers
 // below): a tile as <block>x<items>[x<min blocks>] within the ranges validate() checks, a
 // count as a whole number, a switch as 0/1 (off/on, false/true, no/yes). For the
 // runtime's configuration (each FUSEFLOW_* variable) and tools (fuseflow-dump --option).
