@@ -54,15 +54,19 @@ const std::vector<std::int64_t>& pipelined_sizes() {
   return sizes;
 }
 
-// The plans: on sm_90 the pipelined kernel is the second of segmented scans, scans by key
-// and reduce_by_key with 4-byte inputs and values; not on sm_80, not for 8-byte values.
+// The plans: with the opt-in plan option on sm_90, the pipelined kernel is the second of
+// segmented scans, scans by key and reduce_by_key with 4-byte inputs and values; not
+// without the option, not on sm_80, not for 8-byte values.
 TEST_CASE("pipelined segmented scans: where the plan takes them") {
   auto x = ff::input<int>("x");
   auto o = ff::input<int>("offsets");
   auto k = ff::input<int>("k");
   auto d = ff::input<double>("d");
-  const auto kernels = [](const ff::Program& p, const char* target) {
-    const ff::codegen::Plan plan = ff::codegen::plan(p, ff::codegen::Target::preset(target));
+  ff::codegen::PlanOptions opted_in;
+  opted_in.segmented_pipeline = true;  // opt-in (FUSEFLOW_SEGMENTED_PIPELINE=1)
+  const auto kernels = [&](const ff::Program& p, const char* target, bool opt_in = true) {
+    const ff::codegen::Plan plan =
+        ff::codegen::plan(p, ff::codegen::Target::preset(target), opt_in ? opted_in : ff::codegen::PlanOptions{});
     std::vector<std::string> names;
     for (const auto& kernel : plan.kernels) names.push_back(kernel.name);
     return names;
@@ -71,6 +75,7 @@ TEST_CASE("pipelined segmented scans: where the plan takes them") {
   const ff::Program by_key(ff::scan_by_key(k, x, ff::plus, ff::exclusive));
   const ff::Program by_runs(ff::reduce_by_key(k, x, ff::plus).values);
   for (const ff::Program* p : {&by_offsets, &by_key, &by_runs}) {
+    CHECK(kernels(*p, "sm_90", false).size() == 1);  // without the option: the one kernel
     const auto sm90 = kernels(*p, "sm_90");
     REQUIRE(sm90.size() == 2);
     CHECK(sm90[1].find("_pipelined") != std::string::npos);
