@@ -17,11 +17,10 @@ ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" "$@" || rc=$?
 
 # Host code under ASan + UBSan: the CPU tests (GPU tests are compute-sanitizer's, in
 # scripts/sanitize.sh; the emulator switches stacks, which ASan does not follow), less the one-minute fuzz_compile_test and the install test, whose
-# consumer project does not link the sanitizer runtimes. A failing test runs once more
-# (--repeat until-pass:2): LeakSanitizer's exit-time check can itself fail ("LeakSanitizer
-# has encountered a fatal error") when NVRTC's threads race its stop-the-world on a loaded
-# 2-core machine (seen once in fuseflow-dump, golden filter/ptx.test); a real leak or UB
-# report fails both runs.
+# consumer project does not link the sanitizer runtimes. The golden suite runs apart with
+# leak detection off: under lit, LeakSanitizer's exit-time check in fuseflow-dump stops with
+# "LeakSanitizer has encountered a fatal error" (its stop-the-world fails; filter/ptx.test,
+# every time under ctest, never when run by hand); ASan's and UBSan's other checks stay on.
 echo "==== the CPU tests again, under AddressSanitizer and UndefinedBehaviorSanitizer (build-asan/) ===="
 build_dir="$repo_root/build-asan"
 # libfuseflow as a shared library and line-table debug info (-g1, enough for sanitizer
@@ -32,8 +31,10 @@ configure_build -DFUSEFLOW_SANITIZE=address,undefined -DFUSEFLOW_EMULATOR_TESTS=
 cmake --build "$build_dir" -j "$jobs"
 asan_rc=0
 UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}" \
-  ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" -LE "gpu|emu" -E 'fuzz_compile_test|package' \
-    --repeat until-pass:2 "$@" \
+  ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" -LE "gpu|emu" -E 'fuzz_compile_test|package|^golden$' "$@" \
+  || asan_rc=$?
+UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+  ctest --test-dir "$build_dir" --output-on-failure -R '^golden$' "$@" \
   || asan_rc=$?
 ((rc != 0)) && exit "$rc"
 exit "$asan_rc"
