@@ -21,6 +21,12 @@ inline bool use_nccl() {
   const char* b = std::getenv("FUSEFLOW_MULTI_BACKEND");
   return b && std::string(b) == "nccl";
 }
+// FUSEFLOW_MULTI_BACKEND=grouped: in process, one thread issuing every rank's work (the
+// path NCCL takes in one process), instead of a thread per rank.
+inline bool grouped() {
+  const char* b = std::getenv("FUSEFLOW_MULTI_BACKEND");
+  return b && std::string(b) == "grouped";
+}
 inline bool emulated() {
   const char* lib = std::getenv("FUSEFLOW_CUDA_LIBRARY");
   return lib && *lib;
@@ -58,7 +64,8 @@ inline ShardedRuntime& world(int w) {
       for (int d = 0; d < w; ++d) devices.push_back(d);
       slot = std::make_unique<ShardedRuntime>(ShardedRuntime::nccl_all(devices, poisoned()));
     } else {
-      slot = std::make_unique<ShardedRuntime>(ShardedRuntime::in_process(w, std::vector<int>(w, 0), poisoned()));
+      slot = std::make_unique<ShardedRuntime>(
+          ShardedRuntime::in_process(w, std::vector<int>(w, 0), poisoned(), grouped()));
     }
   }
   return *slot;

@@ -38,7 +38,7 @@ void Gathered::finish(Runtime& rt, const DeviceArray<std::byte>& recv, PinnedHos
   std::byte* at = pinned.reserve(rt.context(), total);
   check_driver(driver().cuMemcpyDtoHAsync(at, recv.data(), total, rt.stream()), "cuMemcpyDtoHAsync");
   check_driver(driver().cuStreamSynchronize(rt.stream()), "cuStreamSynchronize");
-  host.assign(at, at + total);
+  host = at;
 }
 
 GatherItem scalar_item(const Result& r) {

@@ -59,11 +59,11 @@ class PinnedHost {
 };
 
 struct Gathered {
-  std::vector<std::byte> host;
+  const std::byte* host = nullptr;  // after finish(): the copy, in the rank's pinned memory (until its next finish)
   std::vector<std::size_t> block;  // per item
   std::size_t extra_at = 0, total = 0;
   Value value(const Type& t, std::size_t item, std::size_t bytes, int rank) const {
-    return Value::from_bytes(t, host.data() + block[item] + bytes * static_cast<std::size_t>(rank));
+    return Value::from_bytes(t, host + block[item] + bytes * static_cast<std::size_t>(rank));
   }
   // One copy of everything gathered (and folded) to the host, which waits for the stream.
   void finish(Runtime& rt, const DeviceArray<std::byte>& recv, PinnedHost& pinned);

@@ -37,6 +37,7 @@ Expr substitute_operands(const Expr& e, const Expr& a, const Expr& b, std::map<c
 
 struct Rewriter {
   Expr offset = Expr::param("ff_shard_offset", ScalarType::I64);
+  Expr rank = Expr::param("ff_shard_rank", ScalarType::I64);
   std::map<const ExprNode*, Expr> memo;
   std::map<const OpNode*, Expr> ops;  // old op -> its rewritten result (output 0)
   std::vector<ShardScan> scans;
@@ -47,6 +48,7 @@ struct Rewriter {
   std::vector<ShardKeyScan> keyscans;
   std::vector<Expr> keyscan_totals;
   bool in_scan_values = false;
+  bool device_carry = true;
 
   Expr rewrite(const Expr& e) {
     if (auto it = memo.find(e.get()); it != memo.end()) return it->second;
@@ -103,8 +105,14 @@ struct Rewriter {
         Expr values = rewrite(op.values);
         in_scan_values = false;
         Expr local = scan(values, op.monoid, op.scan_kind, op.strategy);
-        ShardScan s{op.monoid, op.scan_kind, {}};
-        Expr carry = carry_expr(op.monoid.type(), "ff_carry" + std::to_string(scans.size()), s.carry_params);
+        ShardScan s{op.monoid, op.scan_kind, {}, {}};
+        Expr carry;
+        if (device_carry && op.monoid.type().is_scalar()) {  // the ranks before's totals, folded on the device
+          s.carries = Expr::input("ff_carries" + std::to_string(scans.size()), op.monoid.type());
+          carry = Expr::gather(s.carries, rank, false);
+        } else {
+          carry = carry_expr(op.monoid.type(), "ff_carry" + std::to_string(scans.size()), s.carry_params);
+        }
         std::map<const ExprNode*, Expr> sub;
         // The shard's scan with the ranks before it folded in: carry . local[i], a map of
         // the scan's result.
@@ -220,12 +228,13 @@ void flatten_value(const Value& v, std::vector<Value>& out) {
   for (const Value& f : v.fields()) flatten_value(f, out);
 }
 
-ShardPlan plan_sharded(const Program& program) {
+ShardPlan plan_sharded(const Program& program, bool device_carry) {
   for (const auto& op : program.ops()) {
     for (const Expr* e : {&op->values, &op->predicate, &op->offsets, &op->keys})
       if (e->valid()) check_uses(*e, std::string("the ") + op_name(op->kind));
   }
   Rewriter rw;
+  rw.device_carry = device_carry;
   std::vector<ShardedOutput> kinds;
   std::vector<Monoid> monoids;
   std::vector<std::int64_t> all_bins;
@@ -296,7 +305,7 @@ ShardPlan plan_sharded(const Program& program) {
     if (s.scan) totals.push_back(s.total);
   for (ShardKeyScan& ks : rw.keyscans) ks.totals_at += totals.size();
   totals.insert(totals.end(), rw.keyscan_totals.begin(), rw.keyscan_totals.end());
-  ShardPlan plan{Program(std::move(outputs)), std::move(rw.scans), std::move(totals), rw.offset,
+  ShardPlan plan{Program(std::move(outputs)), std::move(rw.scans), std::move(totals), rw.offset, rw.rank,
                  std::move(kinds),           std::move(monoids),  std::move(all_bins), std::move(rw.segs),
                  std::move(seg_of),          std::move(keyed),    std::move(keyed_of), std::move(rw.keyscans)};
   // The offsets are replaced by each shard's own: read anywhere else, they would be an

@@ -54,6 +54,12 @@ struct ShardScan {
   Monoid monoid;
   ScanKind kind = ScanKind::Inclusive;
   std::vector<Expr> carry_params;  // the carry's scalar fields, in order (one for a scalar)
+  // Valid: the carry stays on the device (scalar monoids). The world's totals, gathered
+  // into device memory, are scanned there (exclusive, in rank order: entry r is the fold of
+  // the ranks before r) and the main program reads entry `rank` of that table:
+  // gather_unchecked(carries, ShardPlan::rank_param) folded into the scan's store;
+  // carry_params is empty. No host round trip, no wait between the totals and the scan.
+  Expr carries;
 };
 
 struct ShardPlan {
@@ -61,6 +67,7 @@ struct ShardPlan {
   std::vector<ShardScan> scans;     // one per scan op, in the order of `totals`' outputs
   std::vector<Expr> totals;         // reduce(scan values, scan monoid) per scan (empty: no scan)
   Expr offset_param;                // i64: the shard's global offset (used where ff::index() is)
+  Expr rank_param;                  // i64: the rank (the device carries' entry)
   std::vector<ShardedOutput> kinds;   // per output
   std::vector<Monoid> monoids;        // per output: the reduce's monoid (Reduce outputs)
   std::vector<std::int64_t> bins;     // per output: the histogram's bins (Histogram outputs)
@@ -76,7 +83,8 @@ struct ShardPlan {
 
 // Throws GraphError naming what cannot run sharded (counting
 // sort, a reduction or histogram used inside another expression, a scan of a scan).
-ShardPlan plan_sharded(const Program& program);
+// `device_carry`: scans of scalar monoids take their carry from the device (ShardScan::totals_input).
+ShardPlan plan_sharded(const Program& program, bool device_carry = true);
 
 // The carry's value as the parameter values of its fields (flattened tuple fields).
 void flatten_value(const Value& v, std::vector<Value>& out);

@@ -259,8 +259,11 @@ class ShardedRuntime {
   ShardedRuntime& operator=(ShardedRuntime&&) noexcept;
 
   // `world` ranks in this process, talking through host memory: rank r on device
-  // devices[r] (default: device r modulo the device count). For the CPU emulator.
-  static ShardedRuntime in_process(int world, std::vector<int> devices = {}, RuntimeOptions options = {});
+  // devices[r] (default: device r modulo the device count). For the CPU emulator. Each rank
+  // runs on a thread of its own; `grouped`: one thread issues every rank's work, as over
+  // NCCL (thread_communicators' grouped mode), so that the emulator tests that path.
+  static ShardedRuntime in_process(int world, std::vector<int> devices = {}, RuntimeOptions options = {},
+                                   bool grouped = false);
   // Every GPU of `devices` (default: all of them) in this process, through NCCL
   // (ncclCommInitAll).
   static ShardedRuntime nccl_all(std::vector<int> devices = {}, RuntimeOptions options = {});

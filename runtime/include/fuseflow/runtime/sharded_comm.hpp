@@ -52,6 +52,11 @@ class Communicator {
   // thread driving several ranks must group their calls. A no-op in process.
   virtual void group_start() {}
   virtual void group_end() {}
+  // Whether a collective waits, on the calling thread, for the other ranks to call it (the
+  // in-process communicator outside grouped mode): then one thread cannot drive several
+  // ranks, and a ShardedRuntime gives each local rank a thread. NCCL's calls only queue
+  // work (inside a group), so one thread issues every local rank's.
+  virtual bool blocking() const { return false; }
 };
 
 // How many GPUs the driver reports (0 without a driver). Never throws.
@@ -60,8 +65,11 @@ int gpu_count() noexcept;
 // ---- in process ------------------------------------------------------------------------
 // `world` communicators of one in-process world, rank r at index r; each is used by one
 // thread at a time. If a rank fails between collectives, abort_world() lets the others'
-// waits throw instead of hanging.
-std::vector<std::unique_ptr<Communicator>> thread_communicators(int world);
+// waits throw instead of hanging. `grouped`: one thread drives every rank, as with NCCL in
+// one process: a collective only queues, and the queued ones run (for every rank, in rank
+// order, with the context current at each call) once every rank has called them and no
+// group is open (group_end of the outermost group); for tests of that path on the emulator.
+std::vector<std::unique_ptr<Communicator>> thread_communicators(int world, bool grouped = false);
 void abort_world(Communicator& any_rank_of_an_in_process_world) noexcept;
 
 // ---- NCCL ------------------------------------------------------------------------------
