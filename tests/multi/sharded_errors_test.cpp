@@ -96,15 +96,22 @@ TEST_CASE("ShardLayout: even shards, and adopted shards of any sizes agreed over
 }
 
 TEST_CASE("the scan's carry is a map of the scan's result, which the planner fuses into the scan's store") {
-  // What ShardedRuntime runs for a sharded scan: carry . scan(x), the carry a parameter.
+  // What ShardedRuntime runs for a sharded scan: carry . scan(x), the carry a parameter
+  // (tuple monoids, FUSEFLOW_SHARDED_FOLD=host) or, for scalar monoids, entry `rank` of
+  // the carries the device scanned from the gathered totals (a table read at the rank).
   auto x = ff::input<float>("x");
   auto carry = ff::param<float>("carry");
-  const std::string plan = ff::explain(ff::Program(ff::cast<float>(carry + ff::scan(x, ff::plus))));
+  auto carries = ff::input<float>("ff_carries0");
+  auto rank = ff::param<long long>("ff_shard_rank");
   const std::string plain = ff::explain(ff::Program(ff::scan(x, ff::plus)));
-  CHECK(plan.find("epilogue, applied before the store") != std::string::npos);
-  // No kernel more than the plain scan's.
-  CHECK(plan.substr(plan.find("target:"), plan.find("1.") - plan.find("target:")) ==
-        plain.substr(plain.find("target:"), plain.find("1.") - plain.find("target:")));
+  for (const ff::Expr& c : {carry, ff::gather_unchecked(carries, rank)}) {
+    CAPTURE(ff::to_string(c));
+    const std::string plan = ff::explain(ff::Program(ff::cast<float>(c + ff::scan(x, ff::plus))));
+    CHECK(plan.find("epilogue, applied before the store") != std::string::npos);
+    // No kernel more than the plain scan's.
+    CHECK(plan.substr(plan.find("target:"), plan.find("1.") - plan.find("target:")) ==
+          plain.substr(plain.find("target:"), plain.find("1.") - plain.find("target:")));
+  }
 }
 
 TEST_CASE("communicator: all_gather, all_reduce (sum, min, max over i32 and f64) and broadcast, every rank") {

@@ -283,3 +283,42 @@ TEST_CASE("sharded reduce: built-in integer monoids (all-reduced where NCCL has 
       }
     }
 }
+
+TEST_CASE("sharded scan with a non-commutative scalar monoid: the carry folded on the device in rank order") {
+  // "the last element that is not -1", scanned: the carry into a shard is the last set
+  // element of the ranks before it, which only a fold of their totals in rank order gets
+  // (on the device: the totals gathered and scanned there, each rank reading its entry;
+  // on the host with FUSEFLOW_SHARDED_FOLD=host). Mostly unset elements, so that whole
+  // shards pass the carry on. The f32 sum's scan gives the same bits run to run.
+  const ff::Monoid last = ff::monoid<int>([](auto a, auto b) { return ff::select(b < 0, a, b); }, -1,
+                                          ff::non_commutative, "last_set");
+  auto k = ff::input<int>("k");
+  auto x = ff::input<float>("x");
+  auto program = ff::outputs(ff::scan(k, last, ff::inclusive), ff::scan(k, last, ff::exclusive),
+                             ff::scan(x, ff::plus, ff::inclusive));
+  for (int w : worlds())
+    for (std::size_t n : sizes()) {
+      CAPTURE(w);
+      CAPTURE(n);
+      auto& srt = world(w);
+      std::vector<int> ks = random_ints(n, -1, 1000);
+      for (std::size_t i = 0; i < n; ++i)
+        if (rng()() % 8 != 0) ks[i] = -1;
+      std::vector<float> xs = random_floats(n);
+      auto dk = srt.scatter(ks);
+      auto dx = srt.scatter(xs);
+      ff::HostBindings hb;
+      hb.bind(k, ff::HostArray::from(ks)).bind(x, ff::HostArray::from(xs));
+      auto want = reference(program, hb);
+      std::vector<float> first;
+      for (int rep = 0; rep < 2; ++rep) {
+        auto [inc, exc, fin] = srt.run(program, {{k, dk}, {x, dx}});
+        CHECK(inc.download<int>() == want[0].array.to_vector<int>());
+        CHECK(exc.download<int>() == want[1].array.to_vector<int>());
+        std::vector<float> got = fin.download<float>();
+        REQUIRE(got.size() == n);
+        if (rep == 0) first = got;
+        CHECK(std::memcmp(got.data(), first.data(), n * sizeof(float)) == 0);
+      }
+    }
+}

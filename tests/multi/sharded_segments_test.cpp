@@ -255,3 +255,54 @@ TEST_CASE("sharded scan_by_key: runs across boundaries carry the ranks before, i
         CHECK(got[2].download<Affine>() == want[2].array.to_vector<Affine>());
       }
 }
+
+TEST_CASE("sharded segmented ops: the offsets are cut once and cached; new contents (same length) are picked up") {
+  // The runtime keeps each segmented op's offsets cut to the shards, and compares the
+  // bound offsets with what it cut last: these runs change the contents at the same
+  // length (the cached device arrays are reused), go back to earlier ones, and change the
+  // sharding under unchanged offsets. Every result against the CPU reference.
+  auto k = ff::input<int>("k");
+  auto offs = ff::input<long long>("offsets");
+  auto program = ff::outputs(ff::segmented_reduce(k, offs, ff::plus), ff::segmented_scan(k, offs, ff::plus));
+  for (int w : worlds()) {
+    CAPTURE(w);
+    auto& srt = world(w);
+    const std::size_t n = 997;
+    std::vector<int> ks = random_ints(n, -1000, 1000);
+    auto dk = srt.scatter(ks);
+    auto check = [&](const ff::ShardedArray<int>& keys, const std::vector<int>& host,
+                     const std::vector<long long>& os) {
+      ff::HostArray ho = ff::HostArray::from(os);
+      auto got = srt.run(program, {{k, keys}, {offs, ho}});
+      ff::HostBindings hb;
+      hb.bind(k, ff::HostArray::from(host)).bind(offs, ho);
+      auto want = reference(program, hb);
+      check_segment_layout(got[0].layout(), os, keys.layout());
+      CHECK(got[0].download<int>() == want[0].array.to_vector<int>());
+      CHECK(got[1].download<int>() == want[1].array.to_vector<int>());
+    };
+    std::vector<long long> first{0, 100, 400, 997}, second{0, 333, 334, 997}, third{0, 5, 990, 997};
+    check(dk, ks, first);
+    check(dk, ks, first);   // unchanged: from the cache
+    check(dk, ks, second);  // same length, new contents
+    check(dk, ks, third);
+    check(dk, ks, first);   // back to the first
+    // The same offsets over another sharding (uneven shards): cut again.
+    std::vector<ff::device_span<int>> spans;
+    std::vector<ff::DeviceArray<int>> own;
+    const ff::ShardLayout uneven = ff::ShardLayout::from_sizes([&] {
+      std::vector<std::size_t> sizes(static_cast<std::size_t>(w), 0);
+      sizes.back() = n;  // every element on the last rank
+      return sizes;
+    }());
+    for (std::size_t i = 0; i < srt.local_count(); ++i) {
+      const int r = srt.local_rank(i);
+      own.push_back(srt.runtime(i).upload(std::span<const int>(ks).subspan(uneven.offset(r), uneven.size(r))));
+      spans.emplace_back(own.back());
+    }
+    auto adopted = srt.adopt(spans);
+    REQUIRE(adopted.layout() == uneven);
+    check(adopted, ks, first);
+    check(dk, ks, first);
+  }
+}
