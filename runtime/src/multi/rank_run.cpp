@@ -35,17 +35,17 @@ void bind_carry(Bindings& main, const Program& p, const std::vector<Expr>& param
 }  // namespace
 
 void RankRun::start() {
-  const CachedPlan& c = s_.cached;
+  const CachedPlan& c = s_->cached;
   const ShardPlan& plan = c.plan;
   base_.clear();
-  for (const Expr& in : s_.program.inputs()) {
-    const ShardedBinding& b = *s_.checked.bound.at(in.get());
+  for (const Expr& in : s_->program.inputs()) {
+    const ShardedBinding& b = *s_->checked.bound.at(in.get());
     for (const ShardPiece& p : b.pieces())
       if (p.rank == rank_) base_.emplace_back(in, Binding(p.bytes, in.type()));
   }
-  for (const Expr& p : s_.program.params()) base_.emplace_back(p, Binding(s_.checked.bound.at(p.get())->scalar()));
+  for (const Expr& p : s_->program.params()) base_.emplace_back(p, Binding(s_->checked.bound.at(p.get())->scalar()));
   if (c.main_uses_offset)
-    base_.emplace_back(plan.offset_param, Binding(Value(static_cast<long long>(s_.checked.layout.offset(rank_)))));
+    base_.emplace_back(plan.offset_param, Binding(Value(static_cast<long long>(s_->checked.layout.offset(rank_)))));
   if (c.main_uses_rank) base_.emplace_back(plan.rank_param, Binding(Value(static_cast<long long>(rank_))));
 
   // Segmented ops: the offsets cut to this shard (and a scan's tail piece, for the
@@ -90,14 +90,14 @@ void RankRun::start() {
 }
 
 void RankRun::gather_totals() {
-  if (s_.cached.totals)
-    totals_all_ = gather(rt_, comm_, titems_, {}, s_.cached.carry_bytes, buf_.send, buf_.totals);
+  if (s_->cached.totals)
+    totals_all_ = gather(rt_, comm_, titems_, {}, s_->cached.carry_bytes, buf_.send, buf_.totals);
 }
 
 void RankRun::main_pass() {
-  const CachedPlan& c = s_.cached;
+  const CachedPlan& c = s_->cached;
   const ShardPlan& plan = c.plan;
-  const std::size_t outputs = s_.program.outputs().size();
+  const std::size_t outputs = s_->program.outputs().size();
   if (c.totals) {
     // Carries folded on the host (tuple scans, segmented and by-key scans): the totals
     // come back first (a wait on this rank's stream).
@@ -123,7 +123,7 @@ void RankRun::main_pass() {
         // On the device, queued behind the gather (whose group has ended): the totals
         // scanned into every rank's carry; the main program reads entry `rank`.
         const Type& t = scan.monoid.type();
-        const auto w = static_cast<std::size_t>(s_.world);
+        const auto w = static_cast<std::size_t>(s_->world);
         const CUdeviceptr base = buf_.totals.data();
         const DeviceBytes carries{base + at, w, t.size()};
         (void)rt_.run_async(f->program, {{f->partials, Binding(DeviceBytes{base + all.block[sc], w, t.size()}, t)},
@@ -150,7 +150,7 @@ void RankRun::main_pass() {
     if (kind == ShardedOutput::Reduce || kind == ShardedOutput::Filter || kind == ShardedOutput::Keyed) continue;
     const Expr& e = plan.main.outputs()[o];
     const bool segs = kind == ShardedOutput::Segments;  // the head's slot, then the owned segments
-    const std::size_t n = kind == ShardedOutput::Map ? s_.checked.layout.size(rank_)
+    const std::size_t n = kind == ShardedOutput::Map ? s_->checked.layout.size(rank_)
                           : segs ? split(static_cast<std::size_t>(plan.seg_of[o])).owned(rank_) + 1
                                  : static_cast<std::size_t>(plan.bins[o]);
     auto memory = std::make_shared<DeviceArray<std::byte>>(rt_.alloc<std::byte>(n * e.type().size()));
@@ -195,7 +195,7 @@ void RankRun::main_pass() {
   for (const ShardKeyed& kd : plan.keyed) keyed_.push_back(keyed_items(results_[kd.keys], results_[kd.values], items_));
   extra_ = 0;
   for (std::size_t o = 0; o < outputs; ++o)
-    if (c.folds[o]) extra_ += aligned(results_[o].type().size() * static_cast<std::size_t>(s_.world));
+    if (c.folds[o]) extra_ += aligned(results_[o].type().size() * static_cast<std::size_t>(s_->world));
 }
 
 void RankRun::gather_main() { all_ = gather(rt_, comm_, items_, histos_, extra_, buf_.send, buf_.recv); }
@@ -204,12 +204,12 @@ void RankRun::gather_main() { all_ = gather(rt_, comm_, items_, histos_, extra_,
 // partials, its last element the fold), queued behind the gather on the same stream and
 // written next to the gathered values, so that one copy brings everything back.
 void RankRun::fold() {
-  const std::size_t outputs = s_.program.outputs().size();
+  const std::size_t outputs = s_->program.outputs().size();
   for (std::size_t o = 0, at = all_.extra_at; o < outputs; ++o) {
-    const std::optional<DeviceFold>& f = s_.cached.folds[o];
+    const std::optional<DeviceFold>& f = s_->cached.folds[o];
     if (!f) continue;
     const Type& t = results_[o].type();
-    const auto w = static_cast<std::size_t>(s_.world);
+    const auto w = static_cast<std::size_t>(s_->world);
     const CUdeviceptr recv = buf_.recv.data();
     (void)rt_.run_async(f->program, {{f->partials, Binding(DeviceBytes{recv + all_.block[item_of_[o]], w, t.size()}, t)},
                                      {f->folded, Binding(DeviceBytes{recv + at, w, t.size()}, t)}});
@@ -218,9 +218,9 @@ void RankRun::fold() {
 }
 
 void RankRun::combine(const Gathered& all) {
-  const ShardPlan& plan = s_.cached.plan;
-  const std::size_t outputs = s_.program.outputs().size();
-  const int world = s_.world;
+  const ShardPlan& plan = s_->cached.plan;
+  const std::size_t outputs = s_->program.outputs().size();
+  const int world = s_->world;
   out_.filter_sizes.assign(outputs * static_cast<std::size_t>(world), 0);
   for (std::size_t j = 0; j < plan.keyed.size(); ++j)
     out_.keyed.push_back(keyed_combine(rt_, rank_, world, plan.keyed[j].monoid, keyed_[j], all, items_,
@@ -232,7 +232,7 @@ void RankRun::combine(const Gathered& all) {
     const auto kind = plan.kinds[o];
     if (kind == ShardedOutput::Reduce && (items_[k].reduce || world == 1)) {  // all-reduced, or one
       out_.scalars[o] = all.value(results_[o].type(), k, items_[k].bytes, 0);
-    } else if (kind == ShardedOutput::Reduce && s_.cached.folds[o]) {
+    } else if (kind == ShardedOutput::Reduce && s_->cached.folds[o]) {
       const std::size_t t = results_[o].type().size();
       out_.scalars[o] = Value::from_bytes(results_[o].type(), all.host + at + (static_cast<std::size_t>(world) - 1) * t);
       at += aligned(t * static_cast<std::size_t>(world));

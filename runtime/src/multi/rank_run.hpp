@@ -91,9 +91,10 @@ struct RunShared {
 
 class RankRun {
  public:
-  RankRun(const RunShared& shared, std::size_t local, Runtime& rt, Communicator& comm, RankBuffers& buffers,
-          RankOutput& out)
-      : s_(shared), local_(local), rt_(rt), comm_(comm), buf_(buffers), out_(out), rank_(comm.rank()) {}
+  // Kept for the runtime's life (its vectors keep their capacity from run to run).
+  RankRun(std::size_t local, Runtime& rt, Communicator& comm, RankBuffers& buffers, RankOutput& out)
+      : local_(local), rt_(rt), comm_(comm), buf_(buffers), out_(out), rank_(comm.rank()) {}
+  void begin(const RunShared& shared) { s_ = &shared; }
   void start();
   void gather_totals();
   void main_pass();
@@ -105,8 +106,8 @@ class RankRun {
   Runtime& runtime() { return rt_; }
 
  private:
-  const SegmentSplit& split(std::size_t k) const { return *s_.cached.segments[k].split; }
-  const RunShared& s_;
+  const SegmentSplit& split(std::size_t k) const { return *s_->cached.segments[k].split; }
+  const RunShared* s_ = nullptr;
   std::size_t local_;
   Runtime& rt_;
   Communicator& comm_;

@@ -64,6 +64,7 @@ struct ShardedRuntime::State {
   std::map<std::vector<const ExprNode*>, std::shared_ptr<const CachedPlan>> plans;
   std::shared_ptr<const CachedPlan> last;  // the last run's: found without the map
   std::vector<detail::RankOutput> outputs;  // per local rank, reused
+  std::vector<detail::RankRun> ranks;       // per local rank, reused
   // FUSEFLOW_SHARDED_FOLD=host folds every reduction's partials on the host (after the
   // same one copy) instead of on the device: for comparing the two.
   bool device_fold = true;
@@ -140,6 +141,9 @@ ShardedRuntime::ShardedRuntime(std::vector<std::unique_ptr<Runtime>> runtimes,
   if (const std::optional<bool> fold = read_sharded_environment().device_fold) state_->device_fold = *fold;
   state_->buffers = std::vector<detail::RankBuffers>(state_->runtimes.size());
   state_->outputs.resize(state_->runtimes.size());
+  state_->ranks.reserve(state_->runtimes.size());
+  for (std::size_t i = 0; i < state_->runtimes.size(); ++i)
+    state_->ranks.emplace_back(i, *state_->runtimes[i], *state_->comms[i], state_->buffers[i], state_->outputs[i]);
   for (const auto& c : state_->comms)
     state_->threaded = state_->threaded || (state_->comms.size() > 1 && c->blocking());
 }
@@ -356,10 +360,8 @@ std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const Sha
   const int world = world_size();
 
   const detail::RunShared shared{program, *cached, checked, world};
-  std::vector<detail::RankRun> ranks;
-  ranks.reserve(local_count());
-  for (std::size_t i = 0; i < local_count(); ++i)
-    ranks.emplace_back(shared, i, runtime(i), communicator(i), state_->buffers[i], state_->outputs[i]);
+  std::vector<detail::RankRun>& ranks = state_->ranks;
+  for (detail::RankRun& r : ranks) r.begin(shared);
   if (state_->threaded) {
     state_->for_each_local([&](std::size_t i) {
       detail::RankRun& r = ranks[i];
@@ -382,24 +384,29 @@ std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const Sha
         (r.*step)();
       }
     };
-    each(&detail::RankRun::start);
-    if (cached->totals) {
-      WorldGroup group(communicator(0));
-      each(&detail::RankRun::gather_totals);
-    }
-    each(&detail::RankRun::main_pass);
-    {
-      WorldGroup group(communicator(0));
-      each(&detail::RankRun::gather_main);
-    }
-    {
-      ContextScope scope(ranks[0].runtime().context());
-      ranks[0].fold();
-      ranks[0].finish();
-    }
-    for (detail::RankRun& r : ranks) {
-      ContextScope scope(r.runtime().context());
-      r.combine(ranks[0].gathered());
+    try {
+      each(&detail::RankRun::start);
+      if (cached->totals) {
+        WorldGroup group(communicator(0));
+        each(&detail::RankRun::gather_totals);
+      }
+      each(&detail::RankRun::main_pass);
+      {
+        WorldGroup group(communicator(0));
+        each(&detail::RankRun::gather_main);
+      }
+      {
+        ContextScope scope(ranks[0].runtime().context());
+        ranks[0].fold();
+        ranks[0].finish();
+      }
+      for (detail::RankRun& r : ranks) {
+        ContextScope scope(r.runtime().context());
+        r.combine(ranks[0].gathered());
+      }
+    } catch (...) {
+      abort_world(communicator(0));  // a grouped in-process world drops what it queued
+      throw;
     }
   }
 
