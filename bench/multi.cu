@@ -220,6 +220,33 @@ void measure_torch(const std::vector<int>& worlds, std::size_t scale_down, int r
   if (rc != 0) std::printf("  (multi_anchors.py exited with status %d)\n", rc);
 }
 
+// Issue 23's goals, at 4 GPUs: each with its value and met / not met (or not measured,
+// with fewer GPUs).
+void print_goals(std::map<MultiKey, double>& us) {
+  struct Goal {
+    const char* what;
+    const char* name;
+    bool scaled;   // a ratio over 1 GPU (at least `bound`), else microseconds (at most `bound`)
+    double bound;
+  };
+  const Goal goals[] = {{"weak scaling sum, efficiency", "weak_sum", true, 0.97},
+                        {"strong scaling sum 2^30, speedup", "strong_sum", true, 3.8},
+                        {"strong scaling scan 2^28, speedup", "strong_scan", true, 3.7},
+                        {"combine of a scalar, us", "combine", false, 25.0}};
+  std::printf("\n  goals (issue 23, 4 GPUs):\n");
+  for (const Goal& g : goals) {
+    const bool have = us.count({g.name, 4}) && (!g.scaled || us.count({g.name, 1}));
+    if (!have) {
+      std::printf("  goal %-36s %s %6.2f: not measured (fewer than 4 GPUs)\n", g.what, g.scaled ? ">=" : "<=", g.bound);
+      continue;
+    }
+    const double v = g.scaled ? us[{g.name, 1}] / us[{g.name, 4}] : us[{g.name, 4}];
+    const bool met = g.scaled ? v >= g.bound : v <= g.bound;
+    std::printf("  goal %-36s %s %6.2f: %8.3f  %s\n", g.what, g.scaled ? ">=" : "<=", g.bound, v,
+                met ? "met" : "NOT met");
+  }
+}
+
 }  // namespace
 
 void bench_multi(const Context&, const Options& opt) {
@@ -264,6 +291,7 @@ void bench_multi(const Context&, const Options& opt) {
   if (csv) std::fclose(csv);
   std::printf("  weak_sum scale = efficiency (1 GPU time / w GPUs time); strong = speedup over 1 GPU. %s\n",
               path.c_str());
+  print_goals(ff_us);
 }
 
 }  // namespace ffbench

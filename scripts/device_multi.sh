@@ -93,6 +93,6 @@ echo "build: rc $build_rc"
 echo "multigpu tests: rc $test_rc; $(grep -E 'tests passed|tests failed' "$OUT/ctest.log" 2>/dev/null | tail -n1)"
 grep -E "(Passed|Failed|Skipped|\*\*\*)" "$OUT/ctest.log" 2>/dev/null | sed 's/^/  /'
 echo "bench multi: rc $bench_rc"
-sed -n '/^  case /,$p' "$OUT/bench.log" 2>/dev/null | grep -E "^  (case|weak|strong|combine)" | sed 's/^/ /'
+sed -n '/^  case /,$p' "$OUT/bench.log" 2>/dev/null | grep -E "^  (case|weak|strong|combine|goal)" | sed 's/^/ /'
 grep -iE "mismatch|WRONG" "$OUT/bench.log" 2>/dev/null | head -n 5
 echo "total: $(( $(date +%s) - start )) s"
