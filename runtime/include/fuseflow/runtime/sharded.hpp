@@ -11,11 +11,13 @@
 //     run and on every rank. Built-in plus, times, min and max over 8-, 32- and 64-bit
 //     integers, exact in any order, are all-reduced instead (one collective, no fold);
 //   scan (inclusive, exclusive): a first pass reduces each shard to its total, the totals
-//     are all-gathered from the device, and each rank folds the totals of the ranks
-//     before it into a carry on the host (the carry is a parameter of the scan: one copy
-//     to the host and a wait on the stream per run); the scan then runs with the carry
-//     combined into every element it stores (a map of the scan's result, which the
-//     planner fuses into the scan's store);
+//     are all-gathered from the device into device memory and scanned there (exclusive,
+//     in rank order: entry r is the fold of the ranks before r), and the scan reads its
+//     rank's entry at its start: no host round trip and no wait between the passes. Tuple
+//     monoids fold the carry on the host (a parameter of the scan: one copy and a wait;
+//     also every carry with FUSEFLOW_SHARDED_FOLD=host). The carry is combined into every
+//     element the scan stores (a map of the scan's result, which the planner fuses into
+//     the scan's store);
 //   histogram: per-GPU counts, all-reduced (the result is replicated on every rank);
 //   filter: survivors compacted per shard, the counts all-gathered from the device (in the
 //     reduce partials' group and copy): the result stays
@@ -31,7 +33,9 @@
 //     it are folded into a carry for the shard's first, cut segment. The result of a
 //     segmented_reduce is sharded by segment: rank r holds the segments that start in its
 //     shard (the last rank also those starting at the end), in order, so the concatenated
-//     shards are the m results; a segmented_scan's is sharded like the inputs.
+//     shards are the m results; a segmented_scan's is sharded like the inputs. The cut
+//     offsets are cached with the program, compared byte for byte with the bound ones each
+//     run, and cut and uploaded again only when they differ.
 //   reduce_by_key: each rank reduces the runs of its shard; a run cut by shard boundaries
 //     is held by the rank where it starts (a rank whose first key equals the last key of
 //     the nearest non-empty rank before it drops its first run, and that rank folds it into
@@ -48,7 +52,10 @@
 // Two ways to start: one process driving all GPUs of a host (ShardedRuntime::nccl_all) and
 // one process per GPU (ShardedRuntime::nccl_rank, given an NcclId); in process over threads
 // (ShardedRuntime::in_process) for the CPU emulator. A ShardedRuntime drives its local
-// ranks (all of them, or just one): every call on it is collective over the world.
+// ranks (all of them, or just one): every call on it is collective over the world. Over
+// NCCL the calling thread issues every local rank's work (the collectives of all ranks in
+// one group) and waits once, for the first local rank's copy; a call returns with the other
+// ranks' array results still queued on their streams (ready when read, like run_async).
 #include <array>
 #include <cstddef>
 #include <memory>
