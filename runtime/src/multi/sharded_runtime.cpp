@@ -144,8 +144,7 @@ ShardedRuntime::ShardedRuntime(std::vector<std::unique_ptr<Runtime>> runtimes,
   state_->ranks.reserve(state_->runtimes.size());
   for (std::size_t i = 0; i < state_->runtimes.size(); ++i)
     state_->ranks.emplace_back(i, *state_->runtimes[i], *state_->comms[i], state_->buffers[i], state_->outputs[i]);
-  for (const auto& c : state_->comms)
-    state_->threaded = state_->threaded || (state_->comms.size() > 1 && c->blocking());
+  set_rank_threads(false);
 }
 ShardedRuntime::~ShardedRuntime() = default;
 ShardedRuntime::ShardedRuntime(ShardedRuntime&&) noexcept = default;
@@ -195,6 +194,13 @@ ShardedRuntime ShardedRuntime::nccl_rank(const NcclId& id, int rank, int world, 
   std::vector<std::unique_ptr<Communicator>> comms;
   comms.push_back(nccl_communicator(id, rank, world, *runtimes[0]));
   return ShardedRuntime(std::move(runtimes), std::move(comms));
+}
+
+void ShardedRuntime::set_rank_threads(bool on) {
+  bool threaded = false;
+  for (const auto& c : state_->comms)
+    threaded = threaded || c->blocking() || (on && c->backend() == "nccl");
+  state_->threaded = threaded && state_->comms.size() > 1;
 }
 
 int ShardedRuntime::world_size() const { return state_->world; }
