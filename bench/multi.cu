@@ -15,9 +15,9 @@
 //                the shard boundaries; offsets on the host, each rank's cut to its shard),
 //                every rank's stream synchronised; no torch equivalent
 //   combine_i32  a sharded i32 sum of one element per GPU: all-reduced (one collective)
-//   weak_sum_threads, combine_threads  weak_sum and combine with a thread per rank issuing
-//                its work (ShardedRuntime::set_rank_threads) instead of the calling thread
-//                issuing every rank's: for comparing the two
+//   weak_sum_one_thread, combine_one_thread  weak_sum and combine with the calling thread
+//                issuing every rank's work (ShardedRuntime::set_rank_threads(false))
+//                instead of a thread per rank (the default): for comparing the two
 // Host wall time per call, median; torch (bench/multi_anchors.py, one process per GPU,
 // mp.spawn) reports the slowest rank's median. --quick divides the sizes by 16. Writes
 // bench_multi.csv. NVLink multicast stays off (NCCL_NVLS_ENABLE=0 ...) here and in the
@@ -103,9 +103,9 @@ void measure_fuseflow(int w, std::size_t scale_down, int reps, std::map<MultiKey
                       " vs " + std::to_string(want));
     out[{name, w}] = time_median(warmup, reps, [&] { (void)srt.run(sum, {{x, xs}}).at(0).value(); });
     if (std::string(name) != "weak_sum") return;
-    srt.set_rank_threads(true);  // the same with a thread per rank issuing its work
-    out[{"weak_sum_threads", w}] = time_median(warmup, reps, [&] { (void)srt.run(sum, {{x, xs}}).at(0).value(); });
-    srt.set_rank_threads(false);
+    srt.set_rank_threads(false);  // the same with the calling thread issuing every rank's work
+    out[{"weak_sum_one_thread", w}] = time_median(warmup, reps, [&] { (void)srt.run(sum, {{x, xs}}).at(0).value(); });
+    srt.set_rank_threads(true);
   };
   run_sum("weak_sum", ((std::size_t{1} << 28) / scale_down) * (std::size_t)w);
   run_sum("strong_sum", (std::size_t{1} << 30) / scale_down);
@@ -181,10 +181,10 @@ void measure_fuseflow(int w, std::size_t scale_down, int reps, std::map<MultiKey
     const float got = srt.run(sum, {{x, xs}}).at(0).as<float>();
     if (got != (float)w) report_mismatch("multi combine w=" + std::to_string(w));
     out[{"combine", w}] = time_median(50, std::max(reps, 200), [&] { (void)srt.run(sum, {{x, xs}}).at(0).value(); });
-    srt.set_rank_threads(true);
-    out[{"combine_threads", w}] =
-        time_median(50, std::max(reps, 200), [&] { (void)srt.run(sum, {{x, xs}}).at(0).value(); });
     srt.set_rank_threads(false);
+    out[{"combine_one_thread", w}] =
+        time_median(50, std::max(reps, 200), [&] { (void)srt.run(sum, {{x, xs}}).at(0).value(); });
+    srt.set_rank_threads(true);
   }
 }
 
@@ -281,9 +281,9 @@ void bench_multi(const Context&, const Options& opt) {
   for (int w : worlds) measure_host_fold(w, reps, ff_us);
   measure_torch(worlds, scale_down, reps, torch_us);
 
-  const char* cases[] = {"weak_sum", "weak_sum_threads", "strong_sum",    "strong_scan",  "strong_mssp",
-                         "combine",  "combine_threads",  "combine_hostfold", "strong_segsum", "combine_i32"};
-  std::printf("\n  %-16s %5s %12s %12s %10s %10s\n", "case", "GPUs", "fuseflow us", "torch us", "ff scale", "torch scale");
+  const char* cases[] = {"weak_sum", "weak_sum_one_thread", "strong_sum",    "strong_scan",  "strong_mssp",
+                         "combine",  "combine_one_thread",  "combine_hostfold", "strong_segsum", "combine_i32"};
+  std::printf("\n  %-20s %5s %12s %12s %10s %10s\n", "case", "GPUs", "fuseflow us", "torch us", "ff scale", "torch scale");
   const std::string path = out_dir() + "/bench_multi.csv";
   FILE* csv = std::fopen(path.c_str(), "w");
   if (csv) std::fprintf(csv, "case,gpus,fuseflow_us,torch_us,fuseflow_scaling,torch_scaling\n");
@@ -296,7 +296,7 @@ void bench_multi(const Context&, const Options& opt) {
       // weak scaling: efficiency t1 / tw; strong: speedup t1 / tw; combine: none.
       const bool scaled = std::string(name).rfind("combine", 0) != 0;
       const double fs = scaled ? f1 / f : NAN, ts = scaled ? t1 / t : NAN;
-      std::printf("  %-16s %5d %12.1f %12.1f %10.3f %10.3f\n", name, w, f, t, fs, ts);
+      std::printf("  %-20s %5d %12.1f %12.1f %10.3f %10.3f\n", name, w, f, t, fs, ts);
       if (csv) std::fprintf(csv, "%s,%d,%.2f,%.2f,%.4f,%.4f\n", name, w, f, t, fs, ts);
     }
   if (csv) std::fclose(csv);

@@ -144,7 +144,7 @@ ShardedRuntime::ShardedRuntime(std::vector<std::unique_ptr<Runtime>> runtimes,
   state_->ranks.reserve(state_->runtimes.size());
   for (std::size_t i = 0; i < state_->runtimes.size(); ++i)
     state_->ranks.emplace_back(i, *state_->runtimes[i], *state_->comms[i], state_->buffers[i], state_->outputs[i]);
-  set_rank_threads(false);
+  set_rank_threads(true);  // measured faster on 4 H200s (bench/RESULTS.md, multi group)
 }
 ShardedRuntime::~ShardedRuntime() = default;
 ShardedRuntime::ShardedRuntime(ShardedRuntime&&) noexcept = default;
