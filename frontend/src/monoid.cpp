@@ -3,8 +3,10 @@
 // the code generator and the CPU reference treat built-ins and custom monoids alike.
 #include "fuseflow/frontend/monoid.hpp"
 
+#include <cstring>
 #include <limits>
 #include <mutex>
+#include <string_view>
 #include <vector>
 
 #include "fuseflow/frontend/reference.hpp"
@@ -231,6 +233,31 @@ Monoid trace_monoid(std::string name, const Type& t, const Expr& combine_result,
   Value id = folded(identity);
   return Monoid::custom(name.empty() ? "custom" : std::move(name), t, combine_result, id,
                         c == Commutativity::Commutative);
+}
+
+Monoid reuse_traced(const Monoid& last, const std::string& name, const Type& t, const Expr& identity,
+                    Commutativity c) {
+  if (!last.valid() || !identity.valid()) return {};
+  const MonoidNode& n = last.node();
+  if (n.commutative != (c == Commutativity::Commutative) || n.type != t || identity.type() != t ||
+      n.name != (name.empty() ? std::string_view("custom") : std::string_view(name)))
+    return {};
+  // The identity's value, bit for bit (-0.0 is not 0.0).
+  const Value id = folded(identity);
+  const std::size_t bytes = t.size();
+  unsigned char small[2][64] = {};
+  std::vector<unsigned char> big[2];
+  unsigned char* a = small[0];
+  unsigned char* b = small[1];
+  if (bytes > sizeof small[0]) {
+    big[0].resize(bytes);
+    big[1].resize(bytes);
+    a = big[0].data();
+    b = big[1].data();
+  }
+  id.to_bytes(a);
+  n.identity.to_bytes(b);
+  return std::memcmp(a, b, bytes) == 0 ? last : Monoid();
 }
 
 }  // namespace detail

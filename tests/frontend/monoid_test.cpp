@@ -3,6 +3,7 @@
 // GraphError.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -461,4 +462,37 @@ TEST_CASE("a custom monoid's identity given as a tuple of literals is the same v
   const ff::Monoid n = ff::monoid<int>([](const ff::Expr& a, const ff::Expr& b) { return a + b; },
                                        ff::cast<int>(ff::Expr(2.0f)) - 2, ff::commutative, "plus_cast");
   CHECK(n.identity() == ff::Value(0));
+}
+
+namespace {
+// One lambda type, so that every call below shares its trace memo (monoid.hpp).
+ff::Monoid shifted_sum(float zero, const char* name, ff::Commutativity c) {
+  return ff::monoid<float>([](const ff::Expr& a, const ff::Expr& b) { return a + b; }, zero, c, name);
+}
+}  // namespace
+
+TEST_CASE("a captureless combine is traced once while its name, type, identity and commutativity repeat") {
+  const ff::Monoid first = shifted_sum(0.0f, "s", ff::commutative);
+  const ff::Monoid again = shifted_sum(0.0f, "s", ff::commutative);
+  CHECK(&first.node() == &again.node());
+  // Anything that differs traces anew, and the monoid has what was asked.
+  const ff::Monoid negative_zero = shifted_sum(-0.0f, "s", ff::commutative);
+  CHECK(&negative_zero.node() != &first.node());
+  CHECK(std::signbit(negative_zero.identity().as_float()));
+  const ff::Monoid renamed = shifted_sum(-0.0f, "t", ff::commutative);
+  CHECK(&renamed.node() != &negative_zero.node());
+  CHECK(renamed.name() == "t");
+  const ff::Monoid ordered = shifted_sum(-0.0f, "t", ff::non_commutative);
+  CHECK(&ordered.node() != &renamed.node());
+  CHECK(!ordered.is_commutative());
+  CHECK(shifted_sum(1.0f, "t", ff::non_commutative).identity().as_float() == 1.0f);
+  // A combine with captures is traced every time: what it captured may differ.
+  float scale = 2.0f;
+  auto scaled = [&scale] {
+    return ff::monoid<float>([&scale](const ff::Expr& a, const ff::Expr& b) { return a + b * scale; }, 0.0f,
+                             ff::non_commutative);
+  };
+  const ff::Monoid two = scaled();
+  scale = 3.0f;
+  CHECK(&scaled().node() != &two.node());
 }

@@ -20,9 +20,12 @@ namespace ff = fuseflow;
 
 namespace {
 
-// 2^24 f32 elements are 2048 tiles: far more than are resident at once, so tiles look
-// back over predecessors that are still running.
-const std::vector<std::int64_t> kSizes = ff::test::capped({0, 1, 31, 32, 33, 1000, 1023, 1025, (1 << 20) + 7, 1 << 24});
+// The sweeps' sizes under the label gpu; the same sweeps at 2^24 elements in the suite
+// "long" (label gpu-long; gpu_test_support.hpp). 2^24 f32 elements are 2048 tiles: far
+// more than are resident at once, so tiles look back over predecessors that are still
+// running (the pipelined compaction's case below checks 300 tiles under the label gpu).
+const std::vector<std::int64_t> kSizes = ff::test::capped({0, 1, 31, 32, 33, 1000, 1023, 1025, (1 << 20) + 7});
+const std::vector<std::int64_t> kLongSizes = ff::test::capped({1 << 24});
 
 using ff::test::random_values;
 using ff::test::runtime;
@@ -67,11 +70,11 @@ void run_against_reference(const std::string& what, const ff::Program& prog, con
 // filter(x, x > t) over T at every size, with thresholds that keep every element, none,
 // and about half (the values are drawn from [-1000, 1000)); one program, one kernel.
 template <class T>
-void run_thresholds() {
+void run_thresholds(const std::vector<std::int64_t>& sizes) {
   auto x = ff::input<T>("x");
   auto t = ff::param<T>("t");
   ff::Program prog(ff::filter(x, x > t));
-  for (std::int64_t n : kSizes) {
+  for (std::int64_t n : sizes) {
     auto host = random_values<T>(n, -1000, 1000);
     for (double threshold : {-2000.0, 2000.0, 0.0}) {
       const std::string what = "filter(x > " + std::to_string(threshold) + ") of " + ff::type_of<T>().name() +
@@ -84,9 +87,15 @@ void run_thresholds() {
 }  // namespace
 
 TEST_CASE("filter keeps the survivors in input order for f32, i32 and i64: every size, keep all, none, about half") {
-  run_thresholds<float>();
-  run_thresholds<std::int32_t>();
-  run_thresholds<std::int64_t>();
+  run_thresholds<float>(kSizes);
+  run_thresholds<std::int32_t>(kSizes);
+  run_thresholds<std::int64_t>(kSizes);
+}
+
+TEST_CASE("filter keeps the survivors in input order for f32, i32 and i64 at 2^24 elements" * doctest::test_suite("long")) {
+  run_thresholds<float>(kLongSizes);
+  run_thresholds<std::int32_t>(kLongSizes);
+  run_thresholds<std::int64_t>(kLongSizes);
 }
 
 TEST_CASE("changing the threshold parameter does not recompile") {
@@ -104,14 +113,16 @@ TEST_CASE("changing the threshold parameter does not recompile") {
   CHECK(none == 0);
 }
 
-TEST_CASE("tuple elements: (value, index) pairs and a 4 x i32 input compact exactly") {
+namespace {
+
+void check_tuple_elements(const std::vector<std::int64_t>& sizes) {
   using Pair = ff::Tuple<std::int32_t, long long>;
   using Quad = ff::Tuple<int, int, int, int>;
   auto x = ff::input<std::int32_t>("x");
   ff::Program pairs(ff::filter(ff::zip(x, ff::index()), (x & 1) == 0));
   auto m = ff::input<Quad>("m");
   ff::Program quads(ff::filter(m, m[0] > m[3]));
-  for (std::int64_t n : kSizes) {
+  for (std::int64_t n : sizes) {
     run_against_reference<std::int32_t, Pair>("even (value, index) pairs, n = " + std::to_string(n), pairs, x,
                                               random_values<std::int32_t>(n, -1000, 1000));
     std::vector<Quad> host(static_cast<std::size_t>(n));
@@ -120,6 +131,16 @@ TEST_CASE("tuple elements: (value, index) pairs and a 4 x i32 input compact exac
       host[i] = Quad(fields[4 * i], fields[4 * i + 1], fields[4 * i + 2], fields[4 * i + 3]);
     run_against_reference<Quad, Quad>("4 x i32 with m[0] > m[3], n = " + std::to_string(n), quads, m, host);
   }
+}
+
+}  // namespace
+
+TEST_CASE("tuple elements: (value, index) pairs and a 4 x i32 input compact exactly") {
+  check_tuple_elements(kSizes);
+}
+
+TEST_CASE("tuple elements: (value, index) pairs and a 4 x i32 input at 2^24 elements" * doctest::test_suite("long")) {
+  check_tuple_elements(kLongSizes);
 }
 
 TEST_CASE("16-byte survivors staged in exactly 48 KB of shared memory launch (fuzz seed 439)") {
@@ -152,7 +173,9 @@ TEST_CASE("16-byte survivors staged in exactly 48 KB of shared memory launch (fu
 
 // DESIGN.md fusion rules: filter -> map is applied to the survivors in the compaction
 // kernel before they are written; index() there is the position among the survivors.
-TEST_CASE("filter -> map: maps of the survivors are applied before the store, in one kernel") {
+namespace {
+
+void check_filter_then_map(const std::vector<std::int64_t>& sizes) {
   auto x = ff::input<std::int32_t>("x");
   ff::Expr kept = ff::filter(x * 3, x > 0);
   ff::Program prog(ff::outputs(kept * 2 + 1, kept, ff::cast<long long>(kept) * 1000000 + ff::index()));
@@ -161,13 +184,23 @@ TEST_CASE("filter -> map: maps of the survivors are applied before the store, in
   REQUIRE(plan.kernels.size() == 2);
   CHECK(plan.kernels[0].name == "ff_filter_compact_i32");
   CHECK(plan.kernels[1].name == "ff_filter_compact_pipelined_i32");
-  for (std::int64_t n : kSizes) {
+  for (std::int64_t n : sizes) {
     auto host = random_values<std::int32_t>(n, -1000, 1000);
     const std::string what = "filter -> map, n = " + std::to_string(n);
     run_against_reference<std::int32_t, std::int32_t>(what + ", output 0", prog, x, host, {}, 0);
     run_against_reference<std::int32_t, std::int32_t>(what + ", output 1", prog, x, host, {}, 1);
     run_against_reference<std::int32_t, long long>(what + ", output 2 (index)", prog, x, host, {}, 2);
   }
+}
+
+}  // namespace
+
+TEST_CASE("filter -> map: maps of the survivors are applied before the store, in one kernel") {
+  check_filter_then_map(kSizes);
+}
+
+TEST_CASE("filter -> map at 2^24 elements" * doctest::test_suite("long")) {
+  check_filter_then_map(kLongSizes);
 }
 
 TEST_CASE("a float map after the filter matches the f64 reference") {

@@ -212,6 +212,49 @@ TEST_CASE("running out of device memory says how much was asked and how much is 
   CHECK(rt.download(rt.upload(std::vector<int>{1, 2, 3})) == std::vector<int>{1, 2, 3});
 }
 
+// Issue 20: most of the device's memory taken first (in 1 GiB pieces, then the rest but
+// 256 MiB), a run whose 512 MiB output does not fit throws CudaError naming the size it
+// asked for; with the memory given back the same run succeeds. The whole device's memory:
+// runtime_gpu_test is RUN_SERIAL (tests/gpu/CMakeLists.txt).
+TEST_CASE("with most of the device's memory taken, a run whose output does not fit says the size it asked for") {
+  ff::Runtime rt(memory_only());
+  const std::size_t n = std::size_t{1} << 27, output_bytes = n * sizeof(float);
+  ff::DeviceArray<float> input = rt.upload(std::vector<float>(n, 1.5f));
+  const auto free_bytes = [&rt] {
+    rt.synchronize();
+    const ff::detail::DriverApi& api = *ff::detail::driver_api();
+    REQUIRE(api.cuCtxPushCurrent(rt.context()) == CUDA_SUCCESS);
+    std::size_t free = 0, total = 0;
+    const CUresult got = api.cuMemGetInfo(&free, &total);
+    CUcontext popped = nullptr;
+    api.cuCtxPopCurrent(&popped);
+    REQUIRE(got == CUDA_SUCCESS);
+    return free;
+  };
+  const std::size_t gib = std::size_t{1} << 30, keep = std::size_t{256} << 20;
+  auto x = ff::input<float>("x");
+  {
+    std::vector<ff::DeviceArray<char>> taken;
+    while (free_bytes() > gib + keep) taken.push_back(rt.alloc<char>(gib));
+    if (const std::size_t free = free_bytes(); free > keep) taken.push_back(rt.alloc<char>(free - keep));
+    INFO(taken.size() << " pieces taken, " << free_bytes() << " bytes free");
+    REQUIRE(free_bytes() < output_bytes);
+    try {
+      (void)rt.run(x * 2.0f, {{x, input}});
+      FAIL("a run needing 512 MiB succeeded with less than that free");
+    } catch (const ff::CudaError& e) {
+      CHECK(e.code() == CUDA_ERROR_OUT_OF_MEMORY);
+      const std::string what = e.what();
+      INFO(what);
+      CHECK(what.find("asked for " + std::to_string(output_bytes) + " bytes") != std::string::npos);
+    }
+  }
+  const std::vector<float> doubled = rt.run(x * 2.0f, {{x, input}}).download<float>();
+  REQUIRE(doubled.size() == n);
+  CHECK(doubled.front() == 3.0f);
+  CHECK(doubled.back() == 3.0f);
+}
+
 TEST_CASE("a fresh Runtime loads a kernel from the disk cache without compiling") {
   ff::test::TempDir dir;
   ff::RuntimeOptions options;

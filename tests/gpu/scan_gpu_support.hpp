@@ -27,12 +27,13 @@ namespace fuseflow::test::scan_support {
 
 namespace ff = fuseflow;
 
-// Every size up to 2^20 + 7 under the label gpu; the same sweeps at 2^24 elements (4096
+// The sweeps' sizes under the label gpu: the edges and 70001 (tens of tiles, so tiles look
+// back over several predecessors); the same sweeps at 2^20 + 7 and 2^24 elements (4096
 // tiles of the f32 look-back scan: several times the blocks an H100 holds at once, so
-// tiles wait on predecessors that are not yet resident) in the suite "long"
-// (gpu_test_support.hpp).
-inline const std::vector<std::int64_t> kSizes = ff::test::capped({0, 1, 31, 32, 33, 1000, 1023, 1025, (1 << 20) + 7});
-inline const std::vector<std::int64_t> kLongSizes = ff::test::capped({1 << 24});
+// tiles wait on predecessors that are not yet resident) in the suite "long" (label
+// gpu-long; gpu_test_support.hpp), so every size of a sweep runs under one of the labels.
+inline const std::vector<std::int64_t> kSizes = ff::test::capped({0, 1, 31, 32, 33, 1000, 1023, 1025, 70001});
+inline const std::vector<std::int64_t> kLongSizes = ff::test::capped({(1 << 20) + 7, 1 << 24});
 inline const std::vector<ff::Strategy> kStrategies = {ff::strategy::automatic, ff::strategy::reduce_then_scan};
 
 using ff::test::random_values;

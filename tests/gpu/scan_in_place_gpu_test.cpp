@@ -72,7 +72,7 @@ TEST_CASE("an in-place linear recurrence over (a, b) pairs keeps the order of it
   check_in_place_linear_recurrences(kSizes);
 }
 
-TEST_CASE("in-place sums, maps and linear recurrences at 2^24 elements" * doctest::test_suite("long")) {
+TEST_CASE("in-place sums, maps and linear recurrences at 2^20 + 7 and 2^24 elements" * doctest::test_suite("long")) {
   check_in_place_sums(kLongSizes);
   check_in_place_prologue_epilogue(kLongSizes);
   check_in_place_linear_recurrences(kLongSizes);

@@ -23,10 +23,11 @@ namespace fuseflow::test::segmented_support {
 
 namespace ff = fuseflow;
 
-// Every size up to 2^20 + 7 under the label gpu; the same sweeps at 2^24 elements in the
-// suite "long" (gpu_test_support.hpp).
-inline const std::vector<std::int64_t> kSizes = ff::test::capped({0, 1, 31, 32, 33, 1000, 1023, 1025, (1 << 20) + 7});
-inline const std::vector<std::int64_t> kLongSizes = ff::test::capped({1 << 24});
+// The sweeps' sizes under the label gpu: the edges and 70001 (many tiles, several blocks
+// per segment); the same sweeps at 2^20 + 7 and 2^24 elements in the suite "long" (label
+// gpu-long; gpu_test_support.hpp), so every size of a sweep runs under one of the labels.
+inline const std::vector<std::int64_t> kSizes = ff::test::capped({0, 1, 31, 32, 33, 1000, 1023, 1025, 70001});
+inline const std::vector<std::int64_t> kLongSizes = ff::test::capped({(1 << 20) + 7, 1 << 24});
 
 using ff::test::rng;
 using ff::test::runtime;

@@ -247,6 +247,36 @@ TEST_CASE("programs that differ only in an operator or a tuple field's type get 
   CHECK(rt.stats().programs.misses == 6);
 }
 
+// A custom monoid's combine graph is keyed on its own (structure.cpp) and kept per node: a
+// program rebuilt with a monoid traced again (one lambda: the same node) finds its plan, and
+// monoids that differ only inside their combine, their identity or their order get plans of
+// their own, each with the right answer.
+TEST_CASE("programs with custom monoids: rebuilt ones share a plan; monoids differing inside get their own") {
+  ff::Runtime rt(memory_only());
+  const std::vector<int> host = {3, -1, 4, -1, 5};
+  auto xs = rt.upload(host);
+  const auto sum_with = [&](const ff::Monoid& m) {
+    const ff::Expr x = ff::input<int>("x");
+    return rt.run(ff::reduce(x, m), {{x, xs}}).as<int>();
+  };
+  const auto plus = [](int identity) {
+    return ff::monoid<int>([](const ff::Expr& a, const ff::Expr& b) { return a + b; }, identity, ff::commutative, "p");
+  };
+  const auto larger = [](int identity) {
+    return ff::monoid<int>([](const ff::Expr& a, const ff::Expr& b) { return ff::max(a, b); }, identity,
+                           ff::commutative, "p");
+  };
+  for (int i = 0; i < 3; ++i) CHECK(sum_with(plus(0)) == 10);
+  CHECK(rt.stats().programs.misses == 1);
+  CHECK(sum_with(larger(-100)) == 5);  // same name and type, another combine
+  CHECK(rt.stats().programs.misses == 2);
+  CHECK(sum_with(larger(-1000)) == 5);  // another identity (both are identities for these values)
+  CHECK(rt.stats().programs.misses == 3);
+  CHECK(sum_with(larger(-100)) == 5);  // traced anew (the memo held -1000): the second plan again
+  CHECK(sum_with(plus(0)) == 10);
+  CHECK(rt.stats().programs.misses == 3);
+}
+
 // The issue's scale, in CI: 10,000 programs of distinct structure. Structures differ in
 // what the plan and the kernels do not depend on (each input's declared length, which is
 // part of the key and checked at every run) as well as in what they do (the scale, a

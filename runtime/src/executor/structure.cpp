@@ -4,6 +4,7 @@
 #include "structure.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <vector>
 
@@ -66,9 +67,20 @@ class SeenNodes {
   unsigned stamp_ = 0;
 };
 
+// A monoid's signature, walked on its own (its nodes numbered from 0, apart from the
+// program's), so that it can be kept: a custom monoid traced once (monoid.hpp) is one
+// MonoidNode shared by every program rebuilt from it, and its graph is walked once per
+// thread instead of once per program. The slot holds the Monoid, so the node (and its
+// address) stays taken while the slot lives.
+struct MonoidSignature {
+  Monoid monoid;
+  ProgramKey key;
+};
+
 class Walker {
  public:
-  explicit Walker(ProgramKey& key) : key_(key) {
+  Walker(ProgramKey& key, SeenNodes& exprs, SeenNodes& ops, int depth = 0)
+      : key_(key), exprs_(exprs), ops_(ops), depth_(depth) {
     key_.tokens.clear();
     key_.text.clear();
     exprs_.start();
@@ -194,11 +206,38 @@ class Walker {
     expr(o->keys);
   }
 
+  // A monoid: kMonoid, its own signature's hash and token count, its tokens (its strings
+  // in `text` where they fall), so that equal signatures still mean equal monoids. Kept
+  // per thread by node (MonoidSignature); one inside a monoid (none today) is walked
+  // in place.
   void monoid(const Monoid& m) {
     if (!m.valid()) {
       put(kNoMonoid);
       return;
     }
+    if (depth_ > 0) {
+      monoid_fields(m);
+      return;
+    }
+    static constexpr std::size_t kSlots = 16;
+    thread_local std::array<MonoidSignature, kSlots> kept;
+    const MonoidNode* node = &m.node();
+    MonoidSignature& slot = kept[(reinterpret_cast<std::uintptr_t>(node) >> 4) % kSlots];
+    if (!slot.monoid.valid() || &slot.monoid.node() != node) {
+      thread_local SeenNodes exprs, ops;
+      Walker inner(slot.key, exprs, ops, depth_ + 1);
+      inner.monoid_fields(m);
+      slot.key.hash = inner.hash_;
+      slot.monoid = m;
+    }
+    put(kMonoid);
+    put(slot.key.hash);
+    put(slot.key.tokens.size());
+    key_.tokens.insert(key_.tokens.end(), slot.key.tokens.begin(), slot.key.tokens.end());
+    key_.text += slot.key.text;
+  }
+
+  void monoid_fields(const Monoid& m) {
     const MonoidNode& n = m.node();
     put(kMonoid);
     put(static_cast<std::uint64_t>(n.kind));
@@ -212,14 +251,17 @@ class Walker {
 
   ProgramKey& key_;
   std::uint64_t hash_ = 1469598103934665603ULL;
-  // Per thread: walks on several threads (several Runtimes) do not share them.
-  static thread_local SeenNodes exprs_, ops_;
+  SeenNodes& exprs_;
+  SeenNodes& ops_;
+  int depth_;
 };
-
-thread_local SeenNodes Walker::exprs_, Walker::ops_;
 
 }  // namespace
 
-void structural_key(const Program& program, ProgramKey& key) { Walker(key).program(program); }
+void structural_key(const Program& program, ProgramKey& key) {
+  // Per thread: walks on several threads (several Runtimes) do not share them.
+  thread_local SeenNodes exprs, ops;
+  Walker(key, exprs, ops).program(program);
+}
 
 }  // namespace fuseflow::detail

@@ -15,7 +15,9 @@ namespace fuseflow::detail {
 
 // Every field of every node reached from the outputs (expressions, ops, monoids), in walk
 // order; a node reached again is written as a back reference to its first visit, so the
-// signature follows the graph's sharing and stays linear in its size. Strings (names, raw
+// signature follows the graph's sharing and stays linear in its size (a monoid's combine
+// graph is numbered on its own: its signature is walked once per MonoidNode and thread,
+// and kept, structure.cpp). Strings (names, raw
 // CUDA text) go into `text`, lengths into `tokens`, so the pair decodes unambiguously:
 // equal signatures mean equal programs up to node identity and parameter values. It is at
 // least as strict as to_string(program) (two programs printed alike but shared differently

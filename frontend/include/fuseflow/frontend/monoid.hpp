@@ -138,10 +138,26 @@ namespace detail {
 [[noreturn]] void throw_combine_arity(const std::string& name, int arity);
 Monoid trace_monoid(std::string name, const Type& t, const Expr& combine_result,
                     const Expr& identity, Commutativity c);
+// `last` if it was traced with this name, element type, identity (its value, bit for bit)
+// and commutativity, else an invalid Monoid.
+Monoid reuse_traced(const Monoid& last, const std::string& name, const Type& t, const Expr& identity,
+                    Commutativity c);
 template <class F>
 Monoid make_monoid(std::string name, const Type& t, F&& combine, const Expr& identity,
                    Commutativity c) {
   if constexpr (std::is_invocable_v<F, Expr, Expr>) {
+    if constexpr (std::is_empty_v<std::remove_cvref_t<F>>) {
+      // A captureless combine (a lambda without captures) is one fixed function of its
+      // operands: the monoid it traced last on this thread, one per lambda type, serves
+      // again while the name, type, identity and commutativity repeat, so a program
+      // rebuilt in a loop does not trace it again (and shares one MonoidNode, whose
+      // structural key the Runtime keeps).
+      thread_local Monoid last;
+      if (Monoid again = reuse_traced(last, name, t, identity, c); again.valid()) return again;
+      Expr result(combine(Expr::operand(0, t), Expr::operand(1, t)));
+      last = trace_monoid(std::move(name), t, result, identity, c);
+      return last;
+    }
     Expr result(combine(Expr::operand(0, t), Expr::operand(1, t)));
     return trace_monoid(std::move(name), t, result, identity, c);
   } else if constexpr (std::is_invocable_v<F, Expr>) {
@@ -155,7 +171,9 @@ Monoid make_monoid(std::string name, const Type& t, F&& combine, const Expr& ide
 }  // namespace detail
 
 // A custom monoid over T: ff::monoid<ff::Tuple<int,int>>(combine, identity, ff::non_commutative).
-// combine(a, b) is traced once with symbolic a and b of type T and must return a T; the
+// combine(a, b) is traced once with symbolic a and b of type T and must return a T (a
+// lambda without captures is traced once per thread while the arguments repeat, so it must
+// not read state that changes between calls: capture such state instead); the
 // identity must be a constant of type T. In debug builds (or after set_monoid_checks(true),
 // settings.hpp) the first op to use it checks its laws on its elements
 // (frontend/src/monoid_laws.hpp).
