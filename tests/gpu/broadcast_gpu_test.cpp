@@ -17,6 +17,7 @@
 #include <fuseflow/fuseflow.hpp>
 
 #include "gpu_test_support.hpp"
+#include "segment_test_support.hpp"
 
 namespace ff = fuseflow;
 
@@ -78,7 +79,7 @@ void check(const Build& build, const std::vector<O>& offsets, double lo, double 
   }
   const auto got = runtime().run(prog, b);
 
-  using Wide = std::conditional_t<std::is_floating_point_v<T>, double, T>;
+  using Wide = ff::test::Wide<T>;
   const auto xw = ff::input<Wide>("x");
   const auto ww = ff::input<Wide>("w");
   const ff::Program wide(build(xw, ww, o));
@@ -91,23 +92,8 @@ void check(const Build& build, const std::vector<O>& offsets, double lo, double 
                                                   : std::vector<Wide>(wh.begin(), wh.end())));
   }
   const auto want = ff::evaluate(wide, hb);
-  REQUIRE(got.size() == want.size());
-  for (std::size_t k = 0; k < got.size(); ++k) {
-    const std::vector<T> g = got[k].download<T>();
-    const std::vector<Wide> r = want[k].array.to_vector<Wide>();
-    REQUIRE(g.size() == r.size());
-    std::size_t wrong = 0, first = 0;
-    for (std::size_t i = 0; i < g.size(); ++i) {
-      const bool ok = tolerance == 0 ? static_cast<Wide>(g[i]) == r[i]
-                                     : std::fabs(static_cast<double>(g[i]) - static_cast<double>(r[i])) <=
-                                           tolerance * std::max(floor, std::fabs(static_cast<double>(r[i])));
-      if (!ok && wrong++ == 0) first = i;
-    }
-    INFO(what << ", n = " << n << ", " << offsets.size() - 1 << " segments, output " << k << ": " << wrong
-              << " wrong; first at " << first << ": got " << (wrong ? static_cast<double>(g[first]) : 0.0)
-              << ", want " << (wrong ? static_cast<double>(r[first]) : 0.0));
-    CHECK(wrong == 0);
-  }
+  ff::test::check_outputs<T>(got, want, tolerance, floor,
+                            what + ", n = " + std::to_string(n) + ", " + std::to_string(offsets.size() - 1) + " segments");
 }
 
 std::vector<ff::Expr> softmax(const ff::Expr& x, const ff::Expr&, const ff::Expr& o) {
