@@ -234,4 +234,61 @@ void fill_byte_values(const Context& c, int* x, std::size_t count, std::uint32_t
   CK(cudaGetLastError());
 }
 
+DeviceGroup::DeviceGroup(const Context& base, const Options& opt) : c(base), saved_(g_device_mode) {
+  c.reps = opt.reps > 0 ? opt.reps : opt.quick ? 5 : 20;
+  c.warmup = 2;
+  g_device_mode = true;
+}
+
+std::map<std::string, double> run_anchor_script(const std::string& script, int reps) {
+  std::map<std::string, double> out;
+  const std::string cmd = "python3 '" + script + "' --reps " + std::to_string(reps) + " 2>&1";
+  std::fflush(stdout);
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return out;
+  char line[512], lib[32], prog[32];
+  double us = NAN;
+  while (std::fgets(line, sizeof line, p)) {
+    if (std::sscanf(line, "row %31s %31s %lf", lib, prog, &us) == 3) out[std::string(lib) + " " + prog] = us;
+    else std::printf("  anchors: %s", line);
+  }
+  pclose(p);
+  return out;
+}
+
+double anchor_at(const std::map<std::string, double>& anchors, const std::string& key) {
+  const auto it = anchors.find(key);
+  return it == anchors.end() ? NAN : it->second;
+}
+
+std::pair<double, double> time_against_copy(const Context& c, const ff::Program& p, const ff::Bindings& b, void* dst,
+                                            const void* src, std::size_t bytes) {
+  ff::Runtime& rt = *c.rt;
+  const std::vector<double> t = time_interleaved(
+      c.stream, c.warmup, c.reps, 1,
+      {[&](std::size_t) { (void)ff_call(rt, p, b); },
+       [&](std::size_t) { CK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, c.stream)); }});
+  return {t[0], t[1]};
+}
+
+std::string check_word(bool ok, const std::string& what) {
+  if (!ok) report_mismatch(what);
+  return ok ? "ok" : "WRONG";
+}
+
+void keep_program_row(const std::string& op, std::size_t n, double bytes, double us, double ceil_us,
+                      const std::string& check) {
+  Row r;
+  r.mode = "device";
+  r.op = op;
+  r.n = n;
+  r.bytes = bytes;
+  r.ff_us = us;
+  r.ceil_us = ceil_us;
+  r.cub_variant = "-";
+  r.check = check;
+  r.reps = 0;
+  g_rows.push_back(r);
+}
+
 }  // namespace ffbench

@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -166,6 +168,35 @@ void fill_byte_values(const Context& c, int* x, std::size_t count, std::uint32_t
 // Offsets of segments covering n elements: one segment (scenario 0), random lengths
 // 10..50 (1), all of length 3 (2).
 std::vector<int> segment_offsets(std::size_t n, int scenario);
+
+// --- program groups (rows.cu, programs.cu): users' programs beside their anchors ----------
+// The group's context for the lifetime of this object: device mode (g_device_mode, restored
+// after), `--reps` or 5 (quick) or 20 calls, 2 warm-up calls.
+class DeviceGroup {
+ public:
+  DeviceGroup(const Context& base, const Options& opt);
+  ~DeviceGroup() { g_device_mode = saved_; }
+  DeviceGroup(const DeviceGroup&) = delete;
+  DeviceGroup& operator=(const DeviceGroup&) = delete;
+  Context c;
+
+ private:
+  bool saved_;
+};
+// Runs `python3 script --reps reps` and returns its lines "row <library> <program> <us>" as
+// {"<library> <program>": us}; other lines are printed as notes ("  anchors: ...").
+std::map<std::string, double> run_anchor_script(const std::string& script, int reps);
+// The anchor's time, NAN when the script gave none.
+double anchor_at(const std::map<std::string, double>& anchors, const std::string& key);
+// The program's call and a device-to-device copy of `bytes` (its floor), interleaved:
+// {fuseflow us, copy us}.
+std::pair<double, double> time_against_copy(const Context& c, const ff::Program& p, const ff::Bindings& b, void* dst,
+                                            const void* src, std::size_t bytes);
+// "ok", or "WRONG" after report_mismatch(what).
+std::string check_word(bool ok, const std::string& what);
+// Keeps a device-mode row of a program group for bench.csv (printed by the group itself).
+void keep_program_row(const std::string& op, std::size_t n, double bytes, double us, double ceil_us,
+                      const std::string& check);
 
 // --- the op groups, one file each --------------------------------------------------------
 void bench_unary(const Context& c, const std::string& name, std::size_t n, std::uint32_t seed);  // reduce.cu

@@ -15,6 +15,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "harness.hpp"
@@ -49,35 +50,6 @@ std::vector<int> csr_offsets(bool zipf) {
   return offsets;
 }
 
-void add(const std::string& op, std::size_t n, double bytes, double us, const std::string& check) {
-  Row r;
-  r.mode = "device";
-  r.op = op;
-  r.n = n;
-  r.bytes = bytes;
-  r.ff_us = us;
-  r.cub_variant = "-";
-  r.check = check;
-  r.reps = 0;
-  g_rows.push_back(r);
-}
-
-std::map<std::string, double> anchors(int reps) {
-  std::map<std::string, double> out;
-  const std::string cmd = std::string("python3 '") + FUSEFLOW_BENCH_PROGRAMS_SCRIPT + "' --reps " + std::to_string(reps) + " 2>&1";
-  std::fflush(stdout);
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return out;
-  char line[512], lib[32], prog[32];
-  double us = NAN;
-  while (std::fgets(line, sizeof line, p)) {
-    if (std::sscanf(line, "row %31s %31s %lf", lib, prog, &us) == 3) out[std::string(lib) + " " + prog] = us;
-    else std::printf("  anchors: %s", line);
-  }
-  pclose(p);
-  return out;
-}
-
 double spmv(const Context& c, bool zipf, bool checked, std::string& check) {
   const std::vector<int> offsets = csr_offsets(zipf);
   const std::size_t rows = offsets.size() - 1;
@@ -98,8 +70,7 @@ double spmv(const Context& c, bool zipf, bool checked, std::string& check) {
   const ff::Bindings b = {{v, span_of<float>(vals, 0, kNnz)}, {k, span_of<int>(dcols, 0, kNnz)},
                           {o, span_of<int>(doffs, 0, offsets.size())}, {xs, span_of<float>(x, 0, kCols)},
                           {p.outputs()[0], span_of<float>(y, 0, rows)}};
-  ff::Runtime& rt = *c.rt;
-  const double us = time_interleaved(c.stream, c.warmup, c.reps, 1, {[&](std::size_t) { (void)ff_call(rt, p, b); }})[0];
+  const double us = time_interleaved(c.stream, c.warmup, c.reps, 1, {[&](std::size_t) { (void)ff_call(*c.rt, p, b); }})[0];
   // Check the first rows on the host (in double).
   std::vector<float> hv(kNnz), hx(kCols), hy(rows);
   CK(cudaMemcpy(hv.data(), vals.ptr, kNnz * sizeof(float), cudaMemcpyDeviceToHost));
@@ -111,19 +82,15 @@ double spmv(const Context& c, bool zipf, bool checked, std::string& check) {
     for (int e = offsets[r]; e < offsets[r + 1]; ++e) want += (double)hv[e] * hx[static_cast<std::size_t>(cols[e])];
     ok = ok && close_float(hy[r], static_cast<float>(want));
   }
-  check = ok ? "ok" : "WRONG";
-  if (!ok) report_mismatch(std::string("spmv ") + (zipf ? "zipf" : "30/row"));
+  check = check_word(ok, std::string("spmv ") + (zipf ? "zipf" : "30/row"));
   return us;
 }
 
 }  // namespace
 
 void bench_programs(const Context& base, const Options& opt) {
-  Context c = base;
-  c.reps = opt.reps > 0 ? opt.reps : opt.quick ? 5 : 20;
-  c.warmup = 2;
-  const bool saved = g_device_mode;
-  g_device_mode = true;
+  const DeviceGroup group(base, opt);
+  const Context& c = group.c;
   std::printf("\nPrograms users write (issue 25), device time per call (us), median; torch and CuPy in the same run:\n");
   std::map<std::string, double> ff_us;
   std::map<std::string, std::string> checks;
@@ -139,41 +106,29 @@ void bench_programs(const Context& base, const Options& opt) {
     auto xs = ff::input<float>("x");
     const ff::Program p(xs - ff::shift(xs, -1, 0.0f));
     const ff::Bindings b = {{xs, span_of<float>(x, 0, kDiffN)}, {p.outputs()[0], span_of<float>(out, 0, kDiffN)}};
-    ff::Runtime& rt = *c.rt;
-    const std::vector<double> t = time_interleaved(
-        c.stream, c.warmup, c.reps, 1,
-        {[&](std::size_t) { (void)ff_call(rt, p, b); },
-         [&](std::size_t) { CK(cudaMemcpyAsync(out.ptr, x.ptr, kDiffN * sizeof(float), cudaMemcpyDeviceToDevice, c.stream)); }});
-    ff_us["diff"] = t[0];
-    ff_us["copy"] = t[1];
+    std::tie(ff_us["diff"], ff_us["copy"]) = time_against_copy(c, p, b, out.ptr, x.ptr, kDiffN * sizeof(float));
     std::vector<float> hx(1 << 20), hy(1 << 20);
-    (void)ff_call(rt, p, b);
+    (void)ff_call(*c.rt, p, b);
     CK(cudaStreamSynchronize(c.stream));
     CK(cudaMemcpy(hx.data(), x.ptr, hx.size() * sizeof(float), cudaMemcpyDeviceToHost));
     CK(cudaMemcpy(hy.data(), out.ptr, hy.size() * sizeof(float), cudaMemcpyDeviceToHost));
     bool ok = true;
     for (std::size_t i = 0; i < hx.size(); ++i) ok = ok && hy[i] == hx[i] - (i ? hx[i - 1] : 0.0f);
-    checks["diff"] = ok ? "ok" : "WRONG";
-    if (!ok) report_mismatch("adjacent difference");
+    checks["diff"] = check_word(ok, "adjacent difference");
   }
-  const std::map<std::string, double> a = anchors(c.reps);
-  auto at = [&](const std::string& key) {
-    auto it = a.find(key);
-    return it == a.end() ? NAN : it->second;
-  };
+  const std::map<std::string, double> a = run_anchor_script(FUSEFLOW_BENCH_PROGRAMS_SCRIPT, c.reps);
   std::printf("  %-22s %10s %10s %10s %8s  %s\n", "program", "fuseflow", "torch", "CuPy", "vs best", "check");
   for (const auto& [name, us] : ff_us) {
     const std::string anchor = name.substr(0, name.find(' '));
-    const double t = at("torch " + anchor), cp = at("cupy " + anchor);
+    const double t = anchor_at(a, "torch " + anchor), cp = anchor_at(a, "cupy " + anchor);
     const double best = std::fmin(t, cp);
     std::printf("  %-22s %10.1f %10.1f %10.1f %7.2fx  %s\n", name.c_str(), us, t, cp, best / us,
                 checks.count(name) ? checks[name].c_str() : "-");
     const bool spmv_row = name.rfind("spmv", 0) == 0;
-    add("program " + name, spmv_row ? kNnz : kDiffN, spmv_row ? kNnz * 12.0 : kDiffN * 8.0, us,
-        checks.count(name) ? checks[name] : "-");
+    keep_program_row("program " + name, spmv_row ? kNnz : kDiffN, spmv_row ? kNnz * 12.0 : kDiffN * 8.0, us, NAN,
+                     checks.count(name) ? checks[name] : "-");
   }
   std::printf("  (adjacent difference: fuseflow / copy = %.3f; the goal is within 1.03)\n", ff_us["diff"] / ff_us["copy"]);
-  g_device_mode = saved;
 }
 
 }  // namespace ffbench

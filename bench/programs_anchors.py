@@ -12,10 +12,11 @@ A library that cannot be imported, or a program it cannot run, prints a note ins
 usage: programs_anchors.py [--reps 20] [--only spmv30,spmvzipf,diff]
 """
 import argparse
-import statistics
 import sys
 
 import numpy as np
+
+from anchor_timing import timed  # bench/anchor_timing.py, beside this script
 
 NNZ = 1 << 24
 COLS = 1 << 20
@@ -43,30 +44,6 @@ def csr(kind):
     cols = rng.integers(0, COLS, size=NNZ, dtype=np.int32)
     vals = rng.random(NNZ, dtype=np.float32)
     return offsets, cols, vals, len(lens)
-
-
-def timed(lib, fn, reps):
-    if lib == "torch":
-        import torch
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        sync = torch.cuda.synchronize
-    else:
-        import cupy
-        start, end = cupy.cuda.Event(), cupy.cuda.Event()
-        sync = cupy.cuda.Device().synchronize
-    for _ in range(3):
-        fn()
-    sync()
-    batches = []
-    for _ in range(5):
-        start.record()
-        for _ in range(reps):
-            fn()
-        end.record()
-        end.synchronize()
-        ms = start.elapsed_time(end) if lib == "torch" else cupy.cuda.get_elapsed_time(start, end)
-        batches.append(ms * 1000.0 / reps)
-    return statistics.median(batches)
 
 
 def run(lib, program, reps):

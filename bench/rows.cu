@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "harness.hpp"
@@ -26,22 +27,6 @@ namespace ffbench {
 namespace {
 
 constexpr std::size_t kN = std::size_t{1} << 26;
-
-std::map<std::string, double> row_anchors(int reps) {
-  std::map<std::string, double> out;
-  const std::string cmd = std::string("python3 '") + FUSEFLOW_BENCH_ROWS_SCRIPT + "' --reps " + std::to_string(reps) + " 2>&1";
-  std::fflush(stdout);
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return out;
-  char line[512], lib[32], prog[32];
-  double us = NAN;
-  while (std::fgets(line, sizeof line, p)) {
-    if (std::sscanf(line, "row %31s %31s %lf", lib, prog, &us) == 3) out[std::string(lib) + " " + prog] = us;
-    else std::printf("  anchors: %s", line);
-  }
-  pclose(p);
-  return out;
-}
 
 // The first rows of y against softmax in double on the host.
 bool check_softmax(const float* dx, const float* dy, std::size_t c) {
@@ -64,11 +49,8 @@ bool check_softmax(const float* dx, const float* dy, std::size_t c) {
 }  // namespace
 
 void bench_rows(const Context& base, const Options& opt) {
-  Context c = base;
-  c.reps = opt.reps > 0 ? opt.reps : opt.quick ? 5 : 20;
-  c.warmup = 2;
-  const bool saved = g_device_mode;
-  g_device_mode = true;
+  const DeviceGroup group(base, opt);
+  const Context& c = group.c;
   std::printf("\nPer-row softmax of 2^26 f32 (issue 25), device time per call (us), median; torch in the same run:\n");
   std::printf("  traffic floor: read x + write y = 8 B/element, %.0f MiB per call (the copy moves the same bytes)\n",
               kN * 8.0 / (1 << 20));
@@ -83,44 +65,22 @@ void bench_rows(const Context& base, const Options& opt) {
     const auto e = ff::exp(xs - ff::broadcast(ff::segmented_reduce(xs, offs, ff::max), offs));
     const ff::Program p(e / ff::broadcast(ff::segmented_reduce(e, offs, ff::plus), offs));
     const ff::Bindings b = {{xs, span_of<float>(x, 0, kN)}, {p.outputs()[0], span_of<float>(y, 0, kN)}};
-    ff::Runtime& rt = *c.rt;
-    const std::vector<double> t = time_interleaved(
-        c.stream, c.warmup, c.reps, 1,
-        {[&](std::size_t) { (void)ff_call(rt, p, b); },
-         [&](std::size_t) { CK(cudaMemcpyAsync(y.ptr, x.ptr, kN * sizeof(float), cudaMemcpyDeviceToDevice, c.stream)); }});
-    ff_us[cols] = t[0];
-    copy_us[cols] = t[1];
-    (void)ff_call(rt, p, b);
+    std::tie(ff_us[cols], copy_us[cols]) = time_against_copy(c, p, b, y.ptr, x.ptr, kN * sizeof(float));
+    (void)ff_call(*c.rt, p, b);
     CK(cudaStreamSynchronize(c.stream));
-    const bool ok = check_softmax(x.as<float>(), y.as<float>(), cols);
-    checks[cols] = ok ? "ok" : "WRONG";
-    if (!ok) report_mismatch("softmax rows of " + std::to_string(cols));
+    checks[cols] = check_word(check_softmax(x.as<float>(), y.as<float>(), cols), "softmax rows of " + std::to_string(cols));
   }
-  const std::map<std::string, double> a = row_anchors(c.reps);
-  auto at = [&](const std::string& key) {
-    auto it = a.find(key);
-    return it == a.end() ? NAN : it->second;
-  };
+  const std::map<std::string, double> a = run_anchor_script(FUSEFLOW_BENCH_ROWS_SCRIPT, c.reps);
   std::printf("  %-18s %10s %10s %10s %10s %9s %9s  %s\n", "program", "fuseflow", "copy", "torch", "GB/s", "/copy",
               "torch/ff", "check");
   for (const auto& [cols, us] : ff_us) {
     const std::string name = "softmax" + std::to_string(cols);
-    const double t = at("torch " + name);
+    const double t = anchor_at(a, "torch " + name);
     std::printf("  %-18s %10.1f %10.1f %10.1f %10.0f %8.3fx %8.2fx  %s\n", name.c_str(), us, copy_us[cols], t,
                 kN * 8.0 / us / 1e3, us / copy_us[cols], t / us, checks[cols].c_str());
-    Row r;
-    r.mode = "device";
-    r.op = "program " + name;
-    r.n = kN;
-    r.bytes = kN * 8.0;
-    r.ff_us = us;
-    r.ceil_us = copy_us[cols];
-    r.cub_variant = "-";
-    r.check = checks[cols];
-    g_rows.push_back(r);
+    keep_program_row("program " + name, kN, kN * 8.0, us, copy_us[cols], checks[cols]);
   }
   std::printf("  (goals: softmax1024 within 1.03x of the copy; softmax4096 at least 1.2x torch)\n");
-  g_device_mode = saved;
 }
 
 }  // namespace ffbench

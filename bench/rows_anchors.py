@@ -11,26 +11,11 @@ When torch cannot be imported it prints a note instead.
 usage: rows_anchors.py [--reps 20]
 """
 import argparse
-import statistics
 import sys
 
+from anchor_timing import timed  # bench/anchor_timing.py, beside this script
+
 N = 1 << 26
-
-
-def timed(torch, fn, reps):
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    batches = []
-    for _ in range(5):
-        start.record()
-        for _ in range(reps):
-            fn()
-        end.record()
-        end.synchronize()
-        batches.append(start.elapsed_time(end) * 1000.0 / reps)
-    return statistics.median(batches)
 
 
 def main():
@@ -46,8 +31,8 @@ def main():
     out = torch.empty_like(x)
     for cols in (1024, 4096):
         v = x.view(-1, cols)
-        print(f"row torch softmax{cols} {timed(torch, lambda: torch.softmax(v, dim=1), args.reps):.2f}", flush=True)
-    print(f"row torch copy {timed(torch, lambda: out.copy_(x), args.reps):.2f}", flush=True)
+        print(f"row torch softmax{cols} {timed('torch', lambda: torch.softmax(v, dim=1), args.reps):.2f}", flush=True)
+    print(f"row torch copy {timed('torch', lambda: out.copy_(x), args.reps):.2f}", flush=True)
     return 0
 
 

@@ -30,6 +30,16 @@ struct PlanContext {
 
 // What a kernel reads besides its own roles: the program inputs, parameters and scalar
 // slots (earlier reductions' results) its expressions use, in program order.
+// A segmented reduction's per-segment results that a kernel reads through ff::broadcast
+// (the broadcast strategy): argument seg<op> (op: its number in the program's ops), a
+// scratch buffer or, when the result is program output `output`, that output.
+struct BroadcastRead {
+  const OpNode* op = nullptr;
+  int op_index = 0;
+  Type type;
+  int output = -1;
+};
+
 struct Leaves {
   std::vector<Expr> inputs;
   std::vector<int> input_ids;  // their program input numbers
@@ -39,6 +49,7 @@ struct Leaves {
   std::vector<Expr> tables;     // inputs read at computed positions (gather, shift), in program order
   std::vector<int> table_ids;
   bool checked_gather = false;  // a checked gather sets the gather_invalid flag
+  std::vector<BroadcastRead> broadcasts;  // appended after the tables (elementwise_args)
 };
 
 // One reduction inside a fused kernel.
@@ -163,7 +174,9 @@ std::vector<Arg> elementwise_args(const KernelContext& g, std::vector<std::strin
 // gather_invalid: appended by every kernel's argument list after the parameters.
 void append_table_args(std::vector<Arg>& args, const Leaves& l);
 // A leaf of an element-wise expression as an element-wise kernel spells it: input j as
-// inputs[j], the index as i, a parameter as p_<name>, a reduction's result as r<slot>.
+// inputs[j], the index as i, a parameter as p_<name>, a reduction's result as r<slot>, a
+// broadcast of segmented reduction q (the context's offsets, one input) as
+// seg<q>[ff::rows::segment_of(off_<name>, offsets_count - 1, i)] (<fuseflow/rows.cuh>).
 // `what` names the expression in the error for any other leaf.
 std::string elementwise_leaf(const KernelContext& g, const std::vector<std::string>& inputs, const Expr& leaf,
                              const std::string& what);

@@ -19,6 +19,11 @@ std::vector<Arg> elementwise_args(const KernelContext& c, std::vector<std::strin
   for (int s : g.scalars_read)
     args.push_back({Arg::Kind::Scalar, s, "s" + std::to_string(s), c.slot_type(s)});
   append_table_args(args, c.leaves);
+  // Per-segment results read through broadcasts: Scratch index -1 until the broadcast
+  // strategy numbers them (strategies/broadcast.cpp), or the program output holding them.
+  for (const BroadcastRead& b : g.broadcasts)
+    args.push_back({b.output >= 0 ? Arg::Kind::Output : Arg::Kind::Scratch, b.output, "seg" + std::to_string(b.op_index),
+                    b.type});
   return args;
 }
 
@@ -104,6 +109,12 @@ std::string elementwise_leaf(const KernelContext& g, const std::vector<std::stri
     case ExprKind::Param: return "p_" + sanitize(leaf.node().name);
     case ExprKind::Result:  // a reduction's result, read from its scalar slot
       if (leaf.node().op->scalar_output) return "r" + std::to_string(g.slot_of(leaf.node().op.get()));
+      break;
+    case ExprKind::Broadcast:  // its segment's result: the segment by a binary search over the offsets
+      for (const BroadcastRead& b : g.leaves.broadcasts)
+        if (b.op == leaf.args()[0].node().op.get() && g.offsets && g.offsets->leaves.inputs.size() == 1)
+          return "seg" + std::to_string(b.op_index) + "[ff::rows::segment_of(off_" +
+                 sanitize(g.offsets->leaves.inputs[0].node().name) + ", offsets_count - 1, i)]";
       break;
     default: break;
   }

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "fuseflow/codegen/plan.hpp"
 #include "policy.hpp"
@@ -25,9 +26,22 @@ std::optional<RowsTuning> rows_tuning(std::int64_t columns, const RowsPolicy& po
 KernelSpec emit_rows(const KernelContext& g);
 
 // rows_plan.cpp: when the program has a broadcast or ff::rows offsets, plans it as one
-// per-row kernel and returns true (false for every other program). GraphError saying what
-// does not fit a per-row program (the general path, a segmented reduction's kernels then a
-// map reading each element's segment, is not built yet).
+// per-row kernel, or else on the general path (plan_broadcast_program), and returns true
+// (false for every other program).
 bool plan_rows_program(const Program& program, const Policies& policies, const Target& target, Plan& plan);
+
+// broadcast_plan.cpp: the general path, segmented reductions over one offsets input and a
+// map of the outputs reading their broadcasts (strategies/broadcast.cpp); `misfit` says why
+// the program is not a per-row one. GraphError naming what fits neither.
+void plan_broadcast_program(const Program& program, const Policies& policies, const Target& target,
+                            const std::string& misfit, Plan& plan);
+
+// strategies/broadcast.cpp: the program output that is `op`'s result, or -1; the
+// broadcasts `exprs` read (each reduction once, in order of appearance); the kernels of a
+// broadcast program (each reduction's segmented reduce kernels, then the map of g.outputs).
+struct BroadcastRead;
+int result_output(const Program& p, const OpNode& op);
+std::vector<BroadcastRead> broadcasts_in(const Program& p, const std::vector<Expr>& exprs);
+std::vector<KernelSpec> emit_broadcast(const KernelContext& g);
 
 }  // namespace fuseflow::codegen

@@ -3,8 +3,11 @@
 // per-row shape: its ops are segmented reductions over one ff::rows(x, c) (a reduction may
 // read earlier ones' broadcasts, as softmax's row sum reads the row max), its outputs
 // element-wise expressions of the inputs, parameters, index() and those broadcasts, and a
-// row fits a block. Other uses of broadcast are refused with a GraphError naming what does
-// not fit; the CPU reference evaluates them all.
+// row fits a block. Otherwise, the general path (plan_broadcast_program): segmented
+// reductions over one offsets input, each through the segmented reduce's kernels into a
+// buffer of per-segment results, then one map of the outputs that finds each element's
+// segment (strategies/broadcast.cpp). What fits neither is refused with a GraphError
+// naming what does not fit; the CPU reference evaluates them all.
 #include <set>
 
 #include "kernel_context.hpp"
@@ -23,13 +26,9 @@ bool has_rows_nodes(const Expr& e, std::set<const ExprNode*>& seen) {
   return false;
 }
 
-[[noreturn]] void refuse(const std::string& why) {
-  throw GraphError("codegen: " + why +
-                   "; a per-segment broadcast is planned only as a per-row program (segmented_reduce over "
-                   "ff::rows(x, c) offsets, element-wise outputs reading ff::broadcast of their results, rows that "
-                   "fit a block); ff::broadcast over other offsets and ff::broadcast_by_key are not supported by this "
-                   "version of fuseflow's code generator yet (the CPU reference evaluates them)");
-}
+// Why the program is not a per-row program (caught by plan_rows_program, which then tries
+// the general path).
+[[noreturn]] void refuse(const std::string& why) { throw GraphError(why); }
 
 // An element-wise expression of a per-row kernel: inputs, parameters, constants, index()
 // and broadcasts of the program's row reductions; no other op's result, no table read,
@@ -51,14 +50,10 @@ void check_element_expr(const Expr& e, const std::string& where, std::set<const 
 
 }  // namespace
 
-bool plan_rows_program(const Program& program, const Policies& policies, const Target& target, Plan& plan) {
-  std::set<const ExprNode*> seen;
-  bool any = false;
-  for (const auto& o : program.outputs()) any = any || has_rows_nodes(o, seen);
-  for (const auto& op : program.ops())
-    for (const Expr* e : {&op->values, &op->predicate, &op->offsets, &op->keys}) any = any || has_rows_nodes(*e, seen);
-  if (!any) return false;
+namespace {
 
+// The per-row shape's checks: a GraphError saying what does not fit, or the rows.
+const Expr& check_per_row(const Program& program, const Policies& policies) {
   const Expr* rows = nullptr;
   for (const auto& op : program.ops()) {
     if (op->kind != OpKind::SegmentedReduce)
@@ -73,14 +68,9 @@ bool plan_rows_program(const Program& program, const Policies& policies, const T
   }
   if (!rows) refuse("ff::rows offsets used by no segmented_reduce");
   const std::int64_t columns = rows->node().length;
-  const auto tuning = rows_tuning(columns, policies.rows);
-  if (!tuning)
+  if (!rows_tuning(columns, policies.rows))
     refuse("rows of " + std::to_string(columns) + " elements do not fit a block (at most " +
            std::to_string(static_cast<std::int64_t>(policies.rows.max_block) * policies.rows.max_items) + ")");
-
-  const PlanContext context{program, to_string(program), {}, {}, policies, target};
-  KernelContext g = context_in(context);
-  std::vector<Expr> reads;
   for (std::size_t i = 0; i < program.outputs().size(); ++i) {
     const Expr& o = program.outputs()[i];
     const std::string where = "output " + std::to_string(i) + " (" + to_string(o) + ")";
@@ -89,6 +79,37 @@ bool plan_rows_program(const Program& program, const Policies& policies, const T
     if (!is_array(o)) refuse(where + " is not an array");
     std::set<const ExprNode*> checked;
     check_element_expr(o, where, checked);
+  }
+  return *rows;
+}
+
+}  // namespace
+
+bool plan_rows_program(const Program& program, const Policies& policies, const Target& target, Plan& plan) {
+  std::set<const ExprNode*> seen;
+  bool any = false;
+  for (const auto& o : program.outputs()) any = any || has_rows_nodes(o, seen);
+  for (const auto& op : program.ops())
+    for (const Expr* e : {&op->values, &op->predicate, &op->offsets, &op->keys}) any = any || has_rows_nodes(*e, seen);
+  if (!any) return false;
+
+  const Expr* rows = nullptr;
+  std::string misfit;
+  try {
+    rows = &check_per_row(program, policies);
+  } catch (const GraphError& e) {
+    misfit = e.what();
+  }
+  if (!rows) {  // the general path, or a GraphError saying what fits neither
+    plan_broadcast_program(program, policies, target, misfit, plan);
+    return true;
+  }
+
+  const PlanContext context{program, to_string(program), {}, {}, policies, target};
+  KernelContext g = context_in(context);
+  std::vector<Expr> reads;
+  for (std::size_t i = 0; i < program.outputs().size(); ++i) {
+    const Expr& o = program.outputs()[i];
     g.outputs.push_back(o);
     g.output_ids.push_back(static_cast<int>(i));
     plan.output_scalar.push_back(-1);
@@ -97,7 +118,7 @@ bool plan_rows_program(const Program& program, const Policies& policies, const T
   for (const auto& op : program.ops()) reads.push_back(op->values);
   reads.push_back(*rows);  // its x has the rows' length
   g.leaves = leaves_in(context, reads);
-  if (g.leaves.inputs.empty()) refuse("a per-row program that reads no input array");
+  if (g.leaves.inputs.empty()) refuse("codegen: a per-row program that reads no input array");
   plan_with_registry("rows", g, Strategy::Automatic, plan);
   return true;
 }

@@ -18,6 +18,7 @@ const char* step_kind_name(StepSpec::Kind kind) {
     case StepSpec::Kind::CountingSort: return "counting sort";
     case StepSpec::Kind::SegmentedReduce: return "segmented reduce";
     case StepSpec::Kind::RadixSort: return "radix sort";
+    case StepSpec::Kind::Broadcast: return "broadcast";
   }
   return "?";
 }
@@ -69,6 +70,7 @@ void append(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuil
     case StepSpec::Kind::CountingSort: return counting_sort_launches(plan, step, n, b);
     case StepSpec::Kind::SegmentedReduce: return segmented_reduce_launches(plan, step, n, b);
     case StepSpec::Kind::RadixSort: return radix_sort_launches(plan, step, n, b);
+    case StepSpec::Kind::Broadcast: return broadcast_launches(plan, step, n, b);
   }
   throw InternalError("schedule: a step of unknown kind " + std::to_string(static_cast<int>(step.kind)));
 }

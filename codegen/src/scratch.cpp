@@ -101,6 +101,13 @@ std::vector<ScratchBuffer> describe(const StepSpec& step, const KernelSpec& k, i
         out.push_back(buffer(a, a.name == "tile_counts" ? "each tile's count of each bin" : "each tile's output position of each bin",
                              size, Per::BinTile));
         break;
+      case StepSpec::Kind::Broadcast:
+        if (a.name == "out" || a.name.rfind("seg", 0) == 0) {
+          out.push_back(buffer(a, "one result per segment of a reduction, shared by the step's kernels that read or write it",
+                               size, Per::Segment));
+          break;
+        }
+        [[fallthrough]];
       case StepSpec::Kind::SegmentedReduce:
         if (a.name == "deferred")
           out.push_back(buffer(a, "one bit per segment the short pass leaves to the merge path", 4, Per::Segment, 32));

@@ -9,6 +9,9 @@ namespace fuseflow::codegen {
 
 std::vector<Expr> table_free_args(const Expr& e) {
   if (e.kind() == ExprKind::Gather) return {e.args()[1]};
+  // A broadcast reads its reduction's per-segment result at the element's segment: neither
+  // the reduction's elements nor its offsets are read element by element.
+  if (e.kind() == ExprKind::Broadcast) return {};
   return e.args();
 }
 

@@ -79,5 +79,49 @@ __device__ __forceinline__ T all_reduce(T value, Combine combine, T identity, T*
   return scratch[kWarps];
 }
 
+// ---- Segments by offsets (the broadcast strategy, codegen/src/strategies/broadcast.cpp) ----
+// Segment s is the elements [offsets[s], offsets[s + 1]); an element's segment is the
+// last s < segments with offsets[s] <= i (empty segments before it are skipped). Offsets
+// that decrease give some s in [0, segments) (never outside: the buffers read with it
+// stay in bounds); the segmented reduction flags them.
+
+// The segment of element i, searching forward from segment `from` (offsets[from] <= i):
+// a gallop (1, 2, 4 ... segments ahead) then a binary search, so a thread walking its
+// elements in order pays one load per element inside a segment and O(log gap) when it
+// crosses segments, empty ones included.
+template <typename O>
+__device__ __forceinline__ long long segment_from(const O* __restrict__ offsets, const long long segments,
+                                                  const long long from, const long long i) {
+  if (segments <= 0) return 0;
+  long long lo = from < 0 ? 0 : (from >= segments ? segments - 1 : from);
+  long long step = 1, hi = lo + 1;
+  while (hi < segments && (long long)offsets[hi] <= i) {
+    lo = hi;
+    step *= 2;
+    hi = lo + step;
+  }
+  if (hi > segments) hi = segments;
+  while (hi - lo > 1) {  // offsets[lo] <= i (or lo == from), and offsets[hi] > i or hi == segments
+    const long long mid = lo + (hi - lo) / 2;
+    if ((long long)offsets[mid] <= i) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
+// The segment of element i: a binary search over all the offsets.
+template <typename O>
+__device__ __forceinline__ long long segment_of(const O* __restrict__ offsets, const long long segments,
+                                                const long long i) {
+  if (segments <= 0) return 0;
+  long long lo = 0, hi = segments;
+  while (hi - lo > 1) {
+    const long long mid = lo + (hi - lo) / 2;
+    if ((long long)offsets[mid] <= i) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
 }  // namespace rows
 }  // namespace ff

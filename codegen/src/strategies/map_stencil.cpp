@@ -1,11 +1,14 @@
 // Element-wise arrays with neighbours (ff::shift): the stencil map. `x - shift(x, -1, 0)`
 // at copy speed, and stencils of several shifts reading x once per warp step. Each warp
-// takes 32 * kVec consecutive elements per step, lane l the kVec of them from
-// i0 = (warp's first vector + l) * kVec, one 16-byte vector load per input and one vector
-// store per output. A shift's neighbour x[i + k] is then in this thread's registers, or
-// in a neighbouring lane's (one warp shuffle), and read from memory (the cache) only by
-// the lanes at the warp's edges; the fill outside [0, n). Pointers not aligned to 16
-// bytes take the element-wise loop of the plain map instead.
+// step is kUnroll chunks of 32 * kVec consecutive elements, lane l holding the kVec
+// elements of vector l of each chunk: kUnroll 16-byte loads per input per thread, all
+// issued before any is used (enough bytes in flight to cover the memory's latency), and
+// the few lanes of the chunks before and after the step that the shifts reach (the halo).
+// A shift's neighbour x[i + k] is then in this thread's registers, or in another lane's
+// (a warp shuffle of this chunk's vector, or of the chunk before or after): no memory read
+// at the warp's edges. Shifts of 32 vectors or more read memory (the cache); the fill
+// outside [0, n). Outputs are 16-byte streaming stores. Pointers not aligned to 16 bytes
+// take the element-wise loop of the plain map instead.
 //
 // Applies when an array output reads a shift, and every input and output is a scalar of
 // one size, 4 or 8 bytes (one vector width fits all of them, and shuffles move words). Other maps keep the plain map kernel.
@@ -73,13 +76,16 @@ std::string offset_text(long long k) {
   return k == 0 ? "" : k < 0 ? " - " + std::to_string(-k) : " + " + std::to_string(k);
 }
 
-// The vector path's reads of element j's shifts (ExprEmitter::on_shift): x[i + k] is
-// element e of the vector of lane (lane + d), d = floor((j + k) / kVec).
+// The vector path's reads of element e's shifts (ExprEmitter::on_shift), in chunk u of a
+// step: x[i + k] is element (e + k) mod kVec of the vector d = floor((e + k) / kVec) lanes
+// away, in this chunk's registers (x_<in>[u + 1]) for lanes inside the warp, else in the
+// chunk before or after (x_<in>[u] / x_<in>[u + 2]: the step's halo vectors at the ends):
+// two shuffles and a select, no memory read. |d| >= 32 reads memory (the cache).
 struct NeighbourReader {
   SourceWriter& w;
   CudaTypes& types;
   const KernelContext& g;
-  const std::vector<std::string>& vectors;  // input j's registers: vectors[j].v[e]
+  const std::vector<std::string>& vectors;  // input j's registers: vectors[j][u + 1].v[e]
   int vec;
   int element;
   int count = 0;
@@ -95,26 +101,53 @@ struct NeighbourReader {
     const std::string at = "at" + id;
     w.line("const long long " + at + " = i" + offset_text(k) + ";  // shift by " + std::to_string(k));
     const std::string inside = "(" + at + " >= 0 && " + at + " < " + table + "_n)";
-    const std::string mine = vectors[in] + ".v[" + std::to_string(e) + "]";
+    const std::string slot = ".v[" + std::to_string(e) + "]";
+    const std::string mine = vectors[in] + "[u + 1]" + slot;
     if (d == 0) return inside + " ? " + mine + " : " + fill;
     if (d <= -32 || d >= 32) return inside + " ? " + table + "[" + at + "] : " + fill;
-    // Every lane shuffles (the loop is warp-uniform); the lanes whose neighbour is in
-    // another warp's vectors read it from memory.
-    const std::string nb = "nb" + id;
+    // Every lane shuffles (the loop is warp-uniform): the lanes whose neighbour is in the
+    // chunk before (after) take it from that chunk's vector, lane (lane + d) mod 32.
+    const std::string nb = "nb" + id, edge = "edge" + id;
     const std::string t = types.name(n.type);
+    const std::string lanes = std::to_string(d < 0 ? -d : d);
     if (d < 0) {
-      w.line("const " + t + " " + nb + " = __shfl_up_sync(0xffffffffu, " + mine + ", " + std::to_string(-d) + ");");
-      return inside + " ? (lane < " + std::to_string(-d) + " ? " + table + "[" + at + "] : " + nb + ") : " + fill;
+      w.line("const " + t + " " + nb + " = __shfl_up_sync(0xffffffffu, " + mine + ", " + lanes + ");");
+      w.line("const " + t + " " + edge + " = __shfl_sync(0xffffffffu, " + vectors[in] + "[u]" + slot + ", (lane - " +
+             lanes + ") & 31);");
+      return inside + " ? (lane < " + lanes + " ? " + edge + " : " + nb + ") : " + fill;
     }
-    w.line("const " + t + " " + nb + " = __shfl_down_sync(0xffffffffu, " + mine + ", " + std::to_string(d) + ");");
-    return inside + " ? (lane >= " + std::to_string(32 - d) + " ? " + table + "[" + at + "] : " + nb + ") : " + fill;
+    w.line("const " + t + " " + nb + " = __shfl_down_sync(0xffffffffu, " + mine + ", " + lanes + ");");
+    w.line("const " + t + " " + edge + " = __shfl_sync(0xffffffffu, " + vectors[in] + "[u + 2]" + slot + ", (lane + " +
+           lanes + ") & 31);");
+    return inside + " ? (lane >= " + std::to_string(32 - d) + " ? " + edge + " : " + nb + ") : " + fill;
   }
 };
+
+// The lanes of the chunk before (first) and after (second) the step whose vectors input
+// `in`'s shifts reach from inside the warp: the halo each step loads.
+std::pair<int, int> halo_lanes(const KernelContext& g, const Expr& in, int vec) {
+  int before = 0, after = 0;
+  std::set<const ExprNode*> seen;
+  const std::function<void(const Expr&)> walk = [&](const Expr& e) {
+    if (!seen.insert(e.get()).second) return;
+    if (e.kind() == ExprKind::Shift && same_node(e.args()[0], in))
+      for (int element = 0; element < vec; ++element) {
+        const long long d = floor_div(element + e.node().index, vec);
+        if (d < 0 && d > -32) before = std::max(before, static_cast<int>(-d));
+        if (d > 0 && d < 32) after = std::max(after, static_cast<int>(d));
+      }
+    for (const Expr& a : e.args()) walk(a);
+  };
+  for (const Expr& o : g.outputs) walk(o);
+  return {before, after};
+}
 
 KernelSpec emit_map_stencil(const KernelContext& g, int vec) {
   const Target& t = g.target();
   const int kBlock = g.policies().map.block;
   const int blocks_per_sm = t.max_threads_per_sm / kBlock;
+  // Vectors in flight per input per thread: 4 (64 bytes) for one input, 2 for more.
+  const int unroll = g.leaves.inputs.size() <= 1 ? 4 : 2;
   CudaTypes types;
   std::vector<std::string> in_names;
   std::vector<Arg> args = elementwise_args(g, in_names);
@@ -125,30 +158,65 @@ KernelSpec emit_map_stencil(const KernelContext& g, int vec) {
 
   SourceWriter w;
   emit_constants(w, {"constexpr int kBlock = " + std::to_string(kBlock) + ";",
-                     "constexpr int kVec = " + std::to_string(vec) + ";  // elements per thread per step",
+                     "constexpr int kVec = " + std::to_string(vec) + ";  // elements per vector",
+                     "constexpr int kUnroll = " + std::to_string(unroll) +
+                         ";  // vectors per input a thread loads per step, all before any use",
                      "// kVec elements: one 16-byte load or store.",
-                     "template <typename T>", "struct alignas(16) Vec {", "  T v[kVec];", "};"});
+                     "template <typename T>",
+                     "struct alignas(16) Vec {",
+                     "  T v[kVec];",
+                     "};",
+                     "// Vector v of p (elements v * kVec ..), those outside [0, n) zero.",
+                     "template <typename T>",
+                     "__device__ __forceinline__ Vec<T> load_vector(const T* __restrict__ p, long long v, long long n) {",
+                     "  const long long i = v * kVec;",
+                     "  if (i >= 0 && i + kVec <= n) return *reinterpret_cast<const Vec<T>*>(p + i);",
+                     "  Vec<T> x;",
+                     "  for (int k = 0; k < kVec; ++k) x.v[k] = i + k >= 0 && i + k < n ? p[i + k] : T(0);",
+                     "  return x;",
+                     "}",
+                     "// Stores vector v of p, its elements inside [0, n): one 16-byte streaming store (written",
+                     "// once, not kept in the caches) when whole.",
+                     "template <typename T>",
+                     "__device__ __forceinline__ void store_vector(T* __restrict__ p, const Vec<T>& y, long long v, long long n) {",
+                     "  const long long i = v * kVec;",
+                     "  if (i + kVec <= n) {",
+                     "    float4 bits;",
+                     "    memcpy(&bits, &y, sizeof bits);",
+                     "    __stcs(reinterpret_cast<float4*>(p + i), bits);",
+                     "  } else {",
+                     "    for (int k = 0; k < kVec && i + k < n; ++k) p[i + k] = y.v[k];",
+                     "  }",
+                     "}"});
   open_elementwise_kernel(w, types, name, kBlock, args, g);
   std::string pointers;
   for (const auto& n : in_names) pointers += (pointers.empty() ? "" : " | ") + std::string("(unsigned long long)in_") + n;
   for (const auto& o : g.output_ids) pointers += " | (unsigned long long)out" + std::to_string(o);
   w.line("const int lane = threadIdx.x % 32;");
   w.open("if ((" + pointers + ") % 16 == 0)");
-  w.line("// Warp-uniform steps: the warp's lanes hold 32 * kVec consecutive elements.");
+  w.line("// Warp-uniform steps of kUnroll chunks: chunk u holds the warp's vectors w + 32u .. w + 32u + 31,");
+  w.line("// lane l's vector w + 32u + l (32 * kVec consecutive elements per chunk).");
   w.line("const long long vectors = (n + kVec - 1) / kVec;");
-  w.open("for (long long w = (long long)blockIdx.x * kBlock + threadIdx.x - lane; w < vectors; "
-         "w += (long long)gridDim.x * kBlock)");
-  w.line("const long long i0 = (w + lane) * kVec;");
-  w.line("const bool full = i0 + kVec <= n;");
+  w.open("for (long long w = ((long long)blockIdx.x * kBlock + threadIdx.x - lane) * kUnroll; w < vectors; "
+         "w += (long long)gridDim.x * kBlock * kUnroll)");
   std::vector<std::string> vectors;
   for (std::size_t j = 0; j < in_names.size(); ++j) {
-    const std::string tn = types.name(g.leaves.inputs[j].type()), v = "x_" + in_names[j];
+    const std::string tn = types.name(g.leaves.inputs[j].type()), v = "x_" + in_names[j], in = "in_" + in_names[j];
     vectors.push_back(v);
-    w.line("Vec<" + tn + "> " + v + ";");
-    w.line("if (full) " + v + " = *reinterpret_cast<const Vec<" + tn + ">*>(in_" + in_names[j] + " + i0);");
-    w.line("else for (int k = 0; k < kVec; ++k) " + v + ".v[k] = i0 + k < n ? in_" + in_names[j] + "[i0 + k] : (" +
-           tn + ")0;");
+    const auto [before, after] = halo_lanes(g, g.leaves.inputs[j], vec);
+    w.line("Vec<" + tn + "> " + v + "[kUnroll + 2];  // [u + 1]: chunk u; [0] and [kUnroll + 1]: the halo before and after");
+    w.line("#pragma unroll");
+    w.line("for (int u = 0; u < kUnroll; ++u) " + v + "[u + 1] = load_vector(" + in + ", w + 32 * u + lane, n);");
+    if (before > 0)
+      w.line("if (lane >= " + std::to_string(32 - before) + ") " + v + "[0] = load_vector(" + in +
+             ", w - 32 + lane, n);  // the lanes of the chunk before that shifts reach");
+    if (after > 0)
+      w.line("if (lane < " + std::to_string(after) + ") " + v + "[kUnroll + 1] = load_vector(" + in +
+             ", w + 32 * kUnroll + lane, n);  // the lanes of the chunk after that shifts reach");
   }
+  w.line("#pragma unroll");
+  w.open("for (int u = 0; u < kUnroll; ++u)");
+  w.line("const long long i0 = (w + 32 * u + lane) * kVec;");
   for (std::size_t j = 0; j < g.outputs.size(); ++j)
     w.line("Vec<" + types.name(g.outputs[j].type()) + "> y" + std::to_string(g.output_ids[j]) + ";");
   for (int e = 0; e < vec; ++e) {
@@ -156,7 +224,7 @@ KernelSpec emit_map_stencil(const KernelContext& g, int vec) {
     w.indent();
     w.line("const long long i = i0 + " + std::to_string(e) + ";");
     std::vector<std::string> loads;
-    for (const auto& v : vectors) loads.push_back(v + ".v[" + std::to_string(e) + "]");
+    for (const auto& v : vectors) loads.push_back(v + "[u + 1].v[" + std::to_string(e) + "]");
     ExprEmitter em(w, types, [&](const Expr& leaf) { return elementwise_leaf(g, loads, leaf, "a map"); });
     em.on_shift(NeighbourReader{w, types, g, vectors, vec, e});
     for (std::size_t j = 0; j < g.outputs.size(); ++j)
@@ -164,10 +232,10 @@ KernelSpec emit_map_stencil(const KernelContext& g, int vec) {
     w.close();
   }
   for (std::size_t j = 0; j < g.outputs.size(); ++j) {
-    const std::string o = std::to_string(g.output_ids[j]), tn = types.name(g.outputs[j].type());
-    w.line("if (full) *reinterpret_cast<Vec<" + tn + ">*>(out" + o + " + i0) = y" + o + ";");
-    w.line("else for (int k = 0; k < kVec && i0 + k < n; ++k) out" + o + "[i0 + k] = y" + o + ".v[k];");
+    const std::string o = std::to_string(g.output_ids[j]);
+    w.line("store_vector(out" + o + ", y" + o + ", w + 32 * u + lane, n);");
   }
+  w.close();
   w.close();
   w.dedent();
   w.open("} else");  // misaligned: element by element, the shifts read through the cache
@@ -186,14 +254,14 @@ KernelSpec emit_map_stencil(const KernelContext& g, int vec) {
   k.strategy = Strategy::Automatic;
   k.block = kBlock;
   k.max_grid = t.sm_count * blocks_per_sm;
-  k.items_per_block_step = kBlock * vec;
-  k.tuning = {{"block", kBlock}, {"vec", vec}};
+  k.items_per_block_step = kBlock * vec * unroll;
+  k.tuning = {{"block", kBlock}, {"vec", vec}, {"unroll", unroll}};
   k.args = args;
-  k.summary = "stencil map: block " + std::to_string(kBlock) + ", " + std::to_string(vec) +
-              " elements per thread (16-byte vectors), warp-uniform grid-strided steps, grid <= " +
-              std::to_string(k.max_grid);
-  k.why = "an output reads a neighbour (shift): each warp holds 32 vectors of consecutive elements, so neighbours "
-          "come from registers and shuffles, and x is read once";
+  k.summary = "stencil map: block " + std::to_string(kBlock) + ", " + std::to_string(unroll) + " x " +
+              std::to_string(vec) + " elements per thread per step (16-byte vectors, all loaded before any use, "
+              "streaming stores), warp-uniform grid-strided steps, grid <= " + std::to_string(k.max_grid);
+  k.why = "an output reads a neighbour (shift): each warp holds chunks of 32 vectors of consecutive elements and the "
+          "few halo lanes around them, so neighbours come from registers and shuffles, and x is read once";
   k.source = kernel_source(name, g.program_text(), "strategy: " + k.summary, {}, types, w.str());
   return k;
 }

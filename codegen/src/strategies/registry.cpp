@@ -31,6 +31,7 @@ const RegisteredStrategy& map_stencil_strategy();               // map_stencil.c
 const RegisteredStrategy& scalar_epilogue_strategy();           // scalar_epilogue.cpp
 const RegisteredStrategy& radix_sort_strategy();                // radix_sort.cpp
 const RegisteredStrategy& rows_strategy();                      // rows.cpp
+const RegisteredStrategy& broadcast_strategy();                 // broadcast.cpp
 
 const std::vector<const RegisteredStrategy*>& registered_strategies() {
   static const std::vector<const RegisteredStrategy*> all = {
@@ -55,6 +56,7 @@ const std::vector<const RegisteredStrategy*>& registered_strategies() {
       &map_strategy(),
       &scalar_epilogue_strategy(),  // outputs from reductions' results, after every kernel
       &rows_strategy(),             // per-row programs over ff::rows: one kernel when a row fits a block
+      &broadcast_strategy(),        // other broadcasts: segmented reductions, then a map finding segments
   };
   return all;
 }

@@ -180,6 +180,8 @@ struct StepSpec {
     CountingSort,     // tile counts (`bins` per tile), their scan, the scatter
     SegmentedReduce,  // the short pass (kernels == 2) when segments average <= kShortSegment, then the merge path
     RadixSort,        // kernels / 3 counting-sort passes (tile counts, scan, scatter), keys ping-ponged in scratch
+    Broadcast,        // `bins` segmented reductions over the offsets of `domain` (each its kernels, as SegmentedReduce),
+                      // then the map reading their per-segment results (scratch the step's kernels share)
   };
   Kind kind = Kind::OnePass;
   int kernel = 0;               // the first kernel it launches
@@ -188,7 +190,7 @@ struct StepSpec {
   std::size_t value_bytes = 0;  // Lookback: status values; ReduceThenScan: block sums
   std::int64_t from = INT64_MAX;  // Lookback with two kernels: the element count the second takes over at
   std::int64_t bins = 0;        // CountingSort: counts per tile (the op's bins + 1); OnePass: values per block of
-                                // each Scratch argument (a weighted histogram's sums), 0 for one
+                                // each Scratch argument (a weighted histogram's sums), 0 for one; Broadcast: reductions
   bool launch_empty = true;     // launches for n = 0 (a compaction writes its count 0; reductions
                                 // write the identity); false: nothing to do
 };

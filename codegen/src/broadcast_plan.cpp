@@ -1,0 +1,101 @@
+// Planning of the general per-segment broadcast (rows.hpp): a program with ff::broadcast
+// that is not a per-row program (rows_plan.cpp) is planned here when its ops are segmented
+// reductions over one offsets input (any segment lengths), whose values may read earlier
+// ones' broadcasts, and its outputs are element-wise expressions of the inputs,
+// parameters, index() and those broadcasts, or the reductions' per-segment results. The
+// kernels: strategies/broadcast.cpp, one step. Anything else is refused with a GraphError
+// saying what fits neither path.
+#include <set>
+
+#include "array_ops.hpp"
+#include "kernel_context.hpp"
+#include "rows.hpp"
+#include "strategy.hpp"
+
+namespace fuseflow::codegen {
+
+namespace {
+
+struct Refusal {
+  const std::string& misfit;
+  [[noreturn]] void operator()(const std::string& why) const {
+    throw GraphError("codegen: " + why +
+                     "; a per-segment broadcast is planned as one per-row kernel (not this program: " + misfit +
+                     ") or as segmented reductions over one offsets input, each element reading its segment's result; "
+                     "ff::broadcast_by_key, ff::rows offsets of rows longer than a block and other ops beside a "
+                     "broadcast are not supported by this version of fuseflow's code generator yet (the CPU reference "
+                     "evaluates them)");
+  }
+};
+
+// An element-wise expression of a broadcast program: inputs, parameters, constants,
+// index(), gathers and shifts, and broadcasts by offsets of the program's reductions (of
+// `earlier` only, when given: a reduction's values read the reductions before it).
+void check_element(const Expr& e, const std::string& where, const std::set<const OpNode*>* earlier,
+                   std::set<const ExprNode*>& seen, const Refusal& refuse) {
+  if (!e.valid() || !seen.insert(e.get()).second) return;
+  switch (e.kind()) {
+    case ExprKind::Broadcast:
+      if (e.node().index != 0) refuse(to_string(e) + " in " + where);
+      if (earlier && !earlier->count(e.args()[0].node().op.get()))
+        refuse(to_string(e) + " in " + where + " reads a reduction that comes later");
+      return;
+    case ExprKind::Rows: refuse("the row offsets " + to_string(e) + " read as values in " + where);
+    case ExprKind::Result:
+      refuse(std::string("the result of ") + op_name(e.node().op->kind) + " read in " + where +
+             " (the elements read a segmented reduction's result through ff::broadcast)");
+    default: break;
+  }
+  for (const auto& a : e.args()) check_element(a, where, earlier, seen, refuse);
+}
+
+}  // namespace
+
+void plan_broadcast_program(const Program& program, const Policies& policies, const Target& target,
+                            const std::string& misfit, Plan& plan) {
+  const Refusal refuse{misfit};
+  const auto& ops = program.ops();
+  std::set<const OpNode*> earlier;
+  for (const auto& op : ops) {
+    if (op->kind != OpKind::SegmentedReduce)
+      refuse(std::string(op_name(op->kind)) + " in a program with a broadcast");
+    if (op->offsets.kind() != ExprKind::Input)
+      refuse("segmented_reduce over offsets " + to_string(op->offsets) + " (not one input array)");
+    if (!same_node(op->offsets, ops.front()->offsets))
+      refuse("segmented reductions over two offsets, " + to_string(ops.front()->offsets) + " and " +
+             to_string(op->offsets));
+    std::set<const ExprNode*> seen;
+    check_element(op->values, "the values of a segmented_reduce", &earlier, seen, refuse);
+    earlier.insert(op.get());
+  }
+  if (ops.empty()) refuse("a broadcast program with no segmented_reduce");
+
+  const PlanContext context{program, to_string(program), {}, {}, policies, target};
+  KernelContext g = context_in(context);
+  SegmentOffsets offsets{offsets_leaves(context, *ops.front()), 0, static_cast<int>(plan.checked_offsets.size())};
+  offsets.domain = offsets_domain(context, offsets.leaves, "segmented_reduce", plan);
+  plan.checked_offsets.push_back(ops.front());
+  g.offsets = offsets;
+  plan.output_shapes.resize(program.outputs().size());
+  for (std::size_t i = 0; i < program.outputs().size(); ++i) {
+    const Expr& o = program.outputs()[i];
+    const std::string where = "output " + std::to_string(i) + " (" + to_string(o) + ")";
+    plan.output_scalar.push_back(-1);
+    if (o.kind() == ExprKind::Result) {  // a reduction's per-segment results, written by its kernels
+      if (o.node().op->kind != OpKind::SegmentedReduce) refuse(where + " in a program with a broadcast");
+      plan.output_shapes[i].domain = offsets.domain;
+      plan.output_shapes[i].less = 1;
+      continue;
+    }
+    if (!is_array(o)) refuse(where + " is not an array");
+    std::set<const ExprNode*> seen;
+    check_element(o, where, nullptr, seen, refuse);
+    g.outputs.push_back(o);
+    g.output_ids.push_back(static_cast<int>(i));
+  }
+  g.leaves = leaves_in(context, g.outputs);
+  g.leaves.broadcasts = broadcasts_in(program, g.outputs);
+  plan_with_registry("broadcast", g, Strategy::Automatic, plan);
+}
+
+}  // namespace fuseflow::codegen

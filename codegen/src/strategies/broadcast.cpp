@@ -1,0 +1,268 @@
+// The general per-segment broadcast (rows.hpp, planned by broadcast_plan.cpp): segmented
+// reductions over one offsets input, any segment lengths (empty, one element, longer than
+// a block), and element-wise outputs that read ff::broadcast of their results. No host
+// round-trip, one step of kernels on the stream:
+//  1. each segmented reduction in program order, through the segmented reduce's own
+//     kernels (strategies/segmented_reduce.cpp: the short pass, the merge path), writing
+//     its per-segment results into a scratch buffer (or the program output, when the
+//     result is one); a reduction whose values read an earlier one's broadcast (softmax's
+//     row sum of exp(x - rowmax)) finds each element's segment by a binary search over the
+//     offsets (ff::rows::segment_of, <fuseflow/rows.cuh>);
+//  2. the map of the outputs: each warp takes 32 x kItems consecutive elements per step
+//     (lane l the elements l, l + 32, ...: coalesced loads and stores), a thread finds its
+//     first element's segment by a binary search and then walks forward with its elements
+//     (ff::rows::segment_from: one load of the next offset per element inside a segment, a
+//     gallop over empty and short ones), and reads seg<r>[segment] for each broadcast.
+// Why a search per thread and not a pass writing each element's segment id: the ids would
+// be 4 to 8 more bytes per element written and read again (a softmax over f32 moves 8), where
+// the search reads the offsets, 8 bytes per segment, mostly from the cache.
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "../array_ops.hpp"
+#include "../rows.hpp"
+#include "../schedule.hpp"
+#include "../strategy.hpp"
+
+namespace fuseflow::codegen {
+
+namespace {
+
+constexpr int kMapBlock = 256;
+constexpr int kMapItems = 8;  // elements per thread per step, 32 apart
+
+void collect_broadcasts(const Program& p, const Expr& e, std::set<const ExprNode*>& seen, std::vector<BroadcastRead>& out) {
+  if (!e.valid() || !seen.insert(e.get()).second) return;
+  if (e.kind() == ExprKind::Broadcast) {
+    const OpNode* op = e.args()[0].node().op.get();
+    if (std::none_of(out.begin(), out.end(), [&](const BroadcastRead& b) { return b.op == op; })) {
+      BroadcastRead b;
+      b.op = op;
+      b.type = e.type();
+      for (std::size_t k = 0; k < p.ops().size(); ++k)
+        if (p.ops()[k].get() == op) b.op_index = static_cast<int>(k);
+      b.output = result_output(p, *op);
+      out.push_back(b);
+    }
+    return;
+  }
+  for (const auto& a : e.args()) collect_broadcasts(p, a, seen, out);
+}
+
+// Numbers the Scratch arguments elementwise_args left at -1 (the broadcasts' buffers) after
+// the kernel's own, and makes `out` a Scratch argument when the reduction is no program output.
+void number_scratch(KernelSpec& k, bool out_is_scratch) {
+  int next = 0;
+  for (const Arg& a : k.args)
+    if (a.kind == Arg::Kind::Scratch && a.index >= 0) next = std::max(next, a.index + 1);
+  for (Arg& a : k.args) {
+    if (a.kind == Arg::Kind::Scratch && a.index < 0) a.index = next++;
+    if (out_is_scratch && a.kind == Arg::Kind::Output && a.name == "out") {
+      a.kind = Arg::Kind::Scratch;
+      a.index = next++;
+    }
+  }
+}
+
+std::string offsets_name(const KernelContext& g) { return "off_" + sanitize(g.offsets->leaves.inputs.at(0).node().name); }
+
+KernelSpec emit_broadcast_map(const KernelContext& g) {
+  const Target& t = g.target();
+  CudaTypes types;
+  std::vector<std::string> names;
+  std::vector<Arg> args = elementwise_args(g, names);
+  for (const Arg& a : offsets_args(g.offsets->leaves, g.offsets->domain)) args.push_back(a);
+  args.push_back({Arg::Kind::InvalidFlag, g.offsets->check, "offsets_invalid", ScalarType::U32});
+  for (std::size_t j = 0; j < g.outputs.size(); ++j)
+    args.push_back({Arg::Kind::Output, g.output_ids[j], "out" + std::to_string(g.output_ids[j]), g.outputs[j].type()});
+  KernelSpec k;
+  k.name = "ff_broadcast_map";
+  for (const auto& o : g.outputs) k.name += "_" + short_type_name(o.type());
+  k.args = args;
+  number_scratch(k, false);
+  const std::string off = offsets_name(g);
+
+  SourceWriter w;
+  emit_constants(w, {"constexpr int kBlock = " + std::to_string(kMapBlock) + ";",
+                     "constexpr int kItems = " + std::to_string(kMapItems) +
+                         ";  // elements per thread per step, 32 apart (a warp: 32 x kItems consecutive)"});
+  open_elementwise_kernel(w, types, k.name, kMapBlock, k.args, g);
+  w.line("const long long segments = offsets_count - 1;");
+  w.comment("Every element must be in a segment (first offset 0, last offset n): else the offsets are flagged and\n"
+            "the run reports them.");
+  w.open("if (blockIdx.x == 0 && threadIdx.x == 0)");
+  w.line("if (segments < 1 || (long long)" + off + "[0] != 0 || (long long)" + off + "[segments] != n) *offsets_invalid = 1u;");
+  w.close();
+  w.line("const int lane = threadIdx.x % 32;");
+  w.open("for (long long base = ((long long)blockIdx.x * kBlock + threadIdx.x - lane) * kItems; base < n; "
+         "base += (long long)gridDim.x * kBlock * kItems)");
+  w.line("// The segment of this thread's first element, then forward with its elements.");
+  w.line("long long s = ff::rows::segment_of(" + off + ", segments, base + lane);");
+  w.line("#pragma unroll");
+  w.open("for (int k = 0; k < kItems; ++k)");
+  w.line("const long long i = base + k * 32 + lane;");
+  w.open("if (i < n)");
+  w.line("s = ff::rows::segment_from(" + off + ", segments, s, i);");
+  ExprEmitter e(w, types, [&](const Expr& leaf) -> std::string {
+    if (leaf.kind() == ExprKind::Input)
+      for (std::size_t j = 0; j < g.leaves.inputs.size(); ++j)
+        if (same_node(g.leaves.inputs[j], leaf)) return "in_" + names[j] + "[i]";
+    if (leaf.kind() == ExprKind::Broadcast)
+      for (const BroadcastRead& b : g.leaves.broadcasts)
+        if (b.op == leaf.args()[0].node().op.get()) return "seg" + std::to_string(b.op_index) + "[s]";
+    return elementwise_leaf(g, names, leaf, "a broadcast map");
+  });
+  for (std::size_t j = 0; j < g.outputs.size(); ++j)
+    w.line("out" + std::to_string(g.output_ids[j]) + "[i] = " + e.emit(g.outputs[j]) + ";");
+  w.close();
+  w.close();
+  w.close();
+  w.close();
+
+  k.strategy = Strategy::Automatic;
+  k.block = kMapBlock;
+  k.max_grid = t.sm_count * std::max(1, t.max_threads_per_sm / kMapBlock);
+  k.items_per_block_step = kMapBlock * kMapItems;
+  k.tuning = {{"block", kMapBlock}, {"items", kMapItems}};
+  k.summary = "broadcast map: block " + std::to_string(kMapBlock) + ", " + std::to_string(kMapItems) +
+              " elements per thread per step (32 apart), each thread's segment by a binary search over the offsets "
+              "then forward (a gallop), grid-strided, grid <= " + std::to_string(k.max_grid);
+  k.why = "outputs read ff::broadcast of segmented reductions over offsets only the device knows: each element "
+          "reads its segment's result, found from the offsets";
+  k.source = kernel_source(k.name, g.program_text(), "strategy: " + k.summary, {"rows.cuh"}, types, w.str());
+  return k;
+}
+
+}  // namespace
+
+int result_output(const Program& p, const OpNode& op) {
+  for (std::size_t i = 0; i < p.outputs().size(); ++i) {
+    const Expr& o = p.outputs()[i];
+    if (o.kind() == ExprKind::Result && o.node().op.get() == &op) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+std::vector<BroadcastRead> broadcasts_in(const Program& p, const std::vector<Expr>& exprs) {
+  std::set<const ExprNode*> seen;
+  std::vector<BroadcastRead> out;
+  for (const auto& e : exprs) collect_broadcasts(p, e, seen, out);
+  return out;
+}
+
+std::vector<KernelSpec> emit_broadcast(const KernelContext& g) {
+  const Program& p = g.plan->program;
+  std::vector<KernelSpec> kernels;
+  for (const auto& op : p.ops()) {
+    KernelContext c = context_in(*g.plan);
+    c.op = op;
+    const int output = result_output(p, *op);
+    c.output_ids = {output};
+    c.leaves = leaves_of(*g.plan, {op->values}, "segmented_reduce");
+    c.leaves.broadcasts = broadcasts_in(p, {op->values});
+    c.offsets = g.offsets;
+    for (KernelSpec& k : emit_segmented_reduce(c)) {
+      number_scratch(k, output < 0);
+      if (!c.leaves.broadcasts.empty()) {  // ff::rows::segment_of in its element values
+        const std::string include = "#include <fuseflow/segmented.cuh>\n";
+        const auto at = k.source.find(include);
+        if (at == std::string::npos)
+          throw InternalError("codegen: the segmented reduce kernel " + k.name + " does not include segmented.cuh");
+        k.source.insert(at + include.size(), "#include <fuseflow/rows.cuh>  // ff::rows::segment_of: broadcasts\n");
+      }
+      k.why += "; in a broadcast program, its per-segment results " +
+               std::string(output < 0 ? "stay on the device (scratch) for the kernels after it" : "are also read by the kernels after it");
+      kernels.push_back(std::move(k));
+    }
+  }
+  kernels.push_back(emit_broadcast_map(g));
+  return kernels;
+}
+
+// The step's launches: each reduction as the segmented reduce's step launches it (the
+// short pass when the segments average at most kShortSegment elements, then the merge
+// path; nothing without segments), then the map over n. The per-segment buffers
+// (seg<r>, a reduction's `out`) are allocated once and shared by the kernels that name
+// them; the other scratch is each reduction's own.
+void broadcast_launches(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuilder& b) {
+  const std::int64_t count = b.length(step.domain);
+  if (count < 1) throw GraphError("broadcast: the offsets are empty; s segments need s + 1 offsets");
+  const std::int64_t segments = count - 1;
+  const int ops = static_cast<int>(step.bins);
+  const int per_op = (step.kernels - 1) / std::max(1, ops);
+  std::map<std::string, std::size_t> shared;
+  const auto bind = [&](const KernelSpec& k, int op, const LaunchExtents& extents, std::map<std::string, std::size_t>& own) {
+    std::vector<std::size_t> at;
+    std::size_t j = 0;  // the Scratch argument's position, as KernelSpec::scratch lists them
+    for (const Arg& a : k.args) {
+      if (a.kind != Arg::Kind::Scratch) continue;
+      const std::string key = a.name == "out" ? "seg" + std::to_string(op) : a.name;
+      std::size_t offset = 0;
+      if (key.rfind("seg", 0) == 0) {
+        if (!shared.count(key)) shared[key] = allocate_scratch(b, k, j, {0, 0, 0, std::max<std::int64_t>(1, segments)});
+        offset = shared[key];
+      } else {
+        if (!own.count(key)) own[key] = allocate_scratch(b, k, j, extents);
+        offset = own[key];
+      }
+      at.push_back(offset);  // the runtime binds Scratch arguments in argument order
+      ++j;
+    }
+    return at;
+  };
+  for (int op = 0; op < ops; ++op) {
+    if (segments == 0) break;
+    const int first = step.kernel + op * per_op, merge_index = first + per_op - 1;
+    const KernelSpec& merge = plan.kernels.at(static_cast<std::size_t>(merge_index));
+    std::map<std::string, std::size_t> own;
+    Launch m{merge_index, n, grid_for(n + segments, merge.items_per_block_step, merge.max_grid), {}};
+    const LaunchExtents extents{m.grid, 0, n, segments};
+    if (per_op == 2 && n <= kShortSegment * segments) {
+      const KernelSpec& s = plan.kernels.at(static_cast<std::size_t>(first));
+      Launch l{first, n, grid_for(segments, s.items_per_block_step, s.max_grid), bind(s, op, extents, own)};
+      b.launch(std::move(l));
+    }
+    m.scratch = bind(merge, op, extents, own);
+    b.launch(std::move(m));
+  }
+  if (n <= 0) return;
+  const int map_index = step.kernel + step.kernels - 1;
+  const KernelSpec& map = plan.kernels.at(static_cast<std::size_t>(map_index));
+  Launch l{map_index, n, grid_for(n, map.items_per_block_step, map.max_grid), {}};
+  std::map<std::string, std::size_t> own;
+  l.scratch = bind(map, -1, {l.grid, 0, n, segments}, own);
+  b.launch(std::move(l));
+}
+
+}  // namespace fuseflow::codegen
+
+// ---- The registry's view of this strategy (strategy.hpp, strategies/registry.cpp) ----
+namespace fuseflow::codegen {
+
+namespace {
+class Broadcast final : public RegisteredStrategy {
+ public:
+  Broadcast() : RegisteredStrategy("broadcast segments", "broadcast") {}
+  Applies applies(const KernelContext&) const override {
+    return {true, "segmented reductions into per-segment buffers, then a map that finds each element's segment "
+                  "from the offsets: any segment lengths"};
+  }
+  TuningValues tuning(const Policies& p) const override {
+    return {{"map_block", kMapBlock}, {"map_items", kMapItems}, {"segmented_block", p.segmented.block},
+            {"short_pass", p.segmented.short_pass ? 1 : 0}};
+  }
+  std::vector<KernelSpec> emit(const KernelContext& g) const override { return emit_broadcast(g); }
+  std::vector<StepSpec> schedule(const KernelContext& g, const std::vector<KernelSpec>& kernels, int first) const override {
+    return {{StepSpec::Kind::Broadcast, first, static_cast<int>(kernels.size()), g.offsets->domain, 0, INT64_MAX,
+             static_cast<std::int64_t>(g.plan->program.ops().size()), true}};
+  }
+};
+}  // namespace
+
+const RegisteredStrategy& broadcast_strategy() {
+  static const Broadcast s;
+  return s;
+}
+
+}  // namespace fuseflow::codegen

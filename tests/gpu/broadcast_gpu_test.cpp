@@ -1,0 +1,169 @@
+// GPU execution tests for the general per-segment broadcast (ff::broadcast over offsets
+// that are not uniform rows; issue 25): per-row softmax over irregular rows, centred
+// segments, integer programs read exactly, a reduction's per-segment results as an output
+// beside its broadcast, i32 and i64 offsets. Segment shapes: empty segments (at the start,
+// the middle, the end, runs of them), one-element segments, segments longer than the merge
+// path's tile and the map's warp step, Zipf-like lengths (a few huge, many tiny). Fresh
+// random inputs, outputs poisoned (the shared Runtime's RuntimeOptions::poison), every
+// result compared with the CPU reference over the same values widened to f64 (floats, by
+// relative error) or exactly (integers); the plan is the broadcast strategy's.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+#include <type_traits>
+
+#include <fuseflow/fuseflow.hpp>
+
+#include "gpu_test_support.hpp"
+#include "segment_test_support.hpp"
+
+namespace ff = fuseflow;
+
+namespace {
+
+using ff::test::runtime;
+
+// The outputs over inputs x, w and the offsets o.
+using Build = std::function<std::vector<ff::Expr>(const ff::Expr& x, const ff::Expr& w, const ff::Expr& o)>;
+
+// Segment lengths summing to n, of one of the shapes (every shape has some empty ones).
+std::vector<std::int64_t> offsets_of(int shape, std::int64_t n, std::mt19937_64& g) {
+  std::vector<std::int64_t> off = {0};
+  const auto push = [&](std::int64_t len) { off.push_back(std::min(n, off.back() + len)); };
+  while (off.back() < n) {
+    const std::uint64_t r = g();
+    switch (shape) {
+      case 0: push(static_cast<std::int64_t>(r % 3)); break;                      // 0, 1, 2: empty and one-element
+      case 1: push(static_cast<std::int64_t>(r % 2000)); break;                   // up to half a tile
+      case 2: push(r % 8 == 0 ? 0 : 3000 + static_cast<std::int64_t>(r % 9000)); break;  // longer than a tile
+      default: {  // Zipf-like: length ~ n / rank, ranks at random
+        const double rank = 1.0 + static_cast<double>(r % 1000);
+        push(r % 5 == 0 ? 0 : static_cast<std::int64_t>(static_cast<double>(n) / (8.0 * rank * rank)) + 1);
+      }
+    }
+  }
+  if (shape == 0) off.insert(off.begin(), 3, 0);  // empty segments first
+  off.push_back(n);                              // and an empty last one
+  return off;
+}
+
+const char* shape_name(int shape) {
+  static const char* names[] = {"segments of 0..2", "segments of 0..1999", "segments longer than a tile, some empty",
+                                "Zipf-like lengths"};
+  return names[shape];
+}
+
+template <class T, class O>
+void check(const Build& build, const std::vector<O>& offsets, double lo, double hi, double tolerance,
+           const std::string& what, double floor = 1e-30) {
+  const std::int64_t n = static_cast<std::int64_t>(offsets.back());
+  const auto x = ff::input<T>("x");
+  const auto w = ff::input<T>("w");
+  const auto o = ff::input<O>("o");
+  const ff::Program prog(build(x, w, o));
+  const auto plan = ff::codegen::plan(prog, ff::codegen::Target::preset("sm_90"));
+  REQUIRE(plan.kernels.back().registered == "broadcast segments");
+  const auto xh = ff::test::random_values<T>(n, lo, hi);
+  const auto wh = ff::test::random_values<T>(n, lo, hi);
+  auto xd = runtime().upload(xh);
+  auto wd = runtime().upload(wh);
+  auto od = runtime().upload(offsets);
+  ff::Bindings b;
+  for (const auto& in : prog.inputs()) {
+    const std::string& name = in.node().name;
+    if (name == "x") b.push_back({in, xd});
+    else if (name == "w") b.push_back({in, wd});
+    else b.push_back({in, od});
+  }
+  const auto got = runtime().run(prog, b);
+
+  using Wide = ff::test::Wide<T>;
+  const auto xw = ff::input<Wide>("x");
+  const auto ww = ff::input<Wide>("w");
+  const ff::Program wide(build(xw, ww, o));
+  ff::HostBindings hb;
+  for (const auto& in : wide.inputs()) {
+    const std::string& name = in.node().name;
+    if (name == "o") hb.bind(in, ff::HostArray::from(offsets));
+    else
+      hb.bind(in, ff::HostArray::from(name == "x" ? std::vector<Wide>(xh.begin(), xh.end())
+                                                  : std::vector<Wide>(wh.begin(), wh.end())));
+  }
+  const auto want = ff::evaluate(wide, hb);
+  ff::test::check_outputs<T>(got, want, tolerance, floor,
+                            what + ", n = " + std::to_string(n) + ", " + std::to_string(offsets.size() - 1) + " segments");
+}
+
+std::vector<ff::Expr> softmax(const ff::Expr& x, const ff::Expr&, const ff::Expr& o) {
+  const auto e = ff::exp(x - ff::broadcast(ff::segmented_reduce(x, o, ff::max), o));
+  return {e / ff::broadcast(ff::segmented_reduce(e, o, ff::plus), o)};
+}
+
+std::vector<std::int64_t> sizes() {
+  std::vector<std::int64_t> out;
+  for (std::int64_t n : {1LL, 100LL, 5000LL, 70001LL, 600000LL})
+    if (n <= ff::test::max_elements()) out.push_back(n);
+  return out;
+}
+
+template <class O>
+std::vector<O> narrow(const std::vector<std::int64_t>& v) {
+  return std::vector<O>(v.begin(), v.end());
+}
+
+}  // namespace
+
+TEST_CASE("per-segment softmax over irregular segments matches the f64 reference") {
+  std::mt19937_64 g(25);
+  for (std::int64_t n : sizes())
+    for (int shape = 0; shape < 4; ++shape) {
+      const auto off = offsets_of(shape, n, g);
+      check<float>(softmax, off, -30.0, 30.0, 2e-5, std::string("f32 softmax, ") + shape_name(shape));
+      check<double>(softmax, narrow<int>(off), -30.0, 30.0, 1e-12, std::string("f64 softmax, i32 offsets, ") + shape_name(shape));
+    }
+}
+
+TEST_CASE("centred segments, two inputs, several outputs and a per-segment result as an output") {
+  const Build centred = [](const ff::Expr& x, const ff::Expr& w, const ff::Expr& o) -> std::vector<ff::Expr> {
+    const auto sum = ff::segmented_reduce(x * w, o, ff::plus);
+    const auto low = ff::segmented_reduce(w, o, ff::min);
+    return {x * w - ff::broadcast(sum, o) * 0.5f, w - ff::broadcast(low, o), sum};
+  };
+  std::mt19937_64 g(7);
+  for (std::int64_t n : sizes())
+    for (int shape = 0; shape < 4; ++shape)
+      check<float>(centred, offsets_of(shape, n, g), -1.0, 1.0, 1e-5, std::string("f32 centred, ") + shape_name(shape), 1.0);
+}
+
+TEST_CASE("integer programs exactly: a chained reduction reading a broadcast, index() and a maximum") {
+  const Build ints = [](const ff::Expr& x, const ff::Expr&, const ff::Expr& o) -> std::vector<ff::Expr> {
+    const auto top = ff::segmented_reduce(x, o, ff::max);
+    const auto below = ff::segmented_reduce(ff::broadcast(top, o) - x + ff::cast<int>(ff::index() % 5), o, ff::plus);
+    return {x * 3 - ff::broadcast(top, o) + ff::broadcast(below, o) * ff::cast<int>(ff::index() % 3), below};
+  };
+  std::mt19937_64 g(11);
+  for (std::int64_t n : sizes())
+    for (int shape = 0; shape < 4; ++shape)
+      check<int>(ints, narrow<int>(offsets_of(shape, n, g)), -1000.0, 1000.0, 0, std::string("i32, ") + shape_name(shape));
+}
+
+TEST_CASE("offsets that leave elements outside every segment are reported; broadcast_by_key is refused") {
+  const auto x = ff::input<float>("x");
+  const auto o = ff::input<int>("o");
+  const ff::Program prog(x - ff::broadcast(ff::segmented_reduce(x, o, ff::max), o));
+  auto xd = runtime().upload(std::vector<float>(100, 1.0f));
+  for (const std::vector<int>& bad : {std::vector<int>{5, 50, 100}, std::vector<int>{0, 50, 90}}) {
+    auto od = runtime().upload(bad);
+    CHECK_THROWS_AS(runtime().run(prog, {{x, xd}, {o, od}}), ff::GraphError);
+  }
+  const auto k = ff::input<int>("k");
+  const auto byk = ff::reduce_by_key(k, x, ff::plus);
+  try {
+    (void)ff::codegen::plan(ff::Program(x - ff::broadcast_by_key(byk.values, k)), ff::codegen::Target::preset("sm_90"));
+    FAIL("broadcast_by_key was planned");
+  } catch (const ff::GraphError& e) {
+    CHECK(std::string(e.what()).find("broadcast_by_key") != std::string::npos);
+  }
+}
