@@ -324,6 +324,7 @@ __device__ __forceinline__ void write_staged_tile(const Tile& t, const bool full
       slots[k] |= static_cast<unsigned>(bin) << 16;
       store_key(bin_delta[bin] + j, key);
     }
+    __syncwarp();  // keeps the compiler from hoisting every item's reads ahead (registers)
   }
   if constexpr (HasValues<Value>::value) {
     // The values are loaded straight into the stage once every key is read from it: only
@@ -343,6 +344,7 @@ __device__ __forceinline__ void write_staged_tile(const Tile& t, const bool full
     for (int k = 0; k < kItems; ++k) {
       const int j = k * kThreads + threadIdx.x;
       if (full || j < t.valid) store_value(bin_delta[slots[k] >> 16] + j, stage_values[j]);
+      __syncwarp();
     }
   }
 }
