@@ -124,6 +124,18 @@ KernelSpec emit_scan_lookback(const KernelContext& g, const ScanTiling& tiling);
 // kernel of a plain scan in place of the staged tile, launched from the scan policy's staged_from
 // elements.
 bool pipelined_scan_applies(const KernelContext& g);
+// The stores of a pipelined scanner's outputs (store4 and store1): per output `o`, whether
+// it is 16-byte aligned (`quads`), its four-element store (`four`) and its one-element
+// store (`one`); value(k_index, plus) is the text of the value of element k ("[k]", "
+// + k"; "" and "" for the one element).
+struct QuadStores {
+  std::vector<std::string> quads, four, one;
+  void add(const std::string& o, const std::function<std::string(const std::string&, const std::string&)>& value);
+};
+// The tuning values of a pipelined strategy (the scan's, the segmented ring's): its first
+// kernel's block, items and min_blocks, then the ring's tile, stages, scanner warps and staged_from.
+std::vector<std::pair<std::string, std::int64_t>> pipelined_tuning(const ScanPolicy& s, int block, int items,
+                                                                   int min_blocks);
 KernelSpec emit_scan_pipelined(const KernelContext& g);
 // Three kernels: per-block reduce, scan of the block sums, scan of each block's chunk.
 std::vector<KernelSpec> emit_scan_reduce_then_scan(const KernelContext& g);

@@ -175,6 +175,19 @@ __device__ __forceinline__ unsigned rank_in_warp(unsigned short* counters, const
   return before + below;
 }
 
+// The same with 32-bit counts: the lowest lane of each bin adds the round's count with one
+// shared atomic (no separate read and write; the shuffle from that lane orders the
+// rounds).
+template <int kBits>
+__device__ __forceinline__ unsigned rank_in_warp(unsigned* counters, const int bin) {
+  const unsigned lane = threadIdx.x % kWarpSize;
+  const unsigned peers = lanes_with_bin<kBits>(static_cast<unsigned>(bin));
+  const unsigned below = __popc(peers & ((1u << lane) - 1u));
+  unsigned before = 0u;
+  if (below == 0u) before = atomicAdd(&counters[bin], static_cast<unsigned>(__popc(peers)));
+  return __shfl_sync(kFullMask, before, __ffs(peers) - 1) + below;
+}
+
 // Turns the per-warp counts [kWarps][kBins] into the tile position of the first element
 // of each (warp, bin), in place: an exclusive scan in bin-major order (bin 0 of warps 0,
 // 1, ..., then bin 1 ...), because a tile lists its bins in order and, within a bin, the
@@ -286,6 +299,56 @@ __device__ __forceinline__ void write_staged(const Tile& t, const unsigned short
   write_staged_at<Bins, kThreads>(t, offsets, keys, ranks, item_bin, value_at, store_key, store_value, stage, bin_delta);
 }
 
+// The copy-out of a tile whose keys are staged in tile order (`stage`: the key at tile
+// position j is element j): thread t writes positions t, t + kThreads, ..., each key to
+// bin_delta[its bin] + j, so a bin's run is written by consecutive threads to
+// consecutive addresses. Then the values: loaded only now, while few registers are
+// taken, staged at the tile positions of the thread's items (`slots`) over the keys once
+// every key is read, and copied out the same way, by the bins of the keys that were at
+// their positions. `full`: no element of the tile is past n.
+template <typename Bins, int kThreads, typename Tile, int kItems, typename Key, typename ValueAt, typename StoreKey,
+          typename StoreValue>
+__device__ __forceinline__ void write_staged_tile(const Tile& t, const bool full, unsigned (&slots)[kItems],
+                                                  const Key* stage, ValueAt value_at, StoreKey store_key,
+                                                  StoreValue store_value, const unsigned long long* bin_delta) {
+  using Value = decltype(value_at(0LL));
+  static_assert(Tile::kTile <= 65536 && Bins::kCount <= 65536, "a tile position and a bin share 32 bits");
+#pragma unroll
+  for (int k = 0; k < kItems; ++k) {
+    const int j = k * kThreads + threadIdx.x;
+    if (full || j < t.valid) {
+      const Key key = stage[j];
+      const int bin = Bins{}(key);
+      // The bin of position j beside the tile position of item k, in one register: the
+      // values need both, and three arrays of kItems would not fit the registers.
+      slots[k] |= static_cast<unsigned>(bin) << 16;
+      store_key(bin_delta[bin] + j, key);
+    }
+    __syncwarp();  // keeps the compiler from hoisting every item's reads ahead (registers)
+  }
+  if constexpr (HasValues<Value>::value) {
+    // The values are loaded straight into the stage once every key is read from it: only
+    // the positions stay in registers.
+    __syncthreads();
+    Value* stage_values = reinterpret_cast<Value*>(const_cast<Key*>(stage));
+    if (full) {
+#pragma unroll
+      for (int k = 0; k < kItems; ++k) stage_values[slots[k] & 0xffffu] = value_at(t.base + t.item(k));
+    } else {
+#pragma unroll
+      for (int k = 0; k < kItems; ++k)
+        if (t.item(k) < t.valid) stage_values[slots[k] & 0xffffu] = value_at(t.base + t.item(k));
+    }
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) {
+      const int j = k * kThreads + threadIdx.x;
+      if (full || j < t.valid) store_value(bin_delta[slots[k] >> 16] + j, stage_values[j]);
+      __syncwarp();
+    }
+  }
+}
+
 // The staged writes once `bin_delta` (output position - tile position, per bin) is filled
 // in, or being filled in by this block before its next barrier: every thread's tile
 // positions are read from `offsets` before the barrier after which `stage` (which may
@@ -296,45 +359,18 @@ __device__ __forceinline__ void write_staged_at(const Tile& t, const unsigned sh
                                                 const unsigned (&ranks)[kItems], ItemBin item_bin, ValueAt value_at,
                                                 StoreKey store_key, StoreValue store_value, void* stage,
                                                 const unsigned long long* bin_delta) {
-  using Value = decltype(value_at(0LL));
   constexpr int kBins = Bins::kCount;
   unsigned slots[kItems];  // tile positions of the items
 #pragma unroll
   for (int k = 0; k < kItems; ++k) slots[k] = offsets[t.warp * kBins + item_bin(k)] + ranks[k];
   __syncthreads();
-
   Key* stage_keys = static_cast<Key*>(stage);
 #pragma unroll
   for (int k = 0; k < kItems; ++k)
     if (t.item(k) < t.valid) stage_keys[slots[k]] = keys[k];
   __syncthreads();
-  int out_bins[kItems];
-#pragma unroll
-  for (int k = 0; k < kItems; ++k) {
-    const int j = k * kThreads + threadIdx.x;
-    if (j >= t.valid) continue;
-    const Key key = stage_keys[j];
-    out_bins[k] = Bins{}(key);
-    store_key(bin_delta[out_bins[k]] + j, key);
-  }
-  if constexpr (HasValues<Value>::value) {
-    // The values are read only now, while few registers are taken.
-    Value values[kItems];
-#pragma unroll
-    for (int k = 0; k < kItems; ++k)
-      if (t.item(k) < t.valid) values[k] = value_at(t.base + t.item(k));
-    __syncthreads();
-    Value* stage_values = static_cast<Value*>(stage);
-#pragma unroll
-    for (int k = 0; k < kItems; ++k)
-      if (t.item(k) < t.valid) stage_values[slots[k]] = values[k];
-    __syncthreads();
-#pragma unroll
-    for (int k = 0; k < kItems; ++k) {
-      const int j = k * kThreads + threadIdx.x;
-      if (j < t.valid) store_value(bin_delta[out_bins[k]] + j, stage_values[j]);
-    }
-  }
+  write_staged_tile<Bins, kThreads>(t, t.valid == Tile::kTile, slots, stage_keys, value_at, store_key, store_value,
+                                    bin_delta);
 }
 
 // Sorts tile blockIdx.x into place: loads its keys, ranks them per warp, turns the

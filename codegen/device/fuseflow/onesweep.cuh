@@ -134,12 +134,30 @@ __device__ __forceinline__ unsigned look_back(unsigned* status, const int bins, 
   return exclusive;
 }
 
+// A bin's tile count and, in a portion's first launch, its count in the whole digit: one
+// block scan gives each bin its first position in the tile and its first output position.
+struct BinCounts {
+  unsigned long long total;  // the bin's count in the digit's histogram (portion 0), else 0
+  unsigned tile;             // the bin's count in the tile
+};
+
 // One pass of a stable sort by Bins (RadixDigit for a radix pass, KeyBins for a counting
 // sort; Bins::kCount <= kThreads), digit `kDigit` of `digit_counts` (its histogram rows
 // have kRowBins entries). `tile_counter` is a zeroed word, left zeroed; `lookback` holds
 // [tiles x Bins::kCount] look-back entries (see above), `bin_starts` [portions x
 // Bins::kCount] bin starts of the portions after the first. key_at, value_at, store_key
 // and store_value as in counting_sort.cuh's scatter_tile_by.
+//
+// The tile, in the order that keeps the fewest registers live (CUB's Onesweep agent has
+// the same order): its keys are loaded and ranked within each warp's chunk (a warp's
+// leader of a bin adds the bin's count with one shared atomic); thread b sums bin b over
+// the warps, publishes it, and one block scan turns the per-warp counts into tile
+// positions (bin-major, in place, each thread its own bin's column: no bank conflicts);
+// each key goes to its tile position in shared memory at once, so only the positions
+// stay in registers through the look-back; then the keys are copied out in tile order
+// (consecutive threads write consecutive addresses within a bin's run), each to its
+// bin's output start plus its place in the bin's run; the values follow by the same
+// positions, their bins taken from the staged keys before the values overwrite them.
 template <int kThreads, int kItems, typename Bins, int kDigit, int kRowBins, int kParity, long long kPortionTiles,
           typename KeyAt, typename ValueAt, typename StoreKey, typename StoreValue>
 __device__ __forceinline__ void onesweep_pass(const long long n, const unsigned long long* digit_counts,
@@ -153,70 +171,98 @@ __device__ __forceinline__ void onesweep_pass(const long long n, const unsigned 
   constexpr int kBins = Bins::kCount;
   constexpr int kBits = bit_width(kBins - 1);
   static_assert(kBins <= kThreads, "one thread per bin looks back");
-  static_assert(Tile::kTile < 65536, "tile positions and per-warp counts fit 16 bits");
+  static_assert(Tile::kTile < 65536 && kBins < 65536, "tile positions and bins fit 16 bits");
   static_assert(kPortionTiles * Tile::kTile < (1ll << kLookbackCountBits), "a portion's counts fit 30 bits");
-  constexpr unsigned long long kCounterBytes = sizeof(unsigned short) * kWarps * kBins;
+  constexpr unsigned long long kCounterBytes = sizeof(unsigned) * kWarps * kBins;
   constexpr unsigned long long kValueBytes = HasValues<Value>::value ? sizeof(Value) : 0;
   constexpr unsigned long long kStageBytes =
       static_cast<unsigned long long>(Tile::kTile) * (sizeof(Key) > kValueBytes ? sizeof(Key) : kValueBytes);
+  // The per-warp counts, then the tile's keys, then its values.
   __shared__ __align__(16) unsigned char shared[kCounterBytes > kStageBytes ? kCounterBytes : kStageBytes];
-  __shared__ unsigned warp_totals[kWarps];
-  __shared__ unsigned long long start_totals[kWarps];
+  __shared__ BinCounts scan_totals[kWarps];
   __shared__ unsigned long long bin_delta[kBins];
   __shared__ unsigned tile_id;
-  unsigned short* counters = reinterpret_cast<unsigned short*>(shared);
+  unsigned* counters = reinterpret_cast<unsigned*>(shared);
   const long long tiles = (n + Tile::kTile - 1) / Tile::kTile;
   if (threadIdx.x == 0) {
     const unsigned id = atomicAdd(tile_counter, 1u);
     if (id == tiles - 1) atomicExch(tile_counter, 0u);  // every block of the pass has drawn
     tile_id = id;
   }
-  for (int c = threadIdx.x; c < kWarps * kBins; c += kThreads) counters[c] = 0;
+  for (int c = threadIdx.x; c < kWarps * kBins; c += kThreads) counters[c] = 0u;
   __syncthreads();
   const Tile t(n, tile_id);
+  const bool full = t.valid == Tile::kTile;
   const long long portion = t.tile / kPortionTiles, first = portion * kPortionTiles;
   const long long last = min(tiles, first + kPortionTiles) - 1;
 
   Key keys[kItems];
+  if (full) {
 #pragma unroll
-  for (int k = 0; k < kItems; ++k)
-    if (t.item(k) < t.valid) keys[k] = key_at(t.base + t.item(k));
+    for (int k = 0; k < kItems; ++k) keys[k] = key_at(t.base + t.item(k));
+  } else {
+#pragma unroll
+    for (int k = 0; k < kItems; ++k)
+      if (t.item(k) < t.valid) keys[k] = key_at(t.base + t.item(k));
+  }
   // Past n: the last bin, after every element of the tile (counted out below).
-  const auto item_bin = [&](int k) -> int { return t.item(k) < t.valid ? Bins{}(keys[k]) : kBins - 1; };
-  unsigned ranks[kItems];
+  const auto item_bin = [&](int k) -> int { return full || t.item(k) < t.valid ? Bins{}(keys[k]) : kBins - 1; };
+  // Item k's rank within the warp's chunk and bin, its bin in the upper 16 bits (so the
+  // compiler has no reason to hold the bins in registers of their own), then its tile
+  // position.
+  unsigned slots[kItems];
 #pragma unroll
-  for (int k = 0; k < kItems; ++k) ranks[k] = rank_in_warp<kBits>(counters + t.warp * kBins, item_bin(k));
+  for (int k = 0; k < kItems; ++k) {
+    const int bin = item_bin(k);
+    slots[k] = rank_in_warp<kBits>(counters + t.warp * kBins, bin) | static_cast<unsigned>(bin) << 16;
+  }
 
-  // Thread b: bin b's count in the tile (the warps' counts; the items past n were counted
-  // in the last bin), published at once so that later tiles' look-backs find it early.
+  // Thread b: bin b's count in the tile (the items past n counted in the last bin are
+  // left out of what is published), published at once so that later tiles' look-backs
+  // find it early.
   __syncthreads();
   const int b = threadIdx.x;
-  unsigned count = 0u;
+  unsigned count = 0u, own = 0u;  // with the items past n, and without
   if (b < kBins) {
 #pragma unroll
     for (int w = 0; w < kWarps; ++w) count += counters[w * kBins + b];
-    if (b == kBins - 1) count -= static_cast<unsigned>(Tile::kTile - t.valid);
-    *reinterpret_cast<volatile unsigned*>(lookback + t.tile * kBins + b) = lookback_word(t.tile == first, kParity, count);
+    own = b == kBins - 1 ? count - static_cast<unsigned>(Tile::kTile - t.valid) : count;
+    *reinterpret_cast<volatile unsigned*>(lookback + t.tile * kBins + b) = lookback_word(t.tile == first, kParity, own);
   }
-  warp_bin_offsets<kThreads, kWarps, kBins>(counters, warp_totals);
-  const unsigned tile_start = b < kBins ? counters[b] : 0u;  // bin b's first position in the tile
-  // The bin starts of this portion: the digit's histogram scanned, or from the portion before.
-  unsigned long long start = 0;
-  if (portion == 0) {
-    const unsigned long long total = b < kBins ? digit_counts[kDigit * kRowBins + b] : 0ull;
-    unsigned long long all;
-    start = block_exclusive_scan<kThreads>(
-        total, [](const unsigned long long& x, const unsigned long long& y) { return x + y; }, 0ull, start_totals, all);
-  } else if (b < kBins) {
-    start = bin_starts[portion * kBins + b];
-  }
+  // The bins' first positions in the tile and, in portion 0, their output starts (the
+  // digit's histogram scanned); later portions have theirs from the portion before.
+  const BinCounts mine = {portion == 0 && b < kBins ? digit_counts[kDigit * kRowBins + b] : 0ull, count};
+  BinCounts all;
+  const BinCounts before_bin = block_exclusive_scan<kThreads>(
+      mine, [](const BinCounts& x, const BinCounts& y) { return BinCounts{x.total + y.total, x.tile + y.tile}; },
+      BinCounts{0ull, 0u}, scan_totals, all);
+  const unsigned tile_start = before_bin.tile;  // bin b's first position in the tile
   if (b < kBins) {
-    const unsigned before = look_back(lookback, kBins, t.tile, first, b, kParity, count);
-    if (t.tile == last && last + 1 < tiles) bin_starts[(portion + 1) * kBins + b] = start + before + count;
+    unsigned running = tile_start;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      const unsigned c = counters[w * kBins + b];
+      counters[w * kBins + b] = running;
+      running += c;
+    }
+  }
+  __syncthreads();
+#pragma unroll
+  for (int k = 0; k < kItems; ++k) slots[k] = (slots[k] & 0xffffu) + counters[t.warp * kBins + (slots[k] >> 16)];
+  __syncthreads();  // every position read before the keys overwrite the counts
+  Key* stage_keys = reinterpret_cast<Key*>(shared);
+#pragma unroll
+  for (int k = 0; k < kItems; ++k)
+    if (full || t.item(k) < t.valid) stage_keys[slots[k]] = keys[k];
+
+  if (b < kBins) {
+    const unsigned long long start = portion == 0 ? before_bin.total : bin_starts[portion * kBins + b];
+    const unsigned before = look_back(lookback, kBins, t.tile, first, b, kParity, own);
+    if (t.tile == last && last + 1 < tiles) bin_starts[(portion + 1) * kBins + b] = start + before + own;
     bin_delta[b] = start + before - tile_start;
   }
-  write_staged_at<Bins, kThreads>(t, counters, keys, ranks, item_bin, value_at, store_key, store_value, shared,
-                                  bin_delta);
+  __syncthreads();
+  write_staged_tile<Bins, kThreads>(t, full, slots, stage_keys, value_at, store_key, store_value, bin_delta);
 }
 
 }  // namespace sort

@@ -136,15 +136,30 @@ __device__ __forceinline__ unsigned ring_parity(long long use) {
 // One thread, before the roles start (then a __syncthreads()).
 // `reducers`: the warps that arrive on `reduced` (the reducer; a compaction's compacting
 // warps).
+// `loaders`: the arrivals on `loaded` (every producer lane after its own stores; the
+// segmented ring's producer adds lane 0's expecting arrival).
 template <typename T, int kStages, int kScanWarps>
-__device__ void pipeline_init(ScanPipeline<T, kStages, kScanWarps>& p, unsigned reducers = 1) {
+__device__ void pipeline_init(ScanPipeline<T, kStages, kScanWarps>& p, unsigned reducers = 1,
+                              unsigned loaders = kWarpSize) {
   for (int s = 0; s < kStages; ++s) {
-    barrier_init(&p.loaded[s], kWarpSize);  // every producer lane arrives after its own stores
+    barrier_init(&p.loaded[s], loaders);
     barrier_init(&p.reduced[s], reducers);
     barrier_init(&p.carried[s], 1);
     barrier_init(&p.freed[s], kScanWarps);
   }
   fence_barrier_init();
+}
+
+// The producer's next tile id, in every lane of its warp: lane 0 draws it from `counter`;
+// the block that draws the launch's last id (one past the tiles for every block) zeroes
+// the counter for the next launch.
+__device__ __forceinline__ unsigned draw_ring_tile(unsigned* counter, long long tiles) {
+  unsigned id = 0;
+  if (threadIdx.x % kWarpSize == 0) {
+    id = atomicAdd(counter, 1u);
+    if (id == tiles + gridDim.x - 1) atomicExch(counter, 0u);
+  }
+  return __shfl_sync(kFullMask, id, 0);
 }
 
 // The producer warp. Draws tile ids (the block that draws the launch's last id, one past
@@ -160,12 +175,7 @@ __device__ void produce_tiles(ScanPipeline<T, kStages, kScanWarps>& p, In* stage
   for (long long use = 0;; ++use) {
     const int s = ring_stage<kStages>(use);
     if (use >= kStages) barrier_wait(&p.freed[s], ring_parity<kStages>(use - kStages));
-    unsigned id = 0;
-    if (lane == 0) {
-      id = atomicAdd(counter, 1u);
-      if (id == tiles + gridDim.x - 1) atomicExch(counter, 0u);
-    }
-    id = __shfl_sync(kFullMask, id, 0);
+    const unsigned id = draw_ring_tile(counter, tiles);
     if (id >= tiles) {
       if (lane == 0) p.tile[s] = -1;
       barrier_arrive(&p.loaded[s]);
@@ -345,17 +355,22 @@ __device__ __forceinline__ T scan_four(const Quad<In>& x, int e, long long left,
   return combine(carry, shfl_idx(lanes, kWarpSize - 1));
 }
 
-// A scanner warp (`segment` 0 .. kScanWarps - 1): scans its segment of each tile in rounds
-// of 128 elements, lane l taking elements 4l .. 4l + 3 of the round: their scan in the
-// lane, the lanes' totals scanned across the warp, the carry from everything before.
-// `store4(i, scanned, x)` stores elements i .. i + 3 of every output (x: the inputs);
-// `store1(i, scanned, x)` one element (the last tile's end). A whole segment has no
-// bounds checks; 2 rounds unrolled (4 measured no faster at 2^28: the scanners' shared
-// reads compete with the reducer's).
-template <int kTile, bool kInclusive, typename In, typename T, int kStages, int kScanWarps, typename Element,
-          typename Combine, typename Store4, typename Store1>
-__device__ void scan_tiles(ScanPipeline<T, kStages, kScanWarps>& p, const In* stages, int segment, long long n,
-                           Element element, Combine combine, T identity, Store4 store4, Store1 store1) {
+// A round's bounds: Checked<false> for a whole segment, Checked<true> where elements at
+// or past n count as the identity.
+template <bool kChecked>
+struct Checked {
+  static constexpr bool value = kChecked;
+};
+
+// The loop of a scanner warp (`segment` 0 .. kScanWarps - 1) over the ring's tiles: for
+// each round of 128 elements of its segment, round(checked, s, e, left, base, carry) (e:
+// the lane's first element in the segment, left: the segment's elements before n, base:
+// the segment's first global index; `checked` a Checked<>) returns the carry after the
+// round; then the stage is freed. A whole segment has no bounds checks; 2 rounds unrolled
+// (4 measured no faster at 2^28: the scanners' shared reads compete with the reducer's).
+template <int kTile, typename T, int kStages, int kScanWarps, typename Round>
+__device__ __forceinline__ void scanner_rounds(ScanPipeline<T, kStages, kScanWarps>& p, int segment, long long n,
+                                               Round round) {
   constexpr int kSegment = kTile / kScanWarps;
   const int lane = threadIdx.x % kWarpSize;
   for (long long use = 0;; ++use) {
@@ -366,26 +381,35 @@ __device__ void scan_tiles(ScanPipeline<T, kStages, kScanWarps>& p, const In* st
     if (tile < 0) return;
     const long long base = tile * kTile + segment * kSegment;
     const long long left = n - base;  // elements of the segment before n (may be <= 0)
-    const Quad<In>* quads =
-        reinterpret_cast<const Quad<In>*>(stages + static_cast<long long>(s) * kTile + segment * kSegment);
     T carry = p.carry[s][segment];
     if (left >= kSegment) {
 #pragma unroll 2
-      for (int r = 0; r < kSegment / 128; ++r) {
-        const int e = r * 128 + lane * 4;
-        carry = scan_four<false, kInclusive>(quads[e / 4], e, left, base + e, carry, element, combine, identity,
-                                             store4, store1);
-      }
+      for (int r = 0; r < kSegment / 128; ++r) carry = round(Checked<false>{}, s, r * 128 + lane * 4, left, base, carry);
     } else {
-      for (int r = 0; r < kSegment / 128 && r * 128 < left; ++r) {
-        const int e = r * 128 + lane * 4;
-        carry = scan_four<true, kInclusive>(quads[e / 4], e, left, base + e, carry, element, combine, identity,
-                                            store4, store1);
-      }
+      for (int r = 0; r < kSegment / 128 && r * 128 < left; ++r)
+        carry = round(Checked<true>{}, s, r * 128 + lane * 4, left, base, carry);
     }
     __syncwarp();
     if (lane == 0) barrier_arrive(&p.freed[s]);
   }
+}
+
+// A scanner warp (`segment` 0 .. kScanWarps - 1): scans its segment of each tile in rounds
+// of 128 elements, lane l taking elements 4l .. 4l + 3 of the round: their scan in the
+// lane, the lanes' totals scanned across the warp, the carry from everything before.
+// `store4(i, scanned, x)` stores elements i .. i + 3 of every output (x: the inputs);
+// `store1(i, scanned, x)` one element (the last tile's end).
+template <int kTile, bool kInclusive, typename In, typename T, int kStages, int kScanWarps, typename Element,
+          typename Combine, typename Store4, typename Store1>
+__device__ void scan_tiles(ScanPipeline<T, kStages, kScanWarps>& p, const In* stages, int segment, long long n,
+                           Element element, Combine combine, T identity, Store4 store4, Store1 store1) {
+  constexpr int kSegment = kTile / kScanWarps;
+  scanner_rounds<kTile>(p, segment, n, [&](auto checked, int s, int e, long long left, long long base, T carry) {
+    const Quad<In>* quads =
+        reinterpret_cast<const Quad<In>*>(stages + static_cast<long long>(s) * kTile + segment * kSegment);
+    return scan_four<decltype(checked)::value, kInclusive>(quads[e / 4], e, left, base + e, carry, element, combine,
+                                                          identity, store4, store1);
+  });
 }
 
 // ---- stream compaction on the ring ------------------------------------------------------

@@ -53,16 +53,11 @@ __device__ __forceinline__ unsigned* stage_input(unsigned* words, int s, int j) 
 template <typename T, int kStages, int kScanWarps, typename Heads = bool>
 using PiecePipeline = ScanPipeline<Piece<T, Heads>, kStages, kScanWarps>;
 
-// One thread, before the roles start (then a __syncthreads()).
+// One thread, before the roles start (then a __syncthreads()): `loaded` takes lane 0's
+// expecting arrival, then every lane's own.
 template <typename P, int kStages, int kScanWarps>
 __device__ void piece_pipeline_init(ScanPipeline<P, kStages, kScanWarps>& p) {
-  for (int s = 0; s < kStages; ++s) {
-    barrier_init(&p.loaded[s], kWarpSize + 1);  // lane 0's expecting arrival, then every lane's own
-    barrier_init(&p.reduced[s], 1);
-    barrier_init(&p.carried[s], 1);
-    barrier_init(&p.freed[s], kScanWarps);
-  }
-  fence_barrier_init();
+  pipeline_init(p, 1, kWarpSize + 1);
 }
 
 // The producer warp: as produce_tiles (scan_pipeline.cuh) for kInputs 4-byte inputs, `in`
@@ -78,12 +73,7 @@ __device__ void produce_piece_tiles(ScanPipeline<P, kStages, kScanWarps>& p, uns
   for (long long use = 0;; ++use) {
     const int s = ring_stage<kStages>(use);
     if (use >= kStages) barrier_wait(&p.freed[s], ring_parity<kStages>(use - kStages));
-    unsigned id = 0;
-    if (lane == 0) {
-      id = atomicAdd(counter, 1u);
-      if (id == tiles + gridDim.x - 1) atomicExch(counter, 0u);
-    }
-    id = __shfl_sync(kFullMask, id, 0);
+    const unsigned id = draw_ring_tile(counter, tiles);
     if (id >= tiles) {
       if (lane == 0) {
         p.tile[s] = -1;
@@ -274,39 +264,18 @@ __device__ __forceinline__ Piece<T, long long> run_piece_four(Lift& lift, int s,
   return after;
 }
 
-// A scanner warp (`segment` 0 .. kScanWarps - 1), as scan_tiles (scan_pipeline.cuh):
+// A scanner warp (`segment` 0 .. kScanWarps - 1), scan_pipeline.cuh's scanner_rounds:
 // round(s, e, i, count, carry) for each round of 128 elements of its segment of each
 // tile (e: tile element, i: global index, count: elements of the lane's four before n),
 // returning the carry after it.
 template <int kTile, typename P, int kStages, int kScanWarps, typename Round>
 __device__ void piece_rounds(ScanPipeline<P, kStages, kScanWarps>& p, int segment, long long n, Round round) {
   constexpr int kSegment = kTile / kScanWarps;
-  const int lane = threadIdx.x % kWarpSize;
-  for (long long use = 0;; ++use) {
-    const int s = ring_stage<kStages>(use);
-    barrier_wait(&p.loaded[s], ring_parity<kStages>(use));
-    barrier_wait(&p.carried[s], ring_parity<kStages>(use));
-    const long long tile = p.tile[s];
-    if (tile < 0) return;
-    const int first = segment * kSegment;  // the segment's first tile element
-    const long long base = tile * kTile + first;
-    const long long left = n - base;  // elements of the segment before n (may be <= 0)
-    P carry = p.carry[s][segment];
-    if (left >= kSegment) {
-#pragma unroll 2
-      for (int r = 0; r < kSegment / 128; ++r) {
-        const int e = r * 128 + lane * 4;
-        carry = round(s, first + e, base + e, 4, carry);
-      }
-    } else {
-      for (int r = 0; r < kSegment / 128 && r * 128 < left; ++r) {
-        const int e = r * 128 + lane * 4;
-        carry = round(s, first + e, base + e, static_cast<int>(left - e < 0 ? 0 : left - e > 4 ? 4 : left - e), carry);
-      }
-    }
-    __syncwarp();
-    if (lane == 0) barrier_arrive(&p.freed[s]);
-  }
+  const int first = segment * kSegment;  // the segment's first tile element
+  scanner_rounds<kTile>(p, segment, n, [&](auto checked, int s, int e, long long left, long long base, const P& carry) {
+    const int count = !decltype(checked)::value ? 4 : static_cast<int>(left - e < 0 ? 0 : left - e > 4 ? 4 : left - e);
+    return round(s, first + e, base + e, count, carry);
+  });
 }
 
 // The scanners of a segmented scan.

@@ -154,10 +154,7 @@ class ScanPipelined final : public ScanLookback {
                       std::to_string(g.policies().scan.staged_from) + " elements the pipelined kernel"};
   }
   TuningValues tuning(const Policies& p) const override {
-    const ScanPolicy& s = p.scan;
-    return {{"block", s.narrow.block},   {"items", s.narrow.items},       {"min_blocks", s.narrow_min_blocks},
-            {"tile", s.pipe_tile},       {"stages", s.pipe_stages},       {"scan_warps", s.pipe_warps},
-            {"staged_from", s.staged_from}};
+    return pipelined_tuning(p.scan, p.scan.narrow.block, p.scan.narrow.items, p.scan.narrow_min_blocks);
   }
   std::vector<KernelSpec> emit(const KernelContext& g) const override {
     return {emit_scan_lookback(g, scan_tiling(g, true)), emit_scan_pipelined(g)};

@@ -38,6 +38,22 @@ bool pipelined_scan_applies(const KernelContext& g) {
          stages + 4096 <= target.shared_per_block_optin;
 }
 
+void QuadStores::add(const std::string& o,
+                     const std::function<std::string(const std::string&, const std::string&)>& value) {
+  quads.push_back("const bool quads_" + o + " = ff::aligned16(" + o + ");");
+  four.push_back("ff::store_four(" + o + " + i, quads_" + o + ",");
+  four.push_back("               " + value("[0]", "") + ", " + value("[1]", " + 1") + ",");
+  four.push_back("               " + value("[2]", " + 2") + ", " + value("[3]", " + 3") + ");");
+  one.push_back(o + "[i] = " + value("", "") + ";");
+}
+
+std::vector<std::pair<std::string, std::int64_t>> pipelined_tuning(const ScanPolicy& s, int block, int items,
+                                                                   int min_blocks) {
+  return {{"block", block},         {"items", items},          {"min_blocks", min_blocks},
+          {"tile", s.pipe_tile},    {"stages", s.pipe_stages}, {"scan_warps", s.pipe_warps},
+          {"staged_from", s.staged_from}};
+}
+
 KernelSpec emit_scan_pipelined(const KernelContext& g) {
   const Target& target = g.target();
   const int kTile = g.policies().scan.pipe_tile, kStages = g.policies().scan.pipe_stages, kScanWarps = g.policies().scan.pipe_warps;
@@ -95,26 +111,20 @@ KernelSpec emit_scan_pipelined(const KernelContext& g) {
   w.comment("Scanners: warp 3 + s scans segment s of every tile and stores it, the epilogue applied to\n"
             "each element on the way; four consecutive elements per lane, one 16-byte store where\n"
             "the output is 4-byte and aligned.");
-  std::vector<std::string> quads, four, one;
+  QuadStores stores;
   for (std::size_t j = 0; j < g.outputs.size(); ++j) {
-    const std::string o = "out" + std::to_string(g.output_ids[j]);
     const bool scan_itself = g.outputs[j].kind() == ExprKind::Result;
-    const auto value = [&](const std::string& k_index, const std::string& i) {
-      return scan_itself ? "scanned" + k_index : "epilogue" + std::to_string(j) + "(scanned" + k_index + ", x" + k_index +
-                                                     ", " + i + ")";
-    };
-    quads.push_back("const bool quads_" + o + " = ff::aligned16(" + o + ");");
-    four.push_back("ff::store_four(" + o + " + i, quads_" + o + ",");
-    four.push_back("               " + value("[0]", "i") + ", " + value("[1]", "i + 1") + ",");
-    four.push_back("               " + value("[2]", "i + 2") + ", " + value("[3]", "i + 3") + ");");
-    one.push_back(o + "[i] = " + value("", "i") + ";");
+    stores.add("out" + std::to_string(g.output_ids[j]), [&](const std::string& k_index, const std::string& plus) {
+      return scan_itself ? "scanned" + k_index
+                         : "epilogue" + std::to_string(j) + "(scanned" + k_index + ", x" + k_index + ", i" + plus + ")";
+    });
   }
-  for (const auto& l : quads) w.line(l);
+  for (const auto& l : stores.quads) w.line(l);
   w.open("const auto store4 = [&](const long long i, const " + t + " (&scanned)[4], const " + in + " (&x)[4])");
-  for (const auto& l : four) w.line(l);
+  for (const auto& l : stores.four) w.line(l);
   w.close("};");
   w.open("const auto store1 = [&](const long long i, const " + t + " scanned, const " + in + " x)");
-  for (const auto& l : one) w.line(l);
+  for (const auto& l : stores.one) w.line(l);
   w.close("};");
   w.line(std::string("ff::scan_tiles<kTile, ") + (k.inclusive() ? "true" : "false") +
          ">(pipeline, stages, warp - 3, n, element, combine, identity, store4, store1);");

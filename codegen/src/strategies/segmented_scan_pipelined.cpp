@@ -260,32 +260,26 @@ KernelSpec emit_segmented_scan_pipelined(const KernelContext& g, const SegmentOf
     w.comment("Scanners: warp 3 + s scans segment s of every tile and stores it, the epilogue applied to\n"
               "each element on the way; four consecutive elements per lane, one 16-byte store where\n"
               "the output is 4-byte and aligned.");
-    std::vector<std::string> quads, four, one;
+    QuadStores stores;
     bool reads_inputs = false;
     for (std::size_t j = 0; j < g.outputs.size(); ++j) {
-      const std::string o = "out" + std::to_string(g.output_ids[j]);
       const bool scan_itself = g.outputs[j].kind() == ExprKind::Result;
       reads_inputs = reads_inputs || !scan_itself;
-      const auto value = [&](const std::string& k_index, const std::string& e, const std::string& i) {
+      stores.add("out" + std::to_string(g.output_ids[j]), [&](const std::string& k_index, const std::string& plus) {
         return scan_itself ? "scanned" + k_index
-                           : "epilogue" + std::to_string(j) + "(scanned" + k_index + ", " + staged(e, i) + ")";
-      };
-      quads.push_back("const bool quads_" + o + " = ff::aligned16(" + o + ");");
-      four.push_back("ff::store_four(" + o + " + i, quads_" + o + ",");
-      four.push_back("               " + value("[0]", "e", "i") + ", " + value("[1]", "e + 1", "i + 1") + ",");
-      four.push_back("               " + value("[2]", "e + 2", "i + 2") + ", " + value("[3]", "e + 3", "i + 3") + ");");
-      one.push_back(o + "[i] = " + value("", "e", "i") + ";");
+                           : "epilogue" + std::to_string(j) + "(scanned" + k_index + ", " + staged("e" + plus, "i" + plus) + ")";
+      });
     }
-    for (const auto& l : quads) w.line(l);
+    for (const auto& l : stores.quads) w.line(l);
     w.open("const auto store4 = [&](const int s, const int e, const long long i, const " + t + " (&scanned)[4])");
     if (reads_inputs) stage_ptrs(w);
     else w.line("(void)s, (void)e;");
-    for (const auto& l : four) w.line(l);
+    for (const auto& l : stores.four) w.line(l);
     w.close("};");
     w.open("const auto store1 = [&](const int s, const int e, const long long i, const " + t + " scanned)");
     if (reads_inputs) stage_ptrs(w);
     else w.line("(void)s, (void)e;");
-    for (const auto& l : one) w.line(l);
+    for (const auto& l : stores.one) w.line(l);
     w.close("};");
     w.line(std::string("ff::segmented::scan_piece_tiles<kTile, ") + (k.inclusive() ? "true" : "false") +
            ">(pipeline, warp - 3, n, lift, combine, identity, store4, store1);");
@@ -331,23 +325,34 @@ KernelSpec emit_segmented_scan_pipelined(const KernelContext& g, const SegmentOf
 namespace fuseflow::codegen {
 
 namespace {
-class SegmentedScanPipelined final : public RegisteredStrategy {
+// The two strategies on the ring of pieces: the same conditions and tuning, other kernels.
+class PiecesPipelined : public RegisteredStrategy {
  public:
-  SegmentedScanPipelined() : RegisteredStrategy("segmented scan pipelined", "segmented_scan") {}
+  // `ops`: what the ring takes, for the message that it does not apply; `heads`: what the
+  // pieces hold besides the value.
+  PiecesPipelined(const char* name, const char* family, const char* ops, const char* heads)
+      : RegisteredStrategy(name, family), ops_(ops), heads_(heads) {}
   Applies applies(const KernelContext& g) const override {
     if (!pipelined_segmented_scan_applies(g))
-      return {false, "pipelined needs sm_90 or later, a segmented scan or scan_by_key of one or two 4-byte inputs, "
-                     "4-byte values, no mask, no scan_tile option, the scan pipeline on and the opt-in plan option "
-                     "segmented_pipeline"};
-    return {true, "sm_90, 4-byte inputs and values: look-back tiles of (value, head) pieces, and from " +
-                      std::to_string(g.policies().scan.staged_from) + " elements the pipelined kernel"};
+      return {false, std::string("pipelined needs sm_90 or later, ") + ops_ +
+                         " of one or two 4-byte inputs, 4-byte values, no mask, no scan_tile option, the scan pipeline "
+                         "on and the opt-in plan option segmented_pipeline"};
+    return {true, std::string("sm_90, 4-byte inputs and values: look-back tiles of (value, ") + heads_ +
+                      ") pieces, and from " + std::to_string(g.policies().scan.staged_from) +
+                      " elements the pipelined kernel"};
   }
   TuningValues tuning(const Policies& p) const override {
-    const ScanPolicy& s = p.scan;
-    return {{"block", s.pieces.block},  {"items", s.pieces.items},   {"min_blocks", s.pieces.min_blocks},
-            {"tile", s.pipe_tile},      {"stages", s.pipe_stages},   {"scan_warps", s.pipe_warps},
-            {"staged_from", s.staged_from}};
+    return pipelined_tuning(p.scan, p.scan.pieces.block, p.scan.pieces.items, p.scan.pieces.min_blocks);
   }
+
+ private:
+  const char* ops_;
+  const char* heads_;
+};
+class SegmentedScanPipelined final : public PiecesPipelined {
+ public:
+  SegmentedScanPipelined()
+      : PiecesPipelined("segmented scan pipelined", "segmented_scan", "a segmented scan or scan_by_key", "head flag") {}
   std::vector<KernelSpec> emit(const KernelContext& g) const override {
     const SegmentOffsets* offsets = g.offsets ? &*g.offsets : nullptr;
     return {emit_segmented_scan(g, offsets, g.target()), emit_segmented_scan_pipelined(g, offsets)};
@@ -359,22 +364,9 @@ class SegmentedScanPipelined final : public RegisteredStrategy {
     return {step};
   }
 };
-class ReduceByKeyPipelined final : public RegisteredStrategy {
+class ReduceByKeyPipelined final : public PiecesPipelined {
  public:
-  ReduceByKeyPipelined() : RegisteredStrategy("reduce by key pipelined", "reduce_by_key") {}
-  Applies applies(const KernelContext& g) const override {
-    if (!pipelined_segmented_scan_applies(g))
-      return {false, "pipelined needs sm_90 or later, one or two 4-byte inputs, 4-byte values, no scan_tile option "
-                     "the scan pipeline on and the opt-in plan option segmented_pipeline"};
-    return {true, "sm_90, 4-byte inputs and values: look-back tiles of (value, head count) pieces, and from " +
-                      std::to_string(g.policies().scan.staged_from) + " elements the pipelined kernel"};
-  }
-  TuningValues tuning(const Policies& p) const override {
-    const ScanPolicy& s = p.scan;
-    return {{"block", s.pieces.block},  {"items", s.pieces.items},   {"min_blocks", s.pieces.min_blocks},
-            {"tile", s.pipe_tile},      {"stages", s.pipe_stages},   {"scan_warps", s.pipe_warps},
-            {"staged_from", s.staged_from}};
-  }
+  ReduceByKeyPipelined() : PiecesPipelined("reduce by key pipelined", "reduce_by_key", "a reduce_by_key", "head count") {}
   std::vector<KernelSpec> emit(const KernelContext& g) const override {
     return {emit_reduce_by_key(g, g.target()), emit_segmented_scan_pipelined(g, nullptr)};
   }

@@ -257,13 +257,13 @@ OnesweepTuning onesweep_tuning(const OpNode& op, std::int64_t bins, const Oneswe
   s.bins = bins;
   s.items = static_cast<int>(
       std::clamp<std::size_t>(policy.thread_bytes / (key + value), 1, static_cast<std::size_t>(policy.max_items)));
-  // The tile's keys or values staged (the per-warp 16-bit counts share those bytes), the
-  // bins' output distances, the block's scan totals.
+  // The tile's keys or values staged (the per-warp 32-bit counts share those bytes), the
+  // bins' output distances, the block scan's warp totals (BinCounts), the tile id.
   const auto bytes = [&] {
     const auto b = static_cast<std::size_t>(bins);
-    return std::max(static_cast<std::size_t>(s.block / 32) * b * 2,
+    return std::max(static_cast<std::size_t>(s.block / 32) * b * 4,
                     static_cast<std::size_t>(s.tile()) * std::max(key, value)) +
-           b * 8 + static_cast<std::size_t>(s.block / 32) * 12 + 4;
+           b * 8 + static_cast<std::size_t>(s.block / 32) * 16 + 4;
   };
   while (s.items > 1 && bytes() > policy.shared_limit) --s.items;
   s.shared_bytes = bytes();
@@ -340,8 +340,9 @@ KernelSpec emit_onesweep_pass(const OpNode& op, const KernelContext& g, const st
               std::to_string(s.block) + " x " + std::to_string(s.items) + ") in atomic-counter order, " +
               pass.bins_text + ", stable ranks within each warp's chunk by ballots over " +
               std::to_string(std::bit_width(static_cast<std::uint64_t>(s.bins - 1))) +
-              " bits, decoupled look-back over per-bin tile counts (flag and 30-bit count in one word), the tile "
-              "staged in shared memory and written coalesced, " + std::to_string(s.shared_bytes) +
+              " bits (one shared atomic per bin and round), decoupled look-back over per-bin tile counts (flag and "
+              "30-bit count in one word), the keys staged in shared memory before the look-back and written "
+              "coalesced, the values after them, " + std::to_string(s.shared_bytes) +
               " bytes of shared memory, registers for " + std::to_string(s.blocks_per_sm) + " blocks per SM";
   k.source = source(name, g, k.summary, pass.scatter_note, types, w, pass);
   return k;

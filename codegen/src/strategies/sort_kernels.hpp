@@ -60,13 +60,17 @@ struct OnesweepPolicy {
   int block = 384;                   // threads of a pass (one per bin looks back: bins <= block)
   int blocks_per_sm = 2;             // the pass's register budget (__launch_bounds__)
   std::size_t shared_limit = 46 * 1024;  // static shared memory of a pass
-  std::size_t thread_bytes = 128;    // bytes of keys and values a thread holds per tile
-  int max_items = 16;                // elements per thread per tile
+  std::size_t thread_bytes = 184;    // bytes of keys and values a thread holds per tile
+  int max_items = 23;                // elements per thread per tile (CUB's for 32-bit keys on sm_90)
   int histogram_block = 256;
   int histogram_items = 16;          // keys per thread per chunk of the histogram
   int histogram_grid = 1056;         // at most this many histogram blocks (8 per SM of an H100)
   std::int64_t max_bins = 384;       // a counting sort with more bins (plus one) keeps the three-kernel pass
 };
+// max_items: ptxas (CUDA 12, sm_90) fits 23 in the 80 registers of 2 blocks of 384 per SM
+// without spilling in every pass of a sort of u32 keys with u32 values, of f32 keys alone
+// and of a counting sort by 256 keys (counting_sort.cuh's write_staged_tile keeps the
+// compiler from hoisting every item's loads; without that, 18 and more spilled).
 inline constexpr OnesweepPolicy kOnesweepPolicy{};
 std::vector<std::pair<std::string, std::int64_t>> onesweep_tuning_values(const OnesweepPolicy& p);
 
