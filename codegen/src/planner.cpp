@@ -87,6 +87,13 @@ Plan plan(const Program& original, const Target& target, const PlanOptions& opti
   const Policies policies = policies_for(target, options);  // the target's tuning, the options over it
   Plan plan;
   FilterMemo memo;
+  if (program.ops() != original.ops()) {
+    std::string lifted;
+    for (const char ch : to_string(program)) lifted += ch == '\n' ? std::string("; ") : std::string(1, ch);
+    if (lifted.size() >= 2) lifted.resize(lifted.size() - 2);
+    plan.notes.push_back("filter mix: arrays beside a filter's result are read at the survivors' positions, "
+                         "planned as: " + lifted);
+  }
   plan_tables(program, plan);
   std::set<const void*> seen;
   for (const Expr& o : program.outputs()) fill_lengths(o, false, seen, plan);

@@ -144,6 +144,7 @@ class Builder {
       case NodeKind::Get: return Expr::get(a[0], n.index);
       case NodeKind::Shift: return Expr::shift(a[0], n.index, a[1]);
       case NodeKind::Gather: return Expr::gather(a[0], a[1]);
+      case NodeKind::Fill: return fuseflow::fill(a[0], a[1]);
     }
     throw GraphError("fuzz: unknown node kind");
   }

@@ -162,10 +162,10 @@ OpDesc Generator::filter_op() {
   return op;
 }
 
-// The filter's output: its survivors as they are, or a map over them (constants and the
-// parameter only: index() and other arrays have another length). The map's condition
-// compares exact survivors only.
-NodeRef Generator::filter_output(int k) {
+// The filter's output: its survivors as they are, or a map over them: constants and the
+// parameter, index() (the position among the survivors) and other arrays (read at the
+// survivors' positions). The map's condition compares exact survivors only.
+NodeRef Generator::filter_output(int k, bool mix) {
   const OpDesc& op = c_.ops[static_cast<std::size_t>(k)];
   auto e = fresh(NodeKind::ScanElement, op.values->type);
   e->index = k;
@@ -174,7 +174,7 @@ NodeRef Generator::filter_output(int k) {
     e->bound = op.values->bound;
     set_err(*e, op.values->abs_err, op.values->rel_err);
   }
-  if (rng_.chance(0.45)) return e;
+  if (!mix && rng_.chance(0.45)) return e;
   NodeRef s = e;
   if (e->type.is_tuple()) {
     auto g = make_get(e, rng_.chance(0.5) ? 0 : 1);
@@ -182,10 +182,16 @@ NodeRef Generator::filter_output(int k) {
     g->bound = field->bound;
     g->exact = field->exact;
     s = g;
-    if (rng_.chance(0.3)) return s;
+    if (!mix && rng_.chance(0.3)) return s;
   }
   const ScalarType t = st(s);
-  switch (rng_.weighted({4, s->exact ? 3 : 0, 2, 2})) {
+  switch (mix ? 4 + rng_.weighted({3, 2}) : rng_.weighted({4, s->exact ? 3 : 0, 2, 2, 3, 2})) {
+    case 4: {  // s op an expression of the inputs at the survivors' positions
+      BinaryOp bop = rng_.pick(std::vector<BinaryOp>{BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul});
+      return tame(make_binary(bop, s, coerce(tame(ensure_input(number(depth() - 1, s->exact))), t)));
+    }
+    case 5:  // s + the position among the survivors
+      return tame(make_binary(BinaryOp::Add, s, coerce(index_, t)));
     case 0: {  // s op constant (or the parameter)
       BinaryOp bop = rng_.pick(std::vector<BinaryOp>{BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul});
       NodeRef other = !params_.empty() && rng_.chance(0.3) ? rng_.pick(params_)
@@ -289,7 +295,10 @@ OpDesc Generator::by_key_op(OpKind kind) {
 void Generator::array_op_outputs(int k) {
   const OpDesc& op = c_.ops[static_cast<std::size_t>(k)];
   if (op.kind == OpKind::Filter) {
-    c_.outputs.push_back({-1, filter_output(k), 0});
+    c_.outputs.push_back({-1, filter_output(k, false), 0});
+    // A second output over the same survivors, reading other inputs or index(): both are
+    // written by one compaction (lift_filters).
+    if (rng_.chance(0.6)) c_.outputs.push_back({-1, filter_output(k, true), 0});
     return;
   }
   const bool keyed = (op.kind == OpKind::CountingSort && op.values) || op.kind == OpKind::ReduceByKey;

@@ -9,7 +9,11 @@
 //   filter -> reduce, outputs(reduce, reduce), a map over a reduction's result
 //   (x / reduce(x) style), a reduction or scan of a map that reads an earlier reduction,
 //   outputs(scan, reduce), scalar epilogues (outputs that are expressions of one or two
-//   reductions' results: s + t, s * k, the larger, t / (|s| + 1)),
+//   reductions' results: s + t, s * k, the larger, t / (|s| + 1); and log-sum-exp,
+//   m + log(reduce(exp(f - m), plus)) with m = reduce(f, max), which plans as one online
+//   reduction),
+// with leaves that read an input elsewhere: shift, gather at index() / 2, and iota(x) or
+// fill(x, constant or parameter) of an input's length,
 // and the ops whose result has a length of its own (generate_array_ops.cpp):
 //   histogram (a random integral bin expression, casts of floats to int included, with
 //             bins out of range that are dropped; 1 to 2^17 bins, so both the shared-memory
@@ -20,7 +24,9 @@
 //             range that sort last; values carry the element index, so comparing them
 //             exactly checks stability),
 //   filter as an output (stream compaction: the survivors of a scalar or (value, index)
-//             tuple in order, sometimes with a map over the survivors, filter(v, p) * 3),
+//             tuple in order, sometimes with a map over the survivors, filter(v, p) * 3,
+//             reading index() (the position among the survivors) or other inputs (read at
+//             the survivors' positions: filter(v, p) + x)),
 //   segmented_scan by offsets (inclusive / exclusive, any monoid above, the same offsets
 //             patterns, partial cover: the elements outside every segment are the identity),
 //   scan_by_key and reduce_by_key (any monoid; keys from a random-walk input that stays
@@ -69,6 +75,7 @@ enum class NodeKind : std::uint8_t {
   Unary, Binary, Select, Call, Cast, Tuple, Get,
   Shift,   // shift(args[0] (an input), index, args[1] (a constant fill))
   Gather,  // gather(args[0] (an input), args[1] (an i64 index inside [0, n)))
+  Fill,    // fill(args[0] (an input: its length), args[1] (index(), a constant or the parameter))
 };
 
 struct Node;
