@@ -148,6 +148,29 @@ OpDesc Generator::segmented_op(int offsets) {
   return op;
 }
 
+// A per-row program: max or min (exact values), or an integer plus, of each row of c
+// elements (ff::rows over input 0), and an output reading each element's row result
+// (ff::broadcast) beside an input: x - rowmax style, one kernel when a row fits a block.
+void Generator::rows_broadcast() {
+  OpDesc op;
+  op.kind = OpKind::SegmentedReduce;
+  op.rows = rng_.pick(std::vector<std::int64_t>{1, 3, 32, 100, 1000, 1024, 3000});
+  NodeRef v = input_leaf();
+  const bool integral = !is_float(st(v));
+  op.monoid = integral && rng_.chance(0.4) ? MonoidChoice::Plus : rng_.chance(0.5) ? MonoidChoice::Max : MonoidChoice::Min;
+  op.values = v;
+  const int k = static_cast<int>(c_.ops.size());
+  c_.ops.push_back(op);
+  auto b = fresh(NodeKind::Broadcast, v->type);
+  b->index = k;
+  b->bound = op.monoid == MonoidChoice::Plus ? type_max(st(v)) : v->bound;
+  b->exact = true;  // integers, or the max / min of exact values
+  b->reads_input = true;
+  const BinaryOp bop = rng_.pick(std::vector<BinaryOp>{BinaryOp::Add, BinaryOp::Sub});
+  NodeRef other = coerce(input_leaf(), st(v));
+  c_.outputs.push_back({-1, tame(rng_.chance(0.5) ? make_binary(bop, other, b) : make_binary(bop, b, other)), 0});
+}
+
 // ---- compaction, segmented scans, by-key ops ---------------------------------------
 
 // A filter as an output: the survivors of a scalar, or of a (value, index) tuple (the
@@ -325,7 +348,10 @@ void Generator::make_array_op_shape() {
   c_.shape = kArrayShapes[k];
   switch (k) {
     case 0: c_.ops.push_back(histogram_op()); break;
-    case 1: c_.ops.push_back(segmented_op(offsets_input())); break;
+    case 1:
+      if (rng_.chance(0.35)) return rows_broadcast();
+      c_.ops.push_back(segmented_op(offsets_input()));
+      break;
     case 2: c_.ops.push_back(sort_op(false)); break;
     case 3: c_.ops.push_back(sort_op(true)); break;
     case 5: c_.ops.push_back(filter_op()); break;

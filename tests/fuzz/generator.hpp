@@ -89,6 +89,7 @@ class Generator {
   OpDesc sort_op(bool with_values);
   int offsets_input();
   OpDesc segmented_op(int offsets);
+  void rows_broadcast();
   OpDesc filter_op();
   NodeRef filter_output(int k, bool mix);
   void more_floats(OpDesc& op);

@@ -12,6 +12,8 @@
 //   reductions' results: s + t, s * k, the larger, t / (|s| + 1); and log-sum-exp,
 //   m + log(reduce(exp(f - m), plus)) with m = reduce(f, max), which plans as one online
 //   reduction),
+// a per-row program (max / min / integer plus of each row of ff::rows(x, c), read by an
+// output through ff::broadcast beside an input: a variant of the segmented_reduce shape),
 // with leaves that read an input elsewhere: shift, gather at index() / 2, and iota(x) or
 // fill(x, constant or parameter) of an input's length,
 // and the ops whose result has a length of its own (generate_array_ops.cpp):
@@ -76,6 +78,7 @@ enum class NodeKind : std::uint8_t {
   Shift,   // shift(args[0] (an input), index, args[1] (a constant fill))
   Gather,  // gather(args[0] (an input), args[1] (an i64 index inside [0, n)))
   Fill,    // fill(args[0] (an input: its length), args[1] (index(), a constant or the parameter))
+  Broadcast,  // broadcast(ops[index] (a segmented reduce over rows), its offsets): its row's result
 };
 
 struct Node;
@@ -122,6 +125,8 @@ struct OpDesc {
   int offsets_input = -1;                    // SegmentedReduce / Scan: the InputSpec of its offsets
   bool offsets_cast = false;                 // SegmentedReduce / Scan: offsets read as cast<i64>(o)
   int begin_bit = 0, end_bit = 0;            // CountingSort with bins == 0: a radix sort (ff::sort) by these key bits
+  std::int64_t rows = 0;  // SegmentedReduce: when > 0, over ff::rows(input 0, rows) (offsets_input -1), read
+                          // through broadcasts only (a per-row program)
 };
 
 struct OutputDesc {
