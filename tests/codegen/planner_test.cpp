@@ -267,6 +267,10 @@ TEST_CASE("maps mixing a filter's result with arrays of its length are one compa
   const ff::codegen::Plan same = ff::codegen::plan(ff::Program(ff::filter(x, x > 0.0f) * ff::filter(y, x > 0.0f)), sm90());
   REQUIRE(same.kernels.size() == 1);
   CHECK(same.kernels[0].source.find("x * y") != std::string::npos);
+  // A gather beside the survivors, at a position computed from index() (the position among
+  // them): its table is read at computed positions, not beside the filter (fuzz seed 282).
+  auto t = ff::input<float>("t");
+  CHECK(plan_error(ff::Program(ff::filter(x, x > 0.0f) + ff::gather(t, ff::index() / 2) + y)).empty());
   const std::string two = plan_error(ff::Program(ff::filter(x, x > 0.0f) + ff::filter(x, x < 1.0f)));
   INFO(two);
   CHECK(two.find("mixes the results of filters with different predicates (x > 0.0f and x < 1.0f)") != std::string::npos);
