@@ -23,7 +23,9 @@ void collect_arrays(const Expr& e, std::set<const ExprNode*>& seen, std::vector<
   if (e.kind() == ExprKind::Input) others.push_back(e);
   if (e.kind() == ExprKind::Result && !e.node().op->scalar_output)
     (e.node().op->kind == OpKind::Filter ? filters : others).push_back(e);
-  for (const auto& a : e.args()) collect_arrays(a, seen, filters, others);
+  // A gather's table is read at computed positions: it has a length of its own.
+  for (std::size_t k = e.kind() == ExprKind::Gather ? 1 : 0; k < e.args().size(); ++k)
+    collect_arrays(e.args()[k], seen, filters, others);
 }
 
 std::string describe(const Expr& leaf) {

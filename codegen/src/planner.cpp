@@ -7,6 +7,9 @@
 // staying on the device in a scalar slot; scans write the outputs over their results and
 // fold reductions over their inputs; array outputs are computed by a final element-wise
 // kernel.
+#include <algorithm>
+
+#include "fuseflow/frontend/filter_lift.hpp"
 #include "passes/passes.hpp"
 #include "rows.hpp"
 
@@ -63,13 +66,34 @@ void fill_lengths(const Expr& e, bool offsets, std::set<const void*>& seen, Plan
   for (const auto& a : e.args()) fill_lengths(a, offsets, seen, plan);
 }
 
+// A segmented op the lifting rewrote (its values read a lifted filter) is checked under the
+// user's op, which the runtime looks up among the program's ops to explain a bad offset.
+void check_original_ops(const Program& original, Plan& plan) {
+  for (auto& op : plan.checked_offsets) {
+    if (!op) continue;
+    const auto& ops = original.ops();
+    if (std::find(ops.begin(), ops.end(), op) != ops.end()) continue;
+    for (const auto& o : ops)
+      if (o->kind == op->kind && same_node(o->offsets, op->offsets)) op = o;
+  }
+}
+
 }  // namespace
 
-Plan plan(const Program& program, const Target& target, const PlanOptions& options) {
+Plan plan(const Program& original, const Target& target, const PlanOptions& options) {
   validate(options);
+  // Filters' results mixed with other arrays read one filter alone (filter_lift.hpp).
+  const Program program = lift_filters(original);
   const Policies policies = policies_for(target, options);  // the target's tuning, the options over it
   Plan plan;
   FilterMemo memo;
+  if (program.ops() != original.ops()) {
+    std::string lifted;
+    for (const char ch : to_string(program)) lifted += ch == '\n' ? std::string("; ") : std::string(1, ch);
+    if (lifted.size() >= 2) lifted.resize(lifted.size() - 2);
+    plan.notes.push_back("filter mix: arrays beside a filter's result are read at the survivors' positions, "
+                         "planned as: " + lifted);
+  }
   plan_tables(program, plan);
   std::set<const void*> seen;
   for (const Expr& o : program.outputs()) fill_lengths(o, false, seen, plan);
@@ -80,6 +104,7 @@ Plan plan(const Program& program, const Target& target, const PlanOptions& optio
 
   // Classify: every op and output by what plans it; a scalar slot per reduction.
   Classified classified = classify(program, plan, memo);
+  classified.program_text = to_string(original);
   fuse_log_sum_exp(program, classified, plan);
   const PlanContext context{program, classified.program_text, classified.slot_types, classified.slot_of, policies, target};
 
@@ -100,6 +125,7 @@ Plan plan(const Program& program, const Target& target, const PlanOptions& optio
   if (!classified.array_outputs.empty()) emit_array_outputs(classified, context, plan);
   if (!after_all.empty())
     emit_epilogue_kernel(after_all, context, plan);
+  check_original_ops(original, plan);
   check_plan(plan);
   return plan;
 }

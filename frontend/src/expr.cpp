@@ -405,6 +405,29 @@ Expr iota(std::int64_t n, const Expr& start, const Expr& step) {
   return Expr::fill(n, start + Expr::cast(t, Expr::index()) * cast(t, step));
 }
 
+Expr fill(const Expr& length_of, const Expr& value) {
+  require_valid(length_of, "fill");
+  if (length_of.kind() == ExprKind::Constant && length_of.type().is_integral() && !length_of.type().is_bool())
+    return Expr::fill(length_of.node().constant.as_int(), value);
+  if (!is_array(length_of))
+    throw GraphError("fill: the length must be a host size or an array whose length the fill takes, got " +
+                     to_string(length_of) + " (" + length_of.type().name() +
+                     "); a parameter as the length is not supported: bind an input of that length, or pass the size");
+  require_valid(value, "fill");
+  require_element_value(value, "fill", true);
+  return Expr::fill_like(length_of, value);
+}
+
+Expr iota(const Expr& length_of) { return fill(length_of, Expr::index()); }
+
+Expr iota(const Expr& length_of, const Expr& start, const Expr& step) {
+  if (!start.valid() || !step.valid()) throw GraphError("iota: the start or the step is an empty ff::Expr");
+  if (!start.type().is_scalar() || start.type().is_bool())
+    throw GraphError("iota: the start must be a number, got " + start.type().name());
+  const Type t = start.type();
+  return fill(length_of, start + Expr::cast(t, Expr::index()) * cast(t, step));
+}
+
 Expr map_result(const std::vector<Expr>& arrays, const Expr& body) {
   if (!body.valid() || is_array(body)) return body;
   std::vector<Expr> like;

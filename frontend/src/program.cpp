@@ -454,4 +454,16 @@ Program::Program(std::vector<Expr> outputs) : outputs_(std::move(outputs)) {
   }
 }
 
+Program::Program(std::vector<Expr> outputs, const Program& order) : Program(std::move(outputs)) {
+  const auto sort_like = [](std::vector<Expr>& leaves, const std::vector<Expr>& like) {
+    const auto position = [&](const Expr& e) {
+      return std::find_if(like.begin(), like.end(), [&](const Expr& l) { return same_node(l, e); }) - like.begin();
+    };
+    std::stable_sort(leaves.begin(), leaves.end(),
+                     [&](const Expr& a, const Expr& b) { return position(a) < position(b); });
+  };
+  sort_like(inputs_, order.inputs_);
+  sort_like(params_, order.params_);
+}
+
 }  // namespace fuseflow

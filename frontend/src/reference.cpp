@@ -32,6 +32,7 @@
 #include <map>
 #include <numeric>
 
+#include "fuseflow/frontend/filter_lift.hpp"
 #include "fuseflow/frontend/reference.hpp"
 #include "reference_code.hpp"
 #include "reference_combiner.hpp"
@@ -528,7 +529,10 @@ class Evaluator {
 
 }  // namespace
 
-std::vector<HostResult> evaluate(const Program& p, const HostBindings& b) { return Evaluator(p, b).run(); }
+std::vector<HostResult> evaluate(const Program& p, const HostBindings& b) {
+  const Program lifted = lift_filters(p);  // filters' results mixed with other arrays (filter_lift.hpp)
+  return Evaluator(lifted, b).run();
+}
 
 Value evaluate_constant(const Expr& e) {
   if (!e.valid()) throw GraphError("evaluate_constant: an empty ff::Expr");

@@ -253,15 +253,27 @@ TEST_CASE("compaction tiles fit the element sizes") {
   CHECK(floats.shared_bytes == static_cast<std::size_t>(floats.items_per_block_step) * 4);
 }
 
-TEST_CASE("maps that mix a filter's result with arrays of other lengths are rejected") {
+// filter(x, p) + y reads y at the survivors' positions (filter_lift.hpp): the map before
+// the filter, one compaction of x + y; filters of one predicate mix the same way; filters
+// of different predicates keep different elements and are refused.
+TEST_CASE("maps mixing a filter's result with arrays of its length are one compaction; other predicates are refused") {
   auto x = ff::input<float>("x");
   auto y = ff::input<float>("y");
-  const std::string with_input = plan_error(ff::Program(ff::filter(x, x > 0.0f) + y));
-  INFO(with_input);
-  CHECK(with_input.find("maps a filter's result together with input 'y', which has a different length") != std::string::npos);
+  const ff::codegen::Plan with_input = ff::codegen::plan(ff::Program(ff::filter(x, x > 0.0f) + y), sm90());
+  REQUIRE(with_input.kernels.size() == 1);  // two inputs: not the pipelined compaction
+  CHECK(with_input.kernels[0].name == "ff_filter_compact_f32");
+  CHECK(with_input.kernels[0].source.find("x + y") != std::string::npos);
+  CHECK(with_input.output_shapes[0].counted);
+  const ff::codegen::Plan same = ff::codegen::plan(ff::Program(ff::filter(x, x > 0.0f) * ff::filter(y, x > 0.0f)), sm90());
+  REQUIRE(same.kernels.size() == 1);
+  CHECK(same.kernels[0].source.find("x * y") != std::string::npos);
+  // A gather beside the survivors, at a position computed from index() (the position among
+  // them): its table is read at computed positions, not beside the filter (fuzz seed 282).
+  auto t = ff::input<float>("t");
+  CHECK(plan_error(ff::Program(ff::filter(x, x > 0.0f) + ff::gather(t, ff::index() / 2) + y)).empty());
   const std::string two = plan_error(ff::Program(ff::filter(x, x > 0.0f) + ff::filter(x, x < 1.0f)));
   INFO(two);
-  CHECK(two.find("maps the results of two different filters") != std::string::npos);
+  CHECK(two.find("mixes the results of filters with different predicates (x > 0.0f and x < 1.0f)") != std::string::npos);
 }
 
 // The reference evaluator's index() over a filter's result is the position among the
@@ -354,8 +366,9 @@ TEST_CASE("segmented scan offsets read as elements too, or read through a parame
         "lengths, so bind the offsets to an input of their own");
   CHECK(plan_error(ff::Program(ff::segmented_scan(x, o + t, ff::plus))).find("segmented_scan offsets that read a parameter") !=
         std::string::npos);
-  // A filter's result among scan_by_key's keys is refused, naming the op.
-  CHECK(plan_error(ff::Program(ff::scan_by_key(ff::filter(x, x > 0), x, ff::plus))).find("inside scan_by_key") !=
+  // A filter's result among scan_by_key's keys (the values x taken at the survivors'
+  // positions) is a scan over the survivors, refused as a scan of a filter's result.
+  CHECK(plan_error(ff::Program(ff::scan_by_key(ff::filter(x, x > 0), x, ff::plus))).find("a scan of a filter's result") !=
         std::string::npos);
 }
 

@@ -83,3 +83,35 @@ TEST_CASE("fill prints and reads back") {
   CHECK(graph_error_of([] { (void)ff::parse_program("output fill(2.5f, 1)\n"); })
             .find("fill: the length (first argument) must be a whole number or an array, got 2.5f") != std::string::npos);
 }
+
+TEST_CASE("fill and iota of an array's length: the length of the bound input, at run time") {
+  auto x = ff::input<float>("x");
+  const ff::Program p(ff::outputs(ff::iota(x), ff::fill(x, 2.5f) * x, ff::iota(x, 10, 3), ff::reduce(ff::iota(x), ff::plus)));
+  for (std::size_t n : {0u, 1u, 5u}) {
+    ff::HostBindings b;
+    b.bind(x, ff::HostArray::from(std::vector<float>(n, 2.0f)));
+    auto r = ff::evaluate(p, b);
+    std::vector<long long> ramp(n);
+    std::vector<int> steps(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      ramp[i] = static_cast<long long>(i);
+      steps[i] = 10 + 3 * static_cast<int>(i);
+    }
+    CHECK(r[0].array.to_vector<long long>() == ramp);
+    CHECK(r[1].array.to_vector<float>() == std::vector<float>(n, 5.0f));
+    CHECK(r[2].array.to_vector<int>() == steps);
+    CHECK(r[3].scalar.as_int() == static_cast<long long>(n * (n - (n ? 1 : 0)) / 2));
+  }
+  // Printed with the array as its length; read back the same.
+  const std::string text = ff::to_string(p);
+  CHECK(text.find("fill(x, index)") != std::string::npos);
+  CHECK(ff::to_string(ff::parse_program(text)) == text);
+  // A constant length is a host size (checked for a negative one); a parameter is refused.
+  CHECK(ff::fill(ff::constant(3), 1).node().length == 3);
+  CHECK(graph_error_of([] { (void)ff::fill(ff::constant(-2), 1); }) == "fuseflow: fill: the length must be at least 0, got -2");
+  CHECK(graph_error_of([] { (void)ff::iota(ff::param<long long>("n")); }) ==
+        "fuseflow: fill: the length must be a host size or an array whose length the fill takes, got $n (i64); a "
+        "parameter as the length is not supported: bind an input of that length, or pass the size");
+  CHECK(graph_error_of([&] { (void)ff::fill(x, x); }) ==
+        "fuseflow: fill: the value must not read an array, got x (write the array expression itself)");
+}

@@ -42,13 +42,15 @@ TEST_CASE("a map over arrays of different lengths is an error naming both") {
         "fuseflow: output 0: map over arrays of different lengths: input 'x' has 10 elements, input 'y' has 12");
 }
 
-TEST_CASE("a map mixing an input and a filter's result of another length names the op") {
+TEST_CASE("a map mixing a filter's result with an input of another length names both") {
   auto x = ff::input<int>("x");
+  auto y = ff::input<int>("y");
   ff::HostBindings b;
   b.bind(x, array<int>({1, -2, 3}));
-  CHECK(error_of([&] { ff::evaluate(ff::Program(x + ff::filter(x, x > 0)), b); }) ==
-        "fuseflow: output 0: map over arrays of different lengths: input 'x' has 3 elements, the result of "
-        "filter has 2");
+  b.bind(y, array<int>({1, 2}));
+  // y is read at the survivors' positions, so it must have x's length.
+  CHECK(error_of([&] { ff::evaluate(ff::Program(y + ff::filter(x, x > 0)), b); }) ==
+        "fuseflow: filter: map over arrays of different lengths: input 'y' has 2 elements, input 'x' has 3");
 }
 
 TEST_CASE("bad segment offsets are errors naming the offset") {

@@ -64,7 +64,8 @@ class Builder {
       case OpKind::Filter: results_.push_back(filter(v, predicates.back())); return;
       case OpKind::SegmentedReduce:
       case OpKind::SegmentedScan: {
-        Expr offsets = inputs_[static_cast<std::size_t>(op.offsets_input)];
+        Expr offsets = op.rows > 0 ? rows(inputs_[0], op.rows) : inputs_[static_cast<std::size_t>(op.offsets_input)];
+        offsets_[static_cast<int>(results_.size())] = offsets;
         if (op.offsets_cast) offsets = Expr::cast(ScalarType::I64, offsets);
         results_.push_back(op.kind == OpKind::SegmentedReduce
                                ? segmented_reduce(pack(op.monoid, v), offsets, monoid(op.monoid))
@@ -144,6 +145,9 @@ class Builder {
       case NodeKind::Get: return Expr::get(a[0], n.index);
       case NodeKind::Shift: return Expr::shift(a[0], n.index, a[1]);
       case NodeKind::Gather: return Expr::gather(a[0], a[1]);
+      case NodeKind::Fill: return fuseflow::fill(a[0], a[1]);
+      case NodeKind::Broadcast:
+        return broadcast(results_[static_cast<std::size_t>(n.index)], offsets_.at(n.index));
     }
     throw GraphError("fuzz: unknown node kind");
   }
@@ -153,6 +157,7 @@ class Builder {
   std::vector<Expr> inputs_, params_, results_;
   std::map<int, Expr> sorted_values_;  // per sort_by_key / reduce_by_key op: its values (results_ has its keys)
   std::map<const Node*, Expr> memo_;
+  std::map<int, Expr> offsets_;  // per segmented op: its offsets (a broadcast reads them)
 };
 
 // ---- data -----------------------------------------------------------------------------

@@ -78,6 +78,11 @@ std::string describe(const Case& c) {
       continue;
     }
     const char* kind = op.scan_kind == ScanKind::Inclusive ? ", inclusive" : ", exclusive";
+    if (is_segmented(op.kind) && op.rows > 0) {
+      os << "  op " << k << ": " << op_name(op.kind) << " " << monoid_name(op.monoid) << " over rows of " << op.rows
+         << " (read through broadcasts)\n";
+      continue;
+    }
     if (is_segmented(op.kind)) {
       os << "  op " << k << ": " << op_name(op.kind) << " " << monoid_name(op.monoid) << ", offsets "
          << c.inputs[static_cast<std::size_t>(op.offsets_input)].name << (op.offsets_cast ? " (cast to i64)" : "")

@@ -251,3 +251,39 @@ TEST_CASE("seeds 1..60 meet every shape at least 3 times") {
   CHECK(count.size() == fz::all_shapes().size());
   for (const auto& shape : fz::all_shapes()) CHECK_MESSAGE(count[shape] >= 3, shape);
 }
+
+// The emulator's run (seeds 1..60) checks fill / iota of an input's length, the log-sum-exp
+// pattern, per-row broadcasts and filter outputs mixing other inputs or index() against the CPU reference:
+// this keeps them among its programs.
+TEST_CASE("seeds 1..60 meet fill / iota, log-sum-exp, per-row broadcasts and filter outputs mixed with inputs or index()") {
+  std::function<bool(const fz::NodeRef&, fz::NodeKind)> has = [&](const fz::NodeRef& n, fz::NodeKind k) {
+    if (!n) return false;
+    if (n->kind == k) return true;
+    for (const auto& a : n->args)
+      if (has(a, k)) return true;
+    return false;
+  };
+  int fills = 0, lse = 0, filter_mixes = 0, broadcasts = 0;
+  for (std::uint64_t seed = 1; seed <= 60; ++seed) {
+    const fz::Case c = fz::generate(seed);
+    bool fill = false;
+    for (const auto& op : c.ops)
+      fill = fill || has(op.values, fz::NodeKind::Fill) || has(op.predicate, fz::NodeKind::Fill) || has(op.keys, fz::NodeKind::Fill);
+    for (const auto& o : c.outputs) {
+      fill = fill || has(o.map, fz::NodeKind::Fill);
+      broadcasts += has(o.map, fz::NodeKind::Broadcast) ? 1 : 0;
+    }
+    fills += fill ? 1 : 0;
+    const std::string text = ff::to_string(fz::build(c, fz::Mode::Narrow).program);
+    lse += text.find("reduce(plus: f32, exp(") != std::string::npos || text.find("reduce(plus: f64, exp(") != std::string::npos ? 1 : 0;
+    for (const auto& o : c.outputs)
+      if (!c.ops.empty() && c.ops.front().kind == ff::OpKind::Filter && o.map &&
+          (has(o.map, fz::NodeKind::Input) || has(o.map, fz::NodeKind::Index)))
+        ++filter_mixes;
+  }
+  INFO("fills " << fills << ", log-sum-exp " << lse << ", filter mixes " << filter_mixes << ", broadcasts " << broadcasts);
+  CHECK(broadcasts >= 1);
+  CHECK(fills >= 3);
+  CHECK(lse >= 1);
+  CHECK(filter_mixes >= 1);
+}

@@ -107,6 +107,9 @@ std::shared_ptr<Node> make_get(const NodeRef& t, int field);
 // count as reading an input.
 std::shared_ptr<Node> make_shift(const NodeRef& x, int k, const NodeRef& fill);
 std::shared_ptr<Node> make_halved(const NodeRef& x, const NodeRef& index);
+// fill(like, value): value (index(), a constant, the parameter) at every element, as many
+// elements as the input `like` (ff::fill of an array's length; ff::iota when value is index()).
+std::shared_ptr<Node> make_fill(const NodeRef& like, const NodeRef& value);
 // min(max(a, -limit), limit) (min(a, limit) for unsigned): bounds |a| by limit.
 NodeRef clamp(const NodeRef& a, double limit);
 // Keeps float magnitudes bounded.

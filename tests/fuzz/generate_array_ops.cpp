@@ -148,6 +148,29 @@ OpDesc Generator::segmented_op(int offsets) {
   return op;
 }
 
+// A per-row program: max or min (exact values), or an integer plus, of each row of c
+// elements (ff::rows over input 0), and an output reading each element's row result
+// (ff::broadcast) beside an input: x - rowmax style, one kernel when a row fits a block.
+void Generator::rows_broadcast() {
+  OpDesc op;
+  op.kind = OpKind::SegmentedReduce;
+  op.rows = rng_.pick(std::vector<std::int64_t>{1, 3, 32, 100, 1000, 1024, 3000});
+  NodeRef v = input_leaf();
+  const bool integral = !is_float(st(v));
+  op.monoid = integral && rng_.chance(0.4) ? MonoidChoice::Plus : rng_.chance(0.5) ? MonoidChoice::Max : MonoidChoice::Min;
+  op.values = v;
+  const int k = static_cast<int>(c_.ops.size());
+  c_.ops.push_back(op);
+  auto b = fresh(NodeKind::Broadcast, v->type);
+  b->index = k;
+  b->bound = op.monoid == MonoidChoice::Plus ? type_max(st(v)) : v->bound;
+  b->exact = true;  // integers, or the max / min of exact values
+  b->reads_input = true;
+  const BinaryOp bop = rng_.pick(std::vector<BinaryOp>{BinaryOp::Add, BinaryOp::Sub});
+  NodeRef other = coerce(input_leaf(), st(v));
+  c_.outputs.push_back({-1, tame(rng_.chance(0.5) ? make_binary(bop, other, b) : make_binary(bop, b, other)), 0});
+}
+
 // ---- compaction, segmented scans, by-key ops ---------------------------------------
 
 // A filter as an output: the survivors of a scalar, or of a (value, index) tuple (the
@@ -162,10 +185,10 @@ OpDesc Generator::filter_op() {
   return op;
 }
 
-// The filter's output: its survivors as they are, or a map over them (constants and the
-// parameter only: index() and other arrays have another length). The map's condition
-// compares exact survivors only.
-NodeRef Generator::filter_output(int k) {
+// The filter's output: its survivors as they are, or a map over them: constants and the
+// parameter, index() (the position among the survivors) and other arrays (read at the
+// survivors' positions). The map's condition compares exact survivors only.
+NodeRef Generator::filter_output(int k, bool mix) {
   const OpDesc& op = c_.ops[static_cast<std::size_t>(k)];
   auto e = fresh(NodeKind::ScanElement, op.values->type);
   e->index = k;
@@ -174,7 +197,7 @@ NodeRef Generator::filter_output(int k) {
     e->bound = op.values->bound;
     set_err(*e, op.values->abs_err, op.values->rel_err);
   }
-  if (rng_.chance(0.45)) return e;
+  if (!mix && rng_.chance(0.45)) return e;
   NodeRef s = e;
   if (e->type.is_tuple()) {
     auto g = make_get(e, rng_.chance(0.5) ? 0 : 1);
@@ -182,10 +205,16 @@ NodeRef Generator::filter_output(int k) {
     g->bound = field->bound;
     g->exact = field->exact;
     s = g;
-    if (rng_.chance(0.3)) return s;
+    if (!mix && rng_.chance(0.3)) return s;
   }
   const ScalarType t = st(s);
-  switch (rng_.weighted({4, s->exact ? 3 : 0, 2, 2})) {
+  switch (mix ? 4 + rng_.weighted({3, 2}) : rng_.weighted({4, s->exact ? 3 : 0, 2, 2, 3, 2})) {
+    case 4: {  // s op an expression of the inputs at the survivors' positions
+      BinaryOp bop = rng_.pick(std::vector<BinaryOp>{BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul});
+      return tame(make_binary(bop, s, coerce(tame(ensure_input(number(depth() - 1, s->exact))), t)));
+    }
+    case 5:  // s + the position among the survivors
+      return tame(make_binary(BinaryOp::Add, s, coerce(index_, t)));
     case 0: {  // s op constant (or the parameter)
       BinaryOp bop = rng_.pick(std::vector<BinaryOp>{BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul});
       NodeRef other = !params_.empty() && rng_.chance(0.3) ? rng_.pick(params_)
@@ -289,7 +318,10 @@ OpDesc Generator::by_key_op(OpKind kind) {
 void Generator::array_op_outputs(int k) {
   const OpDesc& op = c_.ops[static_cast<std::size_t>(k)];
   if (op.kind == OpKind::Filter) {
-    c_.outputs.push_back({-1, filter_output(k), 0});
+    c_.outputs.push_back({-1, filter_output(k, false), 0});
+    // A second output over the same survivors, reading other inputs or index(): both are
+    // written by one compaction (lift_filters).
+    if (rng_.chance(0.6)) c_.outputs.push_back({-1, filter_output(k, true), 0});
     return;
   }
   const bool keyed = (op.kind == OpKind::CountingSort && op.values) || op.kind == OpKind::ReduceByKey;
@@ -316,7 +348,10 @@ void Generator::make_array_op_shape() {
   c_.shape = kArrayShapes[k];
   switch (k) {
     case 0: c_.ops.push_back(histogram_op()); break;
-    case 1: c_.ops.push_back(segmented_op(offsets_input())); break;
+    case 1:
+      if (rng_.chance(0.35)) return rows_broadcast();
+      c_.ops.push_back(segmented_op(offsets_input()));
+      break;
     case 2: c_.ops.push_back(sort_op(false)); break;
     case 3: c_.ops.push_back(sort_op(true)); break;
     case 5: c_.ops.push_back(filter_op()); break;

@@ -65,9 +65,14 @@ NodeRef Generator::constant_leaf() {
 }
 
 // An input read at another position: a neighbour (shift by -2..3, a constant fill
-// outside) or at half the index (a gather).
+// outside) or at half the index (a gather); or an array of its length without its values
+// (iota(x), fill(x, constant or the parameter)).
 NodeRef Generator::neighbour() {
   NodeRef x = input_leaf();
+  if (rng_.chance(0.2)) {
+    if (rng_.chance(0.5)) return make_fill(x, index_);
+    return make_fill(x, !params_.empty() && rng_.chance(0.4) ? rng_.pick(params_) : constant_leaf());
+  }
   if (rng_.chance(0.3)) return make_halved(x, index_);
   const auto k = static_cast<int>(rng_.range(-2, 3));
   const ScalarType t = st(x);

@@ -87,6 +87,13 @@ void Generator::make_shape() {
       c_.outputs.push_back({1, nullptr});
       break;
     default:  // outputs that are expressions of reductions' results, computed on the device
+      if (c_.n > 0 && rng_.chance(0.3)) {
+        if (NodeRef lse = log_sum_exp()) {
+          if (rng_.chance(0.3)) c_.outputs.push_back({0, nullptr});
+          c_.outputs.push_back({-1, lse});
+          break;
+        }
+      }
       scalar_reduce();
       if (rng_.chance(0.6)) scalar_reduce();
       if (rng_.chance(0.4)) c_.outputs.push_back({0, nullptr});
@@ -277,6 +284,42 @@ NodeRef Generator::scalar_epilogue() {
       return tame(make_binary(BinaryOp::Div, a, d, 1));
     }
   }
+}
+
+// Log-sum-exp of a float input f: m + log(reduce(exp(f - m), plus)) with m = reduce(f, max)
+// (ops 0 and 1), the form the planner fuses into one online reduction. m is read as it is
+// (no clamp, so the planner sees the pattern); f - m <= 0, so each term is in (0, 1] and the
+// largest is exactly 1: the sum is in [1, n] and its log within its error of the f64 one.
+// Null when no input is a float (or n is 0: m is then -inf).
+NodeRef Generator::log_sum_exp() {
+  std::vector<NodeRef> floats;
+  for (const auto& l : leaves_)
+    if (is_float(st(l))) floats.push_back(l);
+  if (floats.empty()) return nullptr;
+  const NodeRef f = rng_.pick(floats);
+  const ScalarType t = st(f);
+  OpDesc max_op;
+  max_op.monoid = MonoidChoice::Max;
+  max_op.values = f;
+  c_.ops.push_back(max_op);
+  auto m = fresh(NodeKind::Scalar, f->type);
+  m->index = 0;
+  m->bound = f->bound;
+  m->exact = f->exact;
+  auto term = make_call(MathFn::Exp, {make_binary(BinaryOp::Sub, f, m)});
+  term->bound = 1;
+  set_err(*term, term->args[0]->error * 1.01 + 4 * ulp(t), 4 * ulp(t));
+  OpDesc sum_op;
+  sum_op.monoid = MonoidChoice::Plus;
+  sum_op.values = term;
+  c_.ops.push_back(sum_op);
+  auto s = fresh(NodeKind::Scalar, f->type);
+  s->index = 1;
+  const double n = static_cast<double>(c_.n);
+  s->bound = n;
+  set_err(*s, n * term->error + kSumRelTol * n, 0);
+  s->exact = false;
+  return make_binary(BinaryOp::Add, m, make_call(MathFn::Log, {s}));
 }
 
 bool Generator::reads_op(const NodeRef& n, int op) {

@@ -72,6 +72,7 @@ class Generator {
   NodeRef epilogue(int k);
   NodeRef map_of_scalar();
   NodeRef scalar_epilogue();
+  NodeRef log_sum_exp();
   static bool reads_op(const NodeRef& n, int op);
   OpDesc reads_scalar(const std::function<OpDesc()>& make);
   std::size_t draw_shape(const std::vector<int>& weights);
@@ -88,8 +89,9 @@ class Generator {
   OpDesc sort_op(bool with_values);
   int offsets_input();
   OpDesc segmented_op(int offsets);
+  void rows_broadcast();
   OpDesc filter_op();
-  NodeRef filter_output(int k);
+  NodeRef filter_output(int k, bool mix);
   void more_floats(OpDesc& op);
   OpDesc segmented_scan_op(int offsets);
   NodeRef walk_input();

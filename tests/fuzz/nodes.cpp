@@ -138,6 +138,16 @@ std::shared_ptr<Node> make_halved(const NodeRef& x, const NodeRef& index) {
   return n;
 }
 
+std::shared_ptr<Node> make_fill(const NodeRef& like, const NodeRef& value) {
+  auto n = fresh(NodeKind::Fill, value->type);
+  n->args = {like, value};
+  n->bound = value->bound;
+  set_err(*n, value->abs_err, value->rel_err);
+  n->exact = value->exact;
+  n->reads_input = true;
+  return n;
+}
+
 std::shared_ptr<Node> make_index(std::int64_t count) {
   auto n = fresh(NodeKind::Index, ScalarType::I64);
   n->bound = static_cast<double>(std::max<std::int64_t>(count, 1));

@@ -9,7 +9,13 @@
 //   filter -> reduce, outputs(reduce, reduce), a map over a reduction's result
 //   (x / reduce(x) style), a reduction or scan of a map that reads an earlier reduction,
 //   outputs(scan, reduce), scalar epilogues (outputs that are expressions of one or two
-//   reductions' results: s + t, s * k, the larger, t / (|s| + 1)),
+//   reductions' results: s + t, s * k, the larger, t / (|s| + 1); and log-sum-exp,
+//   m + log(reduce(exp(f - m), plus)) with m = reduce(f, max), which plans as one online
+//   reduction),
+// a per-row program (max / min / integer plus of each row of ff::rows(x, c), read by an
+// output through ff::broadcast beside an input: a variant of the segmented_reduce shape),
+// with leaves that read an input elsewhere: shift, gather at index() / 2, and iota(x) or
+// fill(x, constant or parameter) of an input's length,
 // and the ops whose result has a length of its own (generate_array_ops.cpp):
 //   histogram (a random integral bin expression, casts of floats to int included, with
 //             bins out of range that are dropped; 1 to 2^17 bins, so both the shared-memory
@@ -20,7 +26,9 @@
 //             range that sort last; values carry the element index, so comparing them
 //             exactly checks stability),
 //   filter as an output (stream compaction: the survivors of a scalar or (value, index)
-//             tuple in order, sometimes with a map over the survivors, filter(v, p) * 3),
+//             tuple in order, sometimes with a map over the survivors, filter(v, p) * 3,
+//             reading index() (the position among the survivors) or other inputs (read at
+//             the survivors' positions: filter(v, p) + x)),
 //   segmented_scan by offsets (inclusive / exclusive, any monoid above, the same offsets
 //             patterns, partial cover: the elements outside every segment are the identity),
 //   scan_by_key and reduce_by_key (any monoid; keys from a random-walk input that stays
@@ -69,6 +77,8 @@ enum class NodeKind : std::uint8_t {
   Unary, Binary, Select, Call, Cast, Tuple, Get,
   Shift,   // shift(args[0] (an input), index, args[1] (a constant fill))
   Gather,  // gather(args[0] (an input), args[1] (an i64 index inside [0, n)))
+  Fill,    // fill(args[0] (an input: its length), args[1] (index(), a constant or the parameter))
+  Broadcast,  // broadcast(ops[index] (a segmented reduce over rows), its offsets): its row's result
 };
 
 struct Node;
@@ -115,6 +125,8 @@ struct OpDesc {
   int offsets_input = -1;                    // SegmentedReduce / Scan: the InputSpec of its offsets
   bool offsets_cast = false;                 // SegmentedReduce / Scan: offsets read as cast<i64>(o)
   int begin_bit = 0, end_bit = 0;            // CountingSort with bins == 0: a radix sort (ff::sort) by these key bits
+  std::int64_t rows = 0;  // SegmentedReduce: when > 0, over ff::rows(input 0, rows) (offsets_input -1), read
+                          // through broadcasts only (a per-row program)
 };
 
 struct OutputDesc {

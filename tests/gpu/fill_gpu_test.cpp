@@ -110,3 +110,25 @@ TEST_CASE("a map whose body reads no array counts run lengths with reduce_by_key
     check_output<int>(prog, 3, got, want);
   }
 }
+
+// ff::iota(x), ff::fill(x, v): the length of the bound input, so one program (one plan, its
+// kernels compiled once) serves every length; poisoned outputs, compared with the reference.
+TEST_CASE("fill and iota of an input's length: one program for every length") {
+  auto x = ff::input<int>("x");
+  const ff::Expr i = ff::iota(x);
+  const ff::Program prog(std::vector<ff::Expr>{ff::iota(x, 3, 2) + x, ff::scan(ff::fill(x, 1), ff::plus),
+                                               ff::reduce(i, ff::plus), ff::filter(ff::cast<int>(i), x > 0)});
+  for (std::int64_t n : kSizes) {
+    INFO("n = " << n);
+    const std::vector<int> hx = ff::test::random_values<int>(n, -100, 100);
+    auto dx = runtime().upload(hx);
+    const std::vector<ff::Result> got = runtime().run(prog, {{x, dx}});
+    ff::HostBindings host;
+    host.bind(x, ff::HostArray::from(hx));
+    const std::vector<ff::HostResult> want = ff::evaluate(prog, host);
+    check_output<int>(prog, 0, got, want);
+    check_output<int>(prog, 1, got, want);
+    check_output<long long>(prog, 2, got, want);
+    check_output<int>(prog, 3, got, want);
+  }
+}

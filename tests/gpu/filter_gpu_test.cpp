@@ -395,6 +395,37 @@ TEST_CASE("two reductions of one filter's result are both masked") {
   }
 }
 
+// filter(x, p) + y reads y at the survivors' positions (filter_lift.hpp): one compaction
+// writes every output over x > 0's survivors (y, index() among the survivors, a second
+// filter of the same predicate), a nested filter of such a mix another, and the reduction
+// and weighted histogram of a mix stay masked. Integers: every output exactly.
+TEST_CASE("a filter's result mixed with arrays of its length, another filter of its predicate and index()") {
+  auto x = ff::input<std::int32_t>("x");
+  auto y = ff::input<std::int32_t>("y");
+  auto z = ff::input<std::int32_t>("z");
+  ff::Expr kept = ff::filter(x, x > 0);
+  ff::Expr mixed = kept + y;
+  ff::Program prog(ff::outputs(mixed, kept * ff::cast<std::int32_t>(ff::index()) + y, kept * ff::filter(y, x > 0),
+                               ff::filter(mixed, mixed > 500) - z, ff::reduce(kept * y, ff::plus),
+                               ff::histogram(kept & 15, y, 16)));
+  ff::Runtime& rt = runtime();
+  for (std::int64_t n : kSizes) {
+    auto hx = random_values<std::int32_t>(n, -1000, 1000), hy = random_values<std::int32_t>(n, -1000, 1000),
+         hz = random_values<std::int32_t>(n, -1000, 1000);
+    auto dx = rt.upload(hx), dy = rt.upload(hy), dz = rt.upload(hz);
+    std::vector<ff::Result> got = rt.run(prog, {{x, dx}, {y, dy}, {z, dz}});
+    ff::HostBindings b;
+    b.bind(x, ff::HostArray::from(hx));
+    b.bind(y, ff::HostArray::from(hy));
+    b.bind(z, ff::HostArray::from(hz));
+    auto want = ff::evaluate(prog, b);
+    const std::string at = ", n = " + std::to_string(n);
+    for (std::size_t o : {0, 1, 2, 3, 5})
+      check_exact(got[o].download<std::int32_t>(), want[o].array.to_vector<std::int32_t>(), "output " + std::to_string(o) + at);
+    CHECK(got[4].value() == want[4].scalar);
+  }
+}
+
 TEST_CASE("a compaction over more than 2^31 elements uses 64-bit indexing" * doctest::test_suite("long")) {
   ff::Runtime& rt = runtime();
   const std::int64_t n = (1LL << 31) + 17;

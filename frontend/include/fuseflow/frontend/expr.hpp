@@ -278,6 +278,13 @@ inline Expr rows(const Expr& x, std::int64_t columns) { return Expr::rows(x, col
 inline Expr fill(std::int64_t n, const Expr& value) { return Expr::fill(n, value); }
 Expr iota(std::int64_t n);
 Expr iota(std::int64_t n, const Expr& start, const Expr& step = Expr(1));
+// The same with the length of an array, known when the program runs: ff::fill(x, v) and
+// ff::iota(x) have as many elements as x (an input, or any element-wise array), so one
+// program serves every length. A constant length is a host size as above; a parameter is
+// refused (a GraphError: bind an input of that length, or pass the size).
+Expr fill(const Expr& length_of, const Expr& value);
+Expr iota(const Expr& length_of);
+Expr iota(const Expr& length_of, const Expr& start, const Expr& step = Expr(1));
 
 // ---- tracing ------------------------------------------------------------------------
 // map(x, f) == f(x); map(x, y, f) == f(x, y): the lambda is traced with the arrays'

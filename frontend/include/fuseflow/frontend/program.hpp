@@ -113,6 +113,9 @@ class Program {
  public:
   Program(const Expr& single);  // NOLINT: a result is a one-output program
   explicit Program(std::vector<Expr> outputs);
+  // A rewritten program (lift_filters) over the same leaves: its inputs and parameters in
+  // `order`'s order, so bindings by position stay valid.
+  Program(std::vector<Expr> outputs, const Program& order);
 
   const std::vector<Expr>& outputs() const { return outputs_; }
   // Whether output i comes back as one value (a reduction's result or an expression of
