@@ -82,9 +82,18 @@ DeviceContext::DeviceContext(int ordinal, CUstream user_stream) {
 
 DeviceContext::~DeviceContext() {
   const DriverApi& api = *driver_api();
-  if (owns_stream_) {
+  {
     Scope scope(*this, std::nothrow);
-    api.cuStreamDestroy(stream_);
+    // The pool keeps whatever is freed while a Runtime lives (the release threshold
+    // above); when it goes, what no one uses goes back to the device, so that other
+    // processes and libraries (and a child process) can have it. Errors are ignored: a
+    // destructor cannot report them, and after a sticky error the memory goes with the
+    // context anyway.
+    CUmemoryPool pool = nullptr;
+    if (!unusable_.load(std::memory_order_acquire) && api.cuStreamSynchronize(stream_) == CUDA_SUCCESS &&
+        api.cuDeviceGetDefaultMemPool(&pool, device_) == CUDA_SUCCESS)
+      api.cuMemPoolTrimTo(pool, 0);
+    if (owns_stream_) api.cuStreamDestroy(stream_);
   }
   api.cuDevicePrimaryCtxRelease(device_);
 }

@@ -680,6 +680,10 @@ CUresult CUDAAPI cuMemPoolSetAttribute(CUmemoryPool, CUmemPool_attribute, void*)
   FF_EMU_DRIVER_FAULT(cuMemPoolSetAttribute, CUDA_ERROR_UNKNOWN);
   return CUDA_SUCCESS;
 }
+CUresult CUDAAPI cuMemPoolTrimTo(CUmemoryPool, size_t) {
+  FF_EMU_DRIVER_FAULT(cuMemPoolTrimTo, CUDA_ERROR_UNKNOWN);
+  return CUDA_SUCCESS;
+}
 CUresult CUDAAPI cuMemcpyHtoDAsync(CUdeviceptr destination, const void* source, size_t bytes, CUstream) {
   FF_EMU_DRIVER_FAULT(cuMemcpyHtoDAsync, CUDA_ERROR_UNKNOWN);
   if (bytes) std::memcpy(reinterpret_cast<void*>(destination), source, bytes);

@@ -55,6 +55,14 @@ TEST_CASE("sharded run: what cannot be sharded says so") {
                        doctest::Contains("counting_sort is not supported over shards yet"), ff::GraphError);
   CHECK_THROWS_WITH_AS(srt.run(ff::scan(ff::scan(x, ff::plus), ff::plus), {{x, a}}),
                        doctest::Contains("a scan of a scan's result is not supported"), ff::GraphError);
+  // A filter's result mixed with another array (y at the survivors' positions) or index().
+  auto y = ff::input<float>("y");
+  auto b = srt.scatter(std::vector<float>(10, 2.0f));
+  CHECK_THROWS_WITH_AS(srt.run(ff::filter(x, x > 0.0f) + y, {{x, a}, {y, b}}),
+                       doctest::Contains("mixes a filter's result with other arrays or index()"),
+                       ff::GraphError);
+  CHECK_THROWS_WITH_AS(srt.run(ff::filter(x, x > 0.0f) * ff::cast<float>(ff::index()), {{x, a}}),
+                       doctest::Contains("mixes a filter's result with other arrays or index()"), ff::GraphError);
 }
 
 TEST_CASE("NCCL missing: a clear Error naming what to install") {

@@ -4,6 +4,8 @@
 // the Runtime's program cache finds it.
 #include "shard_plan.hpp"
 
+#include "fuseflow/frontend/filter_lift.hpp"
+
 #include <cstdint>
 #include <map>
 #include <string>
@@ -206,6 +208,15 @@ void result_leaves(const Expr& e, std::vector<const OpNode*>& out) {
   for (const Expr& a : e.args()) result_leaves(a, out);
 }
 
+// Whether an expression reads index() outside the ops whose results it reads.
+bool reads_index(const Expr& e) {
+  if (e.kind() == ExprKind::Index) return true;
+  if (e.kind() == ExprKind::Result) return false;
+  for (const Expr& a : e.args())
+    if (reads_index(a)) return true;
+  return false;
+}
+
 // Every op's operands: a reduce's or histogram's result must not feed anything.
 void check_uses(const Expr& e, const std::string& where) {
   std::vector<const OpNode*> used;
@@ -229,6 +240,15 @@ void flatten_value(const Value& v, std::vector<Value>& out) {
 }
 
 ShardPlan plan_sharded(const Program& program, bool device_carry) {
+  // A filter's result mixed with other arrays or index() means those arrays at the
+  // survivors' positions (ff::lift_filters); over shards that needs the survivors' global
+  // positions, which this version does not compute.
+  const Program lifted = lift_filters(program);
+  for (std::size_t i = 0; i < program.outputs().size(); ++i)
+    if (!same_node(lifted.outputs()[i], program.outputs()[i]))
+      throw GraphError("sharded run: output " + std::to_string(i) + " (" + to_string(program.outputs()[i]) +
+                       ") mixes a filter's result with other arrays or index(), which is not supported over "
+                       "shards yet: run it with a plain Runtime on one GPU");
   for (const auto& op : program.ops()) {
     for (const Expr* e : {&op->values, &op->predicate, &op->offsets, &op->keys})
       if (e->valid()) check_uses(*e, std::string("the ") + op_name(op->kind));
@@ -262,6 +282,12 @@ ShardPlan plan_sharded(const Program& program, bool device_carry) {
       result_leaves(o, used);
       for (const OpNode* op : used)
         if (op->kind == OpKind::Filter) kind = ShardedOutput::Filter;
+      // index() beside a filter's result is the position among all the survivors, which a
+      // shard does not know before the counts are combined.
+      if (kind == ShardedOutput::Filter && reads_index(o))
+        throw GraphError("sharded run: " + what +
+                         " mixes a filter's result with other arrays or index(), which is not supported over "
+                         "shards yet: run it with a plain Runtime on one GPU");
     }
     outputs.push_back(rw.rewrite(o));
     kinds.push_back(kind);

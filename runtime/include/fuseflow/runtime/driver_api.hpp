@@ -22,7 +22,7 @@ namespace fuseflow::detail {
   X(cuFuncGetAttribute) X(cuFuncSetAttribute) X(cuLaunchKernel)                            \
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor)                                          \
   X(cuMemAllocAsync) X(cuMemFreeAsync) X(cuDeviceGetDefaultMemPool) X(cuMemPoolSetAttribute)      \
-  X(cuMemHostAlloc) X(cuMemFreeHost) X(cuStreamIsCapturing)
+  X(cuMemPoolTrimTo) X(cuMemHostAlloc) X(cuMemFreeHost) X(cuStreamIsCapturing)
 
 struct DriverApi {
 #define FUSEFLOW_DRIVER_MEMBER(name) decltype(&::name) name = nullptr;
