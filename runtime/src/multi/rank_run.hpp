@@ -1,8 +1,9 @@
 #pragma once
 // One local rank's part of a sharded run (rank_run.cpp), in steps that stop at every
 // collective, so that one thread can issue all its local ranks' work step by step (NCCL in
-// one process: each collective step of every rank inside one group) or a thread per rank
-// can run them in a row (the in-process communicator, whose collectives block):
+// one process with set_rank_threads(false): each collective step of every rank inside one
+// group) or a thread per rank can run them in a row (the default over NCCL, and the
+// in-process communicator, whose collectives block):
 //   start          bindings; the scans' totals pass queued
 //   gather_totals  (collective) the totals gathered into device memory
 //   main_pass      the carries (on the device for scalar scans: nothing waits), outputs

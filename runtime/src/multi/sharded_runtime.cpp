@@ -3,12 +3,13 @@
 // scans' tail pieces and run ends) before the main pass; reduce partials (integer
 // sums/min/max all-reduced), filter counts, segment heads and reduce_by_key's run ends
 // after it; histogram counts all-reduced in place. Each rank's part is a RankRun
-// (rank_run.hpp), in steps that stop at the collectives. Over NCCL (and the grouped
-// in-process communicator) the calling thread issues every local rank's steps in turn,
-// each collective step of all ranks in one group, and waits once at the end, for the
-// first rank's copy only (every rank gathered the same bytes); the other ranks' streams
-// stay ordered for later calls. With the blocking in-process communicator a thread per
-// rank runs its steps in a row (rank_pool.hpp). Segments are split over the shards in
+// (rank_run.hpp), in steps that stop at the collectives. By default (NCCL and the
+// blocking in-process communicator) a thread per local rank runs its steps in a row
+// (rank_pool.hpp). With set_rank_threads(false) over NCCL, and with the grouped in-process
+// communicator, the calling thread issues every local rank's steps in turn, each
+// collective step of all ranks in one group, and waits once at the end, for the first
+// rank's copy only (every rank gathered the same bytes); the other ranks' streams stay
+// ordered for later calls. Segments are split over the shards in
 // segments.cpp, runs in keyed.cpp. See sharded.hpp for what each op does. The rewrite of a
 // program for shards is made once per program and cached, with its segment offsets.
 #include "fuseflow/runtime/sharded.hpp"

@@ -53,9 +53,11 @@
 // one process per GPU (ShardedRuntime::nccl_rank, given an NcclId); in process over threads
 // (ShardedRuntime::in_process) for the CPU emulator. A ShardedRuntime drives its local
 // ranks (all of them, or just one): every call on it is collective over the world. Over
-// NCCL the calling thread issues every local rank's work (the collectives of all ranks in
-// one group) and waits once, for the first local rank's copy; a call returns with the other
-// ranks' array results still queued on their streams (ready when read, like run_async).
+// NCCL a thread per local rank issues that rank's work (the default), or, with
+// set_rank_threads(false), the calling thread issues every local rank's work (the
+// collectives of all ranks in one group) and waits once, for the first local rank's copy,
+// returning with the other ranks' array results still queued on their streams (ready when
+// read, like run_async).
 #include <array>
 #include <cstddef>
 #include <memory>
@@ -268,7 +270,8 @@ class ShardedRuntime {
   // `world` ranks in this process, talking through host memory: rank r on device
   // devices[r] (default: device r modulo the device count). For the CPU emulator. Each rank
   // runs on a thread of its own; `grouped`: one thread issues every rank's work, as over
-  // NCCL (thread_communicators' grouped mode), so that the emulator tests that path.
+  // NCCL with set_rank_threads(false) (thread_communicators' grouped mode), so that the
+  // emulator tests that path.
   static ShardedRuntime in_process(int world, std::vector<int> devices = {}, RuntimeOptions options = {},
                                    bool grouped = false);
   // Every GPU of `devices` (default: all of them) in this process, through NCCL
