@@ -3,8 +3,10 @@
 // reductions over one offsets input (any segment lengths), whose values may read earlier
 // ones' broadcasts, and its outputs are element-wise expressions of the inputs,
 // parameters, index() and those broadcasts, or the reductions' per-segment results. The
-// kernels: strategies/broadcast.cpp, one step. Anything else is refused with a GraphError
+// kernels: strategies/broadcast.cpp, one step (launched by strategies/broadcast_launches.cpp);
+// the broadcasts a kernel reads: broadcasts_in. Anything else is refused with a GraphError
 // saying what fits neither path.
+#include <algorithm>
 #include <set>
 
 #include "array_ops.hpp"
@@ -15,6 +17,24 @@
 namespace fuseflow::codegen {
 
 namespace {
+
+void collect_broadcasts(const Program& p, const Expr& e, std::set<const ExprNode*>& seen, std::vector<BroadcastRead>& out) {
+  if (!e.valid() || !seen.insert(e.get()).second) return;
+  if (e.kind() == ExprKind::Broadcast) {
+    const OpNode* op = e.args()[0].node().op.get();
+    if (std::none_of(out.begin(), out.end(), [&](const BroadcastRead& b) { return b.op == op; })) {
+      BroadcastRead b;
+      b.op = op;
+      b.type = e.type();
+      for (std::size_t k = 0; k < p.ops().size(); ++k)
+        if (p.ops()[k].get() == op) b.op_index = static_cast<int>(k);
+      b.output = result_output(p, *op);
+      out.push_back(b);
+    }
+    return;
+  }
+  for (const auto& a : e.args()) collect_broadcasts(p, a, seen, out);
+}
 
 struct Refusal {
   const std::string& misfit;
@@ -50,6 +70,21 @@ void check_element(const Expr& e, const std::string& where, const std::set<const
 }
 
 }  // namespace
+
+int result_output(const Program& p, const OpNode& op) {
+  for (std::size_t i = 0; i < p.outputs().size(); ++i) {
+    const Expr& o = p.outputs()[i];
+    if (o.kind() == ExprKind::Result && o.node().op.get() == &op) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+std::vector<BroadcastRead> broadcasts_in(const Program& p, const std::vector<Expr>& exprs) {
+  std::set<const ExprNode*> seen;
+  std::vector<BroadcastRead> out;
+  for (const auto& e : exprs) collect_broadcasts(p, e, seen, out);
+  return out;
+}
 
 void plan_broadcast_program(const Program& program, const Policies& policies, const Target& target,
                             const std::string& misfit, Plan& plan) {

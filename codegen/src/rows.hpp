@@ -36,9 +36,9 @@ bool plan_rows_program(const Program& program, const Policies& policies, const T
 void plan_broadcast_program(const Program& program, const Policies& policies, const Target& target,
                             const std::string& misfit, Plan& plan);
 
-// strategies/broadcast.cpp: the program output that is `op`'s result, or -1; the
-// broadcasts `exprs` read (each reduction once, in order of appearance); the kernels of a
-// broadcast program (each reduction's segmented reduce kernels, then the map of g.outputs).
+// broadcast_plan.cpp: the program output that is `op`'s result, or -1; the broadcasts
+// `exprs` read (each reduction once, in order of appearance). strategies/broadcast.cpp: the
+// kernels of a broadcast program (each reduction's segmented reduce kernels, then the map of g.outputs).
 struct BroadcastRead;
 int result_output(const Program& p, const OpNode& op);
 std::vector<BroadcastRead> broadcasts_in(const Program& p, const std::vector<Expr>& exprs);

@@ -18,7 +18,7 @@ void reduce_then_scan_launches(const Plan& plan, const StepSpec& step, std::int6
 void counting_sort_launches(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuilder& b);
 void radix_sort_launches(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuilder& b);  // radix_sort.cpp
 void segmented_reduce_launches(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuilder& b);
-void broadcast_launches(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuilder& b);  // broadcast.cpp
+void broadcast_launches(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuilder& b);  // broadcast_launches.cpp
 
 // Allocates Scratch argument `j` of `k` (its ScratchBuffer, KernelSpec::scratch[j]) for a
 // launch of `extents`, and returns its offset.

@@ -17,12 +17,9 @@
 // be 4 to 8 more bytes per element written and read again (a softmax over f32 moves 8), where
 // the search reads the offsets, 8 bytes per segment, mostly from the cache.
 #include <algorithm>
-#include <map>
-#include <set>
 
 #include "../array_ops.hpp"
 #include "../rows.hpp"
-#include "../schedule.hpp"
 #include "../strategy.hpp"
 
 namespace fuseflow::codegen {
@@ -31,24 +28,6 @@ namespace {
 
 constexpr int kMapBlock = 256;
 constexpr int kMapItems = 8;  // elements per thread per step, 32 apart
-
-void collect_broadcasts(const Program& p, const Expr& e, std::set<const ExprNode*>& seen, std::vector<BroadcastRead>& out) {
-  if (!e.valid() || !seen.insert(e.get()).second) return;
-  if (e.kind() == ExprKind::Broadcast) {
-    const OpNode* op = e.args()[0].node().op.get();
-    if (std::none_of(out.begin(), out.end(), [&](const BroadcastRead& b) { return b.op == op; })) {
-      BroadcastRead b;
-      b.op = op;
-      b.type = e.type();
-      for (std::size_t k = 0; k < p.ops().size(); ++k)
-        if (p.ops()[k].get() == op) b.op_index = static_cast<int>(k);
-      b.output = result_output(p, *op);
-      out.push_back(b);
-    }
-    return;
-  }
-  for (const auto& a : e.args()) collect_broadcasts(p, a, seen, out);
-}
 
 // Numbers the Scratch arguments elementwise_args left at -1 (the broadcasts' buffers) after
 // the kernel's own, and makes `out` a Scratch argument when the reduction is no program output.
@@ -136,21 +115,6 @@ KernelSpec emit_broadcast_map(const KernelContext& g) {
 
 }  // namespace
 
-int result_output(const Program& p, const OpNode& op) {
-  for (std::size_t i = 0; i < p.outputs().size(); ++i) {
-    const Expr& o = p.outputs()[i];
-    if (o.kind() == ExprKind::Result && o.node().op.get() == &op) return static_cast<int>(i);
-  }
-  return -1;
-}
-
-std::vector<BroadcastRead> broadcasts_in(const Program& p, const std::vector<Expr>& exprs) {
-  std::set<const ExprNode*> seen;
-  std::vector<BroadcastRead> out;
-  for (const auto& e : exprs) collect_broadcasts(p, e, seen, out);
-  return out;
-}
-
 std::vector<KernelSpec> emit_broadcast(const KernelContext& g) {
   const Program& p = g.plan->program;
   std::vector<KernelSpec> kernels;
@@ -178,61 +142,6 @@ std::vector<KernelSpec> emit_broadcast(const KernelContext& g) {
   }
   kernels.push_back(emit_broadcast_map(g));
   return kernels;
-}
-
-// The step's launches: each reduction as the segmented reduce's step launches it (the
-// short pass when the segments average at most kShortSegment elements, then the merge
-// path; nothing without segments), then the map over n. The per-segment buffers
-// (seg<r>, a reduction's `out`) are allocated once and shared by the kernels that name
-// them; the other scratch is each reduction's own.
-void broadcast_launches(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuilder& b) {
-  const std::int64_t count = b.length(step.domain);
-  if (count < 1) throw GraphError("broadcast: the offsets are empty; s segments need s + 1 offsets");
-  const std::int64_t segments = count - 1;
-  const int ops = static_cast<int>(step.bins);
-  const int per_op = (step.kernels - 1) / std::max(1, ops);
-  std::map<std::string, std::size_t> shared;
-  const auto bind = [&](const KernelSpec& k, int op, const LaunchExtents& extents, std::map<std::string, std::size_t>& own) {
-    std::vector<std::size_t> at;
-    std::size_t j = 0;  // the Scratch argument's position, as KernelSpec::scratch lists them
-    for (const Arg& a : k.args) {
-      if (a.kind != Arg::Kind::Scratch) continue;
-      const std::string key = a.name == "out" ? "seg" + std::to_string(op) : a.name;
-      std::size_t offset = 0;
-      if (key.rfind("seg", 0) == 0) {
-        if (!shared.count(key)) shared[key] = allocate_scratch(b, k, j, {0, 0, 0, std::max<std::int64_t>(1, segments)});
-        offset = shared[key];
-      } else {
-        if (!own.count(key)) own[key] = allocate_scratch(b, k, j, extents);
-        offset = own[key];
-      }
-      at.push_back(offset);  // the runtime binds Scratch arguments in argument order
-      ++j;
-    }
-    return at;
-  };
-  for (int op = 0; op < ops; ++op) {
-    if (segments == 0) break;
-    const int first = step.kernel + op * per_op, merge_index = first + per_op - 1;
-    const KernelSpec& merge = plan.kernels.at(static_cast<std::size_t>(merge_index));
-    std::map<std::string, std::size_t> own;
-    Launch m{merge_index, n, grid_for(n + segments, merge.items_per_block_step, merge.max_grid), {}};
-    const LaunchExtents extents{m.grid, 0, n, segments};
-    if (per_op == 2 && n <= kShortSegment * segments) {
-      const KernelSpec& s = plan.kernels.at(static_cast<std::size_t>(first));
-      Launch l{first, n, grid_for(segments, s.items_per_block_step, s.max_grid), bind(s, op, extents, own)};
-      b.launch(std::move(l));
-    }
-    m.scratch = bind(merge, op, extents, own);
-    b.launch(std::move(m));
-  }
-  if (n <= 0) return;
-  const int map_index = step.kernel + step.kernels - 1;
-  const KernelSpec& map = plan.kernels.at(static_cast<std::size_t>(map_index));
-  Launch l{map_index, n, grid_for(n, map.items_per_block_step, map.max_grid), {}};
-  std::map<std::string, std::size_t> own;
-  l.scratch = bind(map, -1, {l.grid, 0, n, segments}, own);
-  b.launch(std::move(l));
 }
 
 }  // namespace fuseflow::codegen
