@@ -8,14 +8,9 @@
 //     result is one); a reduction whose values read an earlier one's broadcast (softmax's
 //     row sum of exp(x - rowmax)) finds each element's segment by a binary search over the
 //     offsets (ff::rows::segment_of, <fuseflow/rows.cuh>);
-//  2. the map of the outputs: each warp takes 32 x kItems consecutive elements per step
-//     (lane l the elements l, l + 32, ...: coalesced loads and stores), a thread finds its
-//     first element's segment by a binary search and then walks forward with its elements
-//     (ff::rows::segment_from: one load of the next offset per element inside a segment, a
-//     gallop over empty and short ones), and reads seg<r>[segment] for each broadcast.
-// Why a search per thread and not a pass writing each element's segment id: the ids would
-// be 4 to 8 more bytes per element written and read again (a softmax over f32 moves 8), where
-// the search reads the offsets, 8 bytes per segment, mostly from the cache.
+//  2. the map of the outputs (ff::broadcast::for_each_element, <fuseflow/broadcast.cuh>):
+//     each thread finds its elements' segments from the offsets (a binary search, then
+//     forward) and reads seg<r>[segment] for each broadcast.
 #include <algorithm>
 
 #include "../array_ops.hpp"
@@ -68,21 +63,9 @@ KernelSpec emit_broadcast_map(const KernelContext& g) {
                          ";  // elements per thread per step, 32 apart (a warp: 32 x kItems consecutive)"});
   open_elementwise_kernel(w, types, k.name, kMapBlock, k.args, g);
   w.line("const long long segments = offsets_count - 1;");
-  w.comment("Every element must be in a segment (first offset 0, last offset n): else the offsets are flagged and\n"
-            "the run reports them.");
-  w.open("if (blockIdx.x == 0 && threadIdx.x == 0)");
-  w.line("if (segments < 1 || (long long)" + off + "[0] != 0 || (long long)" + off + "[segments] != n) *offsets_invalid = 1u;");
-  w.close();
-  w.line("const int lane = threadIdx.x % 32;");
-  w.open("for (long long base = ((long long)blockIdx.x * kBlock + threadIdx.x - lane) * kItems; base < n; "
-         "base += (long long)gridDim.x * kBlock * kItems)");
-  w.line("// The segment of this thread's first element, then forward with its elements.");
-  w.line("long long s = ff::rows::segment_of(" + off + ", segments, base + lane);");
-  w.line("#pragma unroll");
-  w.open("for (int k = 0; k < kItems; ++k)");
-  w.line("const long long i = base + k * 32 + lane;");
-  w.open("if (i < n)");
-  w.line("s = ff::rows::segment_from(" + off + ", segments, s, i);");
+  w.line("ff::broadcast::check_offsets(" + off + ", segments, n, offsets_invalid);");
+  w.comment("Each element i with its segment s (<fuseflow/broadcast.cuh>: 32 x kItems consecutive elements a warp).");
+  w.open("ff::broadcast::for_each_element<kBlock, kItems>(" + off + ", segments, n, [&](const long long i, const long long s)");
   ExprEmitter e(w, types, [&](const Expr& leaf) -> std::string {
     if (leaf.kind() == ExprKind::Input)
       for (std::size_t j = 0; j < g.leaves.inputs.size(); ++j)
@@ -94,9 +77,7 @@ KernelSpec emit_broadcast_map(const KernelContext& g) {
   });
   for (std::size_t j = 0; j < g.outputs.size(); ++j)
     w.line("out" + std::to_string(g.output_ids[j]) + "[i] = " + e.emit(g.outputs[j]) + ";");
-  w.close();
-  w.close();
-  w.close();
+  w.close("});");
   w.close();
 
   k.strategy = Strategy::Automatic;
@@ -109,7 +90,7 @@ KernelSpec emit_broadcast_map(const KernelContext& g) {
               "then forward (a gallop), grid-strided, grid <= " + std::to_string(k.max_grid);
   k.why = "outputs read ff::broadcast of segmented reductions over offsets only the device knows: each element "
           "reads its segment's result, found from the offsets";
-  k.source = kernel_source(k.name, g.program_text(), "strategy: " + k.summary, {"rows.cuh"}, types, w.str());
+  k.source = kernel_source(k.name, g.program_text(), "strategy: " + k.summary, {"broadcast.cuh"}, types, w.str());
   return k;
 }
 
