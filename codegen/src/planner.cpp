@@ -46,24 +46,33 @@ void check_plan(const Plan& plan) {
 }
 
 // ff::fill(n, v) and ff::iota(n) fix the length of the elements' domain (every element-wise
-// array of a program has one length): Plan::fill_length, which the runtime checks the inputs against.
-void fill_lengths(const Expr& e, bool offsets, std::set<const void*>& seen, Plan& plan) {
+// array of a program has one length): Plan::fill_length, which the runtime checks the inputs
+// against; a fill of a parameter's length, Plan::fill_length_param (read when it runs).
+void fill_lengths(const Program& p, const Expr& e, bool offsets, std::set<const void*>& seen, Plan& plan) {
   if (!e.valid() || !seen.insert(e.get()).second) return;
   if (e.kind() == ExprKind::Result) {
     const OpNode& op = *e.node().op;
     if (!seen.insert(&op).second) return;
-    for (const Expr* x : {&op.values, &op.predicate, &op.keys}) fill_lengths(*x, false, seen, plan);
-    fill_lengths(op.offsets, true, seen, plan);
+    for (const Expr* x : {&op.values, &op.predicate, &op.keys}) fill_lengths(p, *x, false, seen, plan);
+    fill_lengths(p, op.offsets, true, seen, plan);
     return;
   }
+  if (fill_has_own_length(e) && offsets) unsupported(to_string(e) + " as segment offsets");
   if (e.kind() == ExprKind::Fill && e.args().size() == 1) {
-    if (offsets) unsupported(to_string(e) + " as segment offsets");
     if (plan.fill_length >= 0 && plan.fill_length != e.node().length)
       throw GraphError("program: arrays of different lengths: a fill of " + std::to_string(plan.fill_length) +
                        " elements and " + to_string(e) + " of " + std::to_string(e.node().length));
     plan.fill_length = e.node().length;
+  } else if (fill_has_own_length(e)) {
+    const auto& params = p.params();
+    const auto at = std::find_if(params.begin(), params.end(), [&](const Expr& q) { return same_node(q, e.args()[1]); });
+    const int index = static_cast<int>(at - params.begin());
+    if (plan.fill_length_param >= 0 && plan.fill_length_param != index)
+      unsupported("fills of two parameters' lengths, " + to_string(params[static_cast<std::size_t>(plan.fill_length_param)]) +
+                  " and " + to_string(e.args()[1]) + ", in one program");
+    plan.fill_length_param = index;
   }
-  for (const auto& a : e.args()) fill_lengths(a, offsets, seen, plan);
+  for (const auto& a : e.args()) fill_lengths(p, a, offsets, seen, plan);
 }
 
 // A segmented op the lifting rewrote (its values read a lifted filter) is checked under the
@@ -96,7 +105,7 @@ Plan plan(const Program& original, const Target& target, const PlanOptions& opti
   }
   plan_tables(program, plan);
   std::set<const void*> seen;
-  for (const Expr& o : program.outputs()) fill_lengths(o, false, seen, plan);
+  for (const Expr& o : program.outputs()) fill_lengths(program, o, false, seen, plan);
   if (plan_rows_program(program, policies, target, plan)) {  // a per-segment broadcast: rows_plan.cpp
     check_plan(plan);
     return plan;

@@ -395,6 +395,20 @@ Expr Expr::fill_like(const Expr& like, const Expr& value) {
   return make(std::move(node));
 }
 
+Expr Expr::fill_param(const Expr& length, const Expr& value) {
+  require_valid(length, "fill");
+  require_valid(value, "fill");
+  if (length.kind() != ExprKind::Param || !length.type().is_integral() || length.type().is_bool())
+    throw GraphError("fill: a length bound at run time must be an integral parameter (ff::param<long long>(\"n\")), got " +
+                     to_string(length) + " (" + length.type().name() + ")");
+  require_element_value(value, "fill", false);
+  ExprNode node{};
+  node.kind = ExprKind::Fill;
+  node.type = value.type();
+  node.args = {value, length};
+  return make(std::move(node));
+}
+
 Expr iota(std::int64_t n) { return Expr::fill(n, Expr::index()); }
 
 Expr iota(std::int64_t n, const Expr& start, const Expr& step) {
@@ -409,10 +423,10 @@ Expr fill(const Expr& length_of, const Expr& value) {
   require_valid(length_of, "fill");
   if (length_of.kind() == ExprKind::Constant && length_of.type().is_integral() && !length_of.type().is_bool())
     return Expr::fill(length_of.node().constant.as_int(), value);
+  if (length_of.kind() == ExprKind::Param) return Expr::fill_param(length_of, value);
   if (!is_array(length_of))
-    throw GraphError("fill: the length must be a host size or an array whose length the fill takes, got " +
-                     to_string(length_of) + " (" + length_of.type().name() +
-                     "); a parameter as the length is not supported: bind an input of that length, or pass the size");
+    throw GraphError("fill: the length must be a host size, an integral parameter or an array whose length the fill "
+                     "takes, got " + to_string(length_of) + " (" + length_of.type().name() + ")");
   require_valid(value, "fill");
   require_element_value(value, "fill", true);
   return Expr::fill_like(length_of, value);

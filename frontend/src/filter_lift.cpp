@@ -160,7 +160,7 @@ class Lifter {
         else r.array = true;
         break;
       case ExprKind::Fill:
-        if (e.args().size() == 1) {
+        if (fill_has_own_length(e)) {
           r.array = true;  // its own length; its value's index() is its own
         } else {
           r = reads(e.args()[1]);  // as long as `like`, index() its position

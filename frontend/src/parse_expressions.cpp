@@ -322,7 +322,8 @@ Expr Parser::rows(const Token& at) {
   return checked(at, [&] { return Expr::rows(args[0], columns); });
 }
 
-// fill(n, v): n whole elements of v; fill(x, v): as many as the array x.
+// fill(n, v): n whole elements of v; fill(p, v): as many as the integral parameter p holds
+// when the program runs; fill(x, v): as many as the array x.
 Expr Parser::fill(const Token& at) {
   std::vector<Expr> args = arguments(at, 2);
   const Expr& n = args[0];
@@ -331,6 +332,7 @@ Expr Parser::fill(const Token& at) {
       fail(at, "fill: the length (first argument) must be a whole number or an array, got " + to_string(n));
     return checked(at, [&] { return Expr::fill(n.node().constant.as_int(), args[1]); });
   }
+  if (n.kind() == ExprKind::Param) return checked(at, [&] { return Expr::fill_param(n, args[1]); });
   return checked(at, [&] { return Expr::fill_like(n, args[1]); });
 }
 

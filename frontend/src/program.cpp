@@ -76,8 +76,8 @@ void collect_leaves(const Expr& e, std::vector<Expr>& out, Seen& seen) {
     collect_leaves(e.args()[0].node().op->values, out, seen);  // as long as the reduction's elements
   } else if (e.kind() == ExprKind::Rows) {
     out.push_back(e);  // offsets: an array of their own length
-  } else if (e.kind() == ExprKind::Fill && e.args().size() == 1) {
-    out.push_back(e);  // ff::fill(n, v): an array of its own length
+  } else if (fill_has_own_length(e)) {
+    out.push_back(e);  // ff::fill(n, v), n a size or a parameter: an array of its own length
   } else {
     for (const auto& a : e.args()) collect_leaves(a, out, seen);
   }

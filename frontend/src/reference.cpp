@@ -183,6 +183,17 @@ class Evaluator {
     return std::string("the result of ") + op_name(leaf.node().op->kind);
   }
 
+  // The length a fill's parameter holds: a whole number of at least 0.
+  std::size_t param_length(const Expr& p) const {
+    const Value* v = bindings_.param(p);
+    if (!v) throw GraphError("parameter '" + p.node().name + "' is not bound");
+    const std::int64_t n = v->as_int();
+    if (n < 0)
+      throw GraphError("fill: parameter '" + p.node().name + "' is the length of a fill or iota and holds " +
+                       std::to_string(n) + "; a length must be at least 0");
+    return static_cast<std::size_t>(n);
+  }
+
   std::size_t leaf_length(const Expr& leaf) const {
     if (leaf.kind() == ExprKind::Input) {
       const HostArray* a = bindings_.array(leaf);
@@ -190,6 +201,7 @@ class Evaluator {
       return a->size();
     }
     if (leaf.kind() == ExprKind::Rows) return derived(leaf).size();
+    if (leaf.kind() == ExprKind::Fill && leaf.args().size() == 2) return param_length(leaf.args()[1]);
     if (leaf.kind() == ExprKind::Fill) return static_cast<std::size_t>(leaf.node().length);
     return results_of(*leaf.node().op).arrays[static_cast<std::size_t>(leaf.node().index)].size();
   }

@@ -106,12 +106,57 @@ TEST_CASE("fill and iota of an array's length: the length of the bound input, at
   const std::string text = ff::to_string(p);
   CHECK(text.find("fill(x, index)") != std::string::npos);
   CHECK(ff::to_string(ff::parse_program(text)) == text);
-  // A constant length is a host size (checked for a negative one); a parameter is refused.
+  // A constant length is a host size (checked for a negative one); a parameter is a length
+  // bound at run time (next case), a float parameter is refused.
   CHECK(ff::fill(ff::constant(3), 1).node().length == 3);
   CHECK(graph_error_of([] { (void)ff::fill(ff::constant(-2), 1); }) == "fuseflow: fill: the length must be at least 0, got -2");
-  CHECK(graph_error_of([] { (void)ff::iota(ff::param<long long>("n")); }) ==
-        "fuseflow: fill: the length must be a host size or an array whose length the fill takes, got $n (i64); a "
-        "parameter as the length is not supported: bind an input of that length, or pass the size");
+  CHECK(graph_error_of([] { (void)ff::iota(ff::param<float>("n")); }) ==
+        "fuseflow: fill: a length bound at run time must be an integral parameter (ff::param<long long>(\"n\")), got "
+        "$n (f32)");
   CHECK(graph_error_of([&] { (void)ff::fill(x, x); }) ==
         "fuseflow: fill: the value must not read an array, got x (write the array expression itself)");
+}
+
+TEST_CASE("fill and iota of a parameter's length: as many elements as the parameter holds when it runs") {
+  auto n = ff::param<long long>("n");
+  auto v = ff::param<float>("v");
+  const ff::Expr i = ff::iota(n);
+  const ff::Program p(ff::outputs(i, ff::fill(n, v) * 2.0f, ff::iota(n, 10, 3), ff::reduce(i, ff::plus)));
+  CHECK(ff::fill_has_own_length(i));
+  CHECK(p.inputs().empty());
+  REQUIRE(p.params().size() == 2);
+  for (long long len : {0LL, 1LL, 7LL}) {
+    ff::HostBindings b;
+    b.bind(n, ff::Value(len));
+    b.bind(v, ff::Value(1.25f));
+    auto r = ff::evaluate(p, b);
+    std::vector<long long> ramp;
+    std::vector<int> steps;
+    for (long long k = 0; k < len; ++k) {
+      ramp.push_back(k);
+      steps.push_back(10 + 3 * static_cast<int>(k));
+    }
+    CHECK(r[0].array.to_vector<long long>() == ramp);
+    CHECK(r[1].array.to_vector<float>() == std::vector<float>(static_cast<std::size_t>(len), 2.5f));
+    CHECK(r[2].array.to_vector<int>() == steps);
+    CHECK(r[3].scalar.as_int() == len * (len - (len ? 1 : 0)) / 2);
+  }
+  // A negative value names the parameter; an input of another length is refused.
+  ff::HostBindings bad;
+  bad.bind(n, ff::Value(-3LL));
+  bad.bind(v, ff::Value(1.0f));
+  CHECK(graph_error_of([&] { (void)ff::evaluate(p, bad); }).find("parameter 'n' is the length of a fill or iota and holds -3") !=
+        std::string::npos);
+  auto x = ff::input<float>("x");
+  ff::HostBindings mixed;
+  mixed.bind(n, ff::Value(4LL));
+  mixed.bind(x, ff::HostArray::from(std::vector<float>(3, 1.0f)));
+  CHECK(graph_error_of([&] { (void)ff::evaluate(ff::Program(x + ff::fill(n, 1.0f)), mixed); }) != "(no GraphError thrown)");
+  // Printed as fill($n, v) and read back as the same program; integral parameters only.
+  const std::string text = ff::to_string(p);
+  CHECK(text.find("fill($n, index)") != std::string::npos);
+  CHECK(text.find("fill($n, $v) * 2.0f") != std::string::npos);
+  CHECK(ff::to_string(ff::parse_program(text)) == text);
+  CHECK(graph_error_of([] { (void)ff::parse_program("param f: f32\noutput fill($f, 1)\n"); })
+            .find("must be an integral parameter") != std::string::npos);
 }

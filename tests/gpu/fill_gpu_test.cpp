@@ -132,3 +132,39 @@ TEST_CASE("fill and iota of an input's length: one program for every length") {
     check_output<int>(prog, 3, got, want);
   }
 }
+
+TEST_CASE("fill and iota of a parameter's length: n from the bound parameter, one program for every length") {
+  auto len = ff::param<long long>("len");
+  auto v = ff::param<int>("v");
+  const ff::Expr i = ff::iota(len);
+  const ff::Expr small = ff::cast<int>(i % 1000);
+  const ff::Program prog(std::vector<ff::Expr>{ff::fill(len, v) * small, ff::iota(len, 3, 2), ff::scan(ff::fill(len, 1), ff::plus),
+                                               ff::filter(small, small % 3 == 0), ff::reduce(i, ff::plus)});
+  std::mt19937 g(19);
+  for (std::int64_t n : kSizes) {
+    INFO("n = " << n);
+    const int value = static_cast<int>(g() % 200) - 100;  // fresh each size
+    const std::vector<ff::Result> got = runtime().run(prog, {{len, static_cast<long long>(n)}, {v, value}});
+    ff::HostBindings host;
+    host.bind(len, ff::Value(static_cast<long long>(n)));
+    host.bind(v, ff::Value(value));
+    const std::vector<ff::HostResult> want = ff::evaluate(prog, host);
+    REQUIRE(got[0].download<int>().size() == static_cast<std::size_t>(n));
+    check_output<int>(prog, 0, got, want);
+    check_output<int>(prog, 1, got, want);
+    check_output<int>(prog, 2, got, want);
+    check_output<int>(prog, 3, got, want);
+    check_output<long long>(prog, 4, got, want);
+  }
+  // An input beside it must have the parameter's length; a negative length names the parameter.
+  auto x = ff::input<int>("x");
+  auto three = runtime().upload(std::vector<int>{1, 2, 3});
+  const ff::Program mixed(x + ff::iota(len, 0, 1));
+  const std::vector<int> sums = runtime().run(mixed, {{x, three}, {len, 3LL}}).at(0).download<int>();
+  CHECK(sums == std::vector<int>{1, 3, 5});
+  CHECK(ff::test::graph_error_of([&] { (void)runtime().run(mixed, {{x, three}, {len, 4LL}}); }) ==
+        "fuseflow: run: arrays of different lengths: parameter 'len' (the length of a fill or iota) holds 4, input 'x' "
+        "has 3 elements");
+  CHECK(ff::test::graph_error_of([&] { (void)runtime().run(prog, {{len, -5LL}, {v, 1}}); }) ==
+        "fuseflow: run: parameter 'len' is the length of a fill or iota and holds -5; a length must be at least 0");
+}

@@ -137,15 +137,34 @@ void bind_leaves(const Program& program, const Bindings& bindings, BoundLeaves& 
   }
 }
 
-std::vector<std::int64_t> domain_lengths(const Program& program, const codegen::Plan& plan,
-                                         const std::vector<std::int64_t>& input_lengths) {
+std::vector<std::int64_t> domain_lengths(const Program& program, const codegen::Plan& plan, const BoundLeaves& bound) {
   std::vector<std::int64_t> lengths;
-  domain_lengths(program, plan, input_lengths, lengths);
+  domain_lengths(program, plan, bound, lengths);
   return lengths;
 }
 
-void domain_lengths(const Program& program, const codegen::Plan& plan, const std::vector<std::int64_t>& input_lengths,
+namespace {
+
+// The length a fill of a parameter's length has: the parameter's value, a whole number of
+// at least 0 and at most 2^62 (no device holds more).
+std::int64_t param_length(const Program& program, const codegen::Plan& plan, const BoundLeaves& bound) {
+  const auto i = static_cast<std::size_t>(plan.fill_length_param);
+  const Expr& p = program.params().at(i);
+  const Value& v = bound.params.at(i);
+  const std::int64_t n = v.as_int();  // a u64 above 2^63 - 1 reads as negative
+  const bool is_unsigned = v.type().is_unsigned_integer();
+  const std::string held = "run: " + describe(p) + " is the length of a fill or iota and holds " +
+                           (is_unsigned ? std::to_string(static_cast<std::uint64_t>(n)) : std::to_string(n));
+  if (n < 0 && !is_unsigned) throw GraphError(held + "; a length must be at least 0");
+  if (n < 0 || n > (std::int64_t{1} << 62)) throw GraphError(held + "; a length must be at most 2^62");
+  return n;
+}
+
+}  // namespace
+
+void domain_lengths(const Program& program, const codegen::Plan& plan, const BoundLeaves& bound,
                     std::vector<std::int64_t>& lengths) {
+  const std::vector<std::int64_t>& input_lengths = bound.input_lengths;
   // Domain 0's length is n, the elements' count; other domains are segmented ops' offsets.
   auto domain = [&](std::size_t i) {
     return static_cast<std::size_t>(plan.input_domain.empty() ? 0 : plan.input_domain[i]);
@@ -171,6 +190,19 @@ void domain_lengths(const Program& program, const codegen::Plan& plan, const std
                        std::to_string(lengths[0]));
     }
     lengths[0] = plan.fill_length;
+  }
+  if (plan.fill_length_param >= 0) {  // a fill of a parameter's length: the bound value
+    const std::int64_t n = param_length(program, plan, bound);
+    if (lengths[0] >= 0 && lengths[0] != n) {
+      const bool fill = plan.fill_length >= 0;
+      std::size_t first = 0;
+      while (!fill && domain(first) != 0) ++first;
+      throw GraphError("run: arrays of different lengths: " + describe(program.params()[static_cast<std::size_t>(plan.fill_length_param)]) +
+                       " (the length of a fill or iota) holds " + std::to_string(n) + ", " +
+                       (fill ? std::string("a fill or iota of the program has") : describe(program.inputs()[first]) + " has") +
+                       " " + std::to_string(lengths[0]) + " elements");
+    }
+    lengths[0] = n;
   }
   for (auto& l : lengths) l = std::max<std::int64_t>(l, 0);
 }
@@ -279,7 +311,7 @@ void throw_invalid_gather(const Program& program, const BoundLeaves& leaves, Dev
 void check_bindings(const Program& program, const Bindings& bindings) {
   const detail::BoundLeaves leaves = detail::bind_leaves(program, bindings);
   const codegen::Plan plan = codegen::plan(program, codegen::Target::preset("sm_90"));
-  detail::check_output_bindings(program, plan, leaves, detail::domain_lengths(program, plan, leaves.input_lengths));
+  detail::check_output_bindings(program, plan, leaves, detail::domain_lengths(program, plan, leaves));
 }
 
 }  // namespace fuseflow

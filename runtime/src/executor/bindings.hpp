@@ -28,11 +28,11 @@ BoundLeaves bind_leaves(const Program& program, const Bindings& bindings);
 void bind_leaves(const Program& program, const Bindings& bindings, BoundLeaves& out);
 
 // The length of each input domain of the plan (inputs of one domain have one length; an
-// empty domain has length 0). Throws GraphError naming two inputs that disagree. The
-// second form writes them into `out`, reusing its storage.
-std::vector<std::int64_t> domain_lengths(const Program& program, const codegen::Plan& plan,
-                                         const std::vector<std::int64_t>& input_lengths);
-void domain_lengths(const Program& program, const codegen::Plan& plan, const std::vector<std::int64_t>& input_lengths,
+// empty domain has length 0; a fill of a parameter's length sets domain 0's from the bound
+// parameter). Throws GraphError naming two inputs that disagree, or the parameter when its
+// value is negative or too large. The second form writes them into `out`, reusing its storage.
+std::vector<std::int64_t> domain_lengths(const Program& program, const codegen::Plan& plan, const BoundLeaves& bound);
+void domain_lengths(const Program& program, const codegen::Plan& plan, const BoundLeaves& bound,
                     std::vector<std::int64_t>& out);
 
 // The outputs bound to the caller's memory, once the lengths are known: each has exactly

@@ -132,7 +132,7 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
   // Nsight shows each run and each kernel by name.
   nvtx::ScopedRange run_range(prep.range_name);
   std::vector<std::int64_t>& lengths = ex.lengths;
-  detail::domain_lengths(program, plan, bound.input_lengths, lengths);
+  detail::domain_lengths(program, plan, bound, lengths);
   detail::check_output_bindings(program, plan, bound, lengths);
   const std::int64_t n = lengths[0];
   if (capturing)

@@ -19,7 +19,7 @@ std::string Runtime::explain(const Program& program, const Bindings& bindings) {
   if (bindings.empty()) return out.str();
   const detail::BoundLeaves bound = detail::bind_leaves(program, bindings);
   const codegen::Plan plan = codegen::plan(program, target, plan_options);
-  const std::vector<std::int64_t> lengths = detail::domain_lengths(program, plan, bound.input_lengths);
+  const std::vector<std::int64_t> lengths = detail::domain_lengths(program, plan, bound);
   const codegen::Schedule schedule = plan.schedule(lengths);
   out << "a run with n = " << lengths.at(0) << ": " << schedule.launches.size() << " launch"
       << (schedule.launches.size() == 1 ? "" : "es") << ", " << schedule.scratch_bytes << " bytes of scratch\n";
@@ -36,7 +36,7 @@ std::string Runtime::explain(const Program& program, const Bindings& bindings) {
 void Runtime::check_bindings(const Program& program, const Bindings& bindings) {
   const detail::BoundLeaves bound = detail::bind_leaves(program, bindings);
   const codegen::Plan plan = codegen::plan(program, detail::device_target(properties_), *options_.plan);
-  detail::check_output_bindings(program, plan, bound, detail::domain_lengths(program, plan, bound.input_lengths));
+  detail::check_output_bindings(program, plan, bound, detail::domain_lengths(program, plan, bound));
 }
 
 }  // namespace fuseflow

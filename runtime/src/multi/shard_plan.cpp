@@ -63,7 +63,7 @@ struct Rewriter {
       case ExprKind::Operand: out = e; break;
       case ExprKind::Result: out = rewrite_result(e); break;
       case ExprKind::Fill:
-        if (e.args().size() == 1)  // its n is the whole array's, not a shard's
+        if (fill_has_own_length(e))  // its n (a size or a parameter) is the whole array's, not a shard's
           throw GraphError("sharded run: " + to_string(e) + " has a length of its own, which a sharded run does not "
                            "split yet; run the program on one GPU");
         out = e.with_args({rewrite(e.args()[0]), rewrite(e.args()[1])});

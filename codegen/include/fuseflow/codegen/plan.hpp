@@ -254,6 +254,10 @@ struct Plan {
   // The length of domain 0 when the program fixes it (ff::fill, ff::iota: their n), else -1;
   // the inputs of domain 0 must then have that many elements.
   std::int64_t fill_length = -1;
+  // The program parameter (an index into Program::params()) whose value is the length of
+  // domain 0 when the program has a fill or iota of a parameter's length, else -1: the
+  // runtime reads it when the program runs (a GraphError naming it when negative).
+  int fill_length_param = -1;
   // Per program output (array outputs only are read); empty: every array has n elements.
   std::vector<OutputShape> output_shapes;
   // Per InvalidFlag argument index: the segmented op whose offsets the flag checks. The

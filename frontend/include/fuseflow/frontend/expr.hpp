@@ -39,7 +39,8 @@ enum class ExprKind : std::uint8_t {
              // offsets or keys}; `index` 1 when by key (reduce_by_key)
   Rows,      // offsets of rows of `length` elements over x (the last may be shorter): args {x}
   Fill,      // an array of `value` at every element, args {value}: `length` elements (ff::fill,
-             // ff::iota); or args {value, like}: like's elements (a map whose body reads no array)
+             // ff::iota); args {value, like}: like's elements (a map whose body reads no array);
+             // or args {value, p}, p an integral Param: as many elements as p holds at run time
 };
 
 // UnaryOp, BinaryOp and MathFn, with their spellings and classes: operators.hpp.
@@ -105,6 +106,9 @@ class Expr {
   static Expr fill(std::int64_t n, const Expr& value);
   // An array of like's length, each `value` (any expression without an array in it).
   static Expr fill_like(const Expr& like, const Expr& value);
+  // An array of as many elements as the integral parameter `length` holds when the program
+  // runs (args {value, length}), each `value` (constants, parameters and index()).
+  static Expr fill_param(const Expr& length, const Expr& value);
 
   // The same node with other arguments of the same types (for passes that substitute).
   Expr with_args(std::vector<Expr> args) const;
@@ -280,11 +284,17 @@ Expr iota(std::int64_t n);
 Expr iota(std::int64_t n, const Expr& start, const Expr& step = Expr(1));
 // The same with the length of an array, known when the program runs: ff::fill(x, v) and
 // ff::iota(x) have as many elements as x (an input, or any element-wise array), so one
-// program serves every length. A constant length is a host size as above; a parameter is
-// refused (a GraphError: bind an input of that length, or pass the size).
+// program serves every length. A constant length is a host size as above. An integral
+// parameter (ff::param<long long>("n")) is a length bound at run time: the array has as many
+// elements as the parameter's value (a negative value is a GraphError naming it).
 Expr fill(const Expr& length_of, const Expr& value);
 Expr iota(const Expr& length_of);
 Expr iota(const Expr& length_of, const Expr& start, const Expr& step = Expr(1));
+
+// A fill whose length is its own (a host size or a parameter), not another array's.
+inline bool fill_has_own_length(const Expr& e) {
+  return e.valid() && e.kind() == ExprKind::Fill && (e.args().size() == 1 || e.args()[1].kind() == ExprKind::Param);
+}
 
 // ---- tracing ------------------------------------------------------------------------
 // map(x, f) == f(x); map(x, y, f) == f(x, y): the lambda is traced with the arrays'

@@ -1,0 +1,89 @@
+// Planner tests for fills of a parameter's length (Plan::fill_length_param) and for the
+// general per-segment broadcast (broadcast_plan.cpp, strategies/broadcast.cpp): the plan
+// (kernels, registered strategy, steps, launches) and what is refused, with the message.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include <fuseflow/fuseflow.hpp>
+
+#include "../graph_error_of.hpp"
+
+namespace ff = fuseflow;
+using ff::test::graph_error_of;
+
+namespace {
+
+ff::codegen::Plan plan_of(const ff::Program& p) { return ff::codegen::plan(p, ff::codegen::Target::preset("sm_90")); }
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("a fill of a parameter's length: the plan names the parameter, the runtime sets n from it") {
+  auto v = ff::param<float>("v");
+  auto n = ff::param<long long>("n");
+  const ff::Program p(ff::outputs(ff::fill(n, v) * 2.0f, ff::reduce(ff::iota(n), ff::plus)));
+  const ff::codegen::Plan plan = plan_of(p);
+  REQUIRE(p.params().size() == 2);
+  REQUIRE(plan.fill_length_param >= 0);
+  CHECK(p.params()[static_cast<std::size_t>(plan.fill_length_param)].node().name == "n");
+  CHECK(plan.fill_length == -1);
+  // Nothing is read for the fill: no input argument in any kernel.
+  for (const auto& k : plan.kernels)
+    for (const auto& a : k.args) CHECK(a.kind != ff::codegen::Arg::Kind::Input);
+  // A host size beside it: both are kept (the runtime checks that they agree).
+  const ff::codegen::Plan both = plan_of(ff::Program(ff::outputs(ff::fill(n, 1) + ff::fill(5, 2))));
+  CHECK(both.fill_length == 5);
+  CHECK(both.fill_length_param == 0);
+  // Two parameters' lengths in one program are refused, naming both.
+  auto m = ff::param<int>("m");
+  const std::string two = graph_error_of([&] { (void)plan_of(ff::Program(ff::outputs(ff::iota(n), ff::iota(m)))); });
+  CHECK(contains(two, "fills of two parameters' lengths"));
+  CHECK(contains(two, "$n"));
+  CHECK(contains(two, "$m"));
+}
+
+TEST_CASE("the general broadcast plans each reduction's kernels, then the map, in one broadcast step") {
+  auto x = ff::input<float>("x");
+  auto o = ff::input<long long>("o");
+  const auto e = ff::exp(x - ff::broadcast(ff::segmented_reduce(x, o, ff::max), o));
+  const ff::codegen::Plan plan = plan_of(ff::Program(e / ff::broadcast(ff::segmented_reduce(e, o, ff::plus), o)));
+  REQUIRE(plan.steps.size() == 1);
+  CHECK(plan.steps[0].kind == ff::codegen::StepSpec::Kind::Broadcast);
+  CHECK(plan.steps[0].bins == 2);  // two reductions
+  REQUIRE(plan.kernels.size() == 5);
+  const ff::codegen::KernelSpec& map = plan.kernels.back();
+  CHECK(map.name == "ff_broadcast_map_f32");
+  CHECK(map.registered == "broadcast segments");
+  CHECK(contains(map.source, "#include <fuseflow/broadcast.cuh>"));
+  CHECK(contains(map.source, "ff::broadcast::for_each_element<kBlock, kItems>(off_o, segments, n,"));
+  // 1000 elements in 10 segments: the reductions' merge paths (segments average 100 > 8: no
+  // short pass), then the map, the per-segment buffers shared.
+  const ff::codegen::Schedule s = plan.schedule(std::vector<std::int64_t>{1000, 11});
+  REQUIRE(s.launches.size() == 3);
+  CHECK(plan.kernels[static_cast<std::size_t>(s.launches[0].kernel)].name == "ff_segmented_reduce_f32_max");
+  CHECK(plan.kernels[static_cast<std::size_t>(s.launches[1].kernel)].name == "ff_segmented_reduce_f32_plus");
+  CHECK(s.launches[2].kernel == 4);
+  REQUIRE(s.launches[2].scratch.size() == 2);  // seg0, seg1: the reductions' outputs
+  CHECK(s.launches[2].scratch[0] == s.launches[1].scratch[0]);  // the sum reads seg0 as the map does
+}
+
+TEST_CASE("what the broadcast path does not plan yet is a GraphError naming it") {
+  auto x = ff::input<float>("x");
+  auto o = ff::input<long long>("o");
+  auto q = ff::input<long long>("q");
+  auto k = ff::input<int>("k");
+  const auto centred = x - ff::broadcast(ff::segmented_reduce(x, o, ff::plus), o);
+  const std::string by_key = graph_error_of([&] {
+    (void)plan_of(ff::Program(x - ff::broadcast_by_key(ff::reduce_by_key(k, x, ff::plus).values, k)));
+  });
+  CHECK(contains(by_key, "reduce_by_key in a program with a broadcast"));
+  const std::string two = graph_error_of([&] {
+    (void)plan_of(ff::Program(ff::outputs(centred, x - ff::broadcast(ff::segmented_reduce(x, q, ff::max), q))));
+  });
+  CHECK(contains(two, "segmented reductions over two offsets, o and q"));
+  const std::string other = graph_error_of([&] { (void)plan_of(ff::Program(ff::outputs(centred, ff::reduce(x, ff::plus)))); });
+  CHECK(contains(other, "reduce in a program with a broadcast"));
+}
