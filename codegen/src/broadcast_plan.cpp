@@ -1,7 +1,7 @@
 // Planning of the general per-segment broadcast (rows.hpp): a program with ff::broadcast
 // that is not a per-row program (rows_plan.cpp) is planned here when its ops are segmented
-// reductions over one offsets input (any segment lengths), whose values may read earlier
-// ones' broadcasts, and its outputs are element-wise expressions of the inputs,
+// reductions over offsets inputs (any segment lengths; one or several offsets arrays), whose
+// values may read earlier ones' broadcasts over the same offsets, and its outputs are element-wise expressions of the inputs,
 // parameters, index() and those broadcasts, or the reductions' per-segment results. The
 // kernels: strategies/broadcast.cpp, one step (launched by strategies/broadcast_launches.cpp);
 // the broadcasts a kernel reads: broadcasts_in. Anything else is refused with a GraphError
@@ -41,7 +41,7 @@ struct Refusal {
   [[noreturn]] void operator()(const std::string& why) const {
     throw GraphError("codegen: " + why +
                      "; a per-segment broadcast is planned as one per-row kernel (not this program: " + misfit +
-                     ") or as segmented reductions over one offsets input, each element reading its segment's result; "
+                     ") or as segmented reductions over offsets inputs, each element reading its segment's result; "
                      "ff::broadcast_by_key, ff::rows offsets of rows longer than a block and other ops beside a "
                      "broadcast are not supported by this version of fuseflow's code generator yet (the CPU reference "
                      "evaluates them)");
@@ -96,21 +96,36 @@ void plan_broadcast_program(const Program& program, const Policies& policies, co
       refuse(std::string(op_name(op->kind)) + " in a program with a broadcast");
     if (op->offsets.kind() != ExprKind::Input)
       refuse("segmented_reduce over offsets " + to_string(op->offsets) + " (not one input array)");
-    if (!same_node(op->offsets, ops.front()->offsets))
-      refuse("segmented reductions over two offsets, " + to_string(ops.front()->offsets) + " and " +
-             to_string(op->offsets));
     std::set<const ExprNode*> seen;
     check_element(op->values, "the values of a segmented_reduce", &earlier, seen, refuse);
+    for (const BroadcastRead& b : broadcasts_in(program, {op->values}))  // found by op's own offsets
+      if (!same_node(b.op->offsets, op->offsets))
+        refuse("the values of a segmented_reduce over " + to_string(op->offsets) + " read a broadcast over other offsets, " +
+               to_string(b.op->offsets));
     earlier.insert(op.get());
   }
   if (ops.empty()) refuse("a broadcast program with no segmented_reduce");
 
+  // Each offsets input once (the first, the map's walk; the others, a cursor each): its
+  // domain and the flag its kernels set when it leaves elements outside every segment.
   const PlanContext context{program, to_string(program), {}, {}, policies, target};
   KernelContext g = context_in(context);
-  SegmentOffsets offsets{offsets_leaves(context, *ops.front()), 0, static_cast<int>(plan.checked_offsets.size())};
-  offsets.domain = offsets_domain(context, offsets.leaves, "segmented_reduce", plan);
-  plan.checked_offsets.push_back(ops.front());
-  g.offsets = offsets;
+  std::vector<SegmentOffsets> all;
+  const auto offsets_of = [&](const OpNode& op) -> const SegmentOffsets& {
+    for (const SegmentOffsets& s : all)
+      if (same_node(s.leaves.inputs.at(0), op.offsets)) return s;
+    throw InternalError("codegen: a broadcast's reduction over offsets " + to_string(op.offsets) + " not planned");
+  };
+  for (const auto& op : ops) {
+    if (std::any_of(all.begin(), all.end(), [&](const SegmentOffsets& s) { return same_node(s.leaves.inputs.at(0), op->offsets); }))
+      continue;
+    SegmentOffsets offsets{offsets_leaves(context, *op), 0, static_cast<int>(plan.checked_offsets.size())};
+    offsets.domain = offsets_domain(context, offsets.leaves, "segmented_reduce", plan);
+    plan.checked_offsets.push_back(op);
+    all.push_back(offsets);
+  }
+  g.offsets = all.front();
+  g.more_offsets.assign(all.begin() + 1, all.end());
   plan.output_shapes.resize(program.outputs().size());
   for (std::size_t i = 0; i < program.outputs().size(); ++i) {
     const Expr& o = program.outputs()[i];
@@ -118,7 +133,7 @@ void plan_broadcast_program(const Program& program, const Policies& policies, co
     plan.output_scalar.push_back(-1);
     if (o.kind() == ExprKind::Result) {  // a reduction's per-segment results, written by its kernels
       if (o.node().op->kind != OpKind::SegmentedReduce) refuse(where + " in a program with a broadcast");
-      plan.output_shapes[i].domain = offsets.domain;
+      plan.output_shapes[i].domain = offsets_of(*o.node().op).domain;
       plan.output_shapes[i].less = 1;
       continue;
     }

@@ -87,6 +87,7 @@ struct KernelContext {
   std::vector<int> output_ids;  // their program output numbers
   Leaves leaves;                // what the kernels read
   std::optional<SegmentOffsets> offsets;  // a segmented op's, by offsets
+  std::vector<SegmentOffsets> more_offsets;  // a broadcast map's offsets after the first (broadcast.cpp)
   Leaves key_leaves;                      // counting_sort: what its keys alone read
   std::vector<ScalarEpilogue> epilogues;  // a reduce kernel's: computed in store(total) after the final combine
   Expr key;  // a histogram's bin, filter results substituted (an i64 -1, dropped, where their mask is false)

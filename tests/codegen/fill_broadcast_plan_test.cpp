@@ -80,10 +80,41 @@ TEST_CASE("what the broadcast path does not plan yet is a GraphError naming it")
     (void)plan_of(ff::Program(x - ff::broadcast_by_key(ff::reduce_by_key(k, x, ff::plus).values, k)));
   });
   CHECK(contains(by_key, "reduce_by_key in a program with a broadcast"));
-  const std::string two = graph_error_of([&] {
-    (void)plan_of(ff::Program(ff::outputs(centred, x - ff::broadcast(ff::segmented_reduce(x, q, ff::max), q))));
+  // A reduction's values find segments by its own offsets only.
+  const auto by_o = ff::segmented_reduce(x, o, ff::max);
+  const std::string cross = graph_error_of([&] {
+    (void)plan_of(ff::Program(x - ff::broadcast(ff::segmented_reduce(x - ff::broadcast(by_o, o), q, ff::plus), q)));
   });
-  CHECK(contains(two, "segmented reductions over two offsets, o and q"));
+  CHECK(contains(cross, "the values of a segmented_reduce over q read a broadcast over other offsets, o"));
   const std::string other = graph_error_of([&] { (void)plan_of(ff::Program(ff::outputs(centred, ff::reduce(x, ff::plus)))); });
   CHECK(contains(other, "reduce in a program with a broadcast"));
+}
+
+TEST_CASE("two offsets arrays in one broadcast program: a domain, a flag and a segment cursor each") {
+  auto x = ff::input<float>("x");
+  auto o = ff::input<long long>("o");
+  auto q = ff::input<int>("q");
+  const auto sum_o = ff::segmented_reduce(x, o, ff::plus);
+  const auto max_q = ff::segmented_reduce(x, q, ff::max);
+  const ff::Program p(ff::outputs(x - ff::broadcast(sum_o, o) + ff::broadcast(max_q, q), max_q));
+  const ff::codegen::Plan plan = plan_of(p);
+  CHECK(plan.domains == 3);  // the elements, o, q
+  REQUIRE(plan.checked_offsets.size() == 2);
+  CHECK(plan.output_shapes.at(1).domain == plan.input_domain.at(2));  // max_q has q's segments
+  const ff::codegen::KernelSpec& map = plan.kernels.back();
+  REQUIRE(map.name == "ff_broadcast_map_f32");
+  int flags = 0, counts = 0;
+  for (const auto& a : map.args) {
+    flags += a.kind == ff::codegen::Arg::Kind::InvalidFlag;
+    counts += a.kind == ff::codegen::Arg::Kind::Length && a.index > 0;
+  }
+  CHECK(flags == 2);
+  CHECK(counts == 2);
+  CHECK(contains(map.source, "s_q = ff::rows::segment_from(off_q, segments_q, s_q, i);"));
+  CHECK(contains(map.source, "seg0[s]"));
+  CHECK(contains(map.source, "seg1[s_q]"));
+  // 100 elements: 4 segments by o, 50 by q; each reduction's buffer has its own segments.
+  const ff::codegen::Schedule s = plan.schedule(std::vector<std::int64_t>{100, 5, 51});
+  REQUIRE(s.launches.size() >= 3);
+  CHECK(s.launches.back().kernel == static_cast<int>(plan.kernels.size()) - 1);
 }

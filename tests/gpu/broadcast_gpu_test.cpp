@@ -167,3 +167,36 @@ TEST_CASE("offsets that leave elements outside every segment are reported; broad
     CHECK(std::string(e.what()).find("broadcast_by_key") != std::string::npos);
   }
 }
+
+TEST_CASE("two offsets arrays in one program: each broadcast by its own segments, integers exactly") {
+  std::mt19937_64 g(31);
+  for (std::int64_t n : sizes())
+    for (int shape = 0; shape < 4; ++shape) {
+      const std::vector<int> first = narrow<int>(offsets_of(shape, n, g));
+      const std::vector<std::int64_t> second = offsets_of((shape + 1) % 4, n, g);
+      const auto x = ff::input<int>("x");
+      const auto o = ff::input<int>("o");
+      const auto q = ff::input<long long>("q");
+      const auto sum_o = ff::segmented_reduce(x, o, ff::plus);
+      const auto top_q = ff::segmented_reduce(x * 2, q, ff::max);
+      const auto low_o = ff::segmented_reduce(x - ff::broadcast(sum_o, o), o, ff::min);
+      const ff::Program prog(ff::outputs(x - ff::broadcast(sum_o, o) + ff::broadcast(top_q, q) * 3,
+                                         ff::broadcast(low_o, o) - ff::broadcast(top_q, q), top_q, low_o));
+      REQUIRE(ff::codegen::plan(prog, ff::codegen::Target::preset("sm_90")).kernels.back().registered == "broadcast segments");
+      const auto xh = ff::test::random_values<int>(n, -1000, 1000);
+      auto xd = runtime().upload(xh);
+      auto od = runtime().upload(first);
+      auto qd = runtime().upload(second);
+      const auto got = runtime().run(prog, {{x, xd}, {o, od}, {q, qd}});
+      ff::HostBindings hb;
+      hb.bind(x, ff::HostArray::from(xh));
+      hb.bind(o, ff::HostArray::from(first));
+      hb.bind(q, ff::HostArray::from(second));
+      const auto want = ff::evaluate(prog, hb);
+      REQUIRE(got.size() == want.size());
+      for (std::size_t k = 0; k < got.size(); ++k) {
+        INFO("output " << k << ", n = " << n << ", " << shape_name(shape) << " and " << shape_name((shape + 1) % 4));
+        CHECK(got[k].download<int>() == want[k].array.to_vector<int>());
+      }
+    }
+}

@@ -39,7 +39,15 @@ void number_scratch(KernelSpec& k, bool out_is_scratch) {
   }
 }
 
-std::string offsets_name(const KernelContext& g) { return "off_" + sanitize(g.offsets->leaves.inputs.at(0).node().name); }
+std::string offsets_name(const SegmentOffsets& o) { return sanitize(o.leaves.inputs.at(0).node().name); }
+
+// The offsets `op` reduces over, among the context's.
+const SegmentOffsets& offsets_of(const KernelContext& g, const OpNode& op) {
+  if (same_node(g.offsets->leaves.inputs.at(0), op.offsets)) return *g.offsets;
+  for (const SegmentOffsets& o : g.more_offsets)
+    if (same_node(o.leaves.inputs.at(0), op.offsets)) return o;
+  throw InternalError("codegen: the broadcast map has no offsets " + to_string(op.offsets));
+}
 
 KernelSpec emit_broadcast_map(const KernelContext& g) {
   const Target& t = g.target();
@@ -48,6 +56,11 @@ KernelSpec emit_broadcast_map(const KernelContext& g) {
   std::vector<Arg> args = elementwise_args(g, names);
   for (const Arg& a : offsets_args(g.offsets->leaves, g.offsets->domain)) args.push_back(a);
   args.push_back({Arg::Kind::InvalidFlag, g.offsets->check, "offsets_invalid", ScalarType::U32});
+  for (const SegmentOffsets& o : g.more_offsets) {  // each further offsets: its pointer, count and flag
+    args.push_back({Arg::Kind::Input, o.leaves.input_ids.at(0), "off_" + offsets_name(o), o.leaves.inputs.at(0).type()});
+    args.push_back({Arg::Kind::Length, o.domain, "offsets_count_" + offsets_name(o), ScalarType::I64});
+    args.push_back({Arg::Kind::InvalidFlag, o.check, "offsets_invalid_" + offsets_name(o), ScalarType::U32});
+  }
   for (std::size_t j = 0; j < g.outputs.size(); ++j)
     args.push_back({Arg::Kind::Output, g.output_ids[j], "out" + std::to_string(g.output_ids[j]), g.outputs[j].type()});
   KernelSpec k;
@@ -55,7 +68,7 @@ KernelSpec emit_broadcast_map(const KernelContext& g) {
   for (const auto& o : g.outputs) k.name += "_" + short_type_name(o.type());
   k.args = args;
   number_scratch(k, false);
-  const std::string off = offsets_name(g);
+  const std::string off = "off_" + offsets_name(*g.offsets);
 
   SourceWriter w;
   emit_constants(w, {"constexpr int kBlock = " + std::to_string(kMapBlock) + ";",
@@ -64,15 +77,27 @@ KernelSpec emit_broadcast_map(const KernelContext& g) {
   open_elementwise_kernel(w, types, k.name, kMapBlock, k.args, g);
   w.line("const long long segments = offsets_count - 1;");
   w.line("ff::broadcast::check_offsets(" + off + ", segments, n, offsets_invalid);");
+  for (const SegmentOffsets& o : g.more_offsets) {
+    const std::string q = offsets_name(o);
+    w.line("const long long segments_" + q + " = offsets_count_" + q + " - 1;");
+    w.line("ff::broadcast::check_offsets(off_" + q + ", segments_" + q + ", n, offsets_invalid_" + q + ");");
+    w.line("long long s_" + q + " = 0;  // the segment by " + q + ": forward with the thread's elements, which come in order");
+  }
   w.comment("Each element i with its segment s (<fuseflow/broadcast.cuh>: 32 x kItems consecutive elements a warp).");
   w.open("ff::broadcast::for_each_element<kBlock, kItems>(" + off + ", segments, n, [&](const long long i, const long long s)");
+  for (const SegmentOffsets& o : g.more_offsets) {
+    const std::string q = offsets_name(o);
+    w.line("s_" + q + " = ff::rows::segment_from(off_" + q + ", segments_" + q + ", s_" + q + ", i);");
+  }
   ExprEmitter e(w, types, [&](const Expr& leaf) -> std::string {
     if (leaf.kind() == ExprKind::Input)
       for (std::size_t j = 0; j < g.leaves.inputs.size(); ++j)
         if (same_node(g.leaves.inputs[j], leaf)) return "in_" + names[j] + "[i]";
     if (leaf.kind() == ExprKind::Broadcast)
       for (const BroadcastRead& b : g.leaves.broadcasts)
-        if (b.op == leaf.args()[0].node().op.get()) return "seg" + std::to_string(b.op_index) + "[s]";
+        if (b.op == leaf.args()[0].node().op.get())
+          return "seg" + std::to_string(b.op_index) +
+                 (&offsets_of(g, *b.op) == &*g.offsets ? "[s]" : "[s_" + offsets_name(offsets_of(g, *b.op)) + "]");
     return elementwise_leaf(g, names, leaf, "a broadcast map");
   });
   for (std::size_t j = 0; j < g.outputs.size(); ++j)
@@ -106,7 +131,7 @@ std::vector<KernelSpec> emit_broadcast(const KernelContext& g) {
     c.output_ids = {output};
     c.leaves = leaves_of(*g.plan, {op->values}, "segmented_reduce");
     c.leaves.broadcasts = broadcasts_in(p, {op->values});
-    c.offsets = g.offsets;
+    c.offsets = offsets_of(g, *op);
     for (KernelSpec& k : emit_segmented_reduce(c)) {
       number_scratch(k, output < 0);
       if (!c.leaves.broadcasts.empty()) {  // ff::rows::segment_of in its element values
