@@ -146,3 +146,16 @@ TEST_CASE("what stays refused: a histogram's result inside the program, a sort's
   CHECK(e == "fuseflow: codegen: reading a sort's or reduce_by_key's result in a program as segment offsets or a "
              "table is not supported by this version of fuseflow's code generator yet");
 }
+
+TEST_CASE("reduce_by_key's runs mixed with an array of n elements are refused: their lengths differ") {
+  auto k = ff::input<int>("k");
+  auto x = ff::input<float>("x");
+  auto [keys, totals] = ff::reduce_by_key(k, x, ff::plus);
+  const std::string e = plan_error(ff::Program(totals + x));
+  CHECK(e.find("fuseflow: codegen: reduce_by_key(...) + x mixes reduce_by_key's results (one element per run") == 0);
+  CHECK(e.find("with x, an array of another length") != std::string::npos);
+  CHECK(plan_error(ff::Program(ff::reduce(ff::filter(totals, x > 0.0f), ff::plus))).find("mixes reduce_by_key") !=
+        std::string::npos);
+  CHECK(plan_error(ff::Program(ff::reduce(totals * ff::cast<float>(keys), ff::plus))).empty());  // one op's runs
+}
+

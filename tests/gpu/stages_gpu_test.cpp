@@ -75,7 +75,8 @@ TEST_CASE("a sort's keys and values read by a scan, a reduction and a map in the
   auto k = ff::input<int>("k");
   auto v = ff::input<int>("v");
   auto [sk, sv] = ff::sort_by_key(k, v, 16);
-  const ff::Program prog = ff::outputs(ff::scan(sv, ff::plus), ff::reduce(sk * 2, ff::plus), sk, sv * sk);
+  const ff::Program prog = ff::outputs(ff::scan(sv, ff::plus), ff::reduce(sk * 2, ff::plus), sk, sv * sk,
+                                       ff::reduce_by_key(sk, sv, ff::plus).values);  // one total per key
   for (std::int64_t n : kSizes)
     check_program("sort_by_key, n = " + std::to_string(n), prog, {k, v},
                   {random_ints(n, -2, 17), random_ints(n, -1000, 1000)});

@@ -45,6 +45,41 @@ void find_reads(const Expr& e, bool as_output, std::set<const void*>& seen, std:
     find_reads(e.args()[i], e.kind() == ExprKind::Broadcast && i == 0, seen, read);
 }
 
+// reduce_by_key's results have one element per run, a count only the device knows: an
+// element-wise expression (or an op's values, predicate and keys together) that mixes them
+// with other arrays is refused, as their lengths may differ.
+void check_runs_alone(const std::vector<Expr>& together, const std::set<const OpNode*>& read) {
+  const OpNode* runs = nullptr;
+  std::string other;
+  for (const Expr& e : together)
+    for (const Expr& leaf : array_leaves(e)) {
+      const bool is_runs = leaf.kind() == ExprKind::Result && leaf.node().op->kind == OpKind::ReduceByKey &&
+                           read.count(leaf.node().op.get());
+      if (is_runs && (!runs || runs == leaf.node().op.get())) runs = leaf.node().op.get();
+      else if (other.empty()) other = to_string(leaf);
+    }
+  if (runs && !other.empty())
+    throw GraphError("codegen: " + to_string(together.front()) +
+                     " mixes reduce_by_key's results (one element per run, as many as the device counts) with " +
+                     other + ", an array of another length; read the runs alone, or run reduce_by_key first and bind "
+                     "its results as inputs of a second program");
+}
+
+void check_runs(const Expr& e, std::set<const void*>& seen, const std::set<const OpNode*>& read) {
+  if (!e.valid() || !seen.insert(e.get()).second) return;
+  if (e.kind() == ExprKind::Result) {
+    const OpNode& op = *e.node().op;
+    if (!seen.insert(&op).second) return;
+    std::vector<Expr> together;
+    for (const Expr* x : {&op.values, &op.predicate, &op.keys})
+      if (x->valid()) together.push_back(*x);
+    if (!together.empty()) check_runs_alone(together, read);
+    for (const Expr* x : {&op.values, &op.predicate, &op.keys, &op.offsets}) check_runs(*x, seen, read);
+    return;
+  }
+  for (const Expr& a : e.args()) check_runs(a, seen, read);
+}
+
 // Stage 2's expressions: every result of a read op replaced by the input of its intermediate
 // (a filter of it for reduce_by_key), the ops above copied with their expressions rewritten.
 class Cut {
@@ -294,6 +329,11 @@ std::optional<Plan> plan_in_stages(const Program& program, const Target& target,
   std::set<const OpNode*> read;
   for (const Expr& o : program.outputs()) find_reads(o, true, seen, read);
   if (read.empty()) return std::nullopt;
+  std::set<const void*> checked;
+  for (const Expr& o : program.outputs()) {
+    if (o.kind() != ExprKind::Result) check_runs_alone({o}, read);
+    check_runs(o, checked, read);
+  }
 
   // Stage 2: the outputs over the intermediates; an output that is one of them is written
   // by stage 1 straight into its memory (its first occurrence), not copied.
