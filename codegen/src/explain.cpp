@@ -28,6 +28,8 @@ const char* role(Arg::Kind kind) {
     case Arg::Kind::InvalidFlag: return "invalid flag";
     case Arg::Kind::Table: return "table";
     case Arg::Kind::TableLength: return "table length";
+    case Arg::Kind::Intermediate: return "intermediate";
+    case Arg::Kind::IntermediateCount: return "intermediate count";
   }
   return "?";
 }
@@ -119,6 +121,12 @@ std::string explain(const Program& program, const Target& target, const PlanOpti
     explain_kernel(os, k);
   }
   for (const auto& n : p.notes) os << "note: " << n << "\n";
+  for (std::size_t i = 0; i < p.intermediates.size(); ++i) {
+    const Intermediate& im = p.intermediates[i];
+    os << "intermediate " << i << ": " << to_string(im.type) << " x " << (im.counted ? "at most n, counted" : "n")
+       << ", " << im.role << ", in " << (im.output >= 0 ? "output " + std::to_string(im.output) : std::string("scratch"))
+       << "\n";
+  }
   os << "schedule:\n";
   for (std::size_t i = 0; i < p.steps.size(); ++i) {
     const StepSpec& s = p.steps[i];

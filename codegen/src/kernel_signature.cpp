@@ -66,7 +66,9 @@ std::string arg_declaration(CudaTypes& types, const Arg& a) {
     case Arg::Kind::Output:
     case Arg::Kind::OutputCount:
     case Arg::Kind::ScalarOutput:
-    case Arg::Kind::Scratch: return types.name(a.type) + "* __restrict__ " + a.name;
+    case Arg::Kind::Scratch:
+    case Arg::Kind::Intermediate:
+    case Arg::Kind::IntermediateCount: return types.name(a.type) + "* __restrict__ " + a.name;
     case Arg::Kind::Ticket:
     case Arg::Kind::InvalidFlag: return "unsigned int* __restrict__ " + a.name;
     case Arg::Kind::TileStatus: return "void* __restrict__ " + a.name;

@@ -91,6 +91,10 @@ void check_original_ops(const Program& original, Plan& plan) {
 
 Plan plan(const Program& original, const Target& target, const PlanOptions& options) {
   validate(options);
+  if (std::optional<Plan> staged = plan_in_stages(original, target, options)) {  // passes/stages.cpp
+    check_plan(*staged);
+    return std::move(*staged);
+  }
   // Filters' results mixed with other arrays read one filter alone (filter_lift.hpp).
   const Program program = lift_filters(original);
   const Policies policies = policies_for(target, options);  // the target's tuning, the options over it

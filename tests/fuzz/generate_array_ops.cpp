@@ -325,6 +325,17 @@ void Generator::array_op_outputs(int k) {
     return;
   }
   const bool keyed = (op.kind == OpKind::CountingSort && op.values) || op.kind == OpKind::ReduceByKey;
+  // A map of a sort's or reduce_by_key's keys in the same program (the staging pass: the op
+  // writes them into an intermediate, a later kernel reads it; reduce_by_key's runs masked
+  // by their device count): integer keys of a small bound, doubled exactly.
+  if ((op.kind == OpKind::CountingSort || op.kind == OpKind::ReduceByKey) && op.keys->type.is_scalar() &&
+      is_int(st(op.keys)) && op.keys->bound < 1e9 && rng_.chance(0.3)) {
+    auto e = fresh(NodeKind::ScanElement, op.keys->type);
+    e->index = k;
+    e->bound = op.keys->bound;
+    e->exact = true;
+    c_.outputs.push_back({-1, make_binary(BinaryOp::Add, e, e), 0});
+  }
   if (!keyed) {
     c_.outputs.push_back({k, nullptr, 0});
     return;

@@ -14,6 +14,7 @@
 // array_ops.cpp, segmented_plan.cpp and filter_plan.cpp, which assign their input
 // domains and output shapes as they go.
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -90,6 +91,11 @@ ScalarEpilogue plan_scalar_epilogue(const Program& program, int output, const st
 std::vector<ScalarEpilogue> place_epilogues(const std::vector<ScalarEpilogue>& epilogues,
                                             const std::vector<PlannedReduce>& reduces,
                                             std::vector<ReduceKernelChoice>& kernels);
+
+// stages.cpp: a program in which a later op or map reads an array op's result (a sort's,
+// reduce_by_key's) planned as two stages joined into one plan, the results between them in
+// intermediates (Plan::intermediates); nothing when no such result is read.
+std::optional<Plan> plan_in_stages(const Program& program, const Target& target, const PlanOptions& options);
 
 // log_sum_exp.cpp: reduce(f, max) and reduce(exp(f - max), plus), read by nothing but
 // scalar outputs, become one reduction over the online (max, scaled sum) monoid; the

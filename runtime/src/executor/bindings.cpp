@@ -52,8 +52,11 @@ bool reads_input(const codegen::KernelSpec& k, std::size_t input, bool as_table 
   });
 }
 
-bool writes_output(const codegen::KernelSpec& k, std::size_t output) {
+// Also as an intermediate that lives in the output (a sort's result a later stage reads).
+bool writes_output(const codegen::Plan& plan, const codegen::KernelSpec& k, std::size_t output) {
   return std::any_of(k.args.begin(), k.args.end(), [&](const codegen::Arg& a) {
+    if (a.kind == codegen::Arg::Kind::Intermediate)
+      return plan.intermediates.at(static_cast<std::size_t>(a.index)).output == static_cast<int>(output);
     return a.kind == codegen::Arg::Kind::Output && static_cast<std::size_t>(a.index) == output;
   });
 }
@@ -248,7 +251,7 @@ void check_output_bindings(const Program& program, const codegen::Plan& plan, co
       if (!schedule) schedule = plan.schedule(lengths);
       const auto& launches = schedule->launches;
       auto writer = std::find_if(launches.begin(), launches.end(), [&](const codegen::Launch& l) {
-        return writes_output(plan.kernels[static_cast<std::size_t>(l.kernel)], i);
+        return writes_output(plan, plan.kernels[static_cast<std::size_t>(l.kernel)], i);
       });
       if (writer == launches.end()) continue;  // nothing to write (no elements)
       const codegen::KernelSpec& w = plan.kernels[static_cast<std::size_t>(writer->kernel)];

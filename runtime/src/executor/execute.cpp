@@ -49,6 +49,25 @@ RuntimeStats Runtime::stats() {
   return s;
 }
 
+namespace {
+
+// An array op's result that a later stage of the program reads (Plan::intermediates): in the
+// program output it is as well, or in the run's scratch; its count after its n elements.
+CUdeviceptr intermediate_ptr(const codegen::Plan& plan, const detail::PreparedProgram& prep,
+                             const codegen::Schedule& schedule, CUdeviceptr scratch_base, const codegen::Arg& arg,
+                             std::int64_t n) {
+  const auto k = static_cast<std::size_t>(arg.index);
+  const codegen::Intermediate& im = plan.intermediates.at(k);
+  const bool count = arg.kind == codegen::Arg::Kind::IntermediateCount;
+  if (im.output >= 0) {
+    const auto o = static_cast<std::size_t>(im.output);
+    return count ? prep.count_ptrs[o] : prep.output_ptrs[o];
+  }
+  return scratch_base + schedule.intermediates.at(k) + (count ? im.count_offset(n) : 0);
+}
+
+}  // namespace
+
 std::vector<Result> Runtime::run(const Program& program, const Bindings& bindings) {
   return execute(program, bindings, true);
 }
@@ -288,6 +307,8 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
         case codegen::Arg::Kind::TileStatus: ptr = status; break;
         case codegen::Arg::Kind::Epoch: std::memcpy(cell, &epoch, sizeof epoch); continue;
         case codegen::Arg::Kind::InvalidFlag: ptr = prep.invalid_flags + arg.index * sizeof(unsigned); break;
+        case codegen::Arg::Kind::Intermediate:
+        case codegen::Arg::Kind::IntermediateCount: ptr = intermediate_ptr(plan, prep, schedule, scratch_base, arg, n); break;
       }
       std::memcpy(cell, &ptr, sizeof ptr);
     }

@@ -59,6 +59,10 @@ struct Arg {
                  // index outside its table (index kGatherFlag, its checked_offsets entry null)
     Table,       // const T* of program input `index`, read at computed positions (gather, shift)
     TableLength, // long long: the element count of program input `index` (a Table's length)
+    Intermediate,       // T* to intermediate `index` (Plan::intermediates): written by a kernel of an
+                        // earlier stage, read by the kernels of a later one
+    IntermediateCount,  // unsigned long long* to the element count of intermediate `index` (a counted
+                        // one: reduce_by_key's runs), written with it; a later stage reads it as a table
   };
   Kind kind;
   int index = 0;
@@ -146,6 +150,22 @@ struct ScalarSlot {
   std::size_t offset = 0;  // bytes into the program's scalar buffer
 };
 
+// An array op's result that a later op or map of the program reads (passes/stages.cpp): the
+// kernels of the stage that computes it write it (Arg::Kind::Intermediate), those of the
+// later stage read it, in stream order, on the device. It has room for n elements (a sort's
+// keys or values; reduce_by_key's runs, at most n, with the count after them when
+// `counted`). It lives in the program output it is as well, or in the run's scratch
+// (Schedule::intermediates).
+struct Intermediate {
+  Type type;
+  std::string role;     // what it holds, in words ("result 1 of counting_sort(...)")
+  int output = -1;      // the program output whose memory it is, or -1: scratch
+  bool counted = false; // the device writes its element count (IntermediateCount)
+  // Its bytes in scratch for n elements, and where its count is (from its start).
+  std::size_t count_offset(std::int64_t n) const { return (static_cast<std::size_t>(n) * type.size() + 7) / 8 * 8; }
+  std::size_t bytes(std::int64_t n) const { return count_offset(n) + (counted ? 8 : 0); }
+};
+
 // One kernel launch of a run: its domain, grid, and where each Scratch argument points.
 struct Launch {
   int kernel = 0;           // index into Plan::kernels
@@ -163,6 +183,7 @@ struct Schedule {
   std::vector<Launch> launches;
   std::size_t scratch_bytes = 0;
   std::vector<std::pair<std::size_t, std::size_t>> zeroed;  // (offset, bytes)
+  std::vector<std::size_t> intermediates;  // per Plan::intermediates: its offset in scratch (0 in an output)
 };
 
 // One part of a run's launches, as data: which launch pattern (Kind), the kernels it
@@ -212,6 +233,8 @@ class ScheduleBuilder {
     l.waits_on = static_cast<int>(schedule_.launches.size()) - 1;
     schedule_.launches.push_back(std::move(l));
   }
+  // Scratch for an intermediate (Plan::intermediates), recorded in Schedule::intermediates.
+  void intermediate(std::size_t bytes) { schedule_.intermediates.push_back(bytes ? allocate(bytes) : 0); }
   Schedule take() { return std::move(schedule_); }
 
  private:
@@ -264,6 +287,8 @@ struct Plan {
   // runtime reads the flags after a run and explains a set one with the CPU reference.
   // A program with a checked gather has its flag first (kGatherFlag), with a null op.
   std::vector<std::shared_ptr<const OpNode>> checked_offsets;
+  // Array ops' results a later stage of the program reads (Arg::Kind::Intermediate index).
+  std::vector<Intermediate> intermediates;
 
   Schedule schedule(std::int64_t n) const;
   // lengths[d]: the element count of domain d (lengths[0] is n).

@@ -1,0 +1,383 @@
+// The staging pass. An array op's result (a sort's keys or values, reduce_by_key's keys or
+// totals) that a later op or map of the program reads cuts the program there:
+//
+//   stage 1: the program whose outputs are those results; its kernels write each into an
+//            intermediate (Plan::intermediates): the program output it is as well, or
+//            scratch of the run, room for n elements;
+//   stage 2: the program with each such result replaced by an input that reads its
+//            intermediate.
+//
+// Each stage is planned as a program of its own (a chain of sorts is cut again inside stage
+// 1), and the two plans are joined into one: the kernels of stage 1, then those of stage 2,
+// on one stream, with their arguments named in the program's terms (Arg::Kind::Intermediate
+// where a stage read or wrote one), so the run, explain and the dump show the cut. Nothing
+// goes through the host.
+//
+// reduce_by_key has as many runs as the device counted (at most n). Stage 2 reads its
+// results as filter(runs, index() < count), the count a table of one element that each
+// kernel reads on the device (its intermediate's count word): a reduction over them is a
+// masked reduction over the capacity n, an array of them a compaction (with its own count),
+// so every consumer stage 2 can plan for a filter works on runs the host never counted.
+#include <map>
+#include <optional>
+
+#include "passes.hpp"
+
+namespace fuseflow::codegen {
+
+namespace {
+
+bool staged_kind(OpKind k) { return k == OpKind::CountingSort || k == OpKind::ReduceByKey; }
+
+// The ops of a staged kind whose array result is read other than as a program output (or as
+// the segment results a broadcast spreads, which the broadcast's own kernels compute).
+void find_reads(const Expr& e, bool as_output, std::set<const void*>& seen, std::set<const OpNode*>& read) {
+  if (!e.valid()) return;
+  if (e.kind() == ExprKind::Result) {
+    const OpNode* op = e.node().op.get();
+    if (!as_output && staged_kind(op->kind)) read.insert(op);
+    if (seen.insert(op).second)
+      for (const Expr* x : {&op->values, &op->predicate, &op->keys, &op->offsets}) find_reads(*x, false, seen, read);
+    return;
+  }
+  if (!seen.insert(e.get()).second) return;
+  for (std::size_t i = 0; i < e.args().size(); ++i)
+    find_reads(e.args()[i], e.kind() == ExprKind::Broadcast && i == 0, seen, read);
+}
+
+// reduce_by_key's results have one element per run, a count only the device knows: an
+// element-wise expression (or an op's values, predicate and keys together) that mixes them
+// with other arrays is refused, as their lengths may differ.
+void check_runs_alone(const std::vector<Expr>& together, const std::set<const OpNode*>& read) {
+  const OpNode* runs = nullptr;
+  std::string other;
+  for (const Expr& e : together)
+    for (const Expr& leaf : array_leaves(e)) {
+      const bool is_runs = leaf.kind() == ExprKind::Result && leaf.node().op->kind == OpKind::ReduceByKey &&
+                           read.count(leaf.node().op.get());
+      if (is_runs && (!runs || runs == leaf.node().op.get())) runs = leaf.node().op.get();
+      else if (other.empty()) other = to_string(leaf);
+    }
+  if (runs && !other.empty())
+    throw GraphError("codegen: " + to_string(together.front()) +
+                     " mixes reduce_by_key's results (one element per run, as many as the device counts) with " +
+                     other + ", an array of another length; read the runs alone, or run reduce_by_key first and bind "
+                     "its results as inputs of a second program");
+}
+
+void check_runs(const Expr& e, std::set<const void*>& seen, const std::set<const OpNode*>& read) {
+  if (!e.valid() || !seen.insert(e.get()).second) return;
+  if (e.kind() == ExprKind::Result) {
+    const OpNode& op = *e.node().op;
+    if (!seen.insert(&op).second) return;
+    std::vector<Expr> together;
+    for (const Expr* x : {&op.values, &op.predicate, &op.keys})
+      if (x->valid()) together.push_back(*x);
+    if (!together.empty()) check_runs_alone(together, read);
+    for (const Expr* x : {&op.values, &op.predicate, &op.keys, &op.offsets}) check_runs(*x, seen, read);
+    return;
+  }
+  for (const Expr& a : e.args()) check_runs(a, seen, read);
+}
+
+// Stage 2's expressions: every result of a read op replaced by the input of its intermediate
+// (a filter of it for reduce_by_key), the ops above copied with their expressions rewritten.
+class Cut {
+ public:
+  explicit Cut(std::set<const OpNode*> read) : read_(std::move(read)) {}
+
+  std::vector<Expr> results;  // per intermediate: the result it holds (stage 1's outputs)
+  std::vector<Expr> inputs;   // per intermediate: the input stage 2 reads it by
+  std::map<const ExprNode*, int> count_inputs;  // an input of a run count: the intermediate whose count it is
+  std::map<const OpNode*, std::shared_ptr<const OpNode>> originals;  // a rewritten op: the program's
+
+  Expr expr(const Expr& e) {
+    if (!e.valid()) return e;
+    if (auto it = exprs_.find(e.get()); it != exprs_.end()) return it->second;
+    Expr r = e;
+    if (e.kind() == ExprKind::Result) {
+      r = read_.count(e.node().op.get()) ? intermediate(e) : result(e);
+    } else if (!e.args().empty()) {
+      std::vector<Expr> args;
+      bool changed = false;
+      for (std::size_t i = 0; i < e.args().size(); ++i) {
+        const Expr& a = e.args()[i];
+        args.push_back(e.kind() == ExprKind::Broadcast && i == 0 ? result(a) : expr(a));
+        changed = changed || !same_node(args.back(), a);
+      }
+      if (changed) r = e.with_args(std::move(args));
+    }
+    return exprs_.emplace(e.get(), r).first->second;
+  }
+
+ private:
+  std::set<const OpNode*> read_;
+  std::map<const ExprNode*, Expr> exprs_;
+  std::map<const OpNode*, std::shared_ptr<const OpNode>> ops_;
+  std::map<const OpNode*, Expr> run_masks_;  // reduce_by_key: index() < its count
+
+  Expr result(const Expr& e) {
+    const auto& n = e.node().op;
+    auto it = ops_.find(n.get());
+    if (it == ops_.end()) {
+      auto copy = std::make_shared<OpNode>(*n);
+      bool changed = false;
+      for (Expr* x : {&copy->values, &copy->predicate, &copy->keys, &copy->offsets}) {
+        const Expr r = expr(*x);
+        changed = changed || !same_node(r, *x);
+        *x = r;
+      }
+      std::shared_ptr<const OpNode> op = changed ? std::shared_ptr<const OpNode>(std::move(copy)) : n;
+      if (changed) originals[op.get()] = n;
+      it = ops_.emplace(n.get(), op).first;
+    }
+    return it->second == n ? e : Expr::result(it->second, e.node().index, e.type());
+  }
+
+  Expr intermediate(const Expr& e) {
+    const int k = static_cast<int>(results.size());
+    results.push_back(e);
+    inputs.push_back(Expr::input("ff_stage_" + std::to_string(k), e.type()));
+    const OpNode* op = e.node().op.get();
+    if (op->kind != OpKind::ReduceByKey) return inputs.back();
+    auto [mask, fresh] = run_masks_.try_emplace(op);
+    if (fresh) {  // one count for both results, so a map of keys and totals reads one filter
+      Expr count = Expr::input("ff_stage_count_" + std::to_string(k), ScalarType::U64);
+      count_inputs[count.get()] = k;
+      mask->second = Expr::binary(BinaryOp::Lt, Expr::index(),
+                                  Expr::cast(ScalarType::I64, Expr::gather(count, Expr(0LL), false)));
+    }
+    return fuseflow::filter(inputs.back(), mask->second);
+  }
+};
+
+// Where a stage's output goes: an Output or an Intermediate, by index.
+Arg to(Arg::Kind kind, int index) { return {kind, index, "", Type()}; }
+
+int index_of(const std::vector<Expr>& leaves, const Expr& e) {
+  for (std::size_t i = 0; i < leaves.size(); ++i)
+    if (same_node(leaves[i], e)) return static_cast<int>(i);
+  return -1;
+}
+
+// Joins the plan `p` of `stage` into `joined`, its kernels after those there, every argument
+// in the program's terms: the program's inputs and parameters, the intermediates for the
+// cut's inputs, and `as_output[j]` (an Output or an Intermediate) for the stage's output j.
+class Joiner {
+ public:
+  Joiner(const Program& program, const Cut& cut, Plan& joined) : program_(program), cut_(cut), joined_(joined) {}
+
+  void join(const Program& stage, Plan p, const std::vector<Arg>& as_output) {
+    const int base = static_cast<int>(joined_.kernels.size());
+    const int slots = static_cast<int>(joined_.scalars.size());
+    const int flags = static_cast<int>(joined_.checked_offsets.size());
+    const std::vector<int> domain = domains(stage, p);
+    // Intermediates of the stage's own cut: the one of ours it is written as, or a new one.
+    std::vector<int> intermediate;
+    for (const Intermediate& im : p.intermediates) {
+      const Arg home = im.output >= 0 ? as_output.at(static_cast<std::size_t>(im.output)) : to(Arg::Kind::Scratch, 0);
+      if (home.kind == Arg::Kind::Intermediate) {
+        intermediate.push_back(home.index);
+        continue;
+      }
+      intermediate.push_back(static_cast<int>(joined_.intermediates.size()));
+      joined_.intermediates.push_back(im);
+      joined_.intermediates.back().output = home.kind == Arg::Kind::Output ? home.index : -1;
+    }
+    for (KernelSpec& k : p.kernels) {
+      for (Arg& a : k.args) a = arg(stage, a, as_output, domain, intermediate, slots, flags);
+      if (k.order.after_kernel >= 0) {
+        k.order.after_kernel += base;
+      } else if (base > 0) {
+        k.order = {base - 1, "the stage before it, whose results it reads (stream order)"};
+      }
+      joined_.kernels.push_back(std::move(k));
+    }
+    for (StepSpec s : p.steps) {
+      s.kernel += base;
+      if (s.domain > 0) s.domain = mapped(domain, s.domain);
+      joined_.steps.push_back(s);
+    }
+    const std::size_t at = (joined_.scalar_bytes + 15) / 16 * 16;
+    for (ScalarSlot s : p.scalars) {
+      s.offset += at;
+      joined_.scalars.push_back(s);
+    }
+    if (!p.scalars.empty()) joined_.scalar_bytes = at + p.scalar_bytes;
+    for (const auto& op : p.checked_offsets) {
+      auto it = op ? cut_.originals.find(op.get()) : cut_.originals.end();
+      joined_.checked_offsets.push_back(it == cut_.originals.end() ? op : it->second);
+    }
+    if (p.fill_length >= 0) joined_.fill_length = p.fill_length;
+    for (std::size_t j = 0; j < stage.outputs().size(); ++j) {
+      const Arg& to = as_output[j];
+      OutputShape shape = p.output_shapes.empty() ? OutputShape{} : p.output_shapes[j];
+      if (shape.fixed < 0) shape.domain = mapped(domain, shape.domain);
+      if (to.kind == Arg::Kind::Intermediate) {  // n elements (a sort's), at most n (reduce_by_key's, counted)
+        Intermediate& im = joined_.intermediates[static_cast<std::size_t>(to.index)];
+        im.counted = shape.counted;
+        if (shape.domain != 0 || shape.less != 0 || shape.fixed >= 0)
+          throw InternalError("stages: intermediate " + std::to_string(to.index) + " is not of n elements");
+        if (im.output >= 0 && shape.counted) {
+          joined_.output_shapes.resize(program_.outputs().size());
+          joined_.output_shapes[static_cast<std::size_t>(im.output)] = shape;
+        }
+        continue;
+      }
+      const auto i = static_cast<std::size_t>(to.index);
+      const int slot = p.output_scalar[j];
+      joined_.output_scalar[i] = slot < 0 ? -1 : slot + slots;
+      if (!p.output_shapes.empty()) {
+        joined_.output_shapes.resize(program_.outputs().size());
+        joined_.output_shapes[i] = shape;
+      }
+    }
+    for (auto& n : p.notes) joined_.notes.push_back(std::move(n));
+  }
+
+ private:
+  const Program& program_;
+  const Cut& cut_;
+  Plan& joined_;
+
+  static int mapped(const std::vector<int>& domain, int d) {
+    const int to = domain.at(static_cast<std::size_t>(d));
+    if (to < 0) throw InternalError("stages: domain " + std::to_string(d) + " of a stage holds no input of the program");
+    return to;
+  }
+
+  // The program's domain of each of the stage's: that of its inputs (a new one if no stage
+  // before had them), -1 for a domain of none (a run count's table).
+  std::vector<int> domains(const Program& stage, const Plan& p) {
+    std::vector<int> to(static_cast<std::size_t>(p.domains), -1);
+    to[0] = 0;
+    for (std::size_t s = 0; s < p.input_domain.size(); ++s) {
+      const int d = p.input_domain[s];
+      const int i = index_of(program_.inputs(), stage.inputs()[s]);
+      if (d == 0 || i < 0) {
+        if (d != 0 && i < 0 && index_of(cut_.inputs, stage.inputs()[s]) >= 0)
+          unsupported("reading a sort's or reduce_by_key's result in a program as segment offsets or a table");
+        continue;
+      }
+      if (joined_.input_domain.empty()) joined_.input_domain.assign(program_.inputs().size(), 0);
+      int& mine = joined_.input_domain[static_cast<std::size_t>(i)];
+      if (mine == 0) mine = to[static_cast<std::size_t>(d)] >= 0 ? to[static_cast<std::size_t>(d)] : joined_.domains++;
+      to[static_cast<std::size_t>(d)] = mine;
+    }
+    return to;
+  }
+
+  Arg arg(const Program& stage, Arg a, const std::vector<Arg>& as_output, const std::vector<int>& domain,
+          const std::vector<int>& intermediate, int slots, int flags) const {
+    switch (a.kind) {
+      case Arg::Kind::Input:
+      case Arg::Kind::Table:
+      case Arg::Kind::TableLength: {
+        const Expr& in = stage.inputs().at(static_cast<std::size_t>(a.index));
+        if (const int i = index_of(program_.inputs(), in); i >= 0) {
+          a.index = i;
+        } else if (const int k = index_of(cut_.inputs, in); k >= 0 && a.kind == Arg::Kind::Input) {
+          a = {Arg::Kind::Intermediate, k, a.name, a.type};
+        } else if (auto c = cut_.count_inputs.find(in.get()); c != cut_.count_inputs.end()) {
+          // An unchecked table of one element: its pointer the count, its length unused (n).
+          a = a.kind == Arg::Kind::Table ? Arg{Arg::Kind::IntermediateCount, c->second, a.name, a.type}
+                                         : Arg{Arg::Kind::Length, 0, a.name, a.type};
+        } else {
+          throw InternalError("stages: kernel argument " + a.name + " reads an input the program does not have");
+        }
+        return a;
+      }
+      case Arg::Kind::Param:
+        a.index = index_of(program_.params(), stage.params().at(static_cast<std::size_t>(a.index)));
+        return a;
+      case Arg::Kind::Length:
+        if (a.index > 0) a.index = mapped(domain, a.index);
+        return a;
+      case Arg::Kind::Scalar:
+      case Arg::Kind::ScalarOutput: a.index += slots; return a;
+      case Arg::Kind::Output:
+      case Arg::Kind::OutputCount: {
+        const Arg& to = as_output.at(static_cast<std::size_t>(a.index));
+        const bool count = a.kind == Arg::Kind::OutputCount;
+        a.index = to.index;
+        if (to.kind == Arg::Kind::Intermediate) a.kind = count ? Arg::Kind::IntermediateCount : Arg::Kind::Intermediate;
+        return a;
+      }
+      case Arg::Kind::InvalidFlag: a.index += flags; return a;
+      case Arg::Kind::Intermediate:
+      case Arg::Kind::IntermediateCount: a.index = intermediate.at(static_cast<std::size_t>(a.index)); return a;
+      case Arg::Kind::Scratch:
+      case Arg::Kind::Ticket:
+      case Arg::Kind::TileStatus:
+      case Arg::Kind::Epoch: return a;
+    }
+    return a;
+  }
+};
+
+std::string one_line(const Program& p) {
+  std::string s;
+  for (const char ch : to_string(p)) s += ch == '\n' ? std::string("; ") : std::string(1, ch);
+  if (s.size() >= 2) s.resize(s.size() - 2);
+  return s;
+}
+
+}  // namespace
+
+std::optional<Plan> plan_in_stages(const Program& program, const Target& target, const PlanOptions& options) {
+  std::set<const void*> seen;
+  std::set<const OpNode*> read;
+  for (const Expr& o : program.outputs()) find_reads(o, true, seen, read);
+  if (read.empty()) return std::nullopt;
+  std::set<const void*> checked;
+  for (const Expr& o : program.outputs()) {
+    if (o.kind() != ExprKind::Result) check_runs_alone({o}, read);
+    check_runs(o, checked, read);
+  }
+
+  // Stage 2: the outputs over the intermediates; an output that is one of them is written
+  // by stage 1 straight into its memory (its first occurrence), not copied.
+  Cut cut(read);
+  std::vector<Expr> later;
+  std::vector<Arg> later_as;
+  for (std::size_t i = 0; i < program.outputs().size(); ++i) {
+    later.push_back(cut.expr(program.outputs()[i]));
+    later_as.push_back(to(Arg::Kind::Output, static_cast<int>(i)));
+  }
+  Plan joined;
+  joined.output_scalar.assign(program.outputs().size(), -1);
+  std::vector<Arg> first_as;
+  for (std::size_t k = 0; k < cut.results.size(); ++k) {
+    const Expr& r = cut.results[k];
+    first_as.push_back(to(Arg::Kind::Intermediate, static_cast<int>(k)));
+    Intermediate im{r.type(), "result " + std::to_string(r.node().index) + " of " + op_name(r.node().op->kind)};
+    for (std::size_t i = 0; i < program.outputs().size() && im.output < 0; ++i)
+      if (same_node(program.outputs()[i], r) && later_as[i].kind == Arg::Kind::Output) {
+        im.output = static_cast<int>(i);
+        later_as[i].kind = Arg::Kind::Scratch;  // not in stage 2
+      }
+    joined.intermediates.push_back(std::move(im));
+  }
+  std::vector<Expr> second;
+  std::vector<Arg> second_as;
+  for (std::size_t i = 0; i < later.size(); ++i)
+    if (later_as[i].kind == Arg::Kind::Output) {
+      second.push_back(later[i]);
+      second_as.push_back(later_as[i]);
+    }
+  if (second.empty()) throw InternalError("stages: no output is left to the stage after the cut");
+
+  const Program first_stage(cut.results), second_stage(second);
+  Plan first = plan(first_stage, target, options);
+  joined.notes.push_back("stages: " + std::to_string(cut.results.size()) +
+                         (cut.results.size() == 1 ? " array result" : " array results") +
+                         " read later in the program cut it in two; stage 1 (kernels 1.." +
+                         std::to_string(first.kernels.size()) + ") writes the intermediates: " +
+                         one_line(first_stage) + "; stage 2 reads them: " + one_line(second_stage));
+  Joiner joiner(program, cut, joined);
+  joiner.join(first_stage, std::move(first), first_as);
+  joiner.join(second_stage, plan(second_stage, target, options), second_as);
+  return joined;
+}
+
+}  // namespace fuseflow::codegen

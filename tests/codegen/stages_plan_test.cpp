@@ -1,0 +1,161 @@
+// Planning programs in stages (passes/stages.cpp, no GPU): a sort's or reduce_by_key's
+// result read by a later map, reduction or scan cuts the program in two, stage 1 writing
+// the results into intermediates (scratch, or the program output they are as well), stage
+// 2 reading them; the kernels' arguments, the launch order and the schedule say so.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <string>
+
+#include <fuseflow/fuseflow.hpp>
+
+namespace ff = fuseflow;
+using Kind = ff::codegen::Arg::Kind;
+
+namespace {
+
+ff::codegen::Plan plan(const ff::Program& p) { return ff::codegen::plan(p, ff::codegen::Target::preset("sm_90")); }
+
+int args_of(const ff::codegen::KernelSpec& k, Kind kind, int index = -1) {
+  return static_cast<int>(std::count_if(k.args.begin(), k.args.end(), [&](const ff::codegen::Arg& a) {
+    return a.kind == kind && (index < 0 || a.index == index);
+  }));
+}
+
+// The kernels (indexes into Plan::kernels) with an argument of `kind` and `index`.
+std::vector<int> kernels_with(const ff::codegen::Plan& p, Kind kind, int index) {
+  std::vector<int> out;
+  for (std::size_t i = 0; i < p.kernels.size(); ++i)
+    if (args_of(p.kernels[i], kind, index)) out.push_back(static_cast<int>(i));
+  return out;
+}
+
+std::string plan_error(const ff::Program& p) {
+  try {
+    (void)plan(p);
+  } catch (const ff::GraphError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("a sort's keys and values read by a scan and a reduction: the sort writes intermediates, stage 2 reads them") {
+  auto k = ff::input<int>("k");
+  auto v = ff::input<float>("v");
+  auto [sk, sv] = ff::sort_by_key(k, v, 16);
+  const ff::codegen::Plan p = plan(ff::outputs(ff::scan(sv, ff::plus), ff::reduce(sk * 2, ff::plus)));
+  REQUIRE(p.intermediates.size() == 2);
+  CHECK(p.intermediates[0].output == -1);  // in scratch: no output is the sorted array itself
+  CHECK(p.intermediates[1].output == -1);
+  CHECK_FALSE(p.intermediates[0].counted);
+  // The sort writes both (kernel 1 of its two) and no program output.
+  const std::vector<int> writers0 = kernels_with(p, Kind::Intermediate, 0);
+  REQUIRE(!writers0.empty());
+  const int sort_last = writers0.front();
+  CHECK(p.kernels[static_cast<std::size_t>(sort_last)].name.find("ff_counting_sort") == 0);
+  CHECK(args_of(p.kernels[static_cast<std::size_t>(sort_last)], Kind::Output) == 0);
+  // Stage 2: a reduction reading the keys, a scan reading the values, each after the sort.
+  for (std::size_t i = static_cast<std::size_t>(sort_last) + 1; i < p.kernels.size(); ++i) {
+    const auto& kernel = p.kernels[i];
+    CHECK(args_of(kernel, Kind::Input) == 0);  // k and v are read by the sort only
+    CHECK(args_of(kernel, Kind::Intermediate) == 1);
+    CHECK(kernel.order.after_kernel >= sort_last);
+  }
+  CHECK(kernels_with(p, Kind::Intermediate, 0).size() >= 2);  // the sort writes it, the scan reads it
+  CHECK(kernels_with(p, Kind::Intermediate, 1).size() >= 2);
+  CHECK(p.output_scalar[0] == -1);
+  CHECK(p.output_scalar[1] >= 0);
+  // The schedule puts the intermediates in scratch, n elements each, before the sort's own.
+  const ff::codegen::Schedule s = p.schedule(1000);
+  REQUIRE(s.intermediates.size() == 2);
+  CHECK(s.intermediates[1] >= s.intermediates[0] + 1000 * sizeof(int));
+  CHECK(s.scratch_bytes >= s.intermediates[1] + 1000 * sizeof(float));
+  CHECK(p.kernels[static_cast<std::size_t>(s.launches.front().kernel)].name.find("ff_counting_sort") == 0);
+  REQUIRE(!p.notes.empty());
+  CHECK(p.notes.front().find("stages: 2 array results read later in the program cut it in two") == 0);
+  const std::string text = ff::codegen::explain(ff::outputs(ff::scan(sv, ff::plus), ff::reduce(sk * 2, ff::plus)));
+  CHECK(text.find("intermediate 0: f32 x n, result 1 of counting_sort, in scratch") != std::string::npos);
+  CHECK(text.find("intermediate 1: i32 x n, result 0 of counting_sort, in scratch") != std::string::npos);
+  CHECK(text.find("(intermediate 1)") != std::string::npos);
+}
+
+TEST_CASE("a sorted array that is also an output is written once, into the output, and read from there") {
+  auto k = ff::input<unsigned>("k");
+  const ff::Expr sorted = ff::sort(k);
+  const ff::codegen::Plan p = plan(ff::outputs(sorted, ff::map(sorted, [](auto x) { return x + 1u; })));
+  REQUIRE(p.intermediates.size() == 1);
+  CHECK(p.intermediates[0].output == 0);
+  CHECK(kernels_with(p, Kind::Output, 0).empty());  // written as the intermediate
+  REQUIRE(kernels_with(p, Kind::Output, 1).size() == 1);
+  const int map = kernels_with(p, Kind::Output, 1).front();
+  CHECK(args_of(p.kernels[static_cast<std::size_t>(map)], Kind::Intermediate, 0) == 1);
+  CHECK(p.schedule(100).intermediates == std::vector<std::size_t>{0});  // no scratch for it
+}
+
+TEST_CASE("a program that reads no array op's result is planned in one stage, without intermediates") {
+  auto k = ff::input<int>("k");
+  auto v = ff::input<float>("v");
+  const ff::codegen::Plan p = plan(ff::outputs(ff::sort_by_key(k, v, 16).values, ff::reduce(v, ff::plus)));
+  CHECK(p.intermediates.empty());
+  for (const auto& n : p.notes) CHECK(n.find("stages") == std::string::npos);
+}
+
+TEST_CASE("a sort of a sort's keys is cut twice: each sort writes its intermediate before the next reads it") {
+  auto k = ff::input<int>("k");
+  const ff::Expr first = ff::counting_sort(k, 8);
+  const ff::Expr second = ff::counting_sort(first + 1, 16);
+  const ff::codegen::Plan p = plan(ff::Program(ff::reduce(second * 3, ff::plus)));
+  REQUIRE(p.intermediates.size() == 2);
+  const std::vector<int> first_readers = kernels_with(p, Kind::Intermediate, 1);
+  const std::vector<int> second_readers = kernels_with(p, Kind::Intermediate, 0);
+  REQUIRE(!first_readers.empty());
+  REQUIRE(!second_readers.empty());
+  CHECK(first_readers.front() < second_readers.front());
+  CHECK(args_of(p.kernels.back(), Kind::Intermediate, 0) == 1);  // the reduction reads the last sort's keys
+}
+
+TEST_CASE("reduce_by_key's totals in a later map and reduction: masked by the run count the device wrote") {
+  auto k = ff::input<int>("k");
+  auto x = ff::input<float>("x");
+  auto [keys, totals] = ff::reduce_by_key(k, x, ff::plus);
+  const ff::codegen::Plan p = plan(ff::outputs(totals * 2.0f, ff::reduce(totals, ff::max), keys));
+  REQUIRE(p.intermediates.size() == 2);
+  CHECK(p.intermediates[0].counted);
+  // The keys are output 2: their intermediate is that output, counted like it.
+  int keys_at = p.intermediates[0].output == 2 ? 0 : 1;
+  CHECK(p.intermediates[static_cast<std::size_t>(keys_at)].output == 2);
+  REQUIRE(p.output_shapes.size() == 3);
+  CHECK(p.output_shapes[0].counted);  // the map of the totals: a compaction of the runs
+  CHECK(p.output_shapes[2].counted);
+  CHECK(p.output_scalar[1] >= 0);
+  // The consumers read the count the reduce_by_key kernel wrote, as a table.
+  int count_readers = 0;
+  for (const auto& kernel : p.kernels)
+    if (args_of(kernel, Kind::IntermediateCount) && args_of(kernel, Kind::Output, 0) + args_of(kernel, Kind::ScalarOutput))
+      ++count_readers;
+  CHECK(count_readers >= 2);  // the masked reduction and the compaction (one or two kernels)
+}
+
+TEST_CASE("what stays refused: a histogram's result inside the program, a sort's result as segment offsets") {
+  auto k = ff::input<int>("k");
+  CHECK(plan_error(ff::Program(ff::histogram(k, 4) * 2)).find("histogram") != std::string::npos);
+  auto x = ff::input<float>("x");
+  const std::string e = plan_error(ff::Program(ff::segmented_reduce(x, ff::counting_sort(k, 4), ff::plus)));
+  CHECK(e == "fuseflow: codegen: reading a sort's or reduce_by_key's result in a program as segment offsets or a "
+             "table is not supported by this version of fuseflow's code generator yet");
+}
+
+TEST_CASE("reduce_by_key's runs mixed with an array of n elements are refused: their lengths differ") {
+  auto k = ff::input<int>("k");
+  auto x = ff::input<float>("x");
+  auto [keys, totals] = ff::reduce_by_key(k, x, ff::plus);
+  const std::string e = plan_error(ff::Program(totals + x));
+  CHECK(e.find("fuseflow: codegen: reduce_by_key(...) + x mixes reduce_by_key's results (one element per run") == 0);
+  CHECK(e.find("with x, an array of another length") != std::string::npos);
+  CHECK(plan_error(ff::Program(ff::reduce(ff::filter(totals, x > 0.0f), ff::plus))).find("mixes reduce_by_key") !=
+        std::string::npos);
+  CHECK(plan_error(ff::Program(ff::reduce(totals * ff::cast<float>(keys), ff::plus))).empty());  // one op's runs
+}
+

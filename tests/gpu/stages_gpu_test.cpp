@@ -1,0 +1,106 @@
+// GPU execution tests of programs in stages (passes/stages.cpp): a sort's or reduce_by_key's
+// result read by a later map, reduction or scan of the same program. Fresh random inputs,
+// outputs poisoned, every output compared exactly (integers) with the CPU reference; the
+// arrays of reduce_by_key's runs, and maps of them, come back with exactly the runs.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <fuseflow/fuseflow.hpp>
+
+#include "gpu_test_support.hpp"
+
+namespace ff = fuseflow;
+
+namespace {
+
+const std::vector<std::int64_t> kSizes = ff::test::capped({0, 1, 33, 1000, (1 << 16) + 3, (1 << 20) + 7});
+
+std::vector<int> random_ints(std::int64_t n, int lo, int hi) {
+  std::vector<int> v(static_cast<std::size_t>(n));
+  std::uniform_int_distribution<int> d(lo, hi);
+  for (auto& x : v) x = d(ff::test::rng());
+  return v;
+}
+
+// Keys in runs of 1..8 equal values (reduce_by_key's segments).
+std::vector<int> runs_of_keys(std::int64_t n) {
+  std::vector<int> k(static_cast<std::size_t>(n));
+  std::uniform_int_distribution<int> len(1, 8), key(0, 1000);
+  for (std::size_t i = 0; i < k.size();) {
+    const int v = key(ff::test::rng());
+    for (int j = len(ff::test::rng()); j > 0 && i < k.size(); --j) k[i++] = v;
+  }
+  return k;
+}
+
+// Runs `prog` over inputs `ins` (i32 arrays) on the GPU and the CPU reference; every
+// output must match exactly (arrays in length too).
+void check_program(const std::string& what, const ff::Program& prog, const std::vector<ff::Expr>& ins,
+                   const std::vector<std::vector<int>>& host) {
+  ff::Runtime& rt = ff::test::runtime();
+  std::vector<ff::DeviceArray<int>> dev;
+  ff::Bindings bindings;
+  ff::HostBindings b;
+  for (std::size_t i = 0; i < ins.size(); ++i) dev.push_back(rt.upload(host[i]));
+  for (std::size_t i = 0; i < ins.size(); ++i) {
+    bindings.push_back({ins[i], dev[i]});
+    b.bind(ins[i], ff::HostArray::from(host[i]));
+  }
+  std::vector<ff::Result> got = rt.run(prog, bindings);
+  const auto want = ff::evaluate(prog, b);
+  REQUIRE(got.size() == want.size());
+  for (std::size_t o = 0; o < got.size(); ++o) {
+    INFO(what << ", output " << o);
+    if (want[o].is_scalar) {
+      CHECK(got[o].value().as<int>() == want[o].scalar.as<int>());
+      continue;
+    }
+    const std::vector<int> w = want[o].array.to_vector<int>();
+    REQUIRE(got[o].size() == w.size());
+    const std::vector<int> g = got[o].download<int>();
+    REQUIRE(g.size() == w.size());
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < g.size(); ++i) bad += g[i] != w[i];
+    CHECK(bad == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a sort's keys and values read by a scan, a reduction and a map in the same program") {
+  auto k = ff::input<int>("k");
+  auto v = ff::input<int>("v");
+  auto [sk, sv] = ff::sort_by_key(k, v, 16);
+  const ff::Program prog = ff::outputs(ff::scan(sv, ff::plus), ff::reduce(sk * 2, ff::plus), sk, sv * sk,
+                                       ff::reduce_by_key(sk, sv, ff::plus).values);  // one total per key
+  for (std::int64_t n : kSizes)
+    check_program("sort_by_key, n = " + std::to_string(n), prog, {k, v},
+                  {random_ints(n, -2, 17), random_ints(n, -1000, 1000)});
+}
+
+TEST_CASE("a radix sort's keys in a map, and a counting sort of a counting sort's keys") {
+  auto k = ff::input<int>("k");
+  const ff::Expr sorted = ff::sort(k);
+  const ff::Program maps = ff::outputs(sorted + 1, ff::reduce(ff::max(sorted, 0), ff::max));
+  const ff::Expr twice = ff::counting_sort(ff::counting_sort(k, 8) + 1, 16);
+  const ff::Program chain = ff::outputs(ff::reduce(twice * 3, ff::plus), twice);
+  for (std::int64_t n : kSizes) {
+    check_program("sort(k) + 1, n = " + std::to_string(n), maps, {k}, {random_ints(n, -100000, 100000)});
+    check_program("counting_sort(counting_sort(k, 8) + 1, 16), n = " + std::to_string(n), chain, {k},
+                  {random_ints(n, -1, 9)});
+  }
+}
+
+TEST_CASE("reduce_by_key's keys and totals in a later map and reduction: exactly the runs, counted on the device") {
+  auto k = ff::input<int>("k");
+  auto x = ff::input<int>("x");
+  auto [keys, totals] = ff::reduce_by_key(k, x, ff::plus);
+  const ff::Program prog =
+      ff::outputs(totals * 2, ff::reduce(totals, ff::max), keys, ff::reduce(keys + totals, ff::plus), totals);
+  for (std::int64_t n : kSizes)
+    check_program("reduce_by_key, n = " + std::to_string(n), prog, {k, x}, {runs_of_keys(n), random_ints(n, -50, 50)});
+}
