@@ -80,20 +80,15 @@ KernelSpec emit_onesweep_pass(const OpNode& op, const KernelContext& g, const st
                               int parity) {
   CudaTypes types;
   std::vector<std::string> names;
-  const bool with_values = op.values.valid();
-  std::vector<Arg> args = read_args(op, g, pass, with_values, names);
-  add_write_args(op, outputs, pass, args);
+  std::vector<Arg> args = scatter_args(op, g, outputs, pass, names);
   args.push_back({Arg::Kind::Scratch, 0, "digit_counts", ScalarType::U64});
   args.push_back({Arg::Kind::Scratch, 0, "bin_starts", ScalarType::U64});
   args.push_back({Arg::Kind::Scratch, 0, "lookback", ScalarType::U32});
   args.push_back({Arg::Kind::Ticket, kTicketTileCounter, "tile_counter", ScalarType::U32});
   const std::string name = pass.prefix + "_onesweep_" + short_type_name(op.keys.type()) +
-                           (with_values ? "_" + short_type_name(op.values.type()) : "") + pass.suffix;
+                           (op.values.valid() ? "_" + short_type_name(op.values.type()) : "") + pass.suffix;
   SourceWriter w;
-  std::vector<std::string> constants = {"constexpr int kBlock = " + std::to_string(s.block) + ";",
-                                        "constexpr int kItems = " + std::to_string(s.items) +
-                                            ";  // elements per thread per tile"};
-  constants.insert(constants.end(), pass.bin_constants.begin(), pass.bin_constants.end());
+  std::vector<std::string> constants = tile_constants(s.block, s.items, pass);
   constants.push_back("constexpr int kDigit = " + std::to_string(digit) + ";  // row of digit_counts");
   constants.push_back("constexpr int kRowBins = " + std::to_string(row_bins) + ";");
   constants.push_back("constexpr int kParity = " + std::to_string(parity) + ";  // the look-back flags of this pass");
@@ -101,12 +96,10 @@ KernelSpec emit_onesweep_pass(const OpNode& op, const KernelContext& g, const st
                       ";  // tiles per launch: counts below 2^30");
   emit_constants(w, constants);
   open_elementwise_kernel(w, types, name, s.block, args, pass.from_scratch ? KernelContext{} : g, s.blocks_per_sm);
-  emit_element_function(w, types, g, names, "key_at", op.keys, pass.from_scratch ? "keys_in" : "");
-  if (with_values) emit_element_function(w, types, g, names, "value_at", op.values, pass.from_scratch ? "values_in" : "");
-  const auto [store_key, store_value] = emit_stores(w, types, op, outputs, pass);
+  const std::string functors = emit_scatter_functors(w, types, g, names, op, outputs, pass);
   w.line("ff::sort::onesweep_pass<kBlock, kItems, " + pass.bins_arg +
-         ", kDigit, kRowBins, kParity, kPortionTiles>(n, digit_counts, bin_starts, lookback, tile_counter, key_at, " +
-         std::string(with_values ? "value_at" : "ff::sort::NoValues{}") + ", " + store_key + ", " + store_value + ");");
+         ", kDigit, kRowBins, kParity, kPortionTiles>(n, digit_counts, bin_starts, lookback, tile_counter, " + functors +
+         ");");
   w.close();
   KernelSpec k = tile_kernel(name, s.block, s.tile(), s.items, args, pass);
   k.tuning.push_back({"bins", s.bins});

@@ -4,7 +4,6 @@
 // of a tile kernel. Used by sort_pass_kernels.cpp (the three kernels of a counting-sort
 // pass) and onesweep_kernels.cpp (the Onesweep histogram and pass).
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "sort_kernels.hpp"
@@ -28,13 +27,18 @@ KernelSpec tile_kernel(const std::string& name, int block, int tile, int items, 
 // arrays of the keys (and values) a later pass reads.
 std::vector<Arg> read_args(const OpNode& op, const KernelContext& g, const SortPass& pass, bool values,
                            std::vector<std::string>& names);
-// The scatter's arguments after what it reads: the program outputs, or the next pass's
-// scratch keys_out, values_out.
-void add_write_args(const OpNode& op, const std::vector<SortOutput>& outputs, const SortPass& pass,
-                    std::vector<Arg>& args);
-// The stores of result r (0 keys, 1 values): into every program output that is r, or the
-// next pass's scratch. Returns the names of the key and value store functors.
-std::pair<std::string, std::string> emit_stores(SourceWriter& w, CudaTypes& types, const OpNode& op,
-                                                const std::vector<SortOutput>& outputs, const SortPass& pass);
+// A scattering kernel's arguments (read_args, with the values if any), then the program
+// outputs or the next pass's scratch keys_out, values_out.
+std::vector<Arg> scatter_args(const OpNode& op, const KernelContext& g, const std::vector<SortOutput>& outputs,
+                              const SortPass& pass, std::vector<std::string>& names);
+// The constants kBlock and kItems (elements per thread per tile) and the pass's bins.
+std::vector<std::string> tile_constants(int block, int items, const SortPass& pass);
+// A scattering kernel's functors: key_at, value_at (with values) and the stores of each
+// result into every program output that is it, or the next pass's scratch. Returns them
+// as the device call's arguments: "key_at, value_at, store_key, store_value", with
+// ff::sort::NoValues{} without values and ff::sort::Discard{} for a result nobody keeps.
+std::string emit_scatter_functors(SourceWriter& w, CudaTypes& types, const KernelContext& g,
+                                  const std::vector<std::string>& names, const OpNode& op,
+                                  const std::vector<SortOutput>& outputs, const SortPass& pass);
 
 }  // namespace fuseflow::codegen::sort_parts

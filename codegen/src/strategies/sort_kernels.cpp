@@ -5,6 +5,24 @@
 
 namespace fuseflow::codegen {
 
+namespace {
+
+// The scatter's arguments after what it reads: the program outputs, or the next pass's
+// scratch keys_out, values_out.
+void add_write_args(const OpNode& op, const std::vector<SortOutput>& outputs, const SortPass& pass,
+                    std::vector<Arg>& args) {
+  if (pass.to_scratch) {
+    args.push_back({Arg::Kind::Scratch, 0, "keys_out", op.keys.type()});
+    if (op.values.valid()) args.push_back({Arg::Kind::Scratch, 0, "values_out", op.values.type()});
+  } else {
+    for (const auto& o : outputs)
+      args.push_back({Arg::Kind::Output, o.program_output, "out" + std::to_string(o.program_output),
+                      op.output_types[static_cast<std::size_t>(o.result)]});
+  }
+}
+
+}  // namespace
+
 namespace sort_parts {  // sort_kernel_parts.hpp says what each does
 
 void emit_element_function(SourceWriter& w, CudaTypes& types, const KernelContext& g,
@@ -55,20 +73,27 @@ std::vector<Arg> read_args(const OpNode& op, const KernelContext& g, const SortP
   return args;
 }
 
-void add_write_args(const OpNode& op, const std::vector<SortOutput>& outputs, const SortPass& pass,
-                    std::vector<Arg>& args) {
-  if (pass.to_scratch) {
-    args.push_back({Arg::Kind::Scratch, 0, "keys_out", op.keys.type()});
-    if (op.values.valid()) args.push_back({Arg::Kind::Scratch, 0, "values_out", op.values.type()});
-  } else {
-    for (const auto& o : outputs)
-      args.push_back({Arg::Kind::Output, o.program_output, "out" + std::to_string(o.program_output),
-                      op.output_types[static_cast<std::size_t>(o.result)]});
-  }
+std::vector<Arg> scatter_args(const OpNode& op, const KernelContext& g, const std::vector<SortOutput>& outputs,
+                              const SortPass& pass, std::vector<std::string>& names) {
+  std::vector<Arg> args = read_args(op, g, pass, op.values.valid(), names);
+  add_write_args(op, outputs, pass, args);
+  return args;
 }
 
-std::pair<std::string, std::string> emit_stores(SourceWriter& w, CudaTypes& types, const OpNode& op,
-                                                const std::vector<SortOutput>& outputs, const SortPass& pass) {
+std::vector<std::string> tile_constants(int block, int items, const SortPass& pass) {
+  std::vector<std::string> constants = {"constexpr int kBlock = " + std::to_string(block) + ";",
+                                        "constexpr int kItems = " + std::to_string(items) +
+                                            ";  // elements per thread per tile"};
+  constants.insert(constants.end(), pass.bin_constants.begin(), pass.bin_constants.end());
+  return constants;
+}
+
+std::string emit_scatter_functors(SourceWriter& w, CudaTypes& types, const KernelContext& g,
+                                  const std::vector<std::string>& names, const OpNode& op,
+                                  const std::vector<SortOutput>& outputs, const SortPass& pass) {
+  const bool with_values = op.values.valid();
+  emit_element_function(w, types, g, names, "key_at", op.keys, pass.from_scratch ? "keys_in" : "");
+  if (with_values) emit_element_function(w, types, g, names, "value_at", op.values, pass.from_scratch ? "values_in" : "");
   const auto store = [&](int r, const std::string& fn, const std::string& type) {
     std::vector<std::string> targets;
     if (pass.to_scratch) targets.push_back(r == 0 ? "keys_out" : "values_out");
@@ -81,7 +106,10 @@ std::pair<std::string, std::string> emit_stores(SourceWriter& w, CudaTypes& type
     return fn;
   };
   const std::string store_key = store(0, "store_key", types.name(op.keys.type()));
-  return {store_key, op.values.valid() ? store(1, "store_value", types.name(op.values.type())) : "ff::sort::Discard{}"};
+  const std::string store_value =
+      with_values ? store(1, "store_value", types.name(op.values.type())) : "ff::sort::Discard{}";
+  return std::string("key_at, ") + (with_values ? "value_at" : "ff::sort::NoValues{}") + ", " + store_key + ", " +
+         store_value;
 }
 
 }  // namespace sort_parts

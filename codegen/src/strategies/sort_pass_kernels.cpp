@@ -100,31 +100,23 @@ KernelSpec emit_sort_scatter(const OpNode& op, const KernelContext& g, const std
                              const SortTuning& s, const SortPass& pass) {
   CudaTypes types;
   std::vector<std::string> names;
-  const bool with_values = op.values.valid();
-  std::vector<Arg> args = read_args(op, g, pass, with_values, names);
-  add_write_args(op, outputs, pass, args);
+  std::vector<Arg> args = scatter_args(op, g, outputs, pass, names);
   args.push_back({Arg::Kind::Scratch, 0, "positions", ScalarType::U64});
   const std::string name = pass.prefix + "_scatter_" + (s.staged ? "staged_" : "direct_") +
                            short_type_name(op.keys.type()) +
-                           (with_values ? "_" + short_type_name(op.values.type()) : "") + pass.suffix;
+                           (op.values.valid() ? "_" + short_type_name(op.values.type()) : "") + pass.suffix;
 
   SourceWriter w;
-  std::vector<std::string> constants = {"constexpr int kBlock = " + std::to_string(s.block) + ";",
-                                        "constexpr int kItems = " + std::to_string(s.items) +
-                                            ";  // elements per thread per tile"};
-  constants.insert(constants.end(), pass.bin_constants.begin(), pass.bin_constants.end());
+  std::vector<std::string> constants = tile_constants(s.block, s.items, pass);
   constants.push_back(std::string("constexpr bool kStaged = ") + (s.staged ? "true" : "false") + ";  // " +
                       (s.staged ? "the tile is sorted in shared memory, then copied out coalesced"
                                 : "elements are written straight from registers"));
   emit_constants(w, constants);
   open_elementwise_kernel(w, types, name, s.block, args, pass.from_scratch ? KernelContext{} : g,
                           s.scatter_threads_per_sm / s.block);
-  emit_element_function(w, types, g, names, "key_at", op.keys, pass.from_scratch ? "keys_in" : "");
-  if (with_values) emit_element_function(w, types, g, names, "value_at", op.values, pass.from_scratch ? "values_in" : "");
-  const auto [store_key, store_value] = emit_stores(w, types, op, outputs, pass);
+  const std::string functors = emit_scatter_functors(w, types, g, names, op, outputs, pass);
   w.line(std::string("ff::sort::scatter_tile") + (pass.by_functor ? "_by" : "") + "<kBlock, kItems, " + pass.bins_arg +
-         ", kStaged>(n, positions, key_at, " + std::string(with_values ? "value_at" : "ff::sort::NoValues{}") + ", " +
-         store_key + ", " + store_value + ");");
+         ", kStaged>(n, positions, " + functors + ");");
   w.close();
 
   KernelSpec k = tile_kernel(name, s.block, s.tile(), s.items, args, pass);
