@@ -28,7 +28,7 @@ void add_status(const KernelSpec& k, std::size_t value_bytes, std::vector<Scratc
                            lookback_status_bytes(value_bytes, 1) / 2, Per::Tile));
 }
 
-// A Onesweep sort's scratch (strategies/sort_kernels.cpp, onesweep_launches); false for
+// A Onesweep sort's scratch (strategies/onesweep_kernels.cpp, onesweep_launches); false for
 // the three-kernel counting sort's.
 bool onesweep_scratch(const KernelSpec& k, const Arg& a, std::vector<ScratchBuffer>& out) {
   bool onesweep = false;

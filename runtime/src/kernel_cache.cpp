@@ -12,9 +12,21 @@
 
 #include "fuseflow/runtime/config.hpp"
 #include "fuseflow/runtime/hash.hpp"
+#include "kernel_code.hpp"
 #include "kernel_dump.hpp"
 
 namespace fuseflow {
+
+std::string_view detail::code_of(std::string_view source) {
+  std::size_t at = 0;
+  while (source.compare(at, 2, "//") == 0) {
+    const std::size_t end = source.find('\n', at);
+    if (end == std::string_view::npos) return source.substr(source.size());
+    at = end + 1;
+  }
+  return source.substr(at);
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -36,14 +48,7 @@ const std::string& nvrtc_version_text() {
 // makes; generated kernels open with their program's text there, so one kernel shared by
 // several programs would otherwise be compiled (and stored) once per program.
 std::string_view code_of(std::string_view source, const CompileOptions& options) {
-  if (options.line_info) return source;
-  std::size_t at = 0;
-  while (source.compare(at, 2, "//") == 0) {
-    const std::size_t end = source.find('\n', at);
-    if (end == std::string_view::npos) return source.substr(source.size());
-    at = end + 1;
-  }
-  return source.substr(at);
+  return options.line_info ? source : detail::code_of(source);
 }
 
 // Disk payload: u8 format, u32 log length, log, image.

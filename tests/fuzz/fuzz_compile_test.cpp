@@ -33,6 +33,7 @@
 #include <fuseflow/fuseflow.hpp>
 
 #include "fuzz/program_generator.hpp"
+#include "kernel_code.hpp"  // runtime/src: the code the kernel cache keys on
 
 namespace ff = fuseflow;
 namespace fz = fuseflow::fuzz;
@@ -53,18 +54,6 @@ const std::vector<ff::Header>& headers() {
     return out;
   }();
   return all;
-}
-
-// `source` less its leading `//` lines: generated kernels open with their program's text,
-// which cannot change what NVRTC makes (the kernel cache's key skips them too).
-std::string_view code_of(std::string_view source) {
-  std::size_t at = 0;
-  while (source.compare(at, 2, "//") == 0) {
-    const std::size_t end = source.find('\n', at);
-    if (end == std::string_view::npos) return source.substr(source.size());
-    at = end + 1;
-  }
-  return source.substr(at);
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
@@ -131,7 +120,7 @@ TEST_CASE("random programs read back from their text, plan deterministically and
             ++not_compiled;
             continue;
           }
-          auto [it, fresh] = job_of.emplace(arch + '\n' + k.name + '\n' + std::string(code_of(k.source)), jobs.size());
+          auto [it, fresh] = job_of.emplace(arch + '\n' + k.name + '\n' + std::string(ff::detail::code_of(k.source)), jobs.size());
           if (fresh) jobs.push_back({seed, arch, k.name, k.source});
           jobs_of_seed[seed].push_back(it->second);
         }

@@ -60,6 +60,19 @@ constexpr int kTicketDeferred = 2;     // set by the segmented reduce's short pa
                                        // segments to its second kernel (which zeroes it)
 constexpr int kTickets = 3;            // how many there are
 
+// ---- the stencil map (stencil.cuh, strategies/map_stencil.cpp) ------------------------
+
+// A thread holds an input's elements of a chunk in one vector of this many bytes (one load).
+constexpr int kStencilVectorBytes = 16;
+// A shift whose neighbour is this many lanes away or more reads memory, not a shuffle.
+constexpr int kStencilShuffleLanes = 32;
+// How many lanes away (negative: before) element `element` of a lane's vector of `vec`
+// elements finds its neighbour x[i + shift]: floor((element + shift) / vec). The host
+// sizes the halo by it, the device picks the shuffle by it.
+FF_SHARED_CONSTEXPR long long stencil_lanes_away(long long element, long long shift, long long vec) {
+  return element + shift >= 0 ? (element + shift) / vec : -((-(element + shift) + vec - 1) / vec);
+}
+
 }  // namespace shared
 }  // namespace fuseflow
 

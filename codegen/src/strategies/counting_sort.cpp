@@ -1,7 +1,7 @@
 // Stable counting sort by a small integer key (counting_sort, sort_by_key with a bin
 // count). A key outside [0, bins) goes to one more bin after every key in range (the CPU
 // reference's definition): a permutation of n. Up to OnesweepPolicy::max_bins bins (the
-// extra one included), Onesweep (<fuseflow/onesweep.cuh>, sort_kernels.cpp): the bins
+// extra one included), Onesweep (<fuseflow/onesweep.cuh>, onesweep_kernels.cpp): the bins
 // counted in one read (ff_counting_sort_histograms_*), then one kernel that ranks each tile,
 // looks back over the earlier tiles' per-bin counts and scatters
 // (ff_counting_sort_onesweep_*). More bins: per-tile counts (ff_counting_sort_tile_counts_*),

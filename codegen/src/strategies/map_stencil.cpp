@@ -1,17 +1,16 @@
 // Element-wise arrays with neighbours (ff::shift): the stencil map. `x - shift(x, -1, 0)`
-// at copy speed, and stencils of several shifts reading x once per warp step. Each warp
-// step is kUnroll chunks of 32 * kVec consecutive elements, lane l holding the kVec
-// elements of vector l of each chunk: kUnroll 16-byte loads per input per thread, all
-// issued before any is used (enough bytes in flight to cover the memory's latency), and
-// the few lanes of the chunks before and after the step that the shifts reach (the halo).
-// A shift's neighbour x[i + k] is then in this thread's registers, or in another lane's
-// (a warp shuffle of this chunk's vector, or of the chunk before or after): no memory read
-// at the warp's edges. Shifts of 32 vectors or more read memory (the cache); the fill
-// outside [0, n). Outputs are 16-byte streaming stores. Pointers not aligned to 16 bytes
-// take the element-wise loop of the plain map instead.
+// at copy speed, and stencils of several shifts reading x once per warp step: each warp
+// step holds kUnroll chunks of 32 16-byte vectors per input (one per lane, all loaded
+// before any use) and the few halo lanes before and after them that the shifts reach, so
+// neighbours come from registers and warp shuffles; shifts of 32 vectors or more read the
+// cache. The algorithm is ff::stencil::map (<fuseflow/stencil.cuh>); this file sizes the
+// halo of each input and writes the fused expressions of one element, for the vector path
+// and for the element-wise loop that misaligned pointers take.
 //
 // Applies when an array output reads a shift, and every input and output is a scalar of
-// one size, 4 or 8 bytes (one vector width fits all of them, and shuffles move words). Other maps keep the plain map kernel.
+// one size, 4 or 8 bytes (one vector width fits all of them, and shuffles move words).
+// Other maps keep the plain map kernel.
+#include <algorithm>
 #include <functional>
 #include <set>
 
@@ -67,59 +66,21 @@ int stencil_width(const KernelContext& g, std::string& why_not) {
     why_not = "its elements are narrower than the 4 bytes of a warp shuffle";
     return 0;
   }
-  return static_cast<int>(16 / size);
+  return static_cast<int>(shared::kStencilVectorBytes / size);
 }
 
-long long floor_div(long long a, long long b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
-
-std::string offset_text(long long k) {
-  return k == 0 ? "" : k < 0 ? " - " + std::to_string(-k) : " + " + std::to_string(k);
-}
-
-// The vector path's reads of element e's shifts (ExprEmitter::on_shift), in chunk u of a
-// step: x[i + k] is element (e + k) mod kVec of the vector d = floor((e + k) / kVec) lanes
-// away, in this chunk's registers (x_<in>[u + 1]) for lanes inside the warp, else in the
-// chunk before or after (x_<in>[u] / x_<in>[u + 2]: the step's halo vectors at the ends):
-// two shuffles and a select, no memory read. |d| >= 32 reads memory (the cache).
+// The vector path's read of a shift's neighbour (ExprEmitter::on_shift): the device
+// library's ff::stencil::shifted, from registers and warp shuffles (<fuseflow/stencil.cuh>).
 struct NeighbourReader {
-  SourceWriter& w;
-  CudaTypes& types;
   const KernelContext& g;
-  const std::vector<std::string>& vectors;  // input j's registers: vectors[j][u + 1].v[e]
-  int vec;
-  int element;
-  int count = 0;
+  const std::vector<std::string>& windows;  // input j's ff::stencil::Input
 
-  std::string operator()(const ExprNode& n, const std::string& fill) {
+  std::string operator()(const ExprNode& n, const std::string& fill) const {
     std::size_t in = 0;
     while (in < g.leaves.inputs.size() && !same_node(g.leaves.inputs[in], n.args[0])) ++in;
     if (in == g.leaves.inputs.size())  // a shifted array is read element by element too (table_free_args)
       throw InternalError("codegen: the stencil map's shifted array is not among its inputs");
-    const long long k = n.index, p = element + k, d = floor_div(p, vec), e = p - d * vec;
-    const std::string table = table_name(n.args[0]);
-    const std::string id = std::to_string(count++);
-    const std::string at = "at" + id;
-    w.line("const long long " + at + " = i" + offset_text(k) + ";  // shift by " + std::to_string(k));
-    const std::string inside = "(" + at + " >= 0 && " + at + " < " + table + "_n)";
-    const std::string slot = ".v[" + std::to_string(e) + "]";
-    const std::string mine = vectors[in] + "[u + 1]" + slot;
-    if (d == 0) return inside + " ? " + mine + " : " + fill;
-    if (d <= -32 || d >= 32) return inside + " ? " + table + "[" + at + "] : " + fill;
-    // Every lane shuffles (the loop is warp-uniform): the lanes whose neighbour is in the
-    // chunk before (after) take it from that chunk's vector, lane (lane + d) mod 32.
-    const std::string nb = "nb" + id, edge = "edge" + id;
-    const std::string t = types.name(n.type);
-    const std::string lanes = std::to_string(d < 0 ? -d : d);
-    if (d < 0) {
-      w.line("const " + t + " " + nb + " = __shfl_up_sync(0xffffffffu, " + mine + ", " + lanes + ");");
-      w.line("const " + t + " " + edge + " = __shfl_sync(0xffffffffu, " + vectors[in] + "[u]" + slot + ", (lane - " +
-             lanes + ") & 31);");
-      return inside + " ? (lane < " + lanes + " ? " + edge + " : " + nb + ") : " + fill;
-    }
-    w.line("const " + t + " " + nb + " = __shfl_down_sync(0xffffffffu, " + mine + ", " + lanes + ");");
-    w.line("const " + t + " " + edge + " = __shfl_sync(0xffffffffu, " + vectors[in] + "[u + 2]" + slot + ", (lane + " +
-           lanes + ") & 31);");
-    return inside + " ? (lane >= " + std::to_string(32 - d) + " ? " + edge + " : " + nb + ") : " + fill;
+    return "ff::stencil::shifted<" + std::to_string(n.index) + ">(" + windows[in] + ", e, u, i, " + fill + ")";
   }
 };
 
@@ -132,14 +93,38 @@ std::pair<int, int> halo_lanes(const KernelContext& g, const Expr& in, int vec) 
     if (!seen.insert(e.get()).second) return;
     if (e.kind() == ExprKind::Shift && same_node(e.args()[0], in))
       for (int element = 0; element < vec; ++element) {
-        const long long d = floor_div(element + e.node().index, vec);
-        if (d < 0 && d > -32) before = std::max(before, static_cast<int>(-d));
-        if (d > 0 && d < 32) after = std::max(after, static_cast<int>(d));
+        const long long d = shared::stencil_lanes_away(element, e.node().index, vec);
+        if (d < 0 && d > -shared::kStencilShuffleLanes) before = std::max(before, static_cast<int>(-d));
+        if (d > 0 && d < shared::kStencilShuffleLanes) after = std::max(after, static_cast<int>(d));
       }
     for (const Expr& a : e.args()) walk(a);
   };
   for (const Expr& o : g.outputs) walk(o);
   return {before, after};
+}
+
+// `const auto vector_element = [&](auto e, const int u, const long long i) { ... };`: the
+// outputs' element e of chunk u (ff::stencil::map's Element<e>), and scalar_element(i),
+// the same element by element for misaligned pointers (shifts read through the cache).
+void emit_elements(SourceWriter& w, CudaTypes& types, const KernelContext& g, const std::vector<std::string>& in_names,
+                   const std::vector<std::string>& windows) {
+  w.comment("Element e of the thread's vectors of chunk u (index i): neighbours from registers and shuffles.");
+  w.open("const auto vector_element = [&](auto e, const int u, const long long i)");
+  std::vector<std::string> elements;
+  for (const auto& v : windows) elements.push_back(v + ".at(e, u)");
+  ExprEmitter em(w, types, [&](const Expr& leaf) { return elementwise_leaf(g, elements, leaf, "a map"); });
+  em.on_shift(NeighbourReader{g, windows});
+  for (std::size_t j = 0; j < g.outputs.size(); ++j)
+    w.line("y" + std::to_string(g.output_ids[j]) + ".set(e, " + em.emit(g.outputs[j]) + ");");
+  w.close("};");
+  w.comment("Misaligned pointers: element by element, the shifts read through the cache.");
+  w.open("const auto scalar_element = [&](const long long i)");
+  std::vector<std::string> loads;
+  for (const auto& n : in_names) loads.push_back("in_" + n + "[i]");
+  ExprEmitter e(w, types, [&](const Expr& leaf) { return elementwise_leaf(g, loads, leaf, "a map"); });
+  for (std::size_t j = 0; j < g.outputs.size(); ++j)
+    w.line("out" + std::to_string(g.output_ids[j]) + "[i] = " + e.emit(g.outputs[j]) + ";");
+  w.close("};");
 }
 
 KernelSpec emit_map_stencil(const KernelContext& g, int vec) {
@@ -158,95 +143,32 @@ KernelSpec emit_map_stencil(const KernelContext& g, int vec) {
 
   SourceWriter w;
   emit_constants(w, {"constexpr int kBlock = " + std::to_string(kBlock) + ";",
-                     "constexpr int kVec = " + std::to_string(vec) + ";  // elements per vector",
+                     "constexpr int kVec = " + std::to_string(vec) + ";  // elements per 16-byte vector",
                      "constexpr int kUnroll = " + std::to_string(unroll) +
-                         ";  // vectors per input a thread loads per step, all before any use",
-                     "// kVec elements: one 16-byte load or store.",
-                     "template <typename T>",
-                     "struct alignas(16) Vec {",
-                     "  T v[kVec];",
-                     "};",
-                     "// Vector v of p (elements v * kVec ..), those outside [0, n) zero.",
-                     "template <typename T>",
-                     "__device__ __forceinline__ Vec<T> load_vector(const T* __restrict__ p, long long v, long long n) {",
-                     "  const long long i = v * kVec;",
-                     "  if (i >= 0 && i + kVec <= n) return *reinterpret_cast<const Vec<T>*>(p + i);",
-                     "  Vec<T> x;",
-                     "  for (int k = 0; k < kVec; ++k) x.v[k] = i + k >= 0 && i + k < n ? p[i + k] : T(0);",
-                     "  return x;",
-                     "}",
-                     "// Stores vector v of p, its elements inside [0, n): one 16-byte streaming store (written",
-                     "// once, not kept in the caches) when whole.",
-                     "template <typename T>",
-                     "__device__ __forceinline__ void store_vector(T* __restrict__ p, const Vec<T>& y, long long v, long long n) {",
-                     "  const long long i = v * kVec;",
-                     "  if (i + kVec <= n) {",
-                     "    float4 bits;",
-                     "    memcpy(&bits, &y, sizeof bits);",
-                     "    __stcs(reinterpret_cast<float4*>(p + i), bits);",
-                     "  } else {",
-                     "    for (int k = 0; k < kVec && i + k < n; ++k) p[i + k] = y.v[k];",
-                     "  }",
-                     "}"});
+                         ";  // vectors per input a thread loads per step, all before any use"});
   open_elementwise_kernel(w, types, name, kBlock, args, g);
-  std::string pointers;
-  for (const auto& n : in_names) pointers += (pointers.empty() ? "" : " | ") + std::string("(unsigned long long)in_") + n;
-  for (const auto& o : g.output_ids) pointers += " | (unsigned long long)out" + std::to_string(o);
-  w.line("const int lane = threadIdx.x % 32;");
-  w.open("if ((" + pointers + ") % 16 == 0)");
-  w.line("// Warp-uniform steps of kUnroll chunks: chunk u holds the warp's vectors w + 32u .. w + 32u + 31,");
-  w.line("// lane l's vector w + 32u + l (32 * kVec consecutive elements per chunk).");
-  w.line("const long long vectors = (n + kVec - 1) / kVec;");
-  w.open("for (long long w = ((long long)blockIdx.x * kBlock + threadIdx.x - lane) * kUnroll; w < vectors; "
-         "w += (long long)gridDim.x * kBlock * kUnroll)");
-  std::vector<std::string> vectors;
+  std::vector<std::string> windows;
+  std::string streams;
   for (std::size_t j = 0; j < in_names.size(); ++j) {
-    const std::string tn = types.name(g.leaves.inputs[j].type()), v = "x_" + in_names[j], in = "in_" + in_names[j];
-    vectors.push_back(v);
-    const auto [before, after] = halo_lanes(g, g.leaves.inputs[j], vec);
-    w.line("Vec<" + tn + "> " + v + "[kUnroll + 2];  // [u + 1]: chunk u; [0] and [kUnroll + 1]: the halo before and after");
-    w.line("#pragma unroll");
-    w.line("for (int u = 0; u < kUnroll; ++u) " + v + "[u + 1] = load_vector(" + in + ", w + 32 * u + lane, n);");
-    if (before > 0)
-      w.line("if (lane >= " + std::to_string(32 - before) + ") " + v + "[0] = load_vector(" + in +
-             ", w - 32 + lane, n);  // the lanes of the chunk before that shifts reach");
-    if (after > 0)
-      w.line("if (lane < " + std::to_string(after) + ") " + v + "[kUnroll + 1] = load_vector(" + in +
-             ", w + 32 * kUnroll + lane, n);  // the lanes of the chunk after that shifts reach");
-  }
-  w.line("#pragma unroll");
-  w.open("for (int u = 0; u < kUnroll; ++u)");
-  w.line("const long long i0 = (w + 32 * u + lane) * kVec;");
-  for (std::size_t j = 0; j < g.outputs.size(); ++j)
-    w.line("Vec<" + types.name(g.outputs[j].type()) + "> y" + std::to_string(g.output_ids[j]) + ";");
-  for (int e = 0; e < vec; ++e) {
-    w.line("{  // element i0 + " + std::to_string(e) + ": a scope each, the same names in each");
-    w.indent();
-    w.line("const long long i = i0 + " + std::to_string(e) + ";");
-    std::vector<std::string> loads;
-    for (const auto& v : vectors) loads.push_back(v + "[u + 1].v[" + std::to_string(e) + "]");
-    ExprEmitter em(w, types, [&](const Expr& leaf) { return elementwise_leaf(g, loads, leaf, "a map"); });
-    em.on_shift(NeighbourReader{w, types, g, vectors, vec, e});
-    for (std::size_t j = 0; j < g.outputs.size(); ++j)
-      w.line("y" + std::to_string(g.output_ids[j]) + ".v[" + std::to_string(e) + "] = " + em.emit(g.outputs[j]) + ";");
-    w.close();
+    const Expr& in = g.leaves.inputs[j];
+    const auto [before, after] = halo_lanes(g, in, vec);
+    const bool table = std::any_of(g.leaves.tables.begin(), g.leaves.tables.end(),
+                                   [&](const Expr& table_of) { return same_node(table_of, in); });
+    windows.push_back("x_" + in_names[j]);
+    streams += ", " + windows.back();
+    w.comment(in_names[j] + ": a thread's vectors of a step and the halo lanes its shifts reach (" +
+              std::to_string(before) + " before, " + std::to_string(after) + " after)");
+    w.line("ff::stencil::Input<" + types.name(in.type()) + ", kVec, kUnroll, " + std::to_string(before) + ", " +
+           std::to_string(after) + "> " + windows.back() + "{in_" + in_names[j] +
+           (table ? ", " + table_name(in) + ", " + table_name(in) + "_n" : "") + "};");
   }
   for (std::size_t j = 0; j < g.outputs.size(); ++j) {
     const std::string o = std::to_string(g.output_ids[j]);
-    w.line("store_vector(out" + o + ", y" + o + ", w + 32 * u + lane, n);");
+    w.line("ff::stencil::Output<" + types.name(g.outputs[j].type()) + ", kVec> y" + o + "{out" + o + "};");
+    streams += ", y" + o;
   }
-  w.close();
-  w.close();
-  w.dedent();
-  w.open("} else");  // misaligned: element by element, the shifts read through the cache
-  std::vector<std::string> loads;
-  for (const auto& n : in_names) loads.push_back("in_" + n + "[i]");
-  w.open("for (long long i = (long long)blockIdx.x * kBlock + threadIdx.x; i < n; i += (long long)gridDim.x * kBlock)");
-  ExprEmitter e(w, types, [&](const Expr& leaf) { return elementwise_leaf(g, loads, leaf, "a map"); });
-  for (std::size_t j = 0; j < g.outputs.size(); ++j)
-    w.line("out" + std::to_string(g.output_ids[j]) + "[i] = " + e.emit(g.outputs[j]) + ";");
-  w.close();
-  w.close();
+  emit_elements(w, types, g, in_names, windows);
+  w.line("ff::stencil::map<kBlock, kVec, kUnroll>(n, vector_element, scalar_element" + streams + ");");
   w.close();
 
   KernelSpec k;
@@ -262,7 +184,7 @@ KernelSpec emit_map_stencil(const KernelContext& g, int vec) {
               "streaming stores), warp-uniform grid-strided steps, grid <= " + std::to_string(k.max_grid);
   k.why = "an output reads a neighbour (shift): each warp holds chunks of 32 vectors of consecutive elements and the "
           "few halo lanes around them, so neighbours come from registers and shuffles, and x is read once";
-  k.source = kernel_source(name, g.program_text(), "strategy: " + k.summary, {}, types, w.str());
+  k.source = kernel_source(name, g.program_text(), "strategy: " + k.summary, {"stencil.cuh"}, types, w.str());
   return k;
 }
 

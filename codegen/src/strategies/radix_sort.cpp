@@ -73,7 +73,7 @@ std::vector<KernelSpec> emit_radix_sort(const KernelContext& g, const OnesweepPo
 
 }  // namespace
 
-// The histogram, then each pass (sort_kernels.cpp): the keys (and values) go back and
+// The histogram, then each pass (onesweep_kernels.cpp): the keys (and values) go back and
 // forth between two scratch arrays of n (one when there are two passes).
 void radix_sort_launches(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuilder& b) {
   onesweep_launches(plan, step.kernel, step.kernels - 1, n, b);

@@ -1,7 +1,10 @@
 #pragma once
-// The three kernels of one counting-sort pass (tile counts, their scan, the scatter),
-// shared by the counting sort (counting_sort.cpp: one pass by a small key) and the radix
-// sort (radix_sort.cpp: one pass per digit). The algorithms are in <fuseflow/counting_sort.cuh>.
+// The three kernels of one counting-sort pass (tile counts, their scan, the scatter:
+// sort_pass_kernels.cpp) and the Onesweep kernels (onesweep_kernels.cpp), shared by the
+// counting sort (counting_sort.cpp: one pass by a small key) and the radix sort
+// (radix_sort.cpp: one pass per digit). The algorithms are in <fuseflow/counting_sort.cuh>,
+// <fuseflow/radix_sort.cuh> and <fuseflow/onesweep.cuh>; the emitters' shared pieces are in
+// sort_kernel_parts.hpp.
 #include <cstdint>
 #include <string>
 #include <vector>
