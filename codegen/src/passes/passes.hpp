@@ -63,6 +63,9 @@ bool is_scan(OpKind k);
 const OpNode* scan_of(const Expr& output);  // the scan an output reads, or nullptr
 // A scan's context: the scan, its value and mask, the outputs over it, what it reads.
 std::vector<KernelContext> group_scans(const PlanContext& c, const std::vector<int>& output_ids, FilterMemo& memo);
+// A scan of a filter's result (the context's mask): rewritten to scan (value, survivor
+// count) pairs, its outputs over the value field (scan_context.hpp, compacts_survivors).
+void survivors_scan(KernelContext& g);
 void fold_reductions_into_scans(std::vector<PlannedReduce>& reduces, std::vector<KernelContext>& groups);
 void emit_scans(const std::vector<KernelContext>& groups, Plan& plan);
 

@@ -5,12 +5,16 @@
 // maps may read reductions' results; a reduction over the scan's inputs whose result
 // nothing before the scan needs is folded into the scan kernel's pass instead
 // (fold_reductions_into_scans). Segmented scans (segmented_scan, scan_by_key) are planned
-// alike, by segmented_plan.cpp. A scan of a filter's result is rejected: by definition
-// (the CPU reference) it scans the compacted survivors, whose count only the compaction
-// kernel knows, on the device; a masked scan over all n elements is
-// scan(select(p, x, identity)).
+// alike, by segmented_plan.cpp. A scan of a filter's result scans the compacted survivors
+// (the CPU reference's definition): one pass over all n elements of (value, 1) where the
+// predicate holds and the identity (identity, 0) where not, so each element's scan carries
+// the survivors' scan and their count before it; a survivor's is stored at that count, its
+// position among the survivors (survivors_scan). A compaction and a scan in one pass, in
+// order (any monoid); its outputs are counted like a filter's.
 #include <algorithm>
+#include <map>
 
+#include "../scan_context.hpp"
 #include "passes.hpp"
 
 namespace fuseflow::codegen {
@@ -37,7 +41,64 @@ void fill_scan_leaves(KernelContext& g) {
   g.leaves = leaves_in(*g.plan, exprs);
 }
 
+// `e` with the result of `scan` replaced by `to` and index() by `index`.
+Expr substitute(const Expr& e, const OpNode* scan, const Expr& to, const Expr& index,
+                std::map<const ExprNode*, Expr>& memo) {
+  if (e.kind() == ExprKind::Result && e.node().op.get() == scan) return to;
+  if (e.kind() == ExprKind::Index) return index;
+  if (e.args().empty()) return e;
+  if (auto it = memo.find(e.get()); it != memo.end()) return it->second;
+  std::vector<Expr> args;
+  bool changed = false;
+  for (const auto& a : e.args()) {
+    args.push_back(substitute(a, scan, to, index, memo));
+    changed = changed || !same_node(args.back(), a);
+  }
+  Expr r = changed ? e.with_args(std::move(args)) : e;
+  memo.emplace(e.get(), r);
+  return r;
+}
+
+// `combine` over the value fields of (value, count) operands a and b.
+Expr on_values(const Expr& combine, const Expr& a, const Expr& b) {
+  if (combine.kind() == ExprKind::Operand) return Expr::get(combine.node().index == 0 ? a : b, 0);
+  if (combine.args().empty()) return combine;
+  std::vector<Expr> args;
+  for (const auto& x : combine.args()) args.push_back(on_values(x, a, b));
+  return combine.with_args(std::move(args));
+}
+
+// The (value, survivor count) monoid over `m`: (a, ca) . (b, cb) = (a . b, ca + cb), the
+// identity (identity, 0); commutative when `m` is, and named after it.
+Monoid counted_monoid(const Monoid& m) {
+  const Type pair = Type::tuple({m.type(), ScalarType::U64});
+  const Expr a = Expr::operand(0, pair), b = Expr::operand(1, pair);
+  const Expr combine = Expr::make_tuple({on_values(m.combine(), a, b), Expr::get(a, 1) + Expr::get(b, 1)});
+  return Monoid::custom(m.name(), pair, combine, Value::tuple({m.identity(), Value::from_uint(ScalarType::U64, 0)}),
+                        m.is_commutative());
+}
+
 }  // namespace
+
+// A scan of a filter's result (g.mask: the survivors' predicate): the scan becomes one of
+// (value, 1) pairs over the counted monoid, a dropped element the identity (identity, 0),
+// so element i's scan is (the survivors' scan, the survivors up to i). The outputs read the
+// value field; index() in them is the survivor's position, the count of survivors before
+// it. The store (scan_tile.cpp) writes survivors only, at that position.
+void survivors_scan(KernelContext& g) {
+  const OpNode& user = *g.op;
+  auto op = std::make_shared<OpNode>(user);
+  op->monoid = counted_monoid(user.monoid);
+  op->values = Expr::make_tuple({g.value, Expr::constant(Value::from_uint(ScalarType::U64, 1))});
+  op->output_types = {op->monoid.type()};
+  g.value = op->values;
+  const Expr pair = Expr::result(op, 0, op->monoid.type());
+  Expr count = Expr::cast(ScalarType::I64, Expr::get(pair, 1));
+  if (user.scan_kind == ScanKind::Inclusive) count = count - Expr::constant(Value::from_int(ScalarType::I64, 1));
+  std::map<const ExprNode*, Expr> memo;
+  for (auto& o : g.outputs) o = substitute(o, &user, Expr::get(pair, 0), count, memo);
+  g.op = std::move(op);
+}
 
 bool is_scan(OpKind k) { return k == OpKind::Scan || k == OpKind::SegmentedScan || k == OpKind::ScanByKey; }
 
@@ -68,10 +129,15 @@ std::vector<KernelContext> group_scans(const PlanContext& c, const std::vector<i
   }
   for (auto& g : groups) {
     g.value = resolve_filters(g.op->values, g.mask, memo);
-    if (g.mask.valid())
-      throw GraphError("codegen: a scan of a filter's result (the prefixes of the compacted survivors) is not "
-                       "supported in one program yet; run the filter first (its result is a device array) and scan "
-                       "that, or for a masked scan over all n elements write scan(select(p, x, identity))");
+    if (!g.mask.valid()) continue;
+    if (g.op->kind != OpKind::Scan)
+      throw GraphError(std::string("codegen: a ") + op_name(g.op->kind) + " of a filter's result (over the compacted "
+                       "survivors) is not supported in one program yet; run the filter first (its result is a device "
+                       "array) and pass that to " + op_name(g.op->kind));
+    if (g.op->strategy == Strategy::ReduceThenScan)
+      throw GraphError("codegen: a scan of a filter's result is one look-back pass that compacts as it scans; "
+                       "strategy reduce_then_scan does not apply to it, leave the strategy automatic");
+    survivors_scan(g);
   }
   return groups;
 }
@@ -79,6 +145,10 @@ std::vector<KernelContext> group_scans(const PlanContext& c, const std::vector<i
 void emit_scans(const std::vector<KernelContext>& groups, Plan& plan) {
   for (const auto& g : groups) {
     const std::size_t at = plan.kernels.size();
+    if (compacts_survivors(g)) {  // as long as the survivors: a count the kernel writes
+      if (plan.output_shapes.empty()) plan.output_shapes.resize(g.plan->program.outputs().size());
+      for (int id : g.output_ids) plan.output_shapes[static_cast<std::size_t>(id)].counted = true;
+    }
     if (g.op->kind != OpKind::Scan)  // segmented_scan, scan_by_key: segmented_plan.cpp
       plan_segmented_scan(g, plan);
     else  // the registry: look-back (pipelined or staged for large n), or reduce_then_scan when asked
@@ -89,8 +159,12 @@ void emit_scans(const std::vector<KernelContext>& groups, Plan& plan) {
         g.op->kind == OpKind::Scan && g.op->strategy != Strategy::ReduceThenScan && plan.kernels.size() - at == 2;
     const std::string epilogue_of =
         two_lookbacks ? plan.kernels[at].name + "'s (and " + last + "'s)" : last + "'s";
+    if (compacts_survivors(g))
+      plan.notes.push_back("filter -> scan: " + last + " scans (value, survivor count) pairs over all n elements, "
+                           "a dropped element the identity, and stores each survivor's scan at its position among "
+                           "the survivors: the compaction and the scan in one pass");
     for (const auto& o : g.outputs)
-      if (o.kind() != ExprKind::Result)
+      if (!stores_scan_itself(g, o))
         plan.notes.push_back("scan -> map: the map is " + epilogue_of + " epilogue, applied before the store");
     for (const auto& r : g.reduces)
       plan.notes.push_back("scan + reduction: " + to_string(r.op->values) + " folded with " + r.op->monoid.name() + " in " +
