@@ -2,6 +2,8 @@
 // GraphError for those it rejects.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include <cstdlib>
 #include <string>
 #include <utility>
@@ -56,6 +58,26 @@ TEST_CASE("a scan of a filter's result is one look-back kernel over (value, surv
     for (const auto& note : plan.notes) noted = noted || note.find("filter -> scan:") != std::string::npos;
     CHECK(noted);
   }
+}
+
+TEST_CASE("the filter's own outputs join the kernel of the scan of its survivors: one pass, index() the position") {
+  auto x = ff::input<int>("x");
+  ff::Expr kept = ff::filter(x, x > 0);
+  const ff::codegen::Plan plan = ff::codegen::plan(
+      ff::outputs(kept, ff::scan(kept, ff::plus), kept * ff::cast<int>(ff::index()), ff::filter(x, x < 0)), sm90());
+  // The scan's kernel writes outputs 0, 1 and 2; the filter of another predicate compacts on
+  // its own (and its pipelined twin for large n).
+  REQUIRE(plan.kernels.size() == 3);
+  CHECK(plan.kernels[0].name == "ff_scan_lookback_survivors_i32_plus");
+  CHECK(plan.kernels[1].name == "ff_filter_compact_i32");
+  std::vector<int> written;
+  for (const auto& a : plan.kernels[0].args)
+    if (a.kind == ff::codegen::Arg::Kind::OutputCount) written.push_back(a.index);
+  std::sort(written.begin(), written.end());
+  CHECK(written == std::vector<int>{0, 1, 2});
+  for (int id = 0; id < 4; ++id) CHECK(plan.output_shapes[static_cast<std::size_t>(id)].counted);
+  // index() is the survivor's position: the inclusive count less one.
+  CHECK(plan.kernels[0].source.find("scanned.f1") != std::string::npos);
 }
 
 TEST_CASE("a scan of a filter's result refuses reduce_then_scan, and keyed scans of one stay refused") {

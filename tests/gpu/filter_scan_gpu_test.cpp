@@ -93,6 +93,10 @@ void check_compositions(const std::vector<std::int64_t>& sizes) {
     run_against_reference<std::int64_t>(
         describe("the survivors' scan minus their position (index() among the survivors)", n),
         ff::Program(ff::cast<std::int64_t>(s) * 2 - ff::index()), x, n, -1000, 1000);
+    // The filter's own outputs, index() among them too, are written by the scan's kernel.
+    run_against_reference<std::int64_t>(
+        describe("outputs(i64(filter) * index(), i64(scan of the filter)) in one kernel", n),
+        ff::outputs(ff::cast<std::int64_t>(kept) * ff::index(), ff::cast<std::int64_t>(s)), x, n, -1000, 1000);
     run_against_reference<std::int32_t>(describe("outputs(filter, scan of the filter, scan + 1)", n),
                                         ff::outputs(kept, ff::scan(kept, ff::plus), ff::scan(kept, ff::plus) + 1), x,
                                         n, -1000, 1000);

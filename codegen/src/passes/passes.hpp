@@ -66,6 +66,11 @@ std::vector<KernelContext> group_scans(const PlanContext& c, const std::vector<i
 // A scan of a filter's result (the context's mask): rewritten to scan (value, survivor
 // count) pairs, its outputs over the value field (scan_context.hpp, compacts_survivors).
 void survivors_scan(KernelContext& g);
+// Program outputs `output_ids` over a filter's survivors (the compactions plan_filters would
+// plan) whose predicate a scan of survivors in `groups` has: written by that scan's kernel,
+// at the same positions, and taken out of `output_ids`. One pass for both.
+void adopt_filter_outputs(const Program& program, std::vector<KernelContext>& groups, std::vector<int>& output_ids,
+                          FilterMemo& memo);
 void fold_reductions_into_scans(std::vector<PlannedReduce>& reduces, std::vector<KernelContext>& groups);
 void emit_scans(const std::vector<KernelContext>& groups, Plan& plan);
 

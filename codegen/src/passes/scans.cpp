@@ -10,11 +10,14 @@
 // predicate holds and the identity (identity, 0) where not, so each element's scan carries
 // the survivors' scan and their count before it; a survivor's is stored at that count, its
 // position among the survivors (survivors_scan). A compaction and a scan in one pass, in
-// order (any monoid); its outputs are counted like a filter's.
+// order (any monoid); its outputs are counted like a filter's. Outputs over the same
+// survivors (the filter's result, maps of it) join its kernel (adopt_filter_outputs).
 #include <algorithm>
+#include <functional>
 #include <map>
 
 #include "../scan_context.hpp"
+#include "fuseflow/frontend/filter_lift.hpp"
 #include "passes.hpp"
 
 namespace fuseflow::codegen {
@@ -41,22 +44,25 @@ void fill_scan_leaves(KernelContext& g) {
   g.leaves = leaves_in(*g.plan, exprs);
 }
 
-// `e` with the result of `scan` replaced by `to` and index() by `index`.
-Expr substitute(const Expr& e, const OpNode* scan, const Expr& to, const Expr& index,
-                std::map<const ExprNode*, Expr>& memo) {
-  if (e.kind() == ExprKind::Result && e.node().op.get() == scan) return to;
-  if (e.kind() == ExprKind::Index) return index;
+// `e` with each node for which `leaf` gives an expression replaced by it (`leaf` gives an
+// empty Expr for the nodes it keeps).
+Expr substitute(const Expr& e, const std::function<Expr(const Expr&)>& leaf, std::map<const ExprNode*, Expr>& memo) {
+  if (Expr to = leaf(e); to.valid()) return to;
   if (e.args().empty()) return e;
   if (auto it = memo.find(e.get()); it != memo.end()) return it->second;
   std::vector<Expr> args;
   bool changed = false;
   for (const auto& a : e.args()) {
-    args.push_back(substitute(a, scan, to, index, memo));
+    args.push_back(substitute(a, leaf, memo));
     changed = changed || !same_node(args.back(), a);
   }
   Expr r = changed ? e.with_args(std::move(args)) : e;
   memo.emplace(e.get(), r);
   return r;
+}
+Expr substitute(const Expr& e, const std::function<Expr(const Expr&)>& leaf) {
+  std::map<const ExprNode*, Expr> memo;
+  return substitute(e, leaf, memo);
 }
 
 // `combine` over the value fields of (value, count) operands a and b.
@@ -78,6 +84,14 @@ Monoid counted_monoid(const Monoid& m) {
                         m.is_commutative());
 }
 
+// index() among the survivors, from the (value, survivor count) pair `pair` of a survivor:
+// the survivors before it (an inclusive scan's count includes the survivor itself).
+Expr survivor_position(const Expr& pair, ScanKind kind) {
+  Expr count = Expr::cast(ScalarType::I64, Expr::get(pair, 1));
+  if (kind == ScanKind::Inclusive) count = count - Expr::constant(Value::from_int(ScalarType::I64, 1));
+  return count;
+}
+
 }  // namespace
 
 // A scan of a filter's result (g.mask: the survivors' predicate): the scan becomes one of
@@ -93,11 +107,40 @@ void survivors_scan(KernelContext& g) {
   op->output_types = {op->monoid.type()};
   g.value = op->values;
   const Expr pair = Expr::result(op, 0, op->monoid.type());
-  Expr count = Expr::cast(ScalarType::I64, Expr::get(pair, 1));
-  if (user.scan_kind == ScanKind::Inclusive) count = count - Expr::constant(Value::from_int(ScalarType::I64, 1));
-  std::map<const ExprNode*, Expr> memo;
-  for (auto& o : g.outputs) o = substitute(o, &user, Expr::get(pair, 0), count, memo);
+  const Expr value = Expr::get(pair, 0), position = survivor_position(pair, user.scan_kind);
+  for (auto& o : g.outputs)
+    o = substitute(o, [&](const Expr& e) {
+      if (e.kind() == ExprKind::Result && e.node().op.get() == &user) return value;
+      return e.kind() == ExprKind::Index ? position : Expr();
+    });
   g.op = std::move(op);
+}
+
+void adopt_filter_outputs(const Program& program, std::vector<KernelContext>& groups, std::vector<int>& output_ids,
+                          FilterMemo& memo) {
+  (void)memo;  // index() is replaced before the filters are: memos of their own (keyed by node address)
+  std::vector<int> left;
+  for (int id : output_ids) {
+    // The output with index() (the position among the survivors) a placeholder leaf, its
+    // filters resolved: the survivors' value and predicate at element i.
+    const Expr placeholder = Expr::param("survivor_position", ScalarType::I64);
+    const Expr o = substitute(program.outputs()[static_cast<std::size_t>(id)],
+                              [&](const Expr& e) { return e.kind() == ExprKind::Index ? placeholder : Expr(); });
+    Expr mask;
+    FilterMemo resolved;
+    const Expr value = resolve_filters(o, mask, resolved);
+    auto g = std::find_if(groups.begin(), groups.end(), [&](const KernelContext& s) {
+      return compacts_survivors(s) && same_structure(s.mask, mask);
+    });
+    if (g == groups.end()) {
+      left.push_back(id);
+      continue;
+    }
+    const Expr position = survivor_position(Expr::result(g->op, 0, g->op->monoid.type()), g->op->scan_kind);
+    g->outputs.push_back(substitute(value, [&](const Expr& e) { return same_node(e, placeholder) ? position : Expr(); }));
+    g->output_ids.push_back(id);
+  }
+  output_ids = std::move(left);
 }
 
 bool is_scan(OpKind k) { return k == OpKind::Scan || k == OpKind::SegmentedScan || k == OpKind::ScanByKey; }
@@ -159,13 +202,17 @@ void emit_scans(const std::vector<KernelContext>& groups, Plan& plan) {
         g.op->kind == OpKind::Scan && g.op->strategy != Strategy::ReduceThenScan && plan.kernels.size() - at == 2;
     const std::string epilogue_of =
         two_lookbacks ? plan.kernels[at].name + "'s (and " + last + "'s)" : last + "'s";
-    if (compacts_survivors(g))
+    if (compacts_survivors(g)) {
+      std::string ids;
+      for (int id : g.output_ids) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
       plan.notes.push_back("filter -> scan: " + last + " scans (value, survivor count) pairs over all n elements, "
-                           "a dropped element the identity, and stores each survivor's scan at its position among "
-                           "the survivors: the compaction and the scan in one pass");
-    for (const auto& o : g.outputs)
-      if (!stores_scan_itself(g, o))
-        plan.notes.push_back("scan -> map: the map is " + epilogue_of + " epilogue, applied before the store");
+                           "a dropped element the identity, and writes outputs " + ids + " (maps applied on the way) "
+                           "at each survivor's position among the survivors: the compaction and the scan in one pass");
+    } else {
+      for (const auto& o : g.outputs)
+        if (!stores_scan_itself(g, o))
+          plan.notes.push_back("scan -> map: the map is " + epilogue_of + " epilogue, applied before the store");
+    }
     for (const auto& r : g.reduces)
       plan.notes.push_back("scan + reduction: " + to_string(r.op->values) + " folded with " + r.op->monoid.name() + " in " +
                            last + "'s pass over the input (read once), per-tile folds combined in tile order");
