@@ -80,6 +80,30 @@ TEST_CASE("the filter's own outputs join the kernel of the scan of its survivors
   CHECK(plan.kernels[0].source.find("scanned.f1") != std::string::npos);
 }
 
+TEST_CASE("a reduction over index() beside a filter's result folds after a scan that counts the survivors") {
+  auto x = ff::input<int>("x");
+  ff::Expr kept = ff::filter(x, x > 0);
+  const ff::codegen::Plan plan = ff::codegen::plan(
+      ff::outputs(ff::reduce(ff::cast<long long>(kept) * ff::index(), ff::plus), ff::reduce(x, ff::max)), sm90());
+  // The position reduction folds after the survivor count's scan; the plain max of the
+  // same input folds into the same pass.
+  REQUIRE(plan.kernels.size() == 1);
+  CHECK(plan.kernels[0].name == "ff_scan_lookback_survivor_positions");
+  const std::string& src = plan.kernels[0].source;
+  CHECK(src.find("into result slot 0") != std::string::npos);
+  CHECK(src.find("into result slot 1") != std::string::npos);
+  CHECK(src.find("ff::scanned_tile_fold(") != std::string::npos);
+  CHECK(src.find("ff::TileStages::Separate, kInclusive>(") != std::string::npos);
+  CHECK(src.find("constexpr bool kInclusive = false;") != std::string::npos);
+  // A reduction reading such a result would have to run after the scan: refused.
+  ff::Expr s = ff::reduce(ff::cast<long long>(kept) * ff::index(), ff::plus);
+  CHECK(plan_error(ff::Program(ff::reduce(ff::cast<long long>(x) * s, ff::plus)))
+            .find("reads the result of a reduction over index() among a filter's survivors") != std::string::npos);
+  // A histogram over index() beside a filter's result stays refused.
+  CHECK(plan_error(ff::Program(ff::histogram(ff::cast<int>(ff::index() % 4) + kept * 0, 4)))
+            .find("reads index() beside a filter's result") != std::string::npos);
+}
+
 TEST_CASE("a scan of a filter's result refuses reduce_then_scan, and keyed scans of one stay refused") {
   auto x = ff::input<float>("x");
   const std::string rts = plan_error(
@@ -317,14 +341,18 @@ TEST_CASE("maps mixing a filter's result with arrays of its length are one compa
 }
 
 // The reference evaluator's index() over a filter's result is the position among the
-// survivors; a masked reduction cannot know it, so the planner says so instead of
-// returning original positions. index() zipped before the filter is the original one.
-TEST_CASE("index() beside a filter's result in a reduction is rejected; before the filter it plans") {
+// survivors: a reduction of it plans as a scan that counts them (survivor positions);
+// index() zipped before the filter is the original one, a masked reduction.
+TEST_CASE("index() beside a filter's result in a reduction counts survivors; before the filter it is masked") {
   auto x = ff::input<float>("x");
-  const std::string e = plan_error(ff::Program(ff::reduce(ff::zip(ff::filter(x, x > 0.0f), ff::index()), ff::argmax)));
-  INFO(e);
-  CHECK(e.find("reads index() beside a filter's result") != std::string::npos);
-  CHECK(plan_error(ff::Program(ff::reduce(ff::filter(ff::zip(x, ff::index()), x > 0.0f), ff::argmax))).empty());
+  const ff::codegen::Plan among =
+      ff::codegen::plan(ff::Program(ff::reduce(ff::zip(ff::filter(x, x > 0.0f), ff::index()), ff::argmax)), sm90());
+  REQUIRE(among.kernels.size() == 1);
+  CHECK(among.kernels[0].name == "ff_scan_lookback_survivor_positions");
+  const ff::codegen::Plan before =
+      ff::codegen::plan(ff::Program(ff::reduce(ff::filter(ff::zip(x, ff::index()), x > 0.0f), ff::argmax)), sm90());
+  REQUIRE(before.kernels.size() == 1);
+  CHECK(before.kernels[0].name.find("ff_reduce_") == 0);
 }
 
 TEST_CASE("two reductions of one filter's result are both masked") {

@@ -48,8 +48,11 @@ void run_against_reference(const std::string& what, const ff::Program& prog, con
   b.bind(x, ff::HostArray::from(host));
   std::vector<ff::Result> got = rt.run(prog, {{x, dev}});
   auto want = ff::evaluate(prog, b);
-  for (std::size_t o = 0; o < got.size(); ++o)
-    check_exact(got[o].download<R>(), want[o].array.to_vector<R>(), what + ", output " + std::to_string(o));
+  for (std::size_t o = 0; o < got.size(); ++o) {
+    INFO(what << ", output " << o);
+    if (want[o].is_scalar) CHECK(got[o].value() == want[o].scalar);
+    else check_exact(got[o].download<R>(), want[o].array.to_vector<R>(), what + ", output " + std::to_string(o));
+  }
 }
 
 std::string describe(const std::string& what, std::int64_t n) { return what + ", n = " + std::to_string(n); }
@@ -103,7 +106,37 @@ void check_compositions(const std::vector<std::int64_t>& sizes) {
   }
 }
 
+// Reductions reading index() beside a filter's result: the position among the survivors.
+void check_positions(const std::vector<std::int64_t>& sizes) {
+  auto x = ff::input<std::int32_t>("x");
+  for (std::int64_t n : sizes) {
+    ff::Expr kept = ff::filter(x, x > 0);
+    run_against_reference<std::int64_t>(describe("sum of survivor * its position", n),
+                                        ff::Program(ff::reduce(ff::cast<std::int64_t>(kept) * ff::index(), ff::plus)),
+                                        x, n, -1000, 1000);
+    // Ties (values from [-20, 20)) take the first position: the order of the survivors counts.
+    // A plain reduction of the input folds into the same pass.
+    ff::Program arg(ff::outputs(ff::reduce(ff::zip(kept, ff::index()), ff::argmax),
+                                ff::reduce(ff::cast<std::int64_t>(kept) - ff::index(), ff::min), ff::reduce(x, ff::max)));
+    ff::Runtime& rt = runtime();
+    const auto host = random_values<std::int32_t>(n, -20, 20);
+    auto dev = rt.upload(host);
+    ff::HostBindings b;
+    b.bind(x, ff::HostArray::from(host));
+    std::vector<ff::Result> got = rt.run(arg, {{x, dev}});
+    auto want = ff::evaluate(arg, b);
+    INFO(describe("argmax (value, position among survivors) and min of value - position", n));
+    CHECK(got[0].value() == want[0].scalar);
+    CHECK(got[1].value() == want[1].scalar);
+    CHECK(got[2].value() == want[2].scalar);
+  }
+}
+
 }  // namespace
+
+TEST_CASE("reductions over index() beside a filter's result use the position among the survivors") {
+  check_positions(kSizes);
+}
 
 TEST_CASE("a scan of a filter's result is the survivors' scan, inclusive and exclusive, keep all, none, half") {
   check_sums(kSizes);
@@ -131,6 +164,7 @@ TEST_CASE("a scan of a filter's result and a reduction of the input: one pass, t
     auto want = ff::evaluate(prog, b);
     check_exact(got[0].download<std::int32_t>(), want[0].array.to_vector<std::int32_t>(), describe("scan", n));
     CHECK(got[1].value() == want[1].scalar);
+    CHECK(got[2].value() == want[2].scalar);
   }
 }
 
@@ -138,4 +172,5 @@ TEST_CASE("a scan of a filter's result at 2^20 + 7 and 2^24 elements" * doctest:
   check_sums(kLongSizes);
   check_mssp(kLongSizes);
   check_compositions(kLongSizes);
+  check_positions(kLongSizes);
 }

@@ -44,27 +44,6 @@ void fill_scan_leaves(KernelContext& g) {
   g.leaves = leaves_in(*g.plan, exprs);
 }
 
-// `e` with each node for which `leaf` gives an expression replaced by it (`leaf` gives an
-// empty Expr for the nodes it keeps).
-Expr substitute(const Expr& e, const std::function<Expr(const Expr&)>& leaf, std::map<const ExprNode*, Expr>& memo) {
-  if (Expr to = leaf(e); to.valid()) return to;
-  if (e.args().empty()) return e;
-  if (auto it = memo.find(e.get()); it != memo.end()) return it->second;
-  std::vector<Expr> args;
-  bool changed = false;
-  for (const auto& a : e.args()) {
-    args.push_back(substitute(a, leaf, memo));
-    changed = changed || !same_node(args.back(), a);
-  }
-  Expr r = changed ? e.with_args(std::move(args)) : e;
-  memo.emplace(e.get(), r);
-  return r;
-}
-Expr substitute(const Expr& e, const std::function<Expr(const Expr&)>& leaf) {
-  std::map<const ExprNode*, Expr> memo;
-  return substitute(e, leaf, memo);
-}
-
 // `combine` over the value fields of (value, count) operands a and b.
 Expr on_values(const Expr& combine, const Expr& a, const Expr& b) {
   if (combine.kind() == ExprKind::Operand) return Expr::get(combine.node().index == 0 ? a : b, 0);
@@ -213,9 +192,47 @@ void emit_scans(const std::vector<KernelContext>& groups, Plan& plan) {
         if (!stores_scan_itself(g, o))
           plan.notes.push_back("scan -> map: the map is " + epilogue_of + " epilogue, applied before the store");
     }
+    if (g.folds_scanned)
+      plan.notes.push_back("index() among a filter's survivors: " + last + " counts the survivors before each "
+                           "element (an exclusive scan) and folds the reduction over them after the scan, in one pass");
     for (const auto& r : g.reduces)
       plan.notes.push_back("scan + reduction: " + to_string(r.op->values) + " folded with " + r.op->monoid.name() + " in " +
                            last + "'s pass over the input (read once), per-tile folds combined in tile order");
+  }
+}
+
+void plan_position_scans(const PlanContext& c, std::vector<PlannedReduce>& reduces, std::vector<KernelContext>& groups) {
+  for (auto& r : reduces) {
+    if (!r.survivor_position.valid()) continue;
+    for (const auto& other : reduces) {
+      std::set<const ExprNode*> seen, inputs, params;
+      std::set<const OpNode*> scalars;
+      collect_leaves(other.fused.value, seen, inputs, params, scalars);
+      collect_leaves(other.fused.mask, seen, inputs, params, scalars);
+      if (scalars.count(r.fused.op.get()))
+        throw GraphError("codegen: " + to_string(other.fused.op->values) + " reads the result of a reduction over "
+                         "index() among a filter's survivors, which a scan's pass computes after the other reductions; "
+                         "that is not supported in one program yet");
+    }
+    // The scan: survivors before each element (exclusive), a count per element.
+    auto op = std::make_shared<OpNode>();
+    op->kind = OpKind::Scan;
+    const Expr one = Expr::constant(Value::from_uint(ScalarType::U64, 1));
+    op->values = r.fused.mask.valid() ? Expr::select(r.fused.mask, one, Expr::constant(Value::from_uint(ScalarType::U64, 0)))
+                                      : one;
+    op->monoid = Monoid::builtin(MonoidKind::Plus).instantiate(ScalarType::U64, "scan");
+    op->scan_kind = ScanKind::Exclusive;
+    op->output_types = {ScalarType::U64};
+    KernelContext g = context_in(c);
+    g.op = op;
+    g.value = op->values;
+    g.folds_scanned = true;
+    const Expr position = Expr::cast(ScalarType::I64, Expr::result(op, 0, ScalarType::U64));
+    r.fused.value = substitute(r.fused.value,
+                               [&](const Expr& e) { return same_node(e, r.survivor_position) ? position : Expr(); });
+    g.reduces.push_back(r.fused);
+    r.folded_into_scan = true;
+    groups.push_back(std::move(g));
   }
 }
 
@@ -244,6 +261,7 @@ void fold_reductions_into_scans(std::vector<PlannedReduce>& reduces, std::vector
   for (std::size_t j = 0; j < reduces.size(); ++j) {
     PlannedReduce& r = reduces[j];
     const OpNode* op = r.fused.op.get();
+    if (r.folded_into_scan) continue;  // plan_position_scans
     if (r.strategy != Strategy::Automatic || inputs_of[j].empty() || read_by_reductions.count(op) ||
         read_by_scans.count(op))
       continue;

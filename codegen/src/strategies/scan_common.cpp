@@ -19,7 +19,8 @@ bool stores_scan_itself(const KernelContext& g, const Expr& o) {
 }
 
 bool scan_stages_can_share(const KernelContext& g) {
-  if (compacts_survivors(g)) return false;  // the store reads the predicate from the input stage
+  // The store reads the predicate from the input stage, or the folds after the scan their inputs.
+  if (compacts_survivors(g) || g.folds_scanned) return false;
   for (const auto& o : g.outputs)
     if (o.kind() != ExprKind::Result) return false;  // an epilogue reads the input stage at the store
   return true;
@@ -93,6 +94,8 @@ std::optional<ScanTiling> staged_scan_tiling(const KernelContext& g) {
 
 std::string scan_kernel_name(const KernelContext& g, const char* strategy) {
   const Monoid& m = g.op->monoid;
+  // The count of survivors before each element, for reductions over index() among them.
+  if (g.folds_scanned) return std::string("ff_scan_") + strategy + "_survivor_positions";
   // A scan of a filter's result is named after its value type, not its (value, count) pairs.
   if (compacts_survivors(g))
     return std::string("ff_scan_") + strategy + "_survivors_" + short_type_name(m.type().fields()[0]) + "_" +

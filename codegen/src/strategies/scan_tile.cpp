@@ -49,7 +49,8 @@ void ScanKernelWriter::emit_tile_functors(SourceWriter& w, bool stores) {
     emit_survivor_store(w);
     return;
   }
-  w.comment("Each output's element i: the scan itself, or its epilogue.");
+  w.comment(g_.outputs.empty() ? "No array outputs: the scan feeds the reductions folded after it."
+                                : "Each output's element i: the scan itself, or its epilogue.");
   w.open("const auto store = [&](unsigned char* stages, const " + acc() +
          "* scanned, const int slot, const long long i)");
   for (std::size_t j = 0; j < g_.outputs.size(); ++j) {
