@@ -76,11 +76,11 @@ void survivors_scan(KernelContext& g);
 // Program outputs `output_ids` over a filter's survivors (the compactions plan_filters would
 // plan) whose predicate a scan of survivors in `groups` has: written by that scan's kernel,
 // at the same positions, and taken out of `output_ids`. One pass for both.
-void adopt_filter_outputs(const Program& program, std::vector<KernelContext>& groups, std::vector<int>& output_ids,
-                          FilterMemo& memo);
+void adopt_filter_outputs(const Program& program, std::vector<KernelContext>& groups, std::vector<int>& output_ids);
 // The reductions that read index() among a filter's survivors: each folded into a scan of
 // its own that counts the survivors before each element (exclusive), after the scan, from
-// its count. GraphError where another reduction reads such a result (it runs after them).
+// its count. GraphError where another reduction or a scan reads such a result (it runs
+// after them).
 void plan_position_scans(const PlanContext& c, std::vector<PlannedReduce>& reduces, std::vector<KernelContext>& groups);
 void fold_reductions_into_scans(std::vector<PlannedReduce>& reduces, std::vector<KernelContext>& groups);
 void emit_scans(const std::vector<KernelContext>& groups, Plan& plan);

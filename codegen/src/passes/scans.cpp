@@ -95,13 +95,12 @@ void survivors_scan(KernelContext& g) {
   g.op = std::move(op);
 }
 
-void adopt_filter_outputs(const Program& program, std::vector<KernelContext>& groups, std::vector<int>& output_ids,
-                          FilterMemo& memo) {
-  (void)memo;  // index() is replaced before the filters are: memos of their own (keyed by node address)
+void adopt_filter_outputs(const Program& program, std::vector<KernelContext>& groups, std::vector<int>& output_ids) {
   std::vector<int> left;
   for (int id : output_ids) {
     // The output with index() (the position among the survivors) a placeholder leaf, its
-    // filters resolved: the survivors' value and predicate at element i.
+    // filters resolved: the survivors' value and predicate at element i. (A memo of its own:
+    // it is keyed by node address, and the rewritten nodes die with it.)
     const Expr placeholder = Expr::param("survivor_position", ScalarType::I64);
     const Expr o = substitute(program.outputs()[static_cast<std::size_t>(id)],
                               [&](const Expr& e) { return e.kind() == ExprKind::Index ? placeholder : Expr(); });
@@ -204,15 +203,22 @@ void emit_scans(const std::vector<KernelContext>& groups, Plan& plan) {
 void plan_position_scans(const PlanContext& c, std::vector<PlannedReduce>& reduces, std::vector<KernelContext>& groups) {
   for (auto& r : reduces) {
     if (!r.survivor_position.valid()) continue;
-    for (const auto& other : reduces) {
+    // Its result comes after the reductions and the scans before it: none of them may read it.
+    auto refuse_reader = [&](const std::vector<Expr>& exprs, const std::string& reader) {
       std::set<const ExprNode*> seen, inputs, params;
       std::set<const OpNode*> scalars;
-      collect_leaves(other.fused.value, seen, inputs, params, scalars);
-      collect_leaves(other.fused.mask, seen, inputs, params, scalars);
+      for (const auto& e : exprs) collect_leaves(e, seen, inputs, params, scalars);
       if (scalars.count(r.fused.op.get()))
-        throw GraphError("codegen: " + to_string(other.fused.op->values) + " reads the result of a reduction over "
-                         "index() among a filter's survivors, which a scan's pass computes after the other reductions; "
-                         "that is not supported in one program yet");
+        throw GraphError("codegen: " + reader + " reads the result of a reduction over index() among a filter's "
+                         "survivors, which a scan's pass computes after the other reductions and scans; that is not "
+                         "supported in one program yet");
+    };
+    for (const auto& other : reduces) refuse_reader({other.fused.value, other.fused.mask}, to_string(other.fused.op->values));
+    for (const auto& scan : groups) {
+      std::vector<Expr> exprs = scan.outputs;
+      exprs.push_back(scan.value);
+      exprs.push_back(scan.mask);
+      refuse_reader(exprs, "the scan " + to_string(scan.op->values));
     }
     // The scan: survivors before each element (exclusive), a count per element.
     auto op = std::make_shared<OpNode>();
