@@ -91,6 +91,9 @@ struct KernelContext {
   Leaves key_leaves;                      // counting_sort: what its keys alone read
   std::vector<ScalarEpilogue> epilogues;  // a reduce kernel's: computed in store(total) after the final combine
   Expr key;  // a histogram's bin, filter results substituted (an i64 -1, dropped, where their mask is false)
+  // A scan's: the reductions folded in read its element (index() among a filter's
+  // survivors, the scan's count of those before), so they fold after the scan.
+  bool folds_scanned = false;
 
   const Policies& policies() const { return plan->policies; }
   const Target& target() const { return plan->target; }

@@ -124,6 +124,8 @@ Plan plan(const Program& original, const Target& target, const PlanOptions& opti
   // Choose: each scan writes the outputs over its result and folds the reductions over its
   // inputs whose results nothing earlier needs; the other reductions share kernels.
   std::vector<KernelContext> scans = group_scans(context, classified.scan_output_ids, memo);
+  adopt_filter_outputs(program, scans, classified.filter_output_ids);
+  plan_position_scans(context, classified.reduces, scans);
   fold_reductions_into_scans(classified.reduces, scans);
   std::vector<ReduceKernelChoice> reduce_kernels = choose_reduce_kernels(classified.reduces, context);
   const std::vector<ScalarEpilogue> after_all = place_epilogues(classified.epilogues, classified.reduces, reduce_kernels);

@@ -1,11 +1,11 @@
 #pragma once
 // The text every scan strategy shares. A scan kernel evaluates one scan (its context's op):
-// its input map inlined into the loads (prologue), optionally a mask (a dropped element
-// contributes the identity; the planner leaves it empty, as it rejects filter -> scan for
-// now), every program output computed from the scan's elements (the context's outputs) as
-// an epilogue applied before the store, and, in the look-back scans, the reductions folded
-// into its pass (the context's reduces: their inputs are among the scan's, so the kernel
-// reads the data once for all of them; DESIGN.md, fusion rules).
+// its input map inlined into the loads (prologue), optionally a mask (a scan of a filter's
+// result: a dropped element contributes the identity, see compacts_survivors), every
+// program output computed from the scan's elements (the context's outputs) as an epilogue
+// applied before the store, and, in the look-back scans, the reductions folded into its
+// pass (the context's reduces: their inputs are among the scan's, so the kernel reads the
+// data once for all of them; DESIGN.md, fusion rules).
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -17,6 +17,15 @@
 #include "policy.hpp"
 
 namespace fuseflow::codegen {
+
+// A scan of a filter's result (passes/scans.cpp, survivors_scan): the context's mask is the
+// survivors' predicate and its op scans (value, survivor count) pairs; the store writes
+// survivors only, each at its position among them (the count before it), and element
+// n - 1 each output's count (OutputCount arguments, after each output).
+bool compacts_survivors(const KernelContext& g);
+// Output `o` is the scan itself (stored as it is, no epilogue): its result, or the value
+// field of a scan of a filter's result.
+bool stores_scan_itself(const KernelContext& g, const Expr& o);
 
 // Tuning constants of a tiled scan, chosen from the element sizes.
 struct ScanTiling {
@@ -94,6 +103,9 @@ class ScanKernelWriter {
   void emit_tile_functors(SourceWriter& w, bool stores);
   // "ff::stage<T>(stages, kStage_x)[slot], ..., index": the staged inputs of a tile slot.
   std::string staged_call(const std::string& slot, const std::string& index);
+  // The store of a scan of a filter's result (compacts_survivors): survivors only, each at
+  // its position among them; element n - 1 writes each output's count.
+  void emit_survivor_store(SourceWriter& w);
   std::string fold_summary() const;
 
   // Header comment + includes (scan.cuh, then `more_includes`) + structs + body.

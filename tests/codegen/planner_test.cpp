@@ -2,6 +2,8 @@
 // GraphError for those it rejects.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include <cstdlib>
 #include <string>
 #include <utility>
@@ -30,26 +32,88 @@ std::string plan_error(const ff::Program& p) {
   return "";
 }
 
-const std::string kFilterScan =
-    "a scan of a filter's result (the prefixes of the compacted survivors) is not supported in one program yet; "
-    "run the filter first (its result is a device array) and scan that, or for a masked scan over all n elements "
-    "write scan(select(p, x, identity))";
-
 }  // namespace
 
-TEST_CASE("a scan of a filter result is rejected with a message that says what to write instead") {
+TEST_CASE("a scan of a filter's result is one look-back kernel over (value, survivor count) pairs, counted outputs") {
   auto x = ff::input<float>("x");
   for (ff::ScanKind kind : {ff::inclusive, ff::exclusive}) {
-    const std::string e = plan_error(ff::Program(ff::scan(ff::filter(x, x > 0.0f), ff::plus, kind)));
-    INFO("error: " << e);
-    CHECK(e == "fuseflow: codegen: " + kFilterScan);
+    ff::Expr s = ff::scan(ff::filter(x, x > 0.0f), ff::plus, kind);
+    const ff::codegen::Plan plan = ff::codegen::plan(ff::outputs(s, s * 2.0f), sm90());
+    REQUIRE(plan.kernels.size() == 1);  // no staged tile or pipelined kernel: the pairs are 16 bytes
+    const ff::codegen::KernelSpec& k = plan.kernels[0];
+    CHECK(k.name == std::string("ff_scan_lookback_survivors_f32_plus") + (kind == ff::exclusive ? "_exclusive" : ""));
+    // Both outputs are as long as the survivors: counted, each count written by the kernel.
+    REQUIRE(plan.output_shapes.size() == 2);
+    CHECK(plan.output_shapes[0].counted);
+    CHECK(plan.output_shapes[1].counted);
+    int counts = 0;
+    for (const auto& a : k.args) counts += a.kind == ff::codegen::Arg::Kind::OutputCount;
+    CHECK(counts == 2);
+    CHECK(k.source.find("struct ff_tuple0 {  // (f32, u64)") != std::string::npos);
+    CHECK(k.source.find("const bool kept = keep(") != std::string::npos);
+    // Launched for n = 0 too, so the counts are written.
+    REQUIRE(plan.steps.size() == 1);
+    CHECK(plan.steps[0].launch_empty);
+    bool noted = false;
+    for (const auto& note : plan.notes) noted = noted || note.find("filter -> scan:") != std::string::npos;
+    CHECK(noted);
   }
-  // Also through a map of the filter's result, and with an epilogue, and with reduce_then_scan.
-  const std::string mapped = plan_error(ff::Program(ff::scan(ff::filter(x, x > 0.0f) * 2.0f, ff::plus) + 1.0f));
-  CHECK(mapped.find(kFilterScan) != std::string::npos);
+}
+
+TEST_CASE("the filter's own outputs join the kernel of the scan of its survivors: one pass, index() the position") {
+  auto x = ff::input<int>("x");
+  ff::Expr kept = ff::filter(x, x > 0);
+  const ff::codegen::Plan plan = ff::codegen::plan(
+      ff::outputs(kept, ff::scan(kept, ff::plus), kept * ff::cast<int>(ff::index()), ff::filter(x, x < 0)), sm90());
+  // The scan's kernel writes outputs 0, 1 and 2; the filter of another predicate compacts on
+  // its own (and its pipelined twin for large n).
+  REQUIRE(plan.kernels.size() == 3);
+  CHECK(plan.kernels[0].name == "ff_scan_lookback_survivors_i32_plus");
+  CHECK(plan.kernels[1].name == "ff_filter_compact_i32");
+  std::vector<int> written;
+  for (const auto& a : plan.kernels[0].args)
+    if (a.kind == ff::codegen::Arg::Kind::OutputCount) written.push_back(a.index);
+  std::sort(written.begin(), written.end());
+  CHECK(written == std::vector<int>{0, 1, 2});
+  for (int id = 0; id < 4; ++id) CHECK(plan.output_shapes[static_cast<std::size_t>(id)].counted);
+  // index() is the survivor's position: the inclusive count less one.
+  CHECK(plan.kernels[0].source.find("scanned.f1") != std::string::npos);
+}
+
+TEST_CASE("a reduction over index() beside a filter's result folds after a scan that counts the survivors") {
+  auto x = ff::input<int>("x");
+  ff::Expr kept = ff::filter(x, x > 0);
+  const ff::codegen::Plan plan = ff::codegen::plan(
+      ff::outputs(ff::reduce(ff::cast<long long>(kept) * ff::index(), ff::plus), ff::reduce(x, ff::max)), sm90());
+  // The position reduction folds after the survivor count's scan; the plain max of the
+  // same input folds into the same pass.
+  REQUIRE(plan.kernels.size() == 1);
+  CHECK(plan.kernels[0].name == "ff_scan_lookback_survivor_positions");
+  const std::string& src = plan.kernels[0].source;
+  CHECK(src.find("into result slot 0") != std::string::npos);
+  CHECK(src.find("into result slot 1") != std::string::npos);
+  CHECK(src.find("ff::scanned_tile_fold(") != std::string::npos);
+  CHECK(src.find("ff::TileStages::Separate, kInclusive>(") != std::string::npos);
+  CHECK(src.find("constexpr bool kInclusive = false;") != std::string::npos);
+  // A reduction reading such a result would have to run after the scan: refused.
+  ff::Expr s = ff::reduce(ff::cast<long long>(kept) * ff::index(), ff::plus);
+  CHECK(plan_error(ff::Program(ff::reduce(ff::cast<long long>(x) * s, ff::plus)))
+            .find("reads the result of a reduction over index() among a filter's survivors") != std::string::npos);
+  // A histogram over index() beside a filter's result stays refused.
+  CHECK(plan_error(ff::Program(ff::histogram(ff::cast<int>(ff::index() % 4) + kept * 0, 4)))
+            .find("reads index() beside a filter's result") != std::string::npos);
+}
+
+TEST_CASE("a scan of a filter's result refuses reduce_then_scan, and keyed scans of one stay refused") {
+  auto x = ff::input<float>("x");
   const std::string rts = plan_error(
       ff::Program(ff::scan(ff::filter(x, x > 0.0f), ff::plus, ff::inclusive, ff::strategy::reduce_then_scan)));
-  CHECK(rts.find(kFilterScan) != std::string::npos);
+  CHECK(rts == "fuseflow: codegen: a scan of a filter's result is one look-back pass that compacts as it scans; "
+               "strategy reduce_then_scan does not apply to it, leave the strategy automatic");
+  auto k = ff::input<int>("k");
+  const std::string keyed = plan_error(ff::Program(ff::scan_by_key(k, ff::filter(x, x > 0.0f), ff::plus)));
+  CHECK(keyed.find("a scan_by_key of a filter's result (over the compacted survivors) is not supported in one program "
+                   "yet") != std::string::npos);
 }
 
 TEST_CASE("a masked scan written with select plans as one look-back kernel (and its staged tile for large n)") {
@@ -277,14 +341,18 @@ TEST_CASE("maps mixing a filter's result with arrays of its length are one compa
 }
 
 // The reference evaluator's index() over a filter's result is the position among the
-// survivors; a masked reduction cannot know it, so the planner says so instead of
-// returning original positions. index() zipped before the filter is the original one.
-TEST_CASE("index() beside a filter's result in a reduction is rejected; before the filter it plans") {
+// survivors: a reduction of it plans as a scan that counts them (survivor positions);
+// index() zipped before the filter is the original one, a masked reduction.
+TEST_CASE("index() beside a filter's result in a reduction counts survivors; before the filter it is masked") {
   auto x = ff::input<float>("x");
-  const std::string e = plan_error(ff::Program(ff::reduce(ff::zip(ff::filter(x, x > 0.0f), ff::index()), ff::argmax)));
-  INFO(e);
-  CHECK(e.find("reads index() beside a filter's result") != std::string::npos);
-  CHECK(plan_error(ff::Program(ff::reduce(ff::filter(ff::zip(x, ff::index()), x > 0.0f), ff::argmax))).empty());
+  const ff::codegen::Plan among =
+      ff::codegen::plan(ff::Program(ff::reduce(ff::zip(ff::filter(x, x > 0.0f), ff::index()), ff::argmax)), sm90());
+  REQUIRE(among.kernels.size() == 1);
+  CHECK(among.kernels[0].name == "ff_scan_lookback_survivor_positions");
+  const ff::codegen::Plan before =
+      ff::codegen::plan(ff::Program(ff::reduce(ff::filter(ff::zip(x, ff::index()), x > 0.0f), ff::argmax)), sm90());
+  REQUIRE(before.kernels.size() == 1);
+  CHECK(before.kernels[0].name.find("ff_reduce_") == 0);
 }
 
 TEST_CASE("two reductions of one filter's result are both masked") {
@@ -368,9 +436,9 @@ TEST_CASE("segmented scan offsets read as elements too, or read through a parame
   CHECK(plan_error(ff::Program(ff::segmented_scan(x, o + t, ff::plus))).find("segmented_scan offsets that read a parameter") !=
         std::string::npos);
   // A filter's result among scan_by_key's keys (the values x taken at the survivors'
-  // positions) is a scan over the survivors, refused as a scan of a filter's result.
-  CHECK(plan_error(ff::Program(ff::scan_by_key(ff::filter(x, x > 0), x, ff::plus))).find("a scan of a filter's result") !=
-        std::string::npos);
+  // positions) is a scan over the survivors, refused as a scan_by_key of a filter's result.
+  CHECK(plan_error(ff::Program(ff::scan_by_key(ff::filter(x, x > 0), x, ff::plus)))
+            .find("a scan_by_key of a filter's result") != std::string::npos);
 }
 
 TEST_CASE("reductions over a scan's inputs are folded into the look-back kernel: one kernel, one pass") {

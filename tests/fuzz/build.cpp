@@ -40,6 +40,7 @@ class Builder {
         if (pred.valid()) xs = filter(xs, pred);
         results_.push_back(reduce(xs, monoid(op.monoid), op.strategy));
       } else {
+        if (pred.valid()) xs = filter(xs, pred);  // the survivors' scan
         results_.push_back(scan(xs, monoid(op.monoid), op.scan_kind, op.strategy));
       }
     }

@@ -173,6 +173,10 @@ OpDesc Generator::scan_op() {
   op.values = values_for(op.monoid);
   op.scan_kind = rng_.chance(0.5) ? ScanKind::Inclusive : ScanKind::Exclusive;
   op.strategy = std::vector<Strategy>{Strategy::Automatic, Strategy::Lookback, Strategy::ReduceThenScan}[rng_.weighted({4, 3, 3})];
+  // A scan of a filter's result (the survivors' scan, compacted) where its check is exact:
+  // the float checks of scans bound element k by the first k values of all n.
+  if (op.strategy != Strategy::ReduceThenScan && !value_is_float(op) && rng_.chance(0.3))
+    op.predicate = ensure_input(boolean(depth()));
   return op;
 }
 
@@ -234,15 +238,18 @@ NodeRef Generator::epilogue(int k) {
   }
   NodeRef s = flt ? clamp(e, kFloatLimit) : NodeRef(e);
   NodeRef other = number(static_cast<int>(rng_.range(0, 2)), !flt);
+  if (op.predicate) other = make_const(st(s), 1);  // no input beside the survivors' scan
   switch (rng_.weighted({3, 2, 2, 1})) {
     case 0: return tame(make_binary(rng_.chance(0.5) ? BinaryOp::Add : BinaryOp::Sub, s, other));
     case 1: return tame(make_binary(BinaryOp::Mul, s, make_const(st(s), static_cast<double>(rng_.range(-3, 3)))));
     case 2: {
+      if (op.predicate) break;  // a scan of a filter's result has the survivors' length, not the inputs'
       NodeRef x = input_leaf();
       return make_select(make_binary(BinaryOp::Gt, x, similar_constant(x)), s, coerce(x, st(s)));
     }
-    default: return make_cast(flt ? ScalarType::F64 : rng_.pick(kIntTypes), s);
+    default: break;
   }
+  return make_cast(flt ? ScalarType::F64 : rng_.pick(kIntTypes), s);
 }
 
 // A map that reads the last scalar result and an input: x / reduce(x) and relatives.

@@ -114,7 +114,7 @@ struct OpDesc {
   NodeRef values;     // element values; argmin/argmax zip them with index(), mssp maps them to parts
                       // (CountingSort: the values of sort_by_key, or none for counting_sort;
                       // Histogram: integer weights, or none for counts)
-  NodeRef predicate;  // Reduce: reduce(filter(values, predicate)) when set; Filter: its predicate
+  NodeRef predicate;  // Reduce / Scan: reduce(filter(values, predicate)) or scan(filter(...)) when set; Filter: its predicate
   MonoidChoice monoid = MonoidChoice::Plus;  // Reduce, Scan, SegmentedReduce / Scan, ScanByKey, ReduceByKey
   ScanKind scan_kind = ScanKind::Inclusive;  // Scan, SegmentedScan, ScanByKey
   Strategy strategy = Strategy::Automatic;

@@ -360,8 +360,8 @@ TEST_CASE("the survivor count is read from the device only when asked, and the m
   CHECK(counted == static_cast<std::int64_t>(want.size()));
 }
 
-// scan(filter(x, p)) is refused in one program (tests/codegen/planner_test.cpp); in two
-// runs it is the reference's scan of the survivors.
+// scan(filter(x, p)) in one program: filter_scan_gpu_test.cpp; in two runs it is the
+// reference's scan of the survivors too.
 TEST_CASE("a compacted array scanned in a second run is the reference's scan of the survivors") {
   ff::Runtime& rt = runtime();
   for (std::int64_t n : {0LL, 1LL, 1025LL, (1LL << 20) + 7}) {

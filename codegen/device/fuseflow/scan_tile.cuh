@@ -205,6 +205,7 @@ __device__ __forceinline__ void tile_store(unsigned char* stages, T* scanned, St
 template <typename F, typename Combine, typename Element, typename Store>
 struct TileFold {
   static constexpr bool kActive = true;
+  static constexpr bool kAfterScan = false;
   F* partials;
   unsigned* ticket;
   F identity;
@@ -252,9 +253,39 @@ __device__ __forceinline__ TileFold<F, Combine, Element, Store> tile_fold(F* par
   return {partials, ticket, identity, combine, element, store};
 }
 
+// Reductions that read the scan's element (index() among a filter's survivors: an
+// exclusive count of the survivors): folded after the scan, from the input and scanned
+// stages, element(stages, scanned, slot, i); the rest as TileFold.
+template <typename F, typename Combine, typename Element, typename Store>
+struct ScannedTileFold : TileFold<F, Combine, Element, Store> {
+  static constexpr bool kAfterScan = true;
+
+  template <int kBlock, int kItems, typename T>
+  __device__ __forceinline__ void fold_scanned_tile(unsigned char* stages, const T* scanned, long long tile,
+                                                    long long base, long long n) const {
+    F folded = this->identity;
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) {
+      const int s = threadIdx.x * kItems + k;
+      const long long i = base + s;
+      if (i < n) folded = this->combine(folded, this->element(stages, scanned, tile_slot(s), i));
+    }
+    const F tile_fold = block_reduce<kBlock>(folded, this->combine, this->identity,
+                                             TileFold<F, Combine, Element, Store>::template warp_totals<kBlock>());
+    if (threadIdx.x == 0) this->partials[tile] = tile_fold;
+  }
+};
+
+template <typename F, typename Combine, typename Element, typename Store>
+__device__ __forceinline__ ScannedTileFold<F, Combine, Element, Store> scanned_tile_fold(
+    F* partials, unsigned* ticket, F identity, Combine combine, Element element, Store store) {
+  return {{partials, ticket, identity, combine, element, store}};
+}
+
 // No reductions folded in.
 struct NoTileFold {
   static constexpr bool kActive = false;
+  static constexpr bool kAfterScan = false;
   template <int kBlock, int kItems>
   __device__ __forceinline__ void fold_tile(unsigned char*, long long, long long, long long) const {}
   template <int kBlock>
@@ -313,7 +344,7 @@ __device__ __forceinline__ void lookback_scan_tile(const long long n, unsigned* 
     else tile_items<kBlock, kItems, true>(items, stages, element, identity, base, n);
   }
   if constexpr (!kStaged) thread_total = thread_fold(items, combine);
-  fold.template fold_tile<kBlock, kItems>(stages, tile, base, n);
+  if constexpr (!Fold::kAfterScan) fold.template fold_tile<kBlock, kItems>(stages, tile, base, n);
 
   T tile_total;
   const T thread_prefix = block_exclusive_scan<kBlock>(thread_total, combine, identity, warp_totals, tile_total);
@@ -334,6 +365,7 @@ __device__ __forceinline__ void lookback_scan_tile(const long long n, unsigned* 
     register_scan<kItems, kInclusive>(items, running, combine, memory.scanned);
   }
   __syncthreads();
+  if constexpr (Fold::kAfterScan) fold.template fold_scanned_tile<kBlock, kItems>(stages, memory.scanned, tile, base, n);
   // Coalesced stores, the epilogue applied to each element before it is written.
   if (base + kTile <= n) tile_store<kBlock, kItems, false>(stages, memory.scanned, store, base, n);
   else tile_store<kBlock, kItems, true>(stages, memory.scanned, store, base, n);

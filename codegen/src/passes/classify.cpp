@@ -2,6 +2,7 @@
 // reduction), each reduction given its stage and scalar slot, each program output sorted
 // by what plans it. Also the leaves of the expressions a kernel evaluates.
 #include <algorithm>
+#include <functional>
 
 #include "passes.hpp"
 
@@ -58,7 +59,34 @@ const ResolvedFilters& resolve(const Expr& e, FilterMemo& memo) {
   }
   return memo.emplace(e.get(), std::move(r)).first->second;
 }
+// The filters' results an expression reads at its own level (not inside other ops).
+bool reads_filter(const Expr& e) {
+  if (e.kind() == ExprKind::Result) return e.node().op->kind == OpKind::Filter;
+  return std::any_of(e.args().begin(), e.args().end(), [](const Expr& a) { return reads_filter(a); });
+}
+
+// `e` with each node for which `leaf` gives an expression replaced by it (`leaf` gives an
+// empty Expr for the nodes it keeps).
+Expr substitute(const Expr& e, const std::function<Expr(const Expr&)>& leaf, std::map<const ExprNode*, Expr>& memo) {
+  if (Expr to = leaf(e); to.valid()) return to;
+  if (e.args().empty()) return e;
+  if (auto it = memo.find(e.get()); it != memo.end()) return it->second;
+  std::vector<Expr> args;
+  bool changed = false;
+  for (const auto& a : e.args()) {
+    args.push_back(substitute(a, leaf, memo));
+    changed = changed || !same_node(args.back(), a);
+  }
+  Expr r = changed ? e.with_args(std::move(args)) : e;
+  memo.emplace(e.get(), r);
+  return r;
+}
 }  // namespace
+
+Expr substitute(const Expr& e, const std::function<Expr(const Expr&)>& leaf) {
+  std::map<const ExprNode*, Expr> memo;
+  return substitute(e, leaf, memo);
+}
 
 Expr resolve_filters(const Expr& e, Expr& mask, FilterMemo& memo) {
   const ResolvedFilters& r = resolve(e, memo);
@@ -119,7 +147,18 @@ Classified classify(const Program& program, Plan& plan, FilterMemo& memo) {
     PlannedReduce r;
     Expr mask;
     r.fused.op = op;
-    r.fused.value = resolve_filters(op->values, mask, memo);
+    if (reads_index(op->values) && reads_filter(op->values)) {
+      // index() beside a filter's result: the position among the survivors, a placeholder
+      // until plan_position_scans gives it a scan's count (its own memo: the rewritten nodes
+      // are fresh, and die with it).
+      r.survivor_position = Expr::param("survivor_position", ScalarType::I64);
+      FilterMemo fresh;
+      r.fused.value = resolve_filters(
+          substitute(op->values, [&](const Expr& e) { return e.kind() == ExprKind::Index ? r.survivor_position : Expr(); }),
+          mask, fresh);
+    } else {
+      r.fused.value = resolve_filters(op->values, mask, memo);
+    }
     r.fused.mask = mask;
     r.fused.output_slot = static_cast<int>(plan.scalars.size());
     // A reduction runs after every reduction whose result its map reads, also through a

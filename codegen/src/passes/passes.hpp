@@ -13,6 +13,7 @@
 // Array ops (histogram, segmented ops, counting sort) and compactions are planned by
 // array_ops.cpp, segmented_plan.cpp and filter_plan.cpp, which assign their input
 // domains and output shapes as they go.
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -32,6 +33,9 @@ struct PlannedReduce {
   int stage = 0;  // after every reduction whose result it reads
   Strategy strategy = Strategy::Automatic;
   bool folded_into_scan = false;  // computed by a scan's kernel (fold_reductions_into_scans)
+  // index() beside a filter's result in its values (the position among the survivors): the
+  // placeholder leaf standing for it in fused.value, replaced by plan_position_scans.
+  Expr survivor_position;
 };
 
 // What classify finds: the reductions and their scalar slots, and the program outputs by
@@ -53,6 +57,9 @@ struct Classified {
 void collect_leaves(const Expr& e, std::set<const ExprNode*>& seen, std::set<const ExprNode*>& inputs,
                     std::set<const ExprNode*>& params, std::set<const OpNode*>& scalars);
 [[noreturn]] void unsupported(const std::string& what);
+// `e` with each node for which `leaf` gives an expression replaced by it (`leaf` gives an
+// empty Expr for the nodes it keeps).
+Expr substitute(const Expr& e, const std::function<Expr(const Expr&)>& leaf);
 
 // classify.cpp. Also gives each reduction a scalar slot (plan.scalars, scalar_bytes) and
 // each output its slot or -1 (plan.output_scalar). GraphError naming an op this version
@@ -64,6 +71,18 @@ bool is_scan(OpKind k);
 const OpNode* scan_of(const Expr& output);  // the scan an output reads, or nullptr
 // A scan's context: the scan, its value and mask, the outputs over it, what it reads.
 std::vector<KernelContext> group_scans(const PlanContext& c, const std::vector<int>& output_ids, FilterMemo& memo);
+// A scan of a filter's result (the context's mask): rewritten to scan (value, survivor
+// count) pairs, its outputs over the value field (scan_context.hpp, compacts_survivors).
+void survivors_scan(KernelContext& g);
+// Program outputs `output_ids` over a filter's survivors (the compactions plan_filters would
+// plan) whose predicate a scan of survivors in `groups` has: written by that scan's kernel,
+// at the same positions, and taken out of `output_ids`. One pass for both.
+void adopt_filter_outputs(const Program& program, std::vector<KernelContext>& groups, std::vector<int>& output_ids);
+// The reductions that read index() among a filter's survivors: each folded into a scan of
+// its own that counts the survivors before each element (exclusive), after the scan, from
+// its count. GraphError where another reduction or a scan reads such a result (it runs
+// after them).
+void plan_position_scans(const PlanContext& c, std::vector<PlannedReduce>& reduces, std::vector<KernelContext>& groups);
 void fold_reductions_into_scans(std::vector<PlannedReduce>& reduces, std::vector<KernelContext>& groups);
 void emit_scans(const std::vector<KernelContext>& groups, Plan& plan);
 

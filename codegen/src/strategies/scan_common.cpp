@@ -9,7 +9,18 @@
 
 namespace fuseflow::codegen {
 
+bool compacts_survivors(const KernelContext& g) { return g.op->kind == OpKind::Scan && g.mask.valid(); }
+
+bool stores_scan_itself(const KernelContext& g, const Expr& o) {
+  if (o.kind() == ExprKind::Result) return true;
+  // A scan of a filter's result: the value field of its (value, count) pairs.
+  return compacts_survivors(g) && o.kind() == ExprKind::Get && o.node().index == 0 &&
+         o.args()[0].kind() == ExprKind::Result && o.args()[0].node().op == g.op;
+}
+
 bool scan_stages_can_share(const KernelContext& g) {
+  // The store reads the predicate from the input stage, or the folds after the scan their inputs.
+  if (compacts_survivors(g) || g.folds_scanned) return false;
   for (const auto& o : g.outputs)
     if (o.kind() != ExprKind::Result) return false;  // an epilogue reads the input stage at the store
   return true;
@@ -83,6 +94,12 @@ std::optional<ScanTiling> staged_scan_tiling(const KernelContext& g) {
 
 std::string scan_kernel_name(const KernelContext& g, const char* strategy) {
   const Monoid& m = g.op->monoid;
+  // The count of survivors before each element, for reductions over index() among them.
+  if (g.folds_scanned) return std::string("ff_scan_") + strategy + "_survivor_positions";
+  // A scan of a filter's result is named after its value type, not its (value, count) pairs.
+  if (compacts_survivors(g))
+    return std::string("ff_scan_") + strategy + "_survivors_" + short_type_name(m.type().fields()[0]) + "_" +
+           sanitize(m.name()) + (g.op->scan_kind == ScanKind::Exclusive ? "_exclusive" : "");
   return std::string("ff_scan_") + strategy + "_" + short_type_name(m.type()) + "_" + sanitize(m.name()) +
          (g.op->scan_kind == ScanKind::Exclusive ? "_exclusive" : "");
 }
@@ -118,8 +135,12 @@ std::vector<Arg> ScanKernelWriter::args(bool with_inputs, bool with_outputs, con
     append_table_args(a, l);
   }
   if (with_outputs)
-    for (std::size_t j = 0; j < g_.outputs.size(); ++j)
-      a.push_back({Arg::Kind::Output, g_.output_ids[j], "out" + std::to_string(g_.output_ids[j]), g_.outputs[j].type()});
+    for (std::size_t j = 0; j < g_.outputs.size(); ++j) {
+      const std::string out = "out" + std::to_string(g_.output_ids[j]);
+      a.push_back({Arg::Kind::Output, g_.output_ids[j], out, g_.outputs[j].type()});
+      // The survivors' scan: as many elements as survivors, a count the kernel writes.
+      if (compacts_survivors(g_)) a.push_back({Arg::Kind::OutputCount, g_.output_ids[j], out + "_count", ScalarType::U64});
+    }
   a.insert(a.end(), extra.begin(), extra.end());
   return a;
 }
@@ -183,7 +204,7 @@ void ScanKernelWriter::emit_functions(SourceWriter& w, bool elements, bool epilo
   {
     ExprEmitter e(w, types_, leaf_of);
     std::string v = e.emit(g_.value);
-    // filter -> scan: a dropped element contributes the identity.
+    // filter -> scan: a dropped element contributes the identity (and no survivor to the count).
     if (g_.mask.valid()) v = "(" + e.emit(g_.mask) + " ? " + v + " : identity)";
     w.line("return " + v + ";");
   }
@@ -191,13 +212,15 @@ void ScanKernelWriter::emit_functions(SourceWriter& w, bool elements, bool epilo
   // epilogue_j(scanned, inputs..., i): output j from the scan's element i.
   for (std::size_t j = 0; epilogues && j < g_.outputs.size(); ++j) {
     const Expr& o = g_.outputs[j];
-    if (o.kind() == ExprKind::Result) continue;  // the scan itself: stored as it is
+    if (stores_scan_itself(g_, o)) continue;  // the scan itself: stored as it is
     w.open("const auto epilogue" + std::to_string(j) + " = [&](const " + t + " scanned, " + params + ") -> " +
            types_.name(o.type()));
     ExprEmitter e(w, types_, leaf_of);
     w.line("return " + e.emit(o) + ";");
     w.close("};");
   }
+  // keep(inputs..., i): a scan of a filter's result stores the survivors only.
+  if (epilogues && compacts_survivors(g_)) emit_map_function(w, "keep", g_.mask);
 }
 
 void ScanKernelWriter::emit_map_function(SourceWriter& w, const std::string& name, const Expr& e) {

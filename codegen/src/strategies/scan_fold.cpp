@@ -23,7 +23,7 @@ std::vector<Arg> ScanKernelWriter::fold_args() const {
 }
 
 std::string ScanKernelWriter::leaf_name(const Expr& leaf, bool in_epilogue) const {
-  if (in_epilogue && leaf.kind() == ExprKind::Result && leaf.node().op == g_.op) return "scanned";
+  if ((in_epilogue || g_.folds_scanned) && leaf.kind() == ExprKind::Result && leaf.node().op == g_.op) return "scanned";
   return elementwise_leaf(g_, input_names_, leaf,
                           in_epilogue ? "a scan's map" : "a reduction fused into a scan");
 }
@@ -38,7 +38,8 @@ void ScanKernelWriter::emit_fold_functions(SourceWriter& w) {
               g_.reduces[j].op->monoid.name() + " into result slot " + std::to_string(g_.reduces[j].output_slot));
   emit_fused_monoid(w, types_, g_.reduces, t, "fold_identity", "fold_combine");
 
-  std::string params;
+  // After the scan (folds_scanned), each element's fold reads its scanned value too.
+  std::string params = g_.folds_scanned ? "const " + acc() + " scanned, " : "";
   for (std::size_t j = 0; j < g_.leaves.inputs.size(); ++j)
     params += "const " + types_.name(g_.leaves.inputs[j].type()) + " " + input_names_[j] + ", ";
   w.open("const auto fold_element = [&](" + params + "const long long i) -> " + t);
@@ -59,10 +60,18 @@ void ScanKernelWriter::emit_fold_functions(SourceWriter& w) {
   for (std::size_t j = 0; j < g_.reduces.size(); ++j)
     stores += "*reduced" + std::to_string(g_.reduces[j].output_slot) + " = total" +
               (several ? ".f" + std::to_string(j) : "") + "; ";
-  w.line("const auto fold = ff::tile_fold(");
-  w.line("    tile_folds, ticket, fold_identity, fold_combine,");
-  w.line("    [&](unsigned char* stages, const int slot, const long long i) { return fold_element(" +
-         staged_call("slot", "i") + "); },");
+  if (g_.folds_scanned) {
+    w.line("const auto fold = ff::scanned_tile_fold(");
+    w.line("    tile_folds, ticket, fold_identity, fold_combine,");
+    w.line("    [&](unsigned char* stages, const " + acc() + "* scanned, const int slot, const long long i) {");
+    w.line("      return fold_element(scanned[slot], " + staged_call("slot", "i") + ");");
+    w.line("    },");
+  } else {
+    w.line("const auto fold = ff::tile_fold(");
+    w.line("    tile_folds, ticket, fold_identity, fold_combine,");
+    w.line("    [&](unsigned char* stages, const int slot, const long long i) { return fold_element(" +
+           staged_call("slot", "i") + "); },");
+  }
   w.line("    [&](const " + t + "& total) { " + stores + "});");
 }
 

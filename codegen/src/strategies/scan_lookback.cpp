@@ -37,6 +37,12 @@ KernelSpec emit_scan_lookback(const KernelContext& g, const ScanTiling& tiling) 
   k.emit_tile_functors(w, true);
   k.emit_fold_functions(w);
   w.line();
+  if (compacts_survivors(g)) {
+    w.comment("No elements, no survivors: the one tile launched for n = 0 writes the counts 0.");
+    w.open("if (n == 0 && threadIdx.x == 0)");
+    for (int id : g.output_ids) w.line("*out" + std::to_string(id) + "_count = 0;");
+    w.close();
+  }
   // Where the tile lives between load and store (scan_tile.cuh's TileStages).
   const char* stages = tiling.staged ? "Staged" : k.stages_can_share() ? "Shared" : "Separate";
   w.line(std::string("ff::lookback_scan_tile<kBlock, kItems, kInputStageBytes, ff::TileStages::") + stages +
@@ -138,7 +144,9 @@ class ScanLookback : public RegisteredStrategy {
     return ks;
   }
   std::vector<StepSpec> schedule(const KernelContext& g, const std::vector<KernelSpec>& kernels, int first) const override {
-    return {lookback_step(first, static_cast<int>(kernels.size()), g.op->monoid.type(), g.policies().scan.staged_from)};
+    // A scan of a filter's result launches even for n = 0: its one tile writes the counts.
+    return {lookback_step(first, static_cast<int>(kernels.size()), g.op->monoid.type(), g.policies().scan.staged_from,
+                          compacts_survivors(g))};
   }
 };
 

@@ -45,7 +45,12 @@ void ScanKernelWriter::emit_tile_functors(SourceWriter& w, bool stores) {
   w.line("return element(" + staged_call("slot", "i") + ");");
   w.close("};");
   if (!stores) return;
-  w.comment("Each output's element i: the scan itself, or its epilogue.");
+  if (compacts_survivors(g_)) {
+    emit_survivor_store(w);
+    return;
+  }
+  w.comment(g_.outputs.empty() ? "No array outputs: the scan feeds the reductions folded after it."
+                                : "Each output's element i: the scan itself, or its epilogue.");
   w.open("const auto store = [&](unsigned char* stages, const " + acc() +
          "* scanned, const int slot, const long long i)");
   for (std::size_t j = 0; j < g_.outputs.size(); ++j) {
@@ -53,6 +58,31 @@ void ScanKernelWriter::emit_tile_functors(SourceWriter& w, bool stores) {
     if (g_.outputs[j].kind() == ExprKind::Result) w.line(out + "scanned[slot];");
     else w.line(out + "epilogue" + std::to_string(j) + "(scanned[slot], " + staged_call("slot", "i") + ");");
   }
+  w.close("};");
+}
+
+// A scan of a filter's result: element i's scan is (the survivors' scan, the survivors up
+// to i), inclusive or exclusive as asked. A survivor's goes to its position among the
+// survivors, the count before it; element n - 1 writes the count (the outputs' lengths).
+void ScanKernelWriter::emit_survivor_store(SourceWriter& w) {
+  w.comment("A survivor's scan is stored at its position among the survivors (those before it);\n"
+            "element n - 1 writes the number of survivors, each output's length.");
+  w.open("const auto store = [&](unsigned char* stages, const " + acc() +
+         "* scanned, const int slot, const long long i)");
+  w.line("const " + acc() + " pair = scanned[slot];");
+  w.line("const bool kept = keep(" + staged_call("slot", "i") + ");");
+  w.line("const unsigned long long before = pair.f1 - (kInclusive && kept ? 1 : 0);");
+  w.open("if (kept)");
+  for (std::size_t j = 0; j < g_.outputs.size(); ++j) {
+    const std::string out = "out" + std::to_string(g_.output_ids[j]) + "[before] = ";
+    if (stores_scan_itself(g_, g_.outputs[j])) w.line(out + "pair.f0;");
+    else w.line(out + "epilogue" + std::to_string(j) + "(pair, " + staged_call("slot", "i") + ");");
+  }
+  w.close();
+  w.open("if (i == n - 1)");
+  for (std::size_t j = 0; j < g_.outputs.size(); ++j)
+    w.line("*out" + std::to_string(g_.output_ids[j]) + "_count = before + (kept ? 1 : 0);");
+  w.close();
   w.close("};");
 }
 
