@@ -109,7 +109,7 @@ KernelSpec emit_rows(const KernelContext& g) {
   for (std::size_t r = 0; r < ops.size(); ++r) {
     const std::string k = std::to_string(r), acc = types.name(ops[r]->monoid.type());
     emit_fused_monoid(w, types, {FusedReduce{ops[r], ops[r]->values, Expr(), 0}}, acc, "identity" + k, "combine" + k);
-    w.line("__shared__ " + acc + " scratch" + k + "[kBlock / 32 + 1];");
+    w.line("__shared__ " + acc + " scratch" + k + "[2 * (kBlock / 32)];  // even and odd rows in turn");
   }
   w.line("const long long rows = (n + kColumns - 1) / kColumns;");
   w.line("const auto count_of = [&](long long r) {  // elements of row r: the last may be shorter");
@@ -123,7 +123,8 @@ KernelSpec emit_rows(const KernelContext& g) {
     w.line("if (blockIdx.x < rows) ff::rows::load(x_" + names[j] + ", in_" + names[j] +
            " + blockIdx.x * kColumns, count_of(blockIdx.x));");
   }
-  w.open("for (long long row = blockIdx.x; row < rows; row += gridDim.x)");
+  w.line("unsigned parity = 0u;  // rows done by the block: all_reduce's scratch alternates halves");
+  w.open("for (long long row = blockIdx.x; row < rows; row += gridDim.x, ++parity)");
   w.line("const long long begin = row * kColumns;");
   w.line("const int count = count_of(row);");
   w.line("const long long next = row + gridDim.x;");
@@ -153,7 +154,7 @@ KernelSpec emit_rows(const KernelContext& g) {
     w.close();
     w.close();
     w.line("const " + acc + " row" + k + " = ff::rows::all_reduce<kBlock>(acc" + k + ", combine" + k + ", identity" + k +
-           ", scratch" + k + ");");
+           ", scratch" + k + ", parity);");
     row_of[ops[r].get()] = "row" + k;
     if (keep) kept.push_back(r);
   }
