@@ -74,6 +74,12 @@ struct SegmentedPolicy {
   std::size_t shared_budget = 46 * 1024;     // ... in this much static shared memory
   std::size_t shared_limit = 48 * 1024;      // what a chosen tile may take
   int max_blocks_per_sm = 4;
+  // When the values read tables (a gather: SpMV's vals * gather(x, cols)), the tile's
+  // loads are chains (index, then table) and the table reads hit L2: fewer items per
+  // thread (no register spills, ptxas sm_90: 16 items spill at 64 registers, 8 at 48 do
+  // not) and more resident blocks (5 x 256 threads at 48 registers) keep more of them in flight.
+  int gather_items = 8;
+  int gather_blocks_per_sm = 5;
   bool short_pass = true;                    // PlanOptions::segmented_short
   int short_block = 256;
 };
