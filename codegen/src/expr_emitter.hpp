@@ -27,6 +27,9 @@ class ExprEmitter {
 
   // Emits statements computing `e` and returns the CUDA expression naming its value.
   std::string emit(const Expr& e);
+  // `e` is already at hand as `value` (computed earlier, e.g. kept in a register array):
+  // emit(e) and every expression reading it use `value` instead of recomputing it.
+  void bind(const Expr& e, std::string value) { done_[e.get()] = std::move(value); }
 
   // How a shift's neighbour is read where the kernel has it at hand (the stencil map's
   // registers and warp shuffles): given the shift and its fill's spelling, it may write

@@ -67,16 +67,35 @@ __device__ __forceinline__ void store(T* __restrict__ row, const T (&y)[kItems],
     if (first + k < count) row[first + k] = y[k];
 }
 
-// The combination of every thread's `value` in thread order, in every thread. `scratch`
-// holds kThreads / 32 + 1 values; the next call may reuse it at once (block_reduce's
-// barriers order the slot this one reads before the next call writes it).
+// The combination of every thread's `value` in thread order, in every thread, after one
+// barrier: each warp reduces itself by shuffles, lane 0 stores the warp's value, and after
+// the barrier every warp folds the kThreads / 32 values in order itself (a short loop, or a
+// shuffle reduction when there are more than 8). `scratch` holds 2 x kThreads / 32 values,
+// used alternately by even and odd `parity` (the caller's row count): a call writes the
+// half the call two rows before read, and the barrier of the call between them (the other
+// half) has ordered those reads first; so one barrier per call, not three.
 template <int kThreads, typename T, typename Combine>
-__device__ __forceinline__ T all_reduce(T value, Combine combine, T identity, T* scratch) {
+__device__ __forceinline__ T all_reduce(T value, Combine combine, T identity, T* scratch, unsigned parity) {
   constexpr int kWarps = kThreads / kWarpSize;
-  value = ff::block_reduce<kThreads>(value, combine, identity, scratch);
-  if (threadIdx.x == 0) scratch[kWarps] = value;
-  __syncthreads();
-  return scratch[kWarps];
+  const int lane = threadIdx.x % kWarpSize;
+  value = ff::warp_reduce(value, combine);  // the warp's value, in lane 0
+  if constexpr (kWarps == 1) {
+    return ff::shfl_idx(value, 0);
+  } else {
+    T* slots = scratch + (parity & 1u) * kWarps;
+    if (lane == 0) slots[threadIdx.x / kWarpSize] = value;
+    __syncthreads();
+    if constexpr (kWarps <= 8) {
+      T all = slots[0];
+#pragma unroll
+      for (int w = 1; w < kWarps; ++w) all = combine(all, slots[w]);
+      return all;
+    } else {
+      T all = lane < kWarps ? slots[lane] : identity;
+      all = ff::warp_reduce(all, combine);
+      return ff::shfl_idx(all, 0);
+    }
+  }
 }
 
 // ---- Segments by offsets (the broadcast strategy, codegen/src/strategies/broadcast.cpp) ----

@@ -41,6 +41,38 @@ bool reads_index(const std::vector<Expr>& es) {
   return false;
 }
 
+// Whether `e` contains the node `target` (a broadcast's own expression included: its
+// reduction's values are not the element's, but the search is only for sharing).
+bool contains(const Expr& e, const ExprNode* target, std::set<const ExprNode*>& seen) {
+  if (!e.valid() || !seen.insert(e.get()).second) return false;
+  if (e.get() == target) return true;
+  for (const auto& a : e.args())
+    if (contains(a, target, seen)) return true;
+  return false;
+}
+
+// Reduction r's values are kept per element (vals<r>[kItems]) when they are computed (not a
+// plain read) and a later reduction or an output reads the same expression: softmax's
+// exp(x - max) is computed once per element, for the row sum, and divided from the
+// registers (twice the expf was 30% of the kernel's instructions).
+bool keep_values(const std::vector<std::shared_ptr<const OpNode>>& ops, std::size_t r, const std::vector<Expr>& outputs) {
+  const Expr& v = ops[r]->values;
+  switch (v.kind()) {
+    case ExprKind::Input:
+    case ExprKind::Constant:
+    case ExprKind::Param:
+    case ExprKind::Index:
+    case ExprKind::Broadcast: return false;
+    default: break;
+  }
+  std::set<const ExprNode*> seen;
+  for (std::size_t q = r + 1; q < ops.size(); ++q)
+    if (contains(ops[q]->values, v.get(), seen)) return true;
+  for (const auto& o : outputs)
+    if (contains(o, v.get(), seen)) return true;
+  return false;
+}
+
 }  // namespace
 
 KernelSpec emit_rows(const KernelContext& g) {
@@ -77,7 +109,7 @@ KernelSpec emit_rows(const KernelContext& g) {
   for (std::size_t r = 0; r < ops.size(); ++r) {
     const std::string k = std::to_string(r), acc = types.name(ops[r]->monoid.type());
     emit_fused_monoid(w, types, {FusedReduce{ops[r], ops[r]->values, Expr(), 0}}, acc, "identity" + k, "combine" + k);
-    w.line("__shared__ " + acc + " scratch" + k + "[kBlock / 32 + 1];");
+    w.line("__shared__ " + acc + " scratch" + k + "[2 * (kBlock / 32)];  // even and odd rows in turn");
   }
   w.line("const long long rows = (n + kColumns - 1) / kColumns;");
   w.line("const auto count_of = [&](long long r) {  // elements of row r: the last may be shorter");
@@ -91,29 +123,40 @@ KernelSpec emit_rows(const KernelContext& g) {
     w.line("if (blockIdx.x < rows) ff::rows::load(x_" + names[j] + ", in_" + names[j] +
            " + blockIdx.x * kColumns, count_of(blockIdx.x));");
   }
-  w.open("for (long long row = blockIdx.x; row < rows; row += gridDim.x)");
+  w.line("unsigned parity = 0u;  // rows done by the block: all_reduce's scratch alternates halves");
+  w.open("for (long long row = blockIdx.x; row < rows; row += gridDim.x, ++parity)");
   w.line("const long long begin = row * kColumns;");
   w.line("const int count = count_of(row);");
   w.line("const long long next = row + gridDim.x;");
   w.open("if (next < rows)");
   for (const auto& nm : names) w.line("ff::rows::load(nx_" + nm + ", in_" + nm + " + next * kColumns, count_of(next));");
   w.close();
+  // Reduction values kept in registers for the reductions and outputs after them.
+  std::vector<std::size_t> kept;
+  const auto bind_kept = [&](ExprEmitter& e) {
+    for (std::size_t q : kept) e.bind(ops[q]->values, "vals" + std::to_string(q) + "[k]");
+  };
   for (std::size_t r = 0; r < ops.size(); ++r) {
     const std::string k = std::to_string(r), acc = types.name(ops[r]->monoid.type());
+    const bool keep = keep_values(ops, r, g.outputs);
     w.line("// the row's segmented_reduce " + k + " (" + ops[r]->monoid.name() + "): every thread gets it as row" + k);
+    if (keep) w.line(types.name(ops[r]->values.type()) + " vals" + k + "[kItems];  // its values, read again below");
     w.line(acc + " acc" + k + " = identity" + k + ";");
     w.line("#pragma unroll");
     w.open("for (int k = 0; k < kItems; ++k)");
     w.open("if (first + k < count)");
     if (reads_index({ops[r]->values})) w.line("const long long i = begin + first + k;");
     ExprEmitter e(w, types, leaf, "v" + k + "_");
+    bind_kept(e);
     const std::string v = e.emit(ops[r]->values);
+    if (keep) w.line("vals" + k + "[k] = " + v + ";");
     w.line("acc" + k + " = combine" + k + "(acc" + k + ", " + v + ");");
     w.close();
     w.close();
     w.line("const " + acc + " row" + k + " = ff::rows::all_reduce<kBlock>(acc" + k + ", combine" + k + ", identity" + k +
-           ", scratch" + k + ");");
+           ", scratch" + k + ", parity);");
     row_of[ops[r].get()] = "row" + k;
+    if (keep) kept.push_back(r);
   }
   for (std::size_t j = 0; j < g.outputs.size(); ++j)
     w.line(types.name(g.outputs[j].type()) + " y" + std::to_string(g.output_ids[j]) + "[kItems];");
@@ -122,6 +165,7 @@ KernelSpec emit_rows(const KernelContext& g) {
   w.open("if (first + k < count)");
   if (reads_index(g.outputs)) w.line("const long long i = begin + first + k;");
   ExprEmitter e(w, types, leaf, "o");
+  bind_kept(e);
   for (std::size_t j = 0; j < g.outputs.size(); ++j)
     w.line("y" + std::to_string(g.output_ids[j]) + "[k] = " + e.emit(g.outputs[j]) + ";");
   w.close();

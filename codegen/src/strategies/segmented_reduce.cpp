@@ -20,8 +20,7 @@
 //
 // Where the merge path's time goes, and what keeps it down (the next tile prefetched into
 // registers, vector loads for tiles with no segment end, padded staging, a head byte per
-// element, a ballot-based join): <fuseflow/segmented.cuh>. Tiles of 256 x 16 items for
-// 4-byte values.
+// element, a ballot-based join): <fuseflow/segmented.cuh>. Tiles of 256 x 16 items for 4-byte values (8 with a gather).
 #include <algorithm>
 #include <limits>
 #include <string>
@@ -120,16 +119,19 @@ KernelSpec emit_merge_path(const KernelContext& g, bool after_short) {
   const Type& acc = op.monoid.type();
   const std::string name = "ff_segmented_reduce_" + short_type_name(acc) + "_" + sanitize(op.monoid.name());
   ReduceKernelWriter k(g, name, ReduceKernelWriter::Partials::None);
-  const SegmentedTuning tuning = segmented_tuning(acc, policy);
+  const bool gathers = !g.leaves.tables.empty() && !policy.tile;  // a smaller tile, more blocks
+  SegmentedTuning tuning = segmented_tuning(acc, policy);
+  if (gathers) tuning.items = std::min(tuning.items, policy.gather_items);
   // Tiles holding no segment end load vectors (1: they are staged like the others).
   const int vec = vector_load_width(g);
   const bool vector_tiles = vec > 1 && tuning.items % vec == 0;
   const std::size_t smem = segmented_shared_bytes(tuning, acc);
-  // Resident blocks per SM: by threads, by shared memory, and at most 4 so that each
-  // thread may hold the next tile in registers (64 registers at 4 x 256 threads).
+  // Resident blocks per SM: by threads, by shared memory, and at most 4 so that each thread
+  // may hold the next tile in registers (64 registers at 4 x 256 threads); 5 with gathers.
   const int by_smem = static_cast<int>(std::max<std::size_t>(1, t.shared_per_block_optin / (smem + 1024)));
+  const int most = gathers ? policy.gather_blocks_per_sm : policy.max_blocks_per_sm;
   const int blocks_per_sm = tuning.min_blocks > 0 ? tuning.min_blocks
-                                                 : std::max(1, std::min({t.max_threads_per_sm / tuning.block, by_smem, policy.max_blocks_per_sm}));
+                                                 : std::max(1, std::min({t.max_threads_per_sm / tuning.block, by_smem, most}));
   const int max_grid = t.sm_count * blocks_per_sm;
 
   CudaTypes& types = k.types();
@@ -204,8 +206,7 @@ std::vector<KernelSpec> emit_segmented_reduce(const KernelContext& c) {
   KernelContext g = c;
   g.reduces = {FusedReduce{c.op, c.op->values, Expr(), -1}};
   std::vector<KernelSpec> kernels;
-  // PlanOptions::segmented_short off (FUSEFLOW_SEGMENTED_SHORT=0): the merge path alone.
-  const bool after_short = c.policies().segmented.short_pass;
+  const bool after_short = c.policies().segmented.short_pass;  // off (segmented_short=0): the merge path alone
   if (after_short) kernels.push_back(emit_short_pass(g));
   kernels.push_back(emit_merge_path(g, after_short));
   return kernels;
@@ -223,14 +224,13 @@ class SegmentedReduce final : public RegisteredStrategy {
  public:
   SegmentedReduce() : RegisteredStrategy("segmented reduce", "segmented_reduce") {}
   Applies applies(const KernelContext&) const override {
-    return {true, "the merge path balances elements and segment ends over the blocks (short segments first, a "
-                  "thread each, where the policy has the short pass)"};
+    return {true, "the merge path balances elements and segment ends over the blocks (short segments first, a thread each, where the policy has the short pass)"};
   }
   TuningValues tuning(const Policies& p) const override {
     const SegmentedPolicy& s = p.segmented;
     return {{"block", s.block}, {"max_items", s.max_items}, {"shared_budget", static_cast<std::int64_t>(s.shared_budget)},
-            {"max_blocks_per_sm", s.max_blocks_per_sm}, {"short_pass", s.short_pass ? 1 : 0},
-            {"short_block", s.short_block}};
+            {"max_blocks_per_sm", s.max_blocks_per_sm}, {"short_pass", s.short_pass ? 1 : 0}, {"short_block", s.short_block},
+            {"gather_items", s.gather_items}, {"gather_blocks_per_sm", s.gather_blocks_per_sm}};
   }
   std::vector<KernelSpec> emit(const KernelContext& g) const override { return emit_segmented_reduce(g); }
   std::vector<StepSpec> schedule(const KernelContext& g, const std::vector<KernelSpec>& kernels, int first) const override {
