@@ -196,14 +196,18 @@ __device__ __forceinline__ OffsetHeads<kBlock, kTile, OffsetAt> offset_heads(Off
 // Heads where the key changes: element i is a head when i == 0 or same_key(key of i - 1,
 // key of i) is false. staged_key(stages, slot, i) is the key of a staged element;
 // key_before(i) the key of element i read from global memory, for the element before the
-// tile (read by the thread owning the tile's first element).
-template <typename StagedKey, typename KeyBefore, typename SameKey>
+// tile: the thread owning the tile's first element reads it in before_load, beside the
+// tile's loads, so that its latency does not come after the load's barrier.
+template <typename StagedKey, typename KeyBefore, typename SameKey, typename Key>
 struct KeyHeads {
   StagedKey staged_key;
   KeyBefore key_before;
   SameKey same_key;
+  Key tile_key_before = {};  // thread 0: the key of the element before the tile
 
-  __device__ __forceinline__ void before_load(long long) const {}
+  __device__ __forceinline__ void before_load(long long base) {
+    if (threadIdx.x == 0 && base > 0) tile_key_before = key_before(base - 1);
+  }
   __device__ __forceinline__ void after_load(long long, long long) const {}
 
   template <int kItems, typename T, typename Element>
@@ -213,9 +217,9 @@ struct KeyHeads {
     unsigned heads = 0u;
     const int item0 = threadIdx.x * kItems;
     // The key of the element before this thread's first: staged, or before the tile.
-    decltype(key_before(0)) previous_key = {};
+    Key previous_key = {};
     if (base + item0 > 0 && base + item0 <= n)
-      previous_key = threadIdx.x > 0 ? staged_key(stages, tile_slot(item0 - 1), base + item0 - 1) : key_before(base - 1);
+      previous_key = threadIdx.x > 0 ? staged_key(stages, tile_slot(item0 - 1), base + item0 - 1) : tile_key_before;
     if (base + item0 > 0 && base + item0 + kItems <= n) {
       // Every element of the thread before n and none of them element 0: no check per element.
 #pragma unroll
@@ -244,8 +248,8 @@ struct KeyHeads {
 };
 
 template <typename StagedKey, typename KeyBefore, typename SameKey>
-__device__ __forceinline__ KeyHeads<StagedKey, KeyBefore, SameKey> key_heads(StagedKey staged_key, KeyBefore key_before,
-                                                                           SameKey same_key) {
+__device__ __forceinline__ auto key_heads(StagedKey staged_key, KeyBefore key_before, SameKey same_key)
+    -> KeyHeads<StagedKey, KeyBefore, SameKey, decltype(key_before(0ll))> {
   return {staged_key, key_before, same_key};
 }
 
