@@ -56,6 +56,41 @@ TEST_CASE("segmented scans read i64 offsets; reduce_by_key compares f32 keys wit
   check_output<int>(p, 0, "reduce_by_key over (i32, f32) keys");
 }
 
+// reduce_by_key writes a tile's runs through shared memory where the tile holds more runs
+// than its block has threads (two-phase scatter), else each head writes its own: stretches
+// of runs of 1..3 elements beside stretches of runs of hundreds put tiles of both kinds,
+// and tiles straddling the two, side by side; keys alone and values alone too.
+TEST_CASE("reduce_by_key: tiles of many short runs beside tiles of few long ones, keys alone, values alone") {
+  const std::int64_t n = std::min<std::int64_t>(300007, ff::test::max_elements());
+  std::vector<int> keys(static_cast<std::size_t>(n));
+  int key = -50;
+  for (std::int64_t i = 0; i < n;) {
+    const bool short_runs = (i / 7000) % 2 == 0;
+    const std::int64_t length = short_runs ? std::uniform_int_distribution<std::int64_t>(1, 3)(rng())
+                                           : std::uniform_int_distribution<std::int64_t>(200, 900)(rng());
+    for (std::int64_t j = 0; j < length && i < n; ++j, ++i) keys[static_cast<std::size_t>(i)] = key;
+    key += std::uniform_int_distribution<int>(1, 4)(rng());  // neighbours differ
+  }
+  const auto xs = ints(n, -100, 100);
+  const std::vector<float> small(xs.begin(), xs.end());  // small integers: f32 sums are exact
+  auto x = ff::input<int>("x");
+  auto f = ff::input<float>("f");
+  auto k = ff::input<int>("k");
+  ff::KeyedResult sums = ff::reduce_by_key(k, x, ff::plus);
+  Both both = run_both(ff::outputs(sums.keys, sums.values), {{x, &xs}, {k, &keys}});
+  check_output<int>(both, 0, "keys beside i32 sums");
+  check_output<int>(both, 1, "i32 sums beside keys");
+  Both keys_alone = run_both(ff::outputs(sums.keys), {{x, &xs}, {k, &keys}});
+  check_output<int>(keys_alone, 0, "keys alone");
+  ff::KeyedResult fsums = ff::reduce_by_key(k, f, ff::plus);
+  Both values_alone = run_both(ff::outputs(fsums.values), {{k, &keys}}, {{f, &small}});
+  check_output<float>(values_alone, 0, "f32 sums alone");
+  ff::KeyedResult maxima = ff::reduce_by_key(k, x, ff::max);
+  Both most = run_both(ff::outputs(maxima.values, maxima.keys), {{x, &xs}, {k, &keys}});
+  check_output<int>(most, 0, "i32 maxima before keys");
+  check_output<int>(most, 1, "keys after i32 maxima");
+}
+
 TEST_CASE("reduce_by_key's length is read from the device when asked: run_async, array(), n = 0") {
   ff::Runtime& rt = runtime();
   auto k = ff::input<int>("k");

@@ -103,20 +103,60 @@ struct OffsetHeads {
   }
 
   // The tile's offsets marked in the bitmask (the load's barrier made tile_offsets visible),
-  // then a barrier; decreasing offsets: tile t checks the pairs (s, s + 1) for s in
-  // [t * kTile, (t + 1) * kTile), the last tile every pair from there on, so every pair is
-  // checked once.
+  // then a barrier. A warp takes 32 consecutive offsets at a time, kMarkBatch rounds of
+  // them read before any is marked; sorted offsets marking one word sit in neighbouring
+  // lanes, which pool their bits (mark_word) so that one atomic per word is issued, not one
+  // per offset (segments of 1..3: about 16 offsets per word, and shared atomics on one word
+  // serialize). Decreasing offsets: the pairs (s, s + 1), s in [0, count - 1), are split
+  // evenly among the tiles, so every pair is checked once whatever the offsets are, at most
+  // ceil((count - 1) / tiles) per tile, each offset read once (its right neighbour from the
+  // next lane).
+  static constexpr int kMarkBatch = 2;
+
+  __device__ __forceinline__ void mark_word(const long long at) const {
+    const int lane = threadIdx.x % kWarpSize;
+    const bool inside = at >= 0 && at < kTile;
+    const int word = inside ? static_cast<int>(at / 32) : -1;
+    unsigned bits = inside ? 1u << (at % 32) : 0u;
+    // An inclusive OR over the lanes of each run of equal words, into the run's last lane.
+#pragma unroll
+    for (int d = 1; d < kWarpSize; d *= 2) {
+      const unsigned other = __shfl_up_sync(kFullMask, bits, d);
+      const int other_word = __shfl_up_sync(kFullMask, word, d);
+      if (lane >= d && other_word == word) bits |= other;
+    }
+    const int next_word = __shfl_down_sync(kFullMask, word, 1);
+    if (inside && (lane == kWarpSize - 1 || next_word != word)) atomicOr(&head_words[word], bits);
+  }
+
   __device__ __forceinline__ void after_load(long long base, long long n) {
-    for (long long s = tile_offsets[0] + threadIdx.x; s < tile_offsets[1]; s += kBlock) {
-      const long long at = offset_at(s) - base;
-      if (at >= 0 && at < kTile) atomicOr(&head_words[at / 32], 1u << (at % 32));
+    const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+    const long long from = tile_offsets[0], to = tile_offsets[1];
+    // Warp-uniform loops: every lane takes part in the shuffles.
+    for (long long o = from + warp * kWarpSize; o < to; o += kMarkBatch * kBlock) {
+      long long at[kMarkBatch];
+#pragma unroll
+      for (int b = 0; b < kMarkBatch; ++b) {
+        const long long s = o + b * kBlock + lane;
+        at[b] = s < to ? offset_at(s) - base : -1;
+      }
+#pragma unroll
+      for (int b = 0; b < kMarkBatch; ++b) mark_word(at[b]);
     }
     __syncthreads();
     first = offset_at(0);
     last = offset_at(count - 1);
-    const long long pairs_end = base + kTile < n && base + kTile < count - 1 ? base + kTile : count - 1;
-    for (long long s = base + threadIdx.x; s < pairs_end; s += kBlock)
-      if (offset_at(s) > offset_at(s + 1)) *invalid = 1u;
+    const long long tiles = (n + kTile - 1) / kTile, pairs = count - 1;
+    if (pairs <= 0) return;
+    const long long share = (pairs + tiles - 1) / tiles, pair0 = base / kTile * share;
+    const long long end = pair0 + share < pairs ? pair0 + share : pairs;
+    for (long long o = pair0 + warp * kWarpSize; o < end; o += kBlock) {
+      const long long s = o + lane;
+      const long long here = s <= end ? offset_at(s) : 0;
+      long long next = __shfl_down_sync(kFullMask, here, 1);
+      if (lane == kWarpSize - 1) next = s + 1 <= end ? offset_at(s + 1) : 0;
+      if (s < end && here > next) *invalid = 1u;
+    }
   }
 
   template <int kItems, typename T, typename Element>
@@ -156,14 +196,18 @@ __device__ __forceinline__ OffsetHeads<kBlock, kTile, OffsetAt> offset_heads(Off
 // Heads where the key changes: element i is a head when i == 0 or same_key(key of i - 1,
 // key of i) is false. staged_key(stages, slot, i) is the key of a staged element;
 // key_before(i) the key of element i read from global memory, for the element before the
-// tile (read by the thread owning the tile's first element).
-template <typename StagedKey, typename KeyBefore, typename SameKey>
+// tile: the thread owning the tile's first element reads it in before_load, beside the
+// tile's loads, so that its latency does not come after the load's barrier.
+template <typename StagedKey, typename KeyBefore, typename SameKey, typename Key>
 struct KeyHeads {
   StagedKey staged_key;
   KeyBefore key_before;
   SameKey same_key;
+  Key tile_key_before = {};  // thread 0: the key of the element before the tile
 
-  __device__ __forceinline__ void before_load(long long) const {}
+  __device__ __forceinline__ void before_load(long long base) {
+    if (threadIdx.x == 0 && base > 0) tile_key_before = key_before(base - 1);
+  }
   __device__ __forceinline__ void after_load(long long, long long) const {}
 
   template <int kItems, typename T, typename Element>
@@ -173,9 +217,9 @@ struct KeyHeads {
     unsigned heads = 0u;
     const int item0 = threadIdx.x * kItems;
     // The key of the element before this thread's first: staged, or before the tile.
-    decltype(key_before(0)) previous_key = {};
+    Key previous_key = {};
     if (base + item0 > 0 && base + item0 <= n)
-      previous_key = threadIdx.x > 0 ? staged_key(stages, tile_slot(item0 - 1), base + item0 - 1) : key_before(base - 1);
+      previous_key = threadIdx.x > 0 ? staged_key(stages, tile_slot(item0 - 1), base + item0 - 1) : tile_key_before;
     if (base + item0 > 0 && base + item0 + kItems <= n) {
       // Every element of the thread before n and none of them element 0: no check per element.
 #pragma unroll
@@ -204,8 +248,8 @@ struct KeyHeads {
 };
 
 template <typename StagedKey, typename KeyBefore, typename SameKey>
-__device__ __forceinline__ KeyHeads<StagedKey, KeyBefore, SameKey> key_heads(StagedKey staged_key, KeyBefore key_before,
-                                                                           SameKey same_key) {
+__device__ __forceinline__ auto key_heads(StagedKey staged_key, KeyBefore key_before, SameKey same_key)
+    -> KeyHeads<StagedKey, KeyBefore, SameKey, decltype(key_before(0ll))> {
   return {staged_key, key_before, same_key};
 }
 
@@ -219,14 +263,17 @@ constexpr int kPieceStashWindows = 4;
 // run). The block draws its tile id (tiles numbered in the order their blocks start), loads
 // the tile coalesced into `stages` (a full tile with no bounds checks), fills the thread's
 // items and head bits, and returns the piece of everything before the thread's first
-// element; `base` is the tile's first element.
+// element; `base` is the tile's first element, `tile_before` the piece of everything before
+// the tile and `tile_total` the tile's own.
 template <int kBlock, int kItems, typename HeadCount, typename T, typename Combine, typename Load, typename Element,
           typename Heads>
 __device__ __forceinline__ Piece<T, HeadCount> tile_pieces(const long long n, unsigned* tile_counter, void* tile_status,
                                                            const unsigned epoch, Combine combine, const T identity,
                                                            Load load, Element element, Heads& heads,
                                                            unsigned char* stages, T (&items)[kItems],
-                                                           unsigned& head_bits, long long& base) {
+                                                           unsigned& head_bits, long long& base,
+                                                           Piece<T, HeadCount>& tile_before,
+                                                           Piece<T, HeadCount>& tile_total) {
   using P = Piece<T, HeadCount>;
   constexpr int kTile = kBlock * kItems;
   const auto combine_pieces = [&](const P& a, const P& b) -> P { return segmented::combine_pieces(a, b, combine); };
@@ -248,7 +295,6 @@ __device__ __forceinline__ Piece<T, HeadCount> tile_pieces(const long long n, un
 #pragma unroll
   for (int k = 1; k < kItems; ++k)
     thread_total = combine_pieces(thread_total, P{items[k], static_cast<HeadCount>(head_bits >> k & 1u)});
-  P tile_total;
   const P thread_prefix = block_exclusive_scan<kBlock>(thread_total, combine_pieces, no_piece, warp_totals, tile_total);
   // Warp 0 publishes the tile's aggregate and finds its exclusive prefix.
   const ScanTileStatus<P> status(tile_status, (n + kTile - 1) / kTile, epoch);
@@ -258,6 +304,7 @@ __device__ __forceinline__ Piece<T, HeadCount> tile_pieces(const long long n, un
     if (threadIdx.x == 0) tile_prefix = exclusive;
   }
   __syncthreads();
+  tile_before = tile_prefix;
   return combine_pieces(tile_prefix, thread_prefix);
 }
 
@@ -277,9 +324,10 @@ __device__ __forceinline__ void scan_tile(const long long n, unsigned* tile_coun
   T items[kItems];
   unsigned head_bits;
   long long base;
+  Piece<T, bool> tile_before, tile_total;
   const Piece<T, bool> before = tile_pieces<kBlock, kItems, bool>(n, tile_counter, tile_status, epoch, combine, identity,
                                                                   load, element, heads, memory.inputs, items,
-                                                                  head_bits, base);
+                                                                  head_bits, base, tile_before, tile_total);
   // The thread's scan, seeded with everything before its first element; a segment head
   // starts again from the identity (exclusive: element i gets the combination of the
   // elements of its segment before it).
@@ -296,52 +344,94 @@ __device__ __forceinline__ void scan_tile(const long long n, unsigned* tile_coun
   else tile_store<kBlock, kItems, true>(memory.inputs, memory.scanned, store, base, n);
 }
 
+// A thread's elements of reduce_by_key's tile in order (the first at index i0; kChecked:
+// some at or past n, those skipped): at(k, i, head, run, value) for element k (index i),
+// `run` the heads before it and `value` its run's value before it; element n - 1 then
+// calls last(runs, value) with the heads up to it and its run's value through it.
+template <bool kChecked, int kItems, typename T, typename Combine, typename At, typename Last>
+__device__ __forceinline__ void thread_runs(const T (&items)[kItems], const unsigned head_bits, const long long i0,
+                                            const long long n, const Piece<T, long long>& before, Combine combine,
+                                            const T identity, At at, Last last) {
+  T running = before.value;
+  long long runs = before.heads;  // runs started before this element
+#pragma unroll
+  for (int k = 0; k < kItems; ++k) {
+    const long long i = i0 + k;
+    if (kChecked && i >= n) break;
+    const bool head = head_bits >> k & 1u;
+    at(k, i, head, runs, running);
+    if (head) ++runs;
+    running = combine(head ? identity : running, items[k]);
+    if (kChecked && i == n - 1) last(runs, running);
+  }
+}
+
 // reduce_by_key (the status holds Piece<T, long long>): the heads up to element i, less
-// one, number its run. A head calls run_head(stages, slot, i, run, previous) (its run's key
-// into slot `run`, and `previous`, the value of the run before it, when run > 0); element
-// n - 1 calls last_run(runs, value) (the last run's value and the number of runs).
-template <int kBlock, int kItems, int kInputStageBytes, typename T, typename Combine, typename Load, typename Element,
-          typename Heads, typename RunHead, typename LastRun>
+// one, number its run. A head's run gets its key (store_key(run, key), the key from
+// run_key(stages, slot, i)), and the run before it its value (store_value(run - 1,
+// value), when run > 0); element n - 1 calls last_run(runs, value) (the last run's value
+// and the number of runs).
+//
+// The tile's runs are those numbered [first, first + count) (first: the heads before the
+// tile, count: the tile's heads), and the values it writes those of runs [first - 1,
+// first + count - 1). kStageRuns and more runs than threads (runs of a few elements):
+// "two-phase scatter", as CUB's reduce-by-key: each head puts its key and the value
+// before it into shared memory at its place among the tile's runs (the keys beside the
+// input stages, the values over them once every key is read), and after a barrier the
+// block writes both ranges with consecutive threads on consecutive runs, coalesced, instead
+// of one partial-sector write per head scattered over the warp. Otherwise each head writes
+// its own (few writes: a tile of long runs has few heads). The block takes one way or the
+// other as a whole (count is the block scan's aggregate), so the barriers are uniform.
+template <int kBlock, int kItems, int kInputStageBytes, bool kStageRuns, typename T, typename Combine, typename Load,
+          typename Element, typename Heads, typename RunKey, typename StoreKey, typename StoreValue, typename LastRun>
 __device__ __forceinline__ void reduce_by_key_tile(const long long n, unsigned* tile_counter, void* tile_status,
                                                    const unsigned epoch, Combine combine, const T identity, Load load,
-                                                   Element element, Heads heads, RunHead run_head, LastRun last_run) {
+                                                   Element element, Heads heads, RunKey run_key, StoreKey store_key,
+                                                   StoreValue store_value, LastRun last_run) {
   constexpr int kTile = kBlock * kItems;
   unsigned char* const stages = tile_input_stages<kTile, kInputStageBytes>();
   T items[kItems];
   unsigned head_bits;
   long long base;
-  const Piece<T, long long> before = tile_pieces<kBlock, kItems, long long>(
-      n, tile_counter, tile_status, epoch, combine, identity, load, element, heads, stages, items, head_bits, base);
-  T running = before.value;
-  long long runs = before.heads;  // runs started before this element
+  Piece<T, long long> tile_before, tile_total;
+  const Piece<T, long long> before =
+      tile_pieces<kBlock, kItems, long long>(n, tile_counter, tile_status, epoch, combine, identity, load, element,
+                                             heads, stages, items, head_bits, base, tile_before, tile_total);
   const int item0 = threadIdx.x * kItems;
-  if (base + item0 + kItems < n) {
-    // No element of the thread is element n - 1 or past it: no check per element.
-#pragma unroll
-    for (int k = 0; k < kItems; ++k) {
-      const int s = item0 + k;
-      const bool head = head_bits >> k & 1u;
-      if (head) {
-        run_head(stages, tile_slot(s), base + s, runs, running);
-        ++runs;
+  // No element of the thread is element n - 1 or past it: no check per element.
+  const bool whole = base + item0 + kItems < n;
+  const auto each_element = [&](auto at, auto last) {
+    if (whole) thread_runs<false>(items, head_bits, base + item0, n, before, combine, identity, at, last);
+    else thread_runs<true>(items, head_bits, base + item0, n, before, combine, identity, at, last);
+  };
+  const auto no_last_run = [](long long, const T&) {};
+  if constexpr (kStageRuns) {
+    using Key = decltype(run_key(stages, 0, 0ll));
+    static_assert(sizeof(T) * kTile <= kInputStageBytes, "the tile's run values fit in its input stages");
+    __shared__ Key key_stage[kTile];
+    const long long first = tile_before.heads, count = tile_total.heads;
+    if (count > kBlock) {
+      each_element([&](int k, long long i, bool head, long long run, const T&) {
+        if (head) key_stage[run - first] = run_key(stages, tile_slot(item0 + k), i);
+      }, no_last_run);
+      __syncthreads();  // every key read from the input stages: the values go over them
+      T* const value_stage = reinterpret_cast<T*>(stages);
+      each_element([&](int, long long, bool head, long long run, const T& value) {
+        if (head) value_stage[run - first] = value;
+      }, last_run);
+      __syncthreads();
+      for (int j = threadIdx.x; j < count; j += kBlock) {
+        store_key(first + j, key_stage[j]);
+        if (first + j > 0) store_value(first + j - 1, value_stage[j]);
       }
-      running = combine(head ? identity : running, items[k]);
-    }
-  } else {
-#pragma unroll
-    for (int k = 0; k < kItems; ++k) {
-      const int s = item0 + k;
-      const long long i = base + s;
-      if (i >= n) break;
-      const bool head = head_bits >> k & 1u;
-      if (head) {
-        run_head(stages, tile_slot(s), i, runs, running);
-        ++runs;
-      }
-      running = combine(head ? identity : running, items[k]);
-      if (i == n - 1) last_run(runs, running);
+      return;
     }
   }
+  each_element([&](int k, long long i, bool head, long long run, const T& value) {
+    if (!head) return;
+    store_key(run, run_key(stages, tile_slot(item0 + k), i));
+    if (run > 0) store_value(run - 1, value);
+  }, last_run);
 }
 
 }  // namespace segmented

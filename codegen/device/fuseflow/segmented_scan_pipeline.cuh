@@ -112,6 +112,41 @@ __device__ void produce_piece_tiles(ScanPipeline<P, kStages, kScanWarps>& p, uns
   }
 }
 
+// The kernel's lift (the reducer's and the scanners' view of a stage) from its functors:
+// value_at(k) is the value of element i + k, key_at(k) its key (by key), the first `count`
+// of the four before n; the others are the identity without a head. Returns the head bits.
+// By key: a head where the key changes from the element before (`previous`: the key of
+// element i - 1, staged before the tile), and at element 0.
+template <typename T, typename Key, typename ValueAt, typename KeyAt, typename SameKey>
+__device__ __forceinline__ unsigned lift_by_key(Key previous, long long i, int count, T identity, ValueAt value_at,
+                                                KeyAt key_at, SameKey same_key, T (&v)[4]) {
+  unsigned heads = 0u;
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    v[k] = k < count ? value_at(k) : identity;
+    const Key key = key_at(k);
+    if (k < count && (i + k == 0 || !same_key(previous, key))) heads |= 1u << k;
+    previous = key;
+  }
+  return heads;
+}
+
+// By offsets: a head where the producer's bitmask says so (`bits`, one per element); an
+// element outside [first, last) (offsets[0] and the last offset) belongs to no segment:
+// the identity, a head of its own.
+template <typename T, typename ValueAt>
+__device__ __forceinline__ unsigned lift_by_offsets(unsigned bits, long long i, int count, long long first,
+                                                    long long last, T identity, ValueAt value_at, T (&v)[4]) {
+  unsigned heads = 0u;
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const bool inside = k < count && i + k >= first && i + k < last;
+    v[k] = inside ? value_at(k) : identity;
+    if ((bits >> k & 1u) || (k < count && !inside)) heads |= 1u << k;
+  }
+  return heads;
+}
+
 // Lifts a lane's four elements of a round: `count` of them before n (the rest the
 // identity, no head), their values and head bits.
 template <typename T, typename Lift>

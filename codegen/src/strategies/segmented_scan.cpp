@@ -78,9 +78,10 @@ class SegmentedScanEmitter {
     w.line();
     if (counts_) {
       emit_run_functors(w);
-      w.line("ff::segmented::reduce_by_key_tile<kBlock, kItems, kInputStageBytes>(");
+      w.line(std::string("ff::segmented::reduce_by_key_tile<kBlock, kItems, kInputStageBytes, ") +
+             (stage_runs() ? "true" : "false") + ">(");
       w.line("    n, tile_counter, tile_status, epoch, combine, identity, load, staged_element,");
-      w.line("    " + heads + ", run_head, last_run);");
+      w.line("    " + heads + ", staged_key, store_key, store_value, last_run);");
     } else {
       // The input and scanned stages share one buffer where no epilogue reads an input.
       w.line(std::string("ff::segmented::scan_tile<kBlock, kItems, kInputStageBytes, ") +
@@ -131,24 +132,39 @@ class SegmentedScanEmitter {
   // reduce_by_key's outputs: keys (result index 0) and values (index 1).
   void emit_run_functors(SourceWriter& w) {
     const std::string acc = k_.acc();
-    w.comment("A head starts run `run`: its key, and the value of the run before it.");
-    w.open("const auto run_head = [&](unsigned char* stages, const int slot, const long long i, const long long run, const " +
-           acc + "& previous)");
+    const std::string key = k_.types().name(g_.op->keys.type());
+    std::string keys, values;
     for (std::size_t j = 0; j < g_.outputs.size(); ++j) {
       const std::string out = "out" + std::to_string(g_.output_ids[j]);
-      if (g_.outputs[j].node().index == 0) w.line(out + "[run] = staged_key(stages, slot, i);");
-      else w.line("if (run > 0) " + out + "[run - 1] = previous;");
+      if (g_.outputs[j].node().index == 0) keys += out + "[run] = key; ";
+      else values += out + "[run] = value; ";
     }
-    w.close("};");
+    w.comment("Run `run`'s key, and its value.");
+    w.line("const auto store_key = [&](const long long run, const " + key + "& key) { " +
+           (keys.empty() ? "(void)run, (void)key; " : keys) + "};");
+    w.line("const auto store_value = [&](const long long run, const " + acc + "& value) { " +
+           (values.empty() ? "(void)run, (void)value; " : values) + "};");
     w.comment("Element n - 1: the last run's value and the number of runs.");
     w.open("const auto last_run = [&](const long long runs, const " + acc + "& value)");
-    for (std::size_t j = 0; j < g_.outputs.size(); ++j) {
-      const std::string id = std::to_string(g_.output_ids[j]);
-      if (g_.outputs[j].node().index == 1) w.line("out" + id + "[runs - 1] = value;");
-      w.line("*count" + id + " = runs;");
-    }
+    w.line("store_value(runs - 1, value);");
+    for (std::size_t j = 0; j < g_.outputs.size(); ++j) w.line("*count" + std::to_string(g_.output_ids[j]) + " = runs;");
     w.close("};");
   }
+
+  // reduce_by_key writes a tile's runs through shared memory (two-phase scatter,
+  // segmented_scan.cuh) where the policy asks for it and they fit: the values over the
+  // input stages, the keys beside them, within the scan policy's stage bytes (static
+  // shared memory stays under 48 KB).
+  bool stage_runs() const {
+    const ScanPolicy& p = g_.policies().scan;
+    if (!counts_ || !p.stage_runs) return false;
+    std::size_t in_bytes = 0;
+    for (const auto& in : g_.leaves.inputs) in_bytes += in.type().size();
+    const std::size_t slots = static_cast<std::size_t>(shared::stage_slots(k_.tiling().tile()));
+    return g_.op->monoid.type().size() <= in_bytes &&
+           (in_bytes + g_.op->keys.type().size()) * slots <= p.max_stage_bytes;
+  }
+
   std::string summary() const {
     const ScanTiling& t = k_.tiling();
     std::string s = std::string(op_name(g_.op->kind)) + ", single pass with decoupled look-back over (value, " +
@@ -157,7 +173,11 @@ class SegmentedScanEmitter {
                     " elements, one block per tile, deterministic look-back; segment heads ";
     if (offsets_) return s + "from the offsets in each tile (two 32-way warp searches, a bitmask in shared memory)";
     s += "where the key changes (the key before each tile read from global memory)";
-    if (counts_) s += "; each head writes its run's key and the previous run's value, the last element the run count";
+    if (counts_ && stage_runs())
+      s += "; a tile of more runs than threads stages its runs' keys and values in shared memory and writes them "
+           "coalesced (two-phase scatter), one of fewer has each head write its run's key and the previous run's value; "
+           "the last element writes the run count";
+    else if (counts_) s += "; each head writes its run's key and the previous run's value, the last element the run count";
     return s;
   }
 
@@ -186,60 +206,6 @@ KernelSpec emit_segmented_scan(const KernelContext& g, const SegmentOffsets* off
 
 KernelSpec emit_reduce_by_key(const KernelContext& g, const Target& /*one block per tile*/) {
   return SegmentedScanEmitter(g, nullptr).emit();
-}
-
-}  // namespace fuseflow::codegen
-
-// ---- The registry's view of this strategy (strategy.hpp, strategies/registry.cpp) ----
-#include "../strategy.hpp"
-
-namespace fuseflow::codegen {
-
-namespace {
-TuningValues pieces_tuning(const Policies& p) {
-  return {{"block", p.scan.pieces.block}, {"items", p.scan.pieces.items}, {"min_blocks", p.scan.pieces.min_blocks}};
-}
-
-// segmented_scan (heads from offsets, their own input domain) and scan_by_key.
-class SegmentedScan final : public RegisteredStrategy {
- public:
-  SegmentedScan() : RegisteredStrategy("segmented scan", "segmented_scan") {}
-  Applies applies(const KernelContext&) const override {
-    return {true, "one look-back pass over (value, head) pieces"};
-  }
-  TuningValues tuning(const Policies& p) const override { return pieces_tuning(p); }
-  std::vector<KernelSpec> emit(const KernelContext& g) const override {
-    return {emit_segmented_scan(g, g.offsets ? &*g.offsets : nullptr, g.target())};
-  }
-  std::vector<StepSpec> schedule(const KernelContext& g, const std::vector<KernelSpec>&, int first) const override {
-    StepSpec step = lookback_step(first, 1, segmented_piece_type(g));
-    if (g.offsets) step.domain = g.offsets->domain;  // a GraphError for empty offsets
-    return {step};
-  }
-};
-
-class ReduceByKey final : public RegisteredStrategy {
- public:
-  ReduceByKey() : RegisteredStrategy("reduce by key", "reduce_by_key") {}
-  Applies applies(const KernelContext&) const override {
-    return {true, "one look-back pass over (value, head count) pieces writes each run's key and total"};
-  }
-  TuningValues tuning(const Policies& p) const override { return pieces_tuning(p); }
-  std::vector<KernelSpec> emit(const KernelContext& g) const override { return {emit_reduce_by_key(g, g.target())}; }
-  std::vector<StepSpec> schedule(const KernelContext& g, const std::vector<KernelSpec>&, int first) const override {
-    return {lookback_step(first, 1, segmented_piece_type(g))};
-  }
-};
-
-}  // namespace
-
-const RegisteredStrategy& segmented_scan_strategy() {
-  static const SegmentedScan s;
-  return s;
-}
-const RegisteredStrategy& reduce_by_key_strategy() {
-  static const ReduceByKey s;
-  return s;
 }
 
 }  // namespace fuseflow::codegen

@@ -1,34 +1,19 @@
-// Segmented scans (segmented_scan by offsets, scan_by_key) on sm_90 and later: the
-// pipelined scan's ring (scan_pipelined.cpp) over the (value, head flag) pieces of
+// Segmented scans (segmented_scan by offsets, scan_by_key) and reduce_by_key on sm_90 and
+// later: the pipelined scan's ring (scan_pipelined.cpp) over the (value, head) pieces of
 // segmented_scan.cpp, from the scan policy's staged_from elements; below that, and where it
 // does not apply, the one-tile-per-block look-back kernel (segmented_scan.cpp), which is
 // also this strategy's first kernel. The algorithm is segmented_scan_pipeline.cuh's; this
-// file writes the kernel's functors and the roles' calls:
-//  - lift(s, e, i, count, v, heads): the values and head bits of tile elements e .. e + 3
-//    of stage s, read from the stage as 16-byte quads, one per input; by key a head where
-//    key_at changes (the key of the element before the tile is staged beside it); by
-//    offsets a head where the producer's bitmask says so, and the identity, as its own
-//    head, outside [offsets[0], offsets[count - 1]);
-//  - store4 / store1: every output, its epilogue applied to the staged inputs.
+// file writes the ring's shape, the kernel and its roles' calls, and the registry's view;
+// the functors the roles call are segmented_scan_pipelined_roles.cpp's.
 #include <algorithm>
 #include <string>
 
 #include "../array_ops.hpp"
-#include "../scan_context.hpp"
+#include "segmented_scan_pipelined.hpp"
 
 namespace fuseflow::codegen {
 
 namespace {
-
-std::string keys_equal_fields(const Type& t, const std::string& a, const std::string& b) {
-  if (t.is_scalar()) return a + " == " + b;
-  std::string s;
-  for (std::size_t f = 0; f < t.fields().size(); ++f) {
-    const std::string field = ".f" + std::to_string(f);
-    s += (s.empty() ? "" : " && ") + keys_equal_fields(t.fields()[f], a + field, b + field);
-  }
-  return s;
-}
 
 // The ring's shape: the plain pipelined scan's bytes of stages, split among the inputs
 // (each tile a whole number of rounds of 128 elements per scanner warp).
@@ -60,42 +45,6 @@ std::string kernel_name(const KernelContext& g) {
   if (op.keys.valid()) types = short_type_name(op.keys.type()) + "_" + types;
   return std::string("ff_") + op_name(op.kind) + "_" + types + "_" + sanitize(op.monoid.name()) +
          (op.kind != OpKind::ReduceByKey && op.scan_kind == ScanKind::Exclusive ? "_exclusive" : "") + "_pipelined";
-}
-
-// reduce_by_key's writers, in the scanners' places: run_head (a head writes its run's key
-// and the previous run's value), last_run (element n - 1 writes the last run's value and
-// each output's count). Outputs: keys (result index 0) and values (index 1).
-template <typename StagePtrs>
-void emit_run_writers(SourceWriter& w, const KernelContext& g, ScanKernelWriter& k, const StagePtrs& stage_ptrs) {
-  const std::string t = k.acc();
-  std::string staged;
-  for (std::size_t j = 0; j < g.leaves.inputs.size(); ++j) staged += "stage_" + k.input_name(j) + "[e], ";
-  w.comment("Writers: warp 3 + s takes segment s of every tile. A head starts run `run`: its key, and\n"
-            "the value of the run before it.");
-  w.open("const auto run_head = [&](const int s, const int e, const long long i, const long long run, const " + t +
-         "& previous)");
-  bool keys = false;
-  for (std::size_t j = 0; j < g.outputs.size(); ++j) keys = keys || g.outputs[j].node().index == 0;
-  if (keys) stage_ptrs(w);
-  else w.line("(void)s, (void)e, (void)i;");
-  for (std::size_t j = 0; j < g.outputs.size(); ++j) {
-    const std::string out = "out" + std::to_string(g.output_ids[j]);
-    if (g.outputs[j].node().index == 0) w.line(out + "[run] = key_at(" + staged + "i);");
-    else w.line("if (run > 0) " + out + "[run - 1] = previous;");
-  }
-  w.close("};");
-  w.comment("Element n - 1: the last run's value and the number of runs.");
-  w.open("const auto last_run = [&](const long long runs, const " + t + "& value)");
-  bool values = false;
-  for (std::size_t j = 0; j < g.outputs.size(); ++j) values = values || g.outputs[j].node().index == 1;
-  if (!values) w.line("(void)value;");
-  for (std::size_t j = 0; j < g.outputs.size(); ++j) {
-    const std::string id = std::to_string(g.output_ids[j]);
-    if (g.outputs[j].node().index == 1) w.line("out" + id + "[runs - 1] = value;");
-    w.line("*count" + id + " = runs;");
-  }
-  w.close("};");
-  w.line("ff::segmented::run_piece_tiles<kTile>(pipeline, warp - 3, n, lift, combine, identity, run_head, last_run);");
 }
 
 bool pipelined_segmented_scan_applies(const KernelContext& g) {
@@ -162,44 +111,9 @@ KernelSpec emit_segmented_scan_pipelined(const KernelContext& g, const SegmentOf
   w.line("if (threadIdx.x == 0) ff::segmented::piece_pipeline_init(pipeline);");
   w.line("__syncthreads();");
   w.line("const int warp = threadIdx.x / 32;");
-  // The stage of each input, as its own type.
-  const auto stage_ptrs = [&](SourceWriter& to) {
-    for (std::size_t j = 0; j < inputs; ++j) {
-      const std::string in = k.types().name(g.leaves.inputs[j].type());
-      to.line("const " + in + "* const stage_" + k.input_name(j) + " = reinterpret_cast<const " + in +
-              "*>(ff::segmented::stage_input<kTile, kInputs>(stage_words, s, " + std::to_string(j) + "));");
-    }
-  };
-  const auto staged = [&](const std::string& e, const std::string& i) {
-    std::string s;
-    for (std::size_t j = 0; j < inputs; ++j) s += "stage_" + k.input_name(j) + "[" + e + "], ";
-    return s + i;
-  };
-  if (offsets) {
-    emit_offset_at(w, k.types(), *g.op, offsets->leaves, "the producer checks the pairs of neighbours");
-  } else {
-    const std::string key = k.types().name(g.op->keys.type());
-    k.emit_map_function(w, "key_at", g.op->keys);
-    w.line("const auto same_key = [](const " + key + "& a, const " + key + "& b) -> bool { return " +
-           keys_equal_fields(g.op->keys.type(), "a", "b") + "; };");
-  }
-  w.open("if (warp == 0)");
-  w.comment("Producer: tile ids from the counter, each input's tile copied into the next free stage" +
-            std::string(offsets ? ", the tile's\nsegment heads marked from the offsets." : "."));
-  std::string ins;
-  for (std::size_t j = 0; j < inputs; ++j)
-    ins += std::string(j ? ", " : "") + "reinterpret_cast<const unsigned*>(in_" + k.input_name(j) + ")";
-  w.line("const unsigned* const in[kInputs] = {" + ins + "};");
-  if (offsets) {
-    w.line("const ff::segmented::PipelinedOffsetHeads<kTile, decltype(offset_at)> heads{offset_at, offsets_count, "
-           "offsets_invalid, head_words, n};");
-    w.line("ff::segmented::produce_piece_tiles<kTile, kInputs>(pipeline, stage_words, in, n, tiles, tile_counter, heads);");
-  } else {
-    w.line("ff::segmented::produce_piece_tiles<kTile, kInputs>(pipeline, stage_words, in, n, tiles, tile_counter,");
-    w.line("                                                   [](int, long long, long long) {});");
-  }
-  w.line("return;");
-  w.close();
+  const PieceKernel piece_kernel{g, k, offsets};
+  emit_piece_heads_functors(w, piece_kernel);
+  emit_piece_producer(w, piece_kernel);
   w.comment("Status entries carry the launch's epoch (scan.cuh): nothing clears them between launches.");
   w.line("const ff::ScanTileStatus<" + piece + "> status(tile_status, tiles, epoch);");
   w.open("if (warp == 2)");
@@ -208,44 +122,7 @@ KernelSpec emit_segmented_scan_pipelined(const KernelContext& g, const SegmentOf
   w.line("return;");
   w.close();
 
-  // lift: values and heads of four tile elements.
-  if (offsets) {
-    w.comment("Elements outside [first, last) belong to no segment: each is a head of the identity.");
-    w.line("const long long first = offset_at(0), last = offset_at(offsets_count - 1);");
-  }
-  w.comment("Tile elements e .. e + 3 of stage s (global index i), the first `count` before n: their values\n"
-            "and head bits (the others: the identity, no head).");
-  w.open("const auto lift = [&](const int s, const int e, const long long i, const int count, " + t +
-         " (&v)[4], unsigned& heads)");
-  stage_ptrs(w);
-  for (std::size_t j = 0; j < inputs; ++j) {
-    const std::string in = k.types().name(g.leaves.inputs[j].type());
-    w.line("const ff::Quad<" + in + "> q_" + k.input_name(j) + " = *reinterpret_cast<const ff::Quad<" + in +
-           ">*>(stage_" + k.input_name(j) + " + e);");
-  }
-  std::string quad_call;
-  for (std::size_t j = 0; j < inputs; ++j) quad_call += "q_" + k.input_name(j) + ".e[k], ";
-  if (offsets) {
-    w.line("const unsigned bits = head_words[s * (kTile / 32) + e / 32] >> (e % 32) & 0xfu;");
-    w.line("heads = 0u;");
-    w.line("#pragma unroll");
-    w.open("for (int k = 0; k < 4; ++k)");
-    w.line("const bool inside = k < count && i + k >= first && i + k < last;");
-    w.line("v[k] = inside ? element(" + quad_call + "i + k) : identity;");
-    w.line("if ((bits >> k & 1u) || (k < count && !inside)) heads |= 1u << k;");
-    w.close();
-  } else {
-    w.line("auto previous = key_at(" + staged("e - 1", "i - 1") + ");  // word -1: the element before the tile");
-    w.line("heads = 0u;");
-    w.line("#pragma unroll");
-    w.open("for (int k = 0; k < 4; ++k)");
-    w.line("v[k] = k < count ? element(" + quad_call + "i + k) : identity;");
-    w.line("const auto key = key_at(" + quad_call + "i + k);");
-    w.line("if (k < count && (i + k == 0 || !same_key(previous, key))) heads |= 1u << k;");
-    w.line("previous = key;");
-    w.close();
-  }
-  w.close("};");
+  emit_piece_lift(w, piece_kernel);
 
   w.open("if (warp == 1)");
   w.comment("Reducer: each segment's piece and the tile's, published at once (pieces do not commute:\n"
@@ -254,36 +131,8 @@ KernelSpec emit_segmented_scan_pipelined(const KernelContext& g, const SegmentOf
   w.line("return;");
   w.close();
 
-  if (counts) {
-    emit_run_writers(w, g, k, stage_ptrs);
-  } else {
-    w.comment("Scanners: warp 3 + s scans segment s of every tile and stores it, the epilogue applied to\n"
-              "each element on the way; four consecutive elements per lane, one 16-byte store where\n"
-              "the output is 4-byte and aligned.");
-    QuadStores stores;
-    bool reads_inputs = false;
-    for (std::size_t j = 0; j < g.outputs.size(); ++j) {
-      const bool scan_itself = g.outputs[j].kind() == ExprKind::Result;
-      reads_inputs = reads_inputs || !scan_itself;
-      stores.add("out" + std::to_string(g.output_ids[j]), [&](const std::string& k_index, const std::string& plus) {
-        return scan_itself ? "scanned" + k_index
-                           : "epilogue" + std::to_string(j) + "(scanned" + k_index + ", " + staged("e" + plus, "i" + plus) + ")";
-      });
-    }
-    for (const auto& l : stores.quads) w.line(l);
-    w.open("const auto store4 = [&](const int s, const int e, const long long i, const " + t + " (&scanned)[4])");
-    if (reads_inputs) stage_ptrs(w);
-    else w.line("(void)s, (void)e;");
-    for (const auto& l : stores.four) w.line(l);
-    w.close("};");
-    w.open("const auto store1 = [&](const int s, const int e, const long long i, const " + t + " scanned)");
-    if (reads_inputs) stage_ptrs(w);
-    else w.line("(void)s, (void)e;");
-    for (const auto& l : stores.one) w.line(l);
-    w.close("};");
-    w.line(std::string("ff::segmented::scan_piece_tiles<kTile, ") + (k.inclusive() ? "true" : "false") +
-           ">(pipeline, warp - 3, n, lift, combine, identity, store4, store1);");
-  }
+  if (counts) emit_piece_run_writers(w, piece_kernel);
+  else emit_piece_scanners(w, piece_kernel);
   w.close();
 
   KernelSpec out;
