@@ -241,21 +241,12 @@ __device__ __forceinline__ void reduce_by_offsets(const long long segments, Valu
         return;
       }
     }
-    // Coalesced: first every value, as one straight run of loads with no branch between
-    // the items (an item past the tile's elements reads its last element again, unused),
-    // so that a gather's index loads all go out before its table reads instead of one
-    // index-then-table chain per item; then the ends. Each end is checked against the one
-    // before it: the lane below's, by a shuffle (lane 0 loads its own).
-    if (s.elements > 0) {
-#pragma unroll
-      for (int k = 0; k < kItems; ++k) {
-        const int e = min(k * kThreads + (int)threadIdx.x, s.elements - 1);
-        staged_value[k] = value_at(first + s.j0 + e);
-      }
-    }
+    // Coalesced. Each end is checked against the one before it: the lane below's, by a
+    // shuffle (lane 0 loads its own).
 #pragma unroll
     for (int k = 0; k < kItems; ++k) {
       const int e = k * kThreads + threadIdx.x;
+      if (e < s.elements) staged_value[k] = value_at(first + s.j0 + e);
       if (k * kThreads < s.ends) {  // the same for the whole block: the shuffle is converged
         const long long i = s.i0 + e;
         const bool mine = e < s.ends;

@@ -103,60 +103,20 @@ struct OffsetHeads {
   }
 
   // The tile's offsets marked in the bitmask (the load's barrier made tile_offsets visible),
-  // then a barrier. A warp takes 32 consecutive offsets at a time, kMarkBatch rounds of
-  // them read before any is marked; sorted offsets marking one word sit in neighbouring
-  // lanes, which pool their bits (mark_word) so that one atomic per word is issued, not one
-  // per offset (segments of 1..3: about 16 offsets per word, and shared atomics on one word
-  // serialize). Decreasing offsets: the pairs (s, s + 1), s in [0, count - 1), are split
-  // evenly among the tiles, so every pair is checked once whatever the offsets are, at most
-  // ceil((count - 1) / tiles) per tile, each offset read once (its right neighbour from the
-  // next lane).
-  static constexpr int kMarkBatch = 2;
-
-  __device__ __forceinline__ void mark_word(const long long at) const {
-    const int lane = threadIdx.x % kWarpSize;
-    const bool inside = at >= 0 && at < kTile;
-    const int word = inside ? static_cast<int>(at / 32) : -1;
-    unsigned bits = inside ? 1u << (at % 32) : 0u;
-    // An inclusive OR over the lanes of each run of equal words, into the run's last lane.
-#pragma unroll
-    for (int d = 1; d < kWarpSize; d *= 2) {
-      const unsigned other = __shfl_up_sync(kFullMask, bits, d);
-      const int other_word = __shfl_up_sync(kFullMask, word, d);
-      if (lane >= d && other_word == word) bits |= other;
-    }
-    const int next_word = __shfl_down_sync(kFullMask, word, 1);
-    if (inside && (lane == kWarpSize - 1 || next_word != word)) atomicOr(&head_words[word], bits);
-  }
-
+  // then a barrier; decreasing offsets: tile t checks the pairs (s, s + 1) for s in
+  // [t * kTile, (t + 1) * kTile), the last tile every pair from there on, so every pair is
+  // checked once.
   __device__ __forceinline__ void after_load(long long base, long long n) {
-    const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
-    const long long from = tile_offsets[0], to = tile_offsets[1];
-    // Warp-uniform loops: every lane takes part in the shuffles.
-    for (long long o = from + warp * kWarpSize; o < to; o += kMarkBatch * kBlock) {
-      long long at[kMarkBatch];
-#pragma unroll
-      for (int b = 0; b < kMarkBatch; ++b) {
-        const long long s = o + b * kBlock + lane;
-        at[b] = s < to ? offset_at(s) - base : -1;
-      }
-#pragma unroll
-      for (int b = 0; b < kMarkBatch; ++b) mark_word(at[b]);
+    for (long long s = tile_offsets[0] + threadIdx.x; s < tile_offsets[1]; s += kBlock) {
+      const long long at = offset_at(s) - base;
+      if (at >= 0 && at < kTile) atomicOr(&head_words[at / 32], 1u << (at % 32));
     }
     __syncthreads();
     first = offset_at(0);
     last = offset_at(count - 1);
-    const long long tiles = (n + kTile - 1) / kTile, pairs = count - 1;
-    if (pairs <= 0) return;
-    const long long share = (pairs + tiles - 1) / tiles, pair0 = base / kTile * share;
-    const long long end = pair0 + share < pairs ? pair0 + share : pairs;
-    for (long long o = pair0 + warp * kWarpSize; o < end; o += kBlock) {
-      const long long s = o + lane;
-      const long long here = s <= end ? offset_at(s) : 0;
-      long long next = __shfl_down_sync(kFullMask, here, 1);
-      if (lane == kWarpSize - 1) next = s + 1 <= end ? offset_at(s + 1) : 0;
-      if (s < end && here > next) *invalid = 1u;
-    }
+    const long long pairs_end = base + kTile < n && base + kTile < count - 1 ? base + kTile : count - 1;
+    for (long long s = base + threadIdx.x; s < pairs_end; s += kBlock)
+      if (offset_at(s) > offset_at(s + 1)) *invalid = 1u;
   }
 
   template <int kItems, typename T, typename Element>
@@ -196,18 +156,14 @@ __device__ __forceinline__ OffsetHeads<kBlock, kTile, OffsetAt> offset_heads(Off
 // Heads where the key changes: element i is a head when i == 0 or same_key(key of i - 1,
 // key of i) is false. staged_key(stages, slot, i) is the key of a staged element;
 // key_before(i) the key of element i read from global memory, for the element before the
-// tile: the thread owning the tile's first element reads it in before_load, beside the
-// tile's loads, so that its latency does not come after the load's barrier.
-template <typename StagedKey, typename KeyBefore, typename SameKey, typename Key>
+// tile (read by the thread owning the tile's first element).
+template <typename StagedKey, typename KeyBefore, typename SameKey>
 struct KeyHeads {
   StagedKey staged_key;
   KeyBefore key_before;
   SameKey same_key;
-  Key tile_key_before = {};  // thread 0: the key of the element before the tile
 
-  __device__ __forceinline__ void before_load(long long base) {
-    if (threadIdx.x == 0 && base > 0) tile_key_before = key_before(base - 1);
-  }
+  __device__ __forceinline__ void before_load(long long) const {}
   __device__ __forceinline__ void after_load(long long, long long) const {}
 
   template <int kItems, typename T, typename Element>
@@ -217,9 +173,9 @@ struct KeyHeads {
     unsigned heads = 0u;
     const int item0 = threadIdx.x * kItems;
     // The key of the element before this thread's first: staged, or before the tile.
-    Key previous_key = {};
+    decltype(key_before(0)) previous_key = {};
     if (base + item0 > 0 && base + item0 <= n)
-      previous_key = threadIdx.x > 0 ? staged_key(stages, tile_slot(item0 - 1), base + item0 - 1) : tile_key_before;
+      previous_key = threadIdx.x > 0 ? staged_key(stages, tile_slot(item0 - 1), base + item0 - 1) : key_before(base - 1);
     if (base + item0 > 0 && base + item0 + kItems <= n) {
       // Every element of the thread before n and none of them element 0: no check per element.
 #pragma unroll
@@ -248,8 +204,8 @@ struct KeyHeads {
 };
 
 template <typename StagedKey, typename KeyBefore, typename SameKey>
-__device__ __forceinline__ auto key_heads(StagedKey staged_key, KeyBefore key_before, SameKey same_key)
-    -> KeyHeads<StagedKey, KeyBefore, SameKey, decltype(key_before(0ll))> {
+__device__ __forceinline__ KeyHeads<StagedKey, KeyBefore, SameKey> key_heads(StagedKey staged_key, KeyBefore key_before,
+                                                                           SameKey same_key) {
   return {staged_key, key_before, same_key};
 }
 
