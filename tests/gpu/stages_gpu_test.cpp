@@ -104,3 +104,17 @@ TEST_CASE("reduce_by_key's keys and totals in a later map and reduction: exactly
   for (std::int64_t n : kSizes)
     check_program("reduce_by_key, n = " + std::to_string(n), prog, {k, x}, {runs_of_keys(n), random_ints(n, -50, 50)});
 }
+
+TEST_CASE("a scan over reduce_by_key's runs: the survivors' scan of the runs, as long as the device's count") {
+  auto k = ff::input<int>("k");
+  auto x = ff::input<int>("x");
+  auto [keys, totals] = ff::reduce_by_key(k, x, ff::plus);
+  const ff::Program inclusive = ff::outputs(ff::scan(totals, ff::plus), keys);
+  const ff::Program exclusive = ff::outputs(ff::scan(totals * 3, ff::max, ff::exclusive));
+  for (std::int64_t n : kSizes) {
+    check_program("inclusive scan of the runs, n = " + std::to_string(n), inclusive, {k, x},
+                  {runs_of_keys(n), random_ints(n, -50, 50)});
+    check_program("exclusive max-scan of the runs, n = " + std::to_string(n), exclusive, {k, x},
+                  {runs_of_keys(n), random_ints(n, -50, 50)});
+  }
+}
