@@ -101,23 +101,19 @@ std::vector<ff::Expr> softmax(const ff::Expr& x, const ff::Expr&, const ff::Expr
   return {e / ff::broadcast(ff::segmented_reduce(e, o, ff::plus), o)};
 }
 
-std::vector<std::int64_t> sizes() {
-  std::vector<std::int64_t> out;
-  for (std::int64_t n : {1LL, 100LL, 5000LL, 70001LL, 600000LL})
-    if (n <= ff::test::max_elements()) out.push_back(n);
-  return out;
-}
+// The sizes under the label gpu; 600000 (most of the CPU reference's time) in the suite
+// "long" (label gpu-long).
+std::vector<std::int64_t> sizes() { return ff::test::capped({1, 100, 5000, 70001}); }
+std::vector<std::int64_t> long_sizes() { return ff::test::capped({600000}); }
 
 template <class O>
 std::vector<O> narrow(const std::vector<std::int64_t>& v) {
   return std::vector<O>(v.begin(), v.end());
 }
 
-}  // namespace
-
-TEST_CASE("per-segment softmax over irregular segments matches the f64 reference") {
+void softmax_sweep(const std::vector<std::int64_t>& ns) {
   std::mt19937_64 g(25);
-  for (std::int64_t n : sizes())
+  for (std::int64_t n : ns)
     for (int shape = 0; shape < 4; ++shape) {
       const auto off = offsets_of(shape, n, g);
       check<float>(softmax, off, -30.0, 30.0, 2e-5, std::string("f32 softmax, ") + shape_name(shape));
@@ -125,28 +121,50 @@ TEST_CASE("per-segment softmax over irregular segments matches the f64 reference
     }
 }
 
-TEST_CASE("centred segments, two inputs, several outputs and a per-segment result as an output") {
+}  // namespace
+
+TEST_CASE("per-segment softmax over irregular segments matches the f64 reference") {
+  softmax_sweep(sizes());
+}
+
+namespace {
+
+void centred_sweep(const std::vector<std::int64_t>& ns) {
   const Build centred = [](const ff::Expr& x, const ff::Expr& w, const ff::Expr& o) -> std::vector<ff::Expr> {
     const auto sum = ff::segmented_reduce(x * w, o, ff::plus);
     const auto low = ff::segmented_reduce(w, o, ff::min);
     return {x * w - ff::broadcast(sum, o) * 0.5f, w - ff::broadcast(low, o), sum};
   };
   std::mt19937_64 g(7);
-  for (std::int64_t n : sizes())
+  for (std::int64_t n : ns)
     for (int shape = 0; shape < 4; ++shape)
       check<float>(centred, offsets_of(shape, n, g), -1.0, 1.0, 1e-5, std::string("f32 centred, ") + shape_name(shape), 1.0);
 }
 
-TEST_CASE("integer programs exactly: a chained reduction reading a broadcast, index() and a maximum") {
+}  // namespace
+
+TEST_CASE("centred segments, two inputs, several outputs and a per-segment result as an output") {
+  centred_sweep(sizes());
+}
+
+namespace {
+
+void integer_sweep(const std::vector<std::int64_t>& ns) {
   const Build ints = [](const ff::Expr& x, const ff::Expr&, const ff::Expr& o) -> std::vector<ff::Expr> {
     const auto top = ff::segmented_reduce(x, o, ff::max);
     const auto below = ff::segmented_reduce(ff::broadcast(top, o) - x + ff::cast<int>(ff::index() % 5), o, ff::plus);
     return {x * 3 - ff::broadcast(top, o) + ff::broadcast(below, o) * ff::cast<int>(ff::index() % 3), below};
   };
   std::mt19937_64 g(11);
-  for (std::int64_t n : sizes())
+  for (std::int64_t n : ns)
     for (int shape = 0; shape < 4; ++shape)
       check<int>(ints, narrow<int>(offsets_of(shape, n, g)), -1000.0, 1000.0, 0, std::string("i32, ") + shape_name(shape));
+}
+
+}  // namespace
+
+TEST_CASE("integer programs exactly: a chained reduction reading a broadcast, index() and a maximum") {
+  integer_sweep(sizes());
 }
 
 TEST_CASE("offsets that leave elements outside every segment are reported; broadcast_by_key is refused") {
@@ -168,9 +186,11 @@ TEST_CASE("offsets that leave elements outside every segment are reported; broad
   }
 }
 
-TEST_CASE("two offsets arrays in one program: each broadcast by its own segments, integers exactly") {
+namespace {
+
+void two_offsets_sweep(const std::vector<std::int64_t>& ns) {
   std::mt19937_64 g(31);
-  for (std::int64_t n : sizes())
+  for (std::int64_t n : ns)
     for (int shape = 0; shape < 4; ++shape) {
       const std::vector<int> first = narrow<int>(offsets_of(shape, n, g));
       const std::vector<std::int64_t> second = offsets_of((shape + 1) % 4, n, g);
@@ -199,4 +219,18 @@ TEST_CASE("two offsets arrays in one program: each broadcast by its own segments
         CHECK(got[k].download<int>() == want[k].array.to_vector<int>());
       }
     }
+}
+
+}  // namespace
+
+TEST_CASE("two offsets arrays in one program: each broadcast by its own segments, integers exactly") {
+  two_offsets_sweep(sizes());
+}
+
+TEST_CASE("softmax, centred segments, integer programs and two offsets arrays at 600000 elements" *
+          doctest::test_suite("long")) {
+  softmax_sweep(long_sizes());
+  centred_sweep(long_sizes());
+  integer_sweep(long_sizes());
+  two_offsets_sweep(long_sizes());
 }

@@ -244,6 +244,8 @@ TEST_CASE("a filter over two inputs, a filter of a filter's result, and a predic
   }
 }
 
+namespace {
+
 // From 2^24 elements a compaction of one 4-byte input runs pipelined on sm_90
 // (scan_pipeline.cuh, compact_tiles); scan_staged_from = 0 (FUSEFLOW_SCAN_STAGED_FROM)
 // gives it to every size, on a Runtime of its own with that option (PlanVariant,
@@ -254,8 +256,8 @@ ff::codegen::PlanOptions pipelined_everywhere() {
   return options;
 }
 
-TEST_CASE("the pipelined compaction (sm_90), at every size: keep all, none, half; maps after; a "
-          "reduction in the predicate; a misaligned view") {
+// The checks of the two cases below at the given sizes.
+void check_pipelined_compaction(const std::vector<std::int64_t>& sizes) {
   if (runtime().properties().cc_major < 9) {
     MESSAGE("left out: the pipelined compaction needs sm_90 (the device is older)");
     return;
@@ -263,9 +265,6 @@ TEST_CASE("the pipelined compaction (sm_90), at every size: keep all, none, half
   ff::test::PlanVariant pipelined(pipelined_everywhere());
   // Tiles of 13312 in 4 stages, 8 segments of 1664 (13 rounds of 128) per tile; a tile is
   // written out two tiles after it is ranked, so 1-3 tiles per block end the ring early.
-  const std::vector<std::int64_t> sizes = ff::test::capped({1, 3, 4, 5, 127, 128, 129, 1000, 1664, 1665, 13311, 13312,
-                                                            13313, 2 * 13312 + 1, 4 * 13312 + 5, (1 << 20) + 7,
-                                                            300 * 13312 + 1, (1 << 24) + 3});
   auto x = ff::input<float>("x");
   auto t = ff::param<float>("t");
   ff::Program thresholds(ff::filter(x, x > t));
@@ -315,6 +314,19 @@ TEST_CASE("the pipelined compaction (sm_90), at every size: keep all, none, half
   REQUIRE(plan.kernels.size() == 2);
   CHECK(plan.kernels[1].name == "ff_filter_compact_pipelined_f32");
   CHECK(plan.schedule(1000).launches.at(0).kernel == 1);
+}
+
+}  // namespace
+
+TEST_CASE("the pipelined compaction (sm_90), at every size: keep all, none, half; maps after; a "
+          "reduction in the predicate; a misaligned view") {
+  check_pipelined_compaction(ff::test::capped({1, 3, 4, 5, 127, 128, 129, 1000, 1664, 1665, 13311, 13312, 13313,
+                                               2 * 13312 + 1, 4 * 13312 + 5, (1 << 20) + 7}));
+}
+
+// The large sizes of the case above: 300 tiles plus one element and 2^24 + 3 elements.
+TEST_CASE("the pipelined compaction (sm_90) at 300 x 13312 + 1 and 2^24 + 3 elements" * doctest::test_suite("long")) {
+  check_pipelined_compaction(ff::test::capped({300 * 13312 + 1, (1 << 24) + 3}));
 }
 
 TEST_CASE("misaligned inputs take the element-wise loads and give the same survivors") {

@@ -90,8 +90,10 @@ TEST_CASE("no segments: one offset gives an empty result; no offsets is an error
   CHECK_THROWS_AS(rt.run(ff::segmented_scan(x, o, ff::plus), {{x, dx}, {o, none}}), ff::GraphError);
 }
 
-TEST_CASE("all segments empty give the identity, wherever they sit; so does a scan with no segments") {
-  for (std::int64_t n : ff::test::capped({0LL, 1000LL, (1LL << 20) + 7})) {
+namespace {
+
+void check_empty_segments(const std::vector<std::int64_t>& sizes) {
+  for (std::int64_t n : sizes) {
     check_scans({0}, n, "no segments, n = " + std::to_string(n));
     check_scans({static_cast<int>(n / 3)}, n, "one offset in the middle, n = " + std::to_string(n));
     for (std::int64_t segments : {1LL, 1000LL, 100000LL}) {
@@ -103,14 +105,28 @@ TEST_CASE("all segments empty give the identity, wherever they sit; so does a sc
   }
 }
 
-TEST_CASE("elements before the first offset and after the last belong to no segment") {
-  const std::int64_t n = (1 << 20) + 7;
+void check_outside_elements(std::int64_t n) {
   std::vector<int> offsets = {1000};
   while (offsets.back() < n - 5000) offsets.push_back(offsets.back() + 17);
-  check_every_op(offsets, n, "offsets from 1000 to n - 5000");
+  check_every_op(offsets, n, "offsets from 1000 to n - 5000, n = " + std::to_string(n));
 }
 
-TEST_CASE("one segment of 2^22 elements among 2^18 tiny ones is exact (skew)") {
+}  // namespace
+
+TEST_CASE("all segments empty give the identity, wherever they sit; so does a scan with no segments") {
+  check_empty_segments(ff::test::capped({0LL, 1000LL, 70001LL}));
+}
+
+TEST_CASE("elements before the first offset and after the last belong to no segment") {
+  check_outside_elements(70001);
+}
+
+// The large sizes of the two cases above, and the skew case (16 programs over 2^22 + 2^18
+// elements, each evaluated by the CPU reference too).
+TEST_CASE("empty segments and elements outside every segment at 2^20 + 7 elements; one segment of 2^22 elements "
+          "among 2^18 tiny ones is exact (skew)" * doctest::test_suite("long")) {
+  check_empty_segments(ff::test::capped({(1LL << 20) + 7}));
+  if ((1 << 20) + 7 <= ff::test::max_elements()) check_outside_elements((1 << 20) + 7);
   FF_TEST_NEEDS_ELEMENTS((1 << 22) + (1 << 18));
   std::vector<int> offsets = {0};
   std::uniform_int_distribution<int> tiny(0, 3);
