@@ -19,6 +19,10 @@
 // generated programs evaluate (no division by zero, no type errors) and that the error
 // bounds of the float checks hold for the host's math library.
 //
+// A third case plans every seed the GPU test runs (1..2000) and evaluates it on the CPU
+// reference, as the GPU test prepares it: a program the generator got wrong (an output map
+// over arrays of different lengths, seed 1475 before its fix) fails here, in CI.
+//
 // A failure prints the seed; FUSEFLOW_FUZZ_SEED=<seed> runs that program alone.
 #include <doctest/doctest.h>
 
@@ -275,4 +279,32 @@ TEST_CASE("seeds 1..60 meet fill / iota, log-sum-exp, per-row broadcasts and fil
   CHECK(fills >= 3);
   CHECK(lse >= 1);
   CHECK(filter_mixes >= 1);
+}
+
+// Every seed the GPU runs (1..2000, labels gpu and gpu-long) gives a valid program: it plans
+// for sm_90, and the CPU reference evaluates it (as the GPU test prepares each seed) without
+// a GraphError such as an output map over arrays of different lengths (fuzz seed 1475 mixed
+// a scan of a filter's result, the survivors' length, with an input of all n elements).
+// Sizes capped at 256, as above: a filter keeps fewer elements than n at such sizes.
+TEST_CASE("seeds 1..2000 plan for sm_90 and evaluate on the CPU reference") {
+  std::vector<std::string> failures;
+  std::size_t planned = 0;
+  const ff::codegen::Target target = ff::codegen::Target::preset("sm_90");
+  for (std::uint64_t seed = 1; seed <= 2000; ++seed) {
+    fz::Case c;
+    try {
+      c = fz::generate(seed);
+      if (!fz::known_bug(c).empty()) continue;
+      c.n = std::min<std::int64_t>(c.n, 256);
+      const fz::Built b = fz::build(c, fz::Mode::Narrow);
+      (void)ff::codegen::plan(b.program, target);
+      ++planned;
+      (void)fz::compute_reference(c, fz::make_inputs(c));
+    } catch (const std::exception& e) {
+      failures.push_back("seed " + std::to_string(seed) + ": " + e.what() + "\n" + fz::describe(c));
+    }
+  }
+  std::printf("fuzz seeds 1..2000: %zu planned, %zu failed to plan or evaluate\n", planned, failures.size());
+  for (const auto& f : failures) std::printf("FAILURE: %s\n\n", f.c_str());
+  CHECK(failures.empty());
 }
