@@ -27,7 +27,9 @@ namespace fuseflow::codegen {
 
 namespace {
 
-bool staged_kind(OpKind k) { return k == OpKind::CountingSort || k == OpKind::ReduceByKey; }
+bool staged_kind(OpKind k) {
+  return k == OpKind::CountingSort || k == OpKind::ReduceByKey || k == OpKind::ScanByKey;
+}
 
 // The ops of a staged kind whose array result is read other than as a program output (or as
 // the segment results a broadcast spreads, which the broadcast's own kernels compute).
@@ -84,9 +86,10 @@ void check_runs(const Expr& e, std::set<const void*>& seen, const std::set<const
 // (a filter of it for reduce_by_key), the ops above copied with their expressions rewritten.
 class Cut {
  public:
-  explicit Cut(std::set<const OpNode*> read) : read_(std::move(read)) {}
+  Cut(std::set<const OpNode*> read, std::set<const OpNode*> feeds) : read_(std::move(read)), feeds_(std::move(feeds)) {}
 
   std::vector<Expr> results;  // per intermediate: the result it holds (stage 1's outputs)
+  std::vector<std::string> labels;  // per intermediate: what it holds, for explain
   std::vector<Expr> inputs;   // per intermediate: the input stage 2 reads it by
   std::map<const ExprNode*, int> count_inputs;  // an input of a run count: the intermediate whose count it is
   std::map<const OpNode*, std::shared_ptr<const OpNode>> originals;  // a rewritten op: the program's
@@ -96,7 +99,8 @@ class Cut {
     if (auto it = exprs_.find(e.get()); it != exprs_.end()) return it->second;
     Expr r = e;
     if (e.kind() == ExprKind::Result) {
-      r = read_.count(e.node().op.get()) ? intermediate(e) : result(e);
+      const OpNode* op = e.node().op.get();
+      r = feeds_.count(op) ? feed(e) : read_.count(op) ? intermediate(e) : result(e);
     } else if (!e.args().empty()) {
       std::vector<Expr> args;
       bool changed = false;
@@ -112,6 +116,8 @@ class Cut {
 
  private:
   std::set<const OpNode*> read_;
+  std::set<const OpNode*> feeds_;  // ops over a filter's result (stage_feeds.cpp)
+  std::map<const OpNode*, std::vector<Expr>> feed_views_;
   std::map<const ExprNode*, Expr> exprs_;
   std::map<const OpNode*, std::shared_ptr<const OpNode>> ops_;
   std::map<const OpNode*, Expr> run_masks_;  // reduce_by_key: index() < its count
@@ -134,9 +140,27 @@ class Cut {
     return it->second == n ? e : Expr::result(it->second, e.node().index, e.type());
   }
 
+  // An op over a filter's result: stage 1 compacts its operands (intermediate k, counted),
+  // stage 2 runs the op over them and reads its results as the survivors' part.
+  Expr feed(const Expr& e) {
+    const auto& n = e.node().op;
+    auto it = feed_views_.find(n.get());
+    if (it == feed_views_.end()) {
+      const int k = static_cast<int>(results.size());
+      results.push_back(feed_operands(*n));
+      labels.push_back(std::string("the survivors ") + op_name(n->kind) + " reads");
+      inputs.push_back(Expr::input("ff_stage_" + std::to_string(k), results.back().type()));
+      Expr count = Expr::input("ff_stage_count_" + std::to_string(k), ScalarType::U64);
+      count_inputs[count.get()] = k;
+      it = feed_views_.emplace(n.get(), feed_cut(n, inputs.back(), count).views).first;
+    }
+    return it->second.at(static_cast<std::size_t>(e.node().index));
+  }
+
   Expr intermediate(const Expr& e) {
     const int k = static_cast<int>(results.size());
     results.push_back(e);
+    labels.push_back("result " + std::to_string(e.node().index) + " of " + op_name(e.node().op->kind));
     inputs.push_back(Expr::input("ff_stage_" + std::to_string(k), e.type()));
     const OpNode* op = e.node().op.get();
     if (op->kind != OpKind::ReduceByKey) return inputs.back();
@@ -325,10 +349,16 @@ std::string one_line(const Program& p) {
 }  // namespace
 
 std::optional<Plan> plan_in_stages(const Program& program, const Target& target, const PlanOptions& options) {
+  // A filter's result read by scan_by_key, reduce_by_key or a sort: that cut first (its
+  // stage 2 is cut again where it reads the op's results).
+  std::set<const OpNode*> feeds;
+  for (const auto& op : program.ops())
+    if (feeds_on_filter(*op)) feeds.insert(op.get());
   std::set<const void*> seen;
   std::set<const OpNode*> read;
-  for (const Expr& o : program.outputs()) find_reads(o, true, seen, read);
-  if (read.empty()) return std::nullopt;
+  if (feeds.empty())
+    for (const Expr& o : program.outputs()) find_reads(o, true, seen, read);
+  if (read.empty() && feeds.empty()) return std::nullopt;
   std::set<const void*> checked;
   for (const Expr& o : program.outputs()) {
     if (o.kind() != ExprKind::Result) check_runs_alone({o}, read);
@@ -337,7 +367,7 @@ std::optional<Plan> plan_in_stages(const Program& program, const Target& target,
 
   // Stage 2: the outputs over the intermediates; an output that is one of them is written
   // by stage 1 straight into its memory (its first occurrence), not copied.
-  Cut cut(read);
+  Cut cut(read, feeds);
   std::vector<Expr> later;
   std::vector<Arg> later_as;
   for (std::size_t i = 0; i < program.outputs().size(); ++i) {
@@ -350,7 +380,7 @@ std::optional<Plan> plan_in_stages(const Program& program, const Target& target,
   for (std::size_t k = 0; k < cut.results.size(); ++k) {
     const Expr& r = cut.results[k];
     first_as.push_back(to(Arg::Kind::Intermediate, static_cast<int>(k)));
-    Intermediate im{r.type(), "result " + std::to_string(r.node().index) + " of " + op_name(r.node().op->kind)};
+    Intermediate im{r.type(), cut.labels[k]};
     for (std::size_t i = 0; i < program.outputs().size() && im.output < 0; ++i)
       if (same_node(program.outputs()[i], r) && later_as[i].kind == Arg::Kind::Output) {
         im.output = static_cast<int>(i);

@@ -1,0 +1,106 @@
+// A filter's result among the keys or values of scan_by_key, reduce_by_key or a sort
+// (counting_sort, sort, sort_by_key): the staging pass (stages.cpp) cuts the program before
+// the op. Stage 1 compacts the op's operands (keys and values zipped, so one compaction and
+// one count) into an intermediate with the count the device wrote; the op then runs over
+// that intermediate's n slots, of which the first `count` are the survivors, and the
+// program reads its results as filter(result, the survivors' part), with no host round trip:
+//
+//   scan_by_key   looks back only: its first `count` results are those of the survivors;
+//   a sort        keys past the count are the largest key the sort orders by (bins - 1, or
+//                 every ordered bit set), so, the sort being stable, the survivors sorted
+//                 fill the first `count` positions;
+//   reduce_by_key keys past the count are one run of their own, told apart by a flag
+//                 field in front of the keys (0 for a survivor, 1 past the count): the
+//                 runs of flag 0 are the survivors' runs, the last run (if any) the padding.
+//
+// A segmented reduce or scan by offsets of a filter's result stays refused: the offsets are
+// an array the host binds before the run, while where the survivors' segments begin is
+// known only on the device (see the README's "not yet" list).
+#include <limits>
+
+#include "passes.hpp"
+
+namespace fuseflow::codegen {
+
+namespace {
+
+bool reads_filter(const Expr& e) {
+  if (!e.valid()) return false;
+  for (const Expr& leaf : array_leaves(e))
+    if (leaf.kind() == ExprKind::Result && leaf.node().op->kind == OpKind::Filter) return true;
+  return false;
+}
+
+// The largest key a sort orders by: every bin's last, or every bit of the ordered key set
+// (u32 as it is, i32 with the sign flipped, f32 the NaN whose ordered bits are all ones).
+Expr largest_key(const OpNode& op) {
+  const ScalarType t = op.keys.type().scalar();
+  if (op.bins > 0) return Expr::cast(Type(t), Expr(static_cast<long long>(op.bins - 1)));
+  switch (t) {
+    case ScalarType::U32: return Expr(Value::from_uint(t, 0xFFFFFFFFu));
+    case ScalarType::I32: return Expr(Value::from_int(t, std::numeric_limits<int>::max()));
+    case ScalarType::F32: return Expr(Value::from_double(t, std::numeric_limits<double>::quiet_NaN()));
+    default: break;
+  }
+  throw GraphError("codegen: sort keys of " + op.keys.type().name() + " (a sort of a filter's result takes u32, i32 or "
+                   "f32 keys, or a bin count)");
+}
+
+Expr zero_of(ScalarType t) { return Expr::cast(Type(t), Expr(0LL)); }
+
+}  // namespace
+
+bool feeds_on_filter(const OpNode& op) {
+  const bool reads = reads_filter(op.keys) || reads_filter(op.values);
+  if (!reads) return false;
+  if (op.kind == OpKind::SegmentedReduce || op.kind == OpKind::SegmentedScan)
+    throw GraphError(std::string("codegen: a ") + op_name(op.kind) + " whose values are a filter's result is not "
+                     "supported: its offsets are an array bound before the run, while the survivors (and so where "
+                     "their segments begin) are known only on the device; segment by key instead (a filter of "
+                     "zip(segment_id, x), then reduce_by_key or scan_by_key over it)");
+  return op.kind == OpKind::ScanByKey || op.kind == OpKind::ReduceByKey || op.kind == OpKind::CountingSort;
+}
+
+Expr feed_operands(const OpNode& op) {
+  if (op.keys.valid() && op.values.valid()) return Expr::make_tuple({op.keys, op.values});
+  return op.keys.valid() ? op.keys : op.values;
+}
+
+FeedCut feed_cut(const std::shared_ptr<const OpNode>& op, const Expr& staged, const Expr& count) {
+  const bool both = op->keys.valid() && op->values.valid();
+  const Expr keys = op->keys.valid() ? (both ? Expr::get(staged, 0) : staged) : Expr();
+  const Expr values = op->values.valid() ? (both ? Expr::get(staged, 1) : staged) : Expr();
+  const Expr survivor = Expr::binary(BinaryOp::Lt, Expr::index(),
+                                     Expr::cast(ScalarType::I64, Expr::gather(count, Expr(0LL), false)));
+  auto x = std::make_shared<OpNode>(*op);
+  x->keys = keys;
+  x->values = values;
+  FeedCut cut;
+  if (op->kind == OpKind::CountingSort) x->keys = Expr::select(survivor, keys, largest_key(*op));
+  if (op->kind != OpKind::ReduceByKey) {
+    cut.op = x;
+    for (std::size_t i = 0; i < op->output_types.size(); ++i)
+      cut.views.push_back(fuseflow::filter(Expr::result(x, static_cast<int>(i), op->output_types[i]), survivor));
+    return cut;
+  }
+  // reduce_by_key: keys (flag, key fields...), the flag 1 past the count, the fields 0 there.
+  const Type& kt = op->keys.type();
+  const int fields = kt.is_tuple() ? static_cast<int>(kt.fields().size()) : 1;
+  std::vector<Expr> flagged = {Expr::select(survivor, Expr(0), Expr(1))};
+  for (int f = 0; f < fields; ++f) {
+    const Expr field = kt.is_tuple() ? Expr::get(keys, f) : keys;
+    flagged.push_back(Expr::select(survivor, field, zero_of(field.type().scalar())));
+  }
+  x->keys = Expr::make_tuple(flagged);
+  x->output_types[0] = x->keys.type();
+  cut.op = x;
+  const Expr runs = Expr::result(x, 0, x->output_types[0]);
+  const Expr real = Expr::binary(BinaryOp::Eq, Expr::get(runs, 0), Expr(0));
+  std::vector<Expr> key_fields;
+  for (int f = 0; f < fields; ++f) key_fields.push_back(Expr::get(runs, f + 1));
+  cut.views.push_back(fuseflow::filter(kt.is_tuple() ? Expr::make_tuple(key_fields) : key_fields.front(), real));
+  cut.views.push_back(fuseflow::filter(Expr::result(x, 1, op->output_types[1]), real));
+  return cut;
+}
+
+}  // namespace fuseflow::codegen
