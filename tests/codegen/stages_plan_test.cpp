@@ -183,10 +183,15 @@ TEST_CASE("a sort of a filter's result: stage 1 compacts the survivors (counted)
   REQUIRE(p.output_shapes.size() == 2);
   CHECK(p.output_shapes[0].counted);
   CHECK(p.output_scalar[1] >= 0);
-  // Past the count, keys are the last bin: the stable sort leaves them behind the survivors.
+  // Past the count, keys are out of the bins' range (-1), which sorts after every bin: the
+  // stable sort leaves them behind the survivors (those out of range too).
   const std::string text = ff::codegen::explain(ff::outputs(sorted));
   CHECK(text.find("counting_sort(select(index < cast<i64>(gather_unchecked(ff_stage_count_0, 0L)), ff_stage_0, "
-                  "cast<i32>(15L)), bins=16)") != std::string::npos);
+                  "cast<i32>(-1L)), bins=16)") != std::string::npos);
+  // Unsigned keys: the type's largest value, out of range or else the last bin a key reaches.
+  auto u = ff::input<unsigned>("u");
+  CHECK(ff::codegen::explain(ff::outputs(ff::counting_sort(ff::filter(u, u > 3u), 8)))
+            .find("ff_stage_0, cast<u32>(18446744073709551615uL))") != std::string::npos);
 }
 
 TEST_CASE("reduce_by_key of a filter's result: a flag before the keys keeps the padding past the count a run apart") {

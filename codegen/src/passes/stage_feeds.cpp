@@ -6,9 +6,9 @@
 // program reads its results as filter(result, the survivors' part), with no host round trip:
 //
 //   scan_by_key   looks back only: its first `count` results are those of the survivors;
-//   a sort        keys past the count are the largest key the sort orders by (bins - 1, or
-//                 every ordered bit set), so, the sort being stable, the survivors sorted
-//                 fill the first `count` positions;
+//   a sort        keys past the count are a key that sorts last (out of the bins' range,
+//                 or every ordered bit set), so, the sort being stable, the survivors
+//                 sorted fill the first `count` positions;
 //   reduce_by_key keys past the count are one run of their own, told apart by a flag
 //                 field in front of the keys (0 for a survivor, 1 past the count): the
 //                 runs of flag 0 are the survivors' runs, the last run (if any) the padding.
@@ -31,11 +31,14 @@ bool reads_filter(const Expr& e) {
   return false;
 }
 
-// The largest key a sort orders by: every bin's last, or every bit of the ordered key set
-// (u32 as it is, i32 with the sign flipped, f32 the NaN whose ordered bits are all ones).
+// A key that sorts last: for a counting sort one outside [0, bins), which goes after every
+// bin (-1, or an unsigned type's largest value: when even that is a bin, it is the last bin
+// a key can reach); for a radix sort one whose ordered bits are all set (u32 as it is, i32
+// with the sign flipped, f32 the NaN 0x7fffffff).
 Expr largest_key(const OpNode& op) {
   const ScalarType t = op.keys.type().scalar();
-  if (op.bins > 0) return Expr::cast(Type(t), Expr(static_cast<long long>(op.bins - 1)));
+  if (op.bins > 0 && Type(t).is_signed_integer()) return Expr::cast(Type(t), Expr(-1LL));
+  if (op.bins > 0) return Expr::cast(Type(t), Expr(Value::from_uint(ScalarType::U64, ~0ULL)));
   switch (t) {
     case ScalarType::U32: return Expr(Value::from_uint(t, 0xFFFFFFFFu));
     case ScalarType::I32: return Expr(Value::from_int(t, std::numeric_limits<int>::max()));
