@@ -234,3 +234,19 @@ TEST_CASE("a segmented op of a filter's result stays refused, saying why") {
   CHECK(plan_error(ff::Program(ff::segmented_scan(ff::filter(x, x > 0.0f) * 2.0f, offs, ff::plus)))
             .find("a segmented_scan whose values are a filter's result") != std::string::npos);
 }
+
+TEST_CASE("index() beside reduce_by_key's runs is the run's position: the runs are the first slots, no survivor count") {
+  auto k = ff::input<int>("k");
+  auto x = ff::input<int>("x");
+  auto [keys, totals] = ff::reduce_by_key(k, x, ff::plus);
+  const ff::codegen::Plan p = plan(ff::Program(ff::reduce(ff::zip(totals, ff::index()), ff::argmax)));
+  REQUIRE(p.kernels.size() == 2);
+  CHECK(p.kernels[1].name.find("ff_reduce") == 0);  // a masked reduction, not a scan of survivor positions
+  CHECK(args_of(p.kernels[1], Kind::IntermediateCount) == 1);
+  const std::string text = ff::codegen::explain(ff::Program(ff::scan(totals + ff::cast<int>(ff::index()), ff::plus)));
+  CHECK(text.find("filter(ff_stage_0 + cast<i32>(index), where=index < cast<i64>(gather_unchecked(ff_stage_count_0, "
+                  "0L)))") != std::string::npos);
+  // The runs beside an array of n elements stay refused: their lengths differ.
+  CHECK(plan_error(ff::Program(totals * ff::cast<int>(ff::index()) + x)).find("mixes reduce_by_key's results") !=
+        std::string::npos);
+}

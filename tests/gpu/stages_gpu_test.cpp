@@ -154,3 +154,20 @@ TEST_CASE("reduce_by_key and scan_by_key of a filter's result: the runs of the s
                   {runs_of_keys(n), random_ints(n, -50, 50)});
   }
 }
+
+TEST_CASE("index() beside reduce_by_key's runs and a sorted filter's result: the position among them") {
+  auto k = ff::input<int>("k");
+  auto x = ff::input<int>("x");
+  auto [keys, totals] = ff::reduce_by_key(k, x, ff::plus);
+  const ff::Expr at = ff::cast<int>(ff::index());
+  const ff::Program runs = ff::outputs(totals * at, ff::reduce(keys * at - totals, ff::plus),
+                                       ff::scan(totals + at, ff::plus), ff::reduce(at + totals * 0, ff::max));
+  const ff::Expr sorted = ff::counting_sort(ff::filter(k % 16, x > 0), 16);
+  const ff::Program sort = ff::outputs(sorted * 1000 + at, ff::reduce(sorted * at, ff::plus));
+  for (std::int64_t n : kSizes) {
+    check_program("index() beside the runs, n = " + std::to_string(n), runs, {k, x},
+                  {runs_of_keys(n), random_ints(n, -50, 50)});
+    check_program("index() beside a sorted filter, n = " + std::to_string(n), sort, {k, x},
+                  {random_ints(n, 0, 1000), random_ints(n, -50, 50)});
+  }
+}

@@ -129,10 +129,12 @@ bool feeds_on_filter(const OpNode& op);
 // What stage 1 compacts for it: its keys and values zipped (or the one it has).
 Expr feed_operands(const OpNode& op);
 // The op over `staged` (the compacted operands, `count` of them valid: a table of one u64
-// element), and per result of the op the expression the program reads it by.
+// element); the program reads result i of the original op as filter(results[i], mask),
+// whose survivors are the first slots.
 struct FeedCut {
   std::shared_ptr<const OpNode> op;
-  std::vector<Expr> views;
+  std::vector<Expr> results;
+  Expr mask;
 };
 FeedCut feed_cut(const std::shared_ptr<const OpNode>& op, const Expr& staged, const Expr& count);
 

@@ -3,7 +3,8 @@
 // the op. Stage 1 compacts the op's operands (keys and values zipped, so one compaction and
 // one count) into an intermediate with the count the device wrote; the op then runs over
 // that intermediate's n slots, of which the first `count` are the survivors, and the
-// program reads its results as filter(result, the survivors' part), with no host round trip:
+// program reads its results as filter(result, mask), the survivors' part, with no host round
+// trip (the first slots: index() beside them is the slot's index):
 //
 //   scan_by_key   looks back only: its first `count` results are those of the survivors;
 //   a sort        keys past the count are a key that sorts last (out of the bins' range,
@@ -82,8 +83,9 @@ FeedCut feed_cut(const std::shared_ptr<const OpNode>& op, const Expr& staged, co
   if (op->kind == OpKind::CountingSort) x->keys = Expr::select(survivor, keys, largest_key(*op));
   if (op->kind != OpKind::ReduceByKey) {
     cut.op = x;
+    cut.mask = survivor;
     for (std::size_t i = 0; i < op->output_types.size(); ++i)
-      cut.views.push_back(fuseflow::filter(Expr::result(x, static_cast<int>(i), op->output_types[i]), survivor));
+      cut.results.push_back(Expr::result(x, static_cast<int>(i), op->output_types[i]));
     return cut;
   }
   // reduce_by_key: keys (flag, key fields...), the flag 1 past the count, the fields 0 there.
@@ -98,11 +100,11 @@ FeedCut feed_cut(const std::shared_ptr<const OpNode>& op, const Expr& staged, co
   x->output_types[0] = x->keys.type();
   cut.op = x;
   const Expr runs = Expr::result(x, 0, x->output_types[0]);
-  const Expr real = Expr::binary(BinaryOp::Eq, Expr::get(runs, 0), Expr(0));
+  cut.mask = Expr::binary(BinaryOp::Eq, Expr::get(runs, 0), Expr(0));
   std::vector<Expr> key_fields;
   for (int f = 0; f < fields; ++f) key_fields.push_back(Expr::get(runs, f + 1));
-  cut.views.push_back(fuseflow::filter(kt.is_tuple() ? Expr::make_tuple(key_fields) : key_fields.front(), real));
-  cut.views.push_back(fuseflow::filter(Expr::result(x, 1, op->output_types[1]), real));
+  cut.results.push_back(kt.is_tuple() ? Expr::make_tuple(key_fields) : key_fields.front());
+  cut.results.push_back(Expr::result(x, 1, op->output_types[1]));
   return cut;
 }
 

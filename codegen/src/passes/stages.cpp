@@ -109,7 +109,7 @@ class Cut {
         args.push_back(e.kind() == ExprKind::Broadcast && i == 0 ? result(a) : expr(a));
         changed = changed || !same_node(args.back(), a);
       }
-      if (changed) r = e.with_args(std::move(args));
+      if (changed) r = lift_prefix(e.with_args(std::move(args)));
     }
     return exprs_.emplace(e.get(), r).first->second;
   }
@@ -117,10 +117,44 @@ class Cut {
  private:
   std::set<const OpNode*> read_;
   std::set<const OpNode*> feeds_;  // ops over a filter's result (stage_feeds.cpp)
-  std::map<const OpNode*, std::vector<Expr>> feed_views_;
+  std::map<const OpNode*, std::vector<Expr>> feed_views_;  // per op: what stage 2 reads each result by
   std::map<const ExprNode*, Expr> exprs_;
   std::map<const OpNode*, std::shared_ptr<const OpNode>> ops_;
   std::map<const OpNode*, Expr> run_masks_;  // reduce_by_key: index() < its count
+  // Stage 2's reads of a counted result: filter(values, index() < count), its first count
+  // slots (per such filter, its values and mask).
+  std::map<const ExprNode*, std::pair<Expr, Expr>> prefix_;
+
+  Expr prefix(const Expr& values, const Expr& mask) {
+    Expr f = fuseflow::filter(values, mask);
+    prefix_[f.get()] = {values, mask};
+    return f;
+  }
+
+  // An element-wise node over such filters of one count (and scalars, index() among them):
+  // the filter of the node over their values. The survivors being the first count slots,
+  // index() beside them (the position among them) is the slot's index.
+  Expr lift_prefix(const Expr& e) {
+    switch (e.kind()) {
+      case ExprKind::Unary: case ExprKind::Binary: case ExprKind::Select: case ExprKind::Call:
+      case ExprKind::Cast: case ExprKind::MakeTuple: case ExprKind::Get: case ExprKind::RawCuda: break;
+      default: return e;
+    }
+    Expr mask;
+    std::vector<Expr> args;
+    for (const Expr& a : e.args()) {
+      auto it = prefix_.find(a.get());
+      if (it == prefix_.end()) {
+        if (!array_leaves(a).empty()) return e;
+        args.push_back(a);
+        continue;
+      }
+      if (mask.valid() && !same_node(mask, it->second.second)) return e;
+      mask = it->second.second;
+      args.push_back(it->second.first);
+    }
+    return mask.valid() ? prefix(e.with_args(std::move(args)), mask) : e;
+  }
 
   Expr result(const Expr& e) {
     const auto& n = e.node().op;
@@ -152,7 +186,10 @@ class Cut {
       inputs.push_back(Expr::input("ff_stage_" + std::to_string(k), results.back().type()));
       Expr count = Expr::input("ff_stage_count_" + std::to_string(k), ScalarType::U64);
       count_inputs[count.get()] = k;
-      it = feed_views_.emplace(n.get(), feed_cut(n, inputs.back(), count).views).first;
+      const FeedCut fc = feed_cut(n, inputs.back(), count);
+      std::vector<Expr> views;
+      for (const Expr& r : fc.results) views.push_back(prefix(r, fc.mask));
+      it = feed_views_.emplace(n.get(), std::move(views)).first;
     }
     return it->second.at(static_cast<std::size_t>(e.node().index));
   }
@@ -171,7 +208,7 @@ class Cut {
       mask->second = Expr::binary(BinaryOp::Lt, Expr::index(),
                                   Expr::cast(ScalarType::I64, Expr::gather(count, Expr(0LL), false)));
     }
-    return fuseflow::filter(inputs.back(), mask->second);
+    return prefix(inputs.back(), mask->second);
   }
 };
 
