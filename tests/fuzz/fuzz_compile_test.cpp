@@ -276,3 +276,21 @@ TEST_CASE("seeds 1..60 meet fill / iota, log-sum-exp, per-row broadcasts and fil
   CHECK(lse >= 1);
   CHECK(filter_mixes >= 1);
 }
+
+// The emulator's run (seeds 1..60) meets scan_by_key, reduce_by_key and sorts of a filter's
+// result (shape filtered_keyed), and they plan through the staging pass: the survivors
+// compacted into an intermediate before the op.
+TEST_CASE("seeds 1..60 meet by-key ops and sorts of a filter's result, planned over the compacted survivors") {
+  int seen = 0;
+  for (std::uint64_t seed = 1; seed <= 60; ++seed) {
+    const fz::Case c = fz::generate(seed);
+    if (c.shape != "filtered_keyed") continue;
+    INFO(fz::describe(c));
+    const ff::codegen::Plan p = ff::codegen::plan(fz::build(c, fz::Mode::Narrow).program,
+                                                  ff::codegen::Target::preset("sm_90"));
+    CHECK(std::any_of(p.intermediates.begin(), p.intermediates.end(),
+                      [](const ff::codegen::Intermediate& im) { return im.role.find("the survivors ") == 0; }));
+    ++seen;
+  }
+  CHECK(seen >= 3);
+}
