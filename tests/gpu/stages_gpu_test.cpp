@@ -171,3 +171,18 @@ TEST_CASE("index() beside reduce_by_key's runs and a sorted filter's result: the
                   {random_ints(n, 0, 1000), random_ints(n, -50, 50)});
   }
 }
+
+TEST_CASE("a sort and a scan_by_key of reduce_by_key's runs, and a sort of a filter of a sort's keys") {
+  auto k = ff::input<int>("k");
+  auto x = ff::input<int>("x");
+  auto [keys, totals] = ff::reduce_by_key(k, x, ff::plus);
+  const ff::Program runs = ff::outputs(ff::counting_sort(totals, 40), ff::scan_by_key(keys % 3, totals, ff::plus),
+                                       ff::sort_by_key(totals, keys).values);
+  const ff::Expr sorted = ff::counting_sort(k % 16, 16);
+  const ff::Program chain = ff::outputs(ff::counting_sort(ff::filter(sorted, sorted > 3) * 2, 40));
+  for (std::int64_t n : kSizes) {
+    check_program("sorts and scan_by_key of the runs, n = " + std::to_string(n), runs, {k, x},
+                  {runs_of_keys(n), random_ints(n, -5, 10)});
+    check_program("sort of a filter of a sort, n = " + std::to_string(n), chain, {k}, {random_ints(n, 0, 1000)});
+  }
+}
