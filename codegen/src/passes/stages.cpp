@@ -18,6 +18,12 @@
 // kernel reads on the device (its intermediate's count word): a reduction over them is a
 // masked reduction over the capacity n, an array of them a compaction (with its own count),
 // so every consumer stage 2 can plan for a filter works on runs the host never counted.
+// Those runs are the intermediate's first slots: an element-wise expression of them (with
+// index(), parameters, scalars) is read as one filter of the expression, index() the slot.
+//
+// scan_by_key, reduce_by_key or a sort of a filter's result is cut before the op instead
+// (stage_feeds.cpp): stage 1 compacts its operands, stage 2 runs it over them (and is cut
+// again where the program reads its results).
 #include <map>
 #include <optional>
 
@@ -27,7 +33,7 @@ namespace fuseflow::codegen {
 
 namespace {
 
-bool staged_kind(OpKind k) {
+bool staged_kind(OpKind k) {  // scan_by_key's result: n elements, like a sort's
   return k == OpKind::CountingSort || k == OpKind::ReduceByKey || k == OpKind::ScanByKey;
 }
 
