@@ -213,15 +213,16 @@ TEST_CASE("reduce_by_key of a filter's result: a flag before the keys keeps the 
   CHECK(text.find("where=%0.0[0] == 0") != std::string::npos);
 }
 
-TEST_CASE("scan_by_key's result read later in the program: cut like a sort's, n elements") {
+TEST_CASE("scan_by_key's result read by a filter: cut like a sort's, n elements; a map of it as an output is not cut") {
   auto k = ff::input<int>("k");
   auto x = ff::input<int>("x");
   const ff::Expr s = ff::scan_by_key(k, x, ff::plus);
-  const ff::codegen::Plan p = plan(ff::outputs(s * 2, ff::reduce(s, ff::max)));
+  const ff::codegen::Plan p = plan(ff::outputs(ff::filter(s * 2, x > 0)));
   REQUIRE(p.intermediates.size() == 1);
   CHECK_FALSE(p.intermediates[0].counted);
   CHECK(p.kernels.front().name.find("ff_scan_by_key") == 0);
   CHECK(kernels_with(p, Kind::Intermediate, 0).size() >= 2);
+  CHECK(plan(ff::outputs(s * 2 + x)).intermediates.empty());  // the scan's epilogue, in its kernel
 }
 
 TEST_CASE("a segmented op of a filter's result stays refused, saying why") {

@@ -33,24 +33,26 @@ namespace fuseflow::codegen {
 
 namespace {
 
-bool staged_kind(OpKind k) {  // scan_by_key's result: n elements, like a sort's
-  return k == OpKind::CountingSort || k == OpKind::ReduceByKey || k == OpKind::ScanByKey;
-}
+bool staged_kind(OpKind k) { return k == OpKind::CountingSort || k == OpKind::ReduceByKey; }
 
 // The ops of a staged kind whose array result is read other than as a program output (or as
-// the segment results a broadcast spreads, which the broadcast's own kernels compute).
-void find_reads(const Expr& e, bool as_output, std::set<const void*>& seen, std::set<const OpNode*>& read) {
+// the segment results a broadcast spreads, which the broadcast's own kernels compute); and
+// scan_by_key where a filter reads its result (n elements, like a sort's: a map of it as an
+// output is the scan's own epilogue, not cut).
+void find_reads(const Expr& e, bool as_output, bool in_filter, std::set<const void*>& seen,
+                std::set<const OpNode*>& read) {
   if (!e.valid()) return;
   if (e.kind() == ExprKind::Result) {
     const OpNode* op = e.node().op.get();
-    if (!as_output && staged_kind(op->kind)) read.insert(op);
+    if (!as_output && (staged_kind(op->kind) || (in_filter && op->kind == OpKind::ScanByKey))) read.insert(op);
     if (seen.insert(op).second)
-      for (const Expr* x : {&op->values, &op->predicate, &op->keys, &op->offsets}) find_reads(*x, false, seen, read);
+      for (const Expr* x : {&op->values, &op->predicate, &op->keys, &op->offsets})
+        find_reads(*x, false, op->kind == OpKind::Filter, seen, read);
     return;
   }
   if (!seen.insert(e.get()).second) return;
   for (std::size_t i = 0; i < e.args().size(); ++i)
-    find_reads(e.args()[i], e.kind() == ExprKind::Broadcast && i == 0, seen, read);
+    find_reads(e.args()[i], e.kind() == ExprKind::Broadcast && i == 0, in_filter, seen, read);
 }
 
 // reduce_by_key's results have one element per run, a count only the device knows: an
@@ -400,7 +402,7 @@ std::optional<Plan> plan_in_stages(const Program& program, const Target& target,
   std::set<const void*> seen;
   std::set<const OpNode*> read;
   if (feeds.empty())
-    for (const Expr& o : program.outputs()) find_reads(o, true, seen, read);
+    for (const Expr& o : program.outputs()) find_reads(o, true, false, seen, read);
   if (read.empty() && feeds.empty()) return std::nullopt;
   std::set<const void*> checked;
   for (const Expr& o : program.outputs()) {
