@@ -159,3 +159,95 @@ TEST_CASE("reduce_by_key's runs mixed with an array of n elements are refused: t
   CHECK(plan_error(ff::Program(ff::reduce(totals * ff::cast<float>(keys), ff::plus))).empty());  // one op's runs
 }
 
+
+TEST_CASE("a sort of a filter's result: stage 1 compacts the survivors (counted), the sort reads them and the count") {
+  auto k = ff::input<int>("k");
+  auto v = ff::input<float>("v");
+  const ff::Expr sorted = ff::counting_sort(ff::filter(k, v > 0.0f), 16);
+  const ff::codegen::Plan p = plan(ff::outputs(sorted, ff::reduce(sorted * 2, ff::plus)));
+  REQUIRE(p.intermediates.size() == 2);
+  CHECK(p.intermediates[0].counted);  // the survivors, as many as the compaction counted
+  CHECK(p.intermediates[0].role == "the survivors counting_sort reads");
+  CHECK_FALSE(p.intermediates[1].counted);  // the sort's n slots, the survivors' part first
+  // The compaction writes intermediate 0 and its count; the sort reads both, no input.
+  REQUIRE(p.kernels.front().name.find("ff_filter_compact") == 0);
+  CHECK(args_of(p.kernels.front(), Kind::Intermediate, 0) == 1);
+  CHECK(args_of(p.kernels.front(), Kind::IntermediateCount, 0) == 1);
+  const std::vector<int> sort_readers = kernels_with(p, Kind::Intermediate, 0);
+  REQUIRE(sort_readers.size() >= 2);
+  const auto& sort = p.kernels[static_cast<std::size_t>(sort_readers[1])];
+  CHECK(sort.name.find("ff_counting_sort") == 0);
+  CHECK(args_of(sort, Kind::Input) == 0);
+  CHECK(args_of(sort, Kind::IntermediateCount, 0) == 1);
+  // The sorted array as an output is the survivors' part: a compaction with its own count.
+  REQUIRE(p.output_shapes.size() == 2);
+  CHECK(p.output_shapes[0].counted);
+  CHECK(p.output_scalar[1] >= 0);
+  // Past the count, keys are out of the bins' range (-1), which sorts after every bin: the
+  // stable sort leaves them behind the survivors (those out of range too).
+  const std::string text = ff::codegen::explain(ff::outputs(sorted));
+  CHECK(text.find("counting_sort(select(index < cast<i64>(gather_unchecked(ff_stage_count_0, 0L)), ff_stage_0, "
+                  "cast<i32>(-1L)), bins=16)") != std::string::npos);
+  // Unsigned keys: the type's largest value, out of range or else the last bin a key reaches.
+  auto u = ff::input<unsigned>("u");
+  CHECK(ff::codegen::explain(ff::outputs(ff::counting_sort(ff::filter(u, u > 3u), 8)))
+            .find("ff_stage_0, cast<u32>(18446744073709551615uL))") != std::string::npos);
+}
+
+TEST_CASE("reduce_by_key of a filter's result: a flag before the keys keeps the padding past the count a run apart") {
+  auto k = ff::input<int>("k");
+  auto x = ff::input<int>("x");
+  auto [keys, totals] = ff::reduce_by_key(ff::filter(k, x > 0), ff::filter(x, x > 0), ff::plus);
+  const ff::codegen::Plan p = plan(ff::outputs(keys, totals));
+  REQUIRE(p.intermediates.size() == 3);
+  CHECK(p.intermediates[0].type == ff::Type::tuple({ff::Type(ff::ScalarType::I32), ff::Type(ff::ScalarType::I32)}));
+  // reduce_by_key's keys: (flag, key), the flag 0 for a survivor's run.
+  bool flagged = false;
+  for (const auto& im : p.intermediates)
+    flagged = flagged || (im.role == "result 0 of reduce_by_key" && im.type.arity() == 2 && im.counted);
+  CHECK(flagged);
+  REQUIRE(p.output_shapes.size() == 2);
+  CHECK(p.output_shapes[0].counted);
+  CHECK(p.output_shapes[1].counted);
+  const std::string text = ff::codegen::explain(ff::outputs(keys, totals));
+  CHECK(text.find("where=%0.0[0] == 0") != std::string::npos);
+}
+
+TEST_CASE("scan_by_key's result read by a filter: cut like a sort's, n elements; a map of it as an output is not cut") {
+  auto k = ff::input<int>("k");
+  auto x = ff::input<int>("x");
+  const ff::Expr s = ff::scan_by_key(k, x, ff::plus);
+  const ff::codegen::Plan p = plan(ff::outputs(ff::filter(s * 2, x > 0)));
+  REQUIRE(p.intermediates.size() == 1);
+  CHECK_FALSE(p.intermediates[0].counted);
+  CHECK(p.kernels.front().name.find("ff_scan_by_key") == 0);
+  CHECK(kernels_with(p, Kind::Intermediate, 0).size() >= 2);
+  CHECK(plan(ff::outputs(s * 2 + x)).intermediates.empty());  // the scan's epilogue, in its kernel
+}
+
+TEST_CASE("a segmented op of a filter's result stays refused, saying why") {
+  auto x = ff::input<float>("x");
+  auto offs = ff::input<int>("offs");
+  const std::string e = plan_error(ff::Program(ff::segmented_reduce(ff::filter(x, x > 0.0f), offs, ff::plus)));
+  CHECK(e.find("fuseflow: codegen: a segmented_reduce whose values are a filter's result is not supported: its "
+               "offsets are an array bound before the run") == 0);
+  CHECK(e.find("segment by key instead") != std::string::npos);
+  CHECK(plan_error(ff::Program(ff::segmented_scan(ff::filter(x, x > 0.0f) * 2.0f, offs, ff::plus)))
+            .find("a segmented_scan whose values are a filter's result") != std::string::npos);
+}
+
+TEST_CASE("index() beside reduce_by_key's runs is the run's position: the runs are the first slots, no survivor count") {
+  auto k = ff::input<int>("k");
+  auto x = ff::input<int>("x");
+  auto [keys, totals] = ff::reduce_by_key(k, x, ff::plus);
+  const ff::codegen::Plan p = plan(ff::Program(ff::reduce(ff::zip(totals, ff::index()), ff::argmax)));
+  REQUIRE(p.kernels.size() == 2);
+  CHECK(p.kernels[1].name.find("ff_reduce") == 0);  // a masked reduction, not a scan of survivor positions
+  CHECK(args_of(p.kernels[1], Kind::IntermediateCount) == 1);
+  const std::string text = ff::codegen::explain(ff::Program(ff::scan(totals + ff::cast<int>(ff::index()), ff::plus)));
+  CHECK(text.find("filter(ff_stage_0 + cast<i32>(index), where=index < cast<i64>(gather_unchecked(ff_stage_count_0, "
+                  "0L)))") != std::string::npos);
+  // The runs beside an array of n elements stay refused: their lengths differ.
+  CHECK(plan_error(ff::Program(totals * ff::cast<int>(ff::index()) + x)).find("mixes reduce_by_key's results") !=
+        std::string::npos);
+}

@@ -58,6 +58,10 @@ class Builder {
     Expr v = op.values ? node(op.values) : Expr();
     values.push_back(v);
     predicates.push_back(op.kind == OpKind::Filter ? node(op.predicate) : Expr());
+    // A by-key op or a sort with a predicate (shape "filtered_keyed"): of a filter's result,
+    // its keys and values filtered by it.
+    const Expr kept = op.kind != OpKind::Filter && op.predicate ? node(op.predicate) : Expr();
+    auto survivors = [&](const Expr& e) { return kept.valid() && e.valid() ? filter(e, kept) : e; };
     switch (op.kind) {
       case OpKind::Histogram:
         results_.push_back(v.valid() ? histogram(node(op.keys), v, op.bins) : histogram(node(op.keys), op.bins, op.count_type));
@@ -73,9 +77,11 @@ class Builder {
                                : segmented_scan(pack(op.monoid, v), offsets, monoid(op.monoid), op.scan_kind));
         return;
       }
-      case OpKind::ScanByKey: results_.push_back(scan_by_key(node(op.keys), pack(op.monoid, v), monoid(op.monoid), op.scan_kind)); return;
+      case OpKind::ScanByKey:
+        results_.push_back(scan_by_key(survivors(node(op.keys)), pack(op.monoid, survivors(v)), monoid(op.monoid), op.scan_kind));
+        return;
       case OpKind::ReduceByKey: {
-        KeyedResult r = reduce_by_key(node(op.keys), pack(op.monoid, v), monoid(op.monoid));
+        KeyedResult r = reduce_by_key(survivors(node(op.keys)), pack(op.monoid, survivors(v)), monoid(op.monoid));
         sorted_values_[static_cast<int>(results_.size())] = r.values;
         results_.push_back(r.keys);
         return;
@@ -86,6 +92,14 @@ class Builder {
         const KeyBits bits{op.begin_bit, op.end_bit};
         Expr keys = node(op.keys);
         if (op.bins == 0 && keys.type() != op.keys->type) keys = cast(op.keys->type, keys);
+        if (kept.valid() && v.valid() && !is_array(v)) {  // index() alone: zipped before filtering
+          const Expr both = filter(Expr::make_tuple({keys, v}), kept);
+          keys = Expr::get(both, 0);
+          v = Expr::get(both, 1);
+        } else {
+          keys = survivors(keys);
+          v = survivors(v);
+        }
         if (!v.valid()) {
           results_.push_back(op.bins == 0 ? sort(keys, bits) : counting_sort(keys, op.bins));
           return;

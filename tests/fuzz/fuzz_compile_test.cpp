@@ -308,3 +308,21 @@ TEST_CASE("seeds 1..2000 plan for sm_90 and evaluate on the CPU reference") {
   for (const auto& f : failures) std::printf("FAILURE: %s\n\n", f.c_str());
   CHECK(failures.empty());
 }
+
+// The emulator's run (seeds 1..60) meets scan_by_key, reduce_by_key and sorts of a filter's
+// result (shape filtered_keyed), and they plan through the staging pass: the survivors
+// compacted into an intermediate before the op.
+TEST_CASE("seeds 1..60 meet by-key ops and sorts of a filter's result, planned over the compacted survivors") {
+  int seen = 0;
+  for (std::uint64_t seed = 1; seed <= 60; ++seed) {
+    const fz::Case c = fz::generate(seed);
+    if (c.shape != "filtered_keyed") continue;
+    INFO(fz::describe(c));
+    const ff::codegen::Plan p = ff::codegen::plan(fz::build(c, fz::Mode::Narrow).program,
+                                                  ff::codegen::Target::preset("sm_90"));
+    CHECK(std::any_of(p.intermediates.begin(), p.intermediates.end(),
+                      [](const ff::codegen::Intermediate& im) { return im.role.find("the survivors ") == 0; }));
+    ++seen;
+  }
+  CHECK(seen >= 3);
+}

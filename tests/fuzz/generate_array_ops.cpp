@@ -313,6 +313,20 @@ OpDesc Generator::by_key_op(OpKind kind) {
   return op;
 }
 
+// scan_by_key, reduce_by_key or a sort of a filter's result (the staging pass compacts the
+// survivors, then runs the op over them): an exact predicate; the by-key ops over integer
+// values and exact monoids, so every output compares exactly.
+OpDesc Generator::filtered_keyed_op() {
+  const std::size_t which = rng_.weighted({1, 1, 1, 1});
+  OpDesc op = which < 2 ? by_key_op(which == 0 ? OpKind::ScanByKey : OpKind::ReduceByKey) : sort_op(which == 3);
+  if (which < 2) {
+    op.monoid = rng_.pick(std::vector<MonoidChoice>{MonoidChoice::Plus, MonoidChoice::Min, MonoidChoice::Max});
+    op.values = ensure_input(integer(depth()));
+  }
+  op.predicate = ensure_input(boolean(depth()));
+  return op;
+}
+
 // The outputs of op k (sort_by_key: its keys, its values, or both; reduce_by_key: the
 // same; a filter: its survivors, perhaps mapped).
 void Generator::array_op_outputs(int k) {
@@ -369,6 +383,7 @@ void Generator::make_array_op_shape() {
     case 6: c_.ops.push_back(segmented_scan_op(offsets_input())); break;
     case 7: c_.ops.push_back(by_key_op(OpKind::ScanByKey)); break;
     case 8: c_.ops.push_back(by_key_op(OpKind::ReduceByKey)); break;
+    case 9: c_.ops.push_back(filtered_keyed_op()); break;
     default: {
       // An array op whose element expression reads a reduction's result (a few tries;
       // else the last one drawn), sometimes with the reduction as an output too.

@@ -118,3 +118,71 @@ TEST_CASE("a scan over reduce_by_key's runs: the survivors' scan of the runs, as
                   {runs_of_keys(n), random_ints(n, -50, 50)});
   }
 }
+
+TEST_CASE("sorts of a filter's result: the survivors compacted on the device, then sorted, exactly the survivors back") {
+  auto k = ff::input<int>("k");
+  auto v = ff::input<int>("v");
+  const ff::Expr kept = ff::filter(k, v > 0);
+  auto [sk, sv] = ff::sort_by_key(kept, ff::filter(v, v > 0), 16);
+  auto [rk, rv] = ff::sort_by_key(ff::filter(k, v < 100), ff::filter(v * 2, v < 100));  // radix, all 32 bits
+  const ff::Program counting = ff::outputs(ff::counting_sort(kept, 16), sk, sv, ff::reduce(sv * sk, ff::plus));
+  const ff::Program radix = ff::outputs(ff::sort(kept), rk, rv + 1, ff::scan(rv, ff::plus), kept);
+  for (std::int64_t n : kSizes) {
+    // Keys out of [0, 16) too: they sort after every bin, the padding after them.
+    check_program("counting sorts of filter(k, v > 0), n = " + std::to_string(n), counting, {k, v},
+                  {random_ints(n, -2, 17), random_ints(n, -1000, 1000)});
+    // Keys up to INT_MAX: the padding past the survivors ties with them and stays behind.
+    check_program("radix sorts of filters, n = " + std::to_string(n), radix, {k, v},
+                  {random_ints(n, 2147483600, 2147483647), random_ints(n, -1000, 1000)});
+  }
+}
+
+TEST_CASE("reduce_by_key and scan_by_key of a filter's result: the runs of the survivors, counted on the device") {
+  auto k = ff::input<int>("k");
+  auto x = ff::input<int>("x");
+  auto [keys, totals] = ff::reduce_by_key(ff::filter(k, x != 0), ff::filter(x, x != 0), ff::plus);
+  const ff::Expr scanned = ff::scan_by_key(ff::filter(k, x > 0), ff::filter(x * 3, x > 0), ff::plus);
+  const ff::Program reduce = ff::outputs(keys, totals, ff::reduce(totals, ff::max), totals * 2);
+  // Values beside the filtered keys are read at the survivors' positions, as in the reference.
+  const ff::Program scan = ff::outputs(scanned, ff::scan_by_key(ff::filter(k, x > 0), x, ff::max), ff::reduce(scanned, ff::plus));
+  for (std::int64_t n : kSizes) {
+    // Zeros dropped inside a run join its survivors; a run dropped whole joins its
+    // neighbours' survivors when their keys are equal.
+    check_program("reduce_by_key of filters, n = " + std::to_string(n), reduce, {k, x},
+                  {runs_of_keys(n), random_ints(n, -3, 3)});
+    check_program("scan_by_key of filters, n = " + std::to_string(n), scan, {k, x},
+                  {runs_of_keys(n), random_ints(n, -50, 50)});
+  }
+}
+
+TEST_CASE("index() beside reduce_by_key's runs and a sorted filter's result: the position among them") {
+  auto k = ff::input<int>("k");
+  auto x = ff::input<int>("x");
+  auto [keys, totals] = ff::reduce_by_key(k, x, ff::plus);
+  const ff::Expr at = ff::cast<int>(ff::index());
+  const ff::Program runs = ff::outputs(totals * at, ff::reduce(keys * at - totals, ff::plus),
+                                       ff::scan(totals + at, ff::plus), ff::reduce(at + totals * 0, ff::max));
+  const ff::Expr sorted = ff::counting_sort(ff::filter(k % 16, x > 0), 16);
+  const ff::Program sort = ff::outputs(sorted * 1000 + at, ff::reduce(sorted * at, ff::plus));
+  for (std::int64_t n : kSizes) {
+    check_program("index() beside the runs, n = " + std::to_string(n), runs, {k, x},
+                  {runs_of_keys(n), random_ints(n, -50, 50)});
+    check_program("index() beside a sorted filter, n = " + std::to_string(n), sort, {k, x},
+                  {random_ints(n, 0, 1000), random_ints(n, -50, 50)});
+  }
+}
+
+TEST_CASE("a sort and a scan_by_key of reduce_by_key's runs, and a sort of a filter of a sort's keys") {
+  auto k = ff::input<int>("k");
+  auto x = ff::input<int>("x");
+  auto [keys, totals] = ff::reduce_by_key(k, x, ff::plus);
+  const ff::Program runs = ff::outputs(ff::counting_sort(totals, 40), ff::scan_by_key(keys % 3, totals, ff::plus),
+                                       ff::sort_by_key(totals, keys).values);
+  const ff::Expr sorted = ff::counting_sort(k % 16, 16);
+  const ff::Program chain = ff::outputs(ff::counting_sort(ff::filter(sorted, sorted > 3) * 2, 40));
+  for (std::int64_t n : kSizes) {
+    check_program("sorts and scan_by_key of the runs, n = " + std::to_string(n), runs, {k, x},
+                  {runs_of_keys(n), random_ints(n, -5, 10)});
+    check_program("sort of a filter of a sort, n = " + std::to_string(n), chain, {k}, {random_ints(n, 0, 1000)});
+  }
+}

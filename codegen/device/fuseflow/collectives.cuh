@@ -160,9 +160,10 @@ __device__ __forceinline__ T combine_partials(const T* partials, unsigned count,
 namespace ff {
 
 // kN consecutive elements loaded with one instruction (16 bytes wide for kN * sizeof(T)
-// == 16), when the address is aligned to the whole vector.
+// == 16), when the address is aligned to the whole vector. A size that is not a power of
+// two (a 24-byte tuple) is aligned to its largest power-of-two divisor (alignas needs one).
 template <typename T, int kN>
-struct alignas(sizeof(T) * kN) Vec {
+struct alignas((sizeof(T) * kN) & (~(sizeof(T) * kN) + 1)) Vec {
   T v[kN];
 };
 

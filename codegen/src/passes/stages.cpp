@@ -18,6 +18,12 @@
 // kernel reads on the device (its intermediate's count word): a reduction over them is a
 // masked reduction over the capacity n, an array of them a compaction (with its own count),
 // so every consumer stage 2 can plan for a filter works on runs the host never counted.
+// Those runs are the intermediate's first slots: an element-wise expression of them (with
+// index(), parameters, scalars) is read as one filter of the expression, index() the slot.
+//
+// scan_by_key, reduce_by_key or a sort of a filter's result is cut before the op instead
+// (stage_feeds.cpp): stage 1 compacts its operands, stage 2 runs it over them (and is cut
+// again where the program reads its results).
 #include <map>
 #include <optional>
 
@@ -30,19 +36,23 @@ namespace {
 bool staged_kind(OpKind k) { return k == OpKind::CountingSort || k == OpKind::ReduceByKey; }
 
 // The ops of a staged kind whose array result is read other than as a program output (or as
-// the segment results a broadcast spreads, which the broadcast's own kernels compute).
-void find_reads(const Expr& e, bool as_output, std::set<const void*>& seen, std::set<const OpNode*>& read) {
+// the segment results a broadcast spreads, which the broadcast's own kernels compute); and
+// scan_by_key where a filter reads its result (n elements, like a sort's: a map of it as an
+// output is the scan's own epilogue, not cut).
+void find_reads(const Expr& e, bool as_output, bool in_filter, std::set<const void*>& seen,
+                std::set<const OpNode*>& read) {
   if (!e.valid()) return;
   if (e.kind() == ExprKind::Result) {
     const OpNode* op = e.node().op.get();
-    if (!as_output && staged_kind(op->kind)) read.insert(op);
+    if (!as_output && (staged_kind(op->kind) || (in_filter && op->kind == OpKind::ScanByKey))) read.insert(op);
     if (seen.insert(op).second)
-      for (const Expr* x : {&op->values, &op->predicate, &op->keys, &op->offsets}) find_reads(*x, false, seen, read);
+      for (const Expr* x : {&op->values, &op->predicate, &op->keys, &op->offsets})
+        find_reads(*x, false, op->kind == OpKind::Filter, seen, read);
     return;
   }
   if (!seen.insert(e.get()).second) return;
   for (std::size_t i = 0; i < e.args().size(); ++i)
-    find_reads(e.args()[i], e.kind() == ExprKind::Broadcast && i == 0, seen, read);
+    find_reads(e.args()[i], e.kind() == ExprKind::Broadcast && i == 0, in_filter, seen, read);
 }
 
 // reduce_by_key's results have one element per run, a count only the device knows: an
@@ -84,9 +94,10 @@ void check_runs(const Expr& e, std::set<const void*>& seen, const std::set<const
 // (a filter of it for reduce_by_key), the ops above copied with their expressions rewritten.
 class Cut {
  public:
-  explicit Cut(std::set<const OpNode*> read) : read_(std::move(read)) {}
+  Cut(std::set<const OpNode*> read, std::set<const OpNode*> feeds) : read_(std::move(read)), feeds_(std::move(feeds)) {}
 
   std::vector<Expr> results;  // per intermediate: the result it holds (stage 1's outputs)
+  std::vector<std::string> labels;  // per intermediate: what it holds, for explain
   std::vector<Expr> inputs;   // per intermediate: the input stage 2 reads it by
   std::map<const ExprNode*, int> count_inputs;  // an input of a run count: the intermediate whose count it is
   std::map<const OpNode*, std::shared_ptr<const OpNode>> originals;  // a rewritten op: the program's
@@ -96,7 +107,8 @@ class Cut {
     if (auto it = exprs_.find(e.get()); it != exprs_.end()) return it->second;
     Expr r = e;
     if (e.kind() == ExprKind::Result) {
-      r = read_.count(e.node().op.get()) ? intermediate(e) : result(e);
+      const OpNode* op = e.node().op.get();
+      r = feeds_.count(op) ? feed(e) : read_.count(op) ? intermediate(e) : result(e);
     } else if (!e.args().empty()) {
       std::vector<Expr> args;
       bool changed = false;
@@ -105,16 +117,52 @@ class Cut {
         args.push_back(e.kind() == ExprKind::Broadcast && i == 0 ? result(a) : expr(a));
         changed = changed || !same_node(args.back(), a);
       }
-      if (changed) r = e.with_args(std::move(args));
+      if (changed) r = lift_prefix(e.with_args(std::move(args)));
     }
     return exprs_.emplace(e.get(), r).first->second;
   }
 
  private:
   std::set<const OpNode*> read_;
+  std::set<const OpNode*> feeds_;  // ops over a filter's result (stage_feeds.cpp)
+  std::map<const OpNode*, std::vector<Expr>> feed_views_;  // per op: what stage 2 reads each result by
   std::map<const ExprNode*, Expr> exprs_;
   std::map<const OpNode*, std::shared_ptr<const OpNode>> ops_;
   std::map<const OpNode*, Expr> run_masks_;  // reduce_by_key: index() < its count
+  // Stage 2's reads of a counted result: filter(values, index() < count), its first count
+  // slots (per such filter, its values and mask).
+  std::map<const ExprNode*, std::pair<Expr, Expr>> prefix_;
+
+  Expr prefix(const Expr& values, const Expr& mask) {
+    Expr f = fuseflow::filter(values, mask);
+    prefix_[f.get()] = {values, mask};
+    return f;
+  }
+
+  // An element-wise node over such filters of one count (and scalars, index() among them):
+  // the filter of the node over their values. The survivors being the first count slots,
+  // index() beside them (the position among them) is the slot's index.
+  Expr lift_prefix(const Expr& e) {
+    switch (e.kind()) {
+      case ExprKind::Unary: case ExprKind::Binary: case ExprKind::Select: case ExprKind::Call:
+      case ExprKind::Cast: case ExprKind::MakeTuple: case ExprKind::Get: case ExprKind::RawCuda: break;
+      default: return e;
+    }
+    Expr mask;
+    std::vector<Expr> args;
+    for (const Expr& a : e.args()) {
+      auto it = prefix_.find(a.get());
+      if (it == prefix_.end()) {
+        if (!array_leaves(a).empty()) return e;
+        args.push_back(a);
+        continue;
+      }
+      if (mask.valid() && !same_node(mask, it->second.second)) return e;
+      mask = it->second.second;
+      args.push_back(it->second.first);
+    }
+    return mask.valid() ? prefix(e.with_args(std::move(args)), mask) : e;
+  }
 
   Expr result(const Expr& e) {
     const auto& n = e.node().op;
@@ -134,9 +182,30 @@ class Cut {
     return it->second == n ? e : Expr::result(it->second, e.node().index, e.type());
   }
 
+  // An op over a filter's result: stage 1 compacts its operands (intermediate k, counted),
+  // stage 2 runs the op over them and reads its results as the survivors' part.
+  Expr feed(const Expr& e) {
+    const auto& n = e.node().op;
+    auto it = feed_views_.find(n.get());
+    if (it == feed_views_.end()) {
+      const int k = static_cast<int>(results.size());
+      results.push_back(feed_operands(*n));
+      labels.push_back(std::string("the survivors ") + op_name(n->kind) + " reads");
+      inputs.push_back(Expr::input("ff_stage_" + std::to_string(k), results.back().type()));
+      Expr count = Expr::input("ff_stage_count_" + std::to_string(k), ScalarType::U64);
+      count_inputs[count.get()] = k;
+      const FeedCut fc = feed_cut(n, inputs.back(), count);
+      std::vector<Expr> views;
+      for (const Expr& r : fc.results) views.push_back(prefix(r, fc.mask));
+      it = feed_views_.emplace(n.get(), std::move(views)).first;
+    }
+    return it->second.at(static_cast<std::size_t>(e.node().index));
+  }
+
   Expr intermediate(const Expr& e) {
     const int k = static_cast<int>(results.size());
     results.push_back(e);
+    labels.push_back("result " + std::to_string(e.node().index) + " of " + op_name(e.node().op->kind));
     inputs.push_back(Expr::input("ff_stage_" + std::to_string(k), e.type()));
     const OpNode* op = e.node().op.get();
     if (op->kind != OpKind::ReduceByKey) return inputs.back();
@@ -147,7 +216,7 @@ class Cut {
       mask->second = Expr::binary(BinaryOp::Lt, Expr::index(),
                                   Expr::cast(ScalarType::I64, Expr::gather(count, Expr(0LL), false)));
     }
-    return fuseflow::filter(inputs.back(), mask->second);
+    return prefix(inputs.back(), mask->second);
   }
 };
 
@@ -325,10 +394,16 @@ std::string one_line(const Program& p) {
 }  // namespace
 
 std::optional<Plan> plan_in_stages(const Program& program, const Target& target, const PlanOptions& options) {
+  // A filter's result read by scan_by_key, reduce_by_key or a sort: that cut first (its
+  // stage 2 is cut again where it reads the op's results).
+  std::set<const OpNode*> feeds;
+  for (const auto& op : program.ops())
+    if (feeds_on_filter(*op)) feeds.insert(op.get());
   std::set<const void*> seen;
   std::set<const OpNode*> read;
-  for (const Expr& o : program.outputs()) find_reads(o, true, seen, read);
-  if (read.empty()) return std::nullopt;
+  if (feeds.empty())
+    for (const Expr& o : program.outputs()) find_reads(o, true, false, seen, read);
+  if (read.empty() && feeds.empty()) return std::nullopt;
   std::set<const void*> checked;
   for (const Expr& o : program.outputs()) {
     if (o.kind() != ExprKind::Result) check_runs_alone({o}, read);
@@ -337,7 +412,7 @@ std::optional<Plan> plan_in_stages(const Program& program, const Target& target,
 
   // Stage 2: the outputs over the intermediates; an output that is one of them is written
   // by stage 1 straight into its memory (its first occurrence), not copied.
-  Cut cut(read);
+  Cut cut(read, feeds);
   std::vector<Expr> later;
   std::vector<Arg> later_as;
   for (std::size_t i = 0; i < program.outputs().size(); ++i) {
@@ -350,7 +425,7 @@ std::optional<Plan> plan_in_stages(const Program& program, const Target& target,
   for (std::size_t k = 0; k < cut.results.size(); ++k) {
     const Expr& r = cut.results[k];
     first_as.push_back(to(Arg::Kind::Intermediate, static_cast<int>(k)));
-    Intermediate im{r.type(), "result " + std::to_string(r.node().index) + " of " + op_name(r.node().op->kind)};
+    Intermediate im{r.type(), cut.labels[k]};
     for (std::size_t i = 0; i < program.outputs().size() && im.output < 0; ++i)
       if (same_node(program.outputs()[i], r) && later_as[i].kind == Arg::Kind::Output) {
         im.output = static_cast<int>(i);
