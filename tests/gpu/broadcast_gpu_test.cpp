@@ -64,7 +64,8 @@ void check(const Build& build, const std::vector<O>& offsets, double lo, double 
   const auto o = ff::input<O>("o");
   const ff::Program prog(build(x, w, o));
   const auto plan = ff::codegen::plan(prog, ff::codegen::Target::preset("sm_90"));
-  REQUIRE(plan.kernels.back().registered == "broadcast segments");
+  // The broadcast strategy's step, alone or (ops beside broadcasts) as the first stage.
+  REQUIRE((plan.intermediates.empty() ? plan.kernels.back() : plan.kernels.front()).registered == "broadcast segments");
   const auto xh = ff::test::random_values<T>(n, lo, hi);
   const auto wh = ff::test::random_values<T>(n, lo, hi);
   auto xd = runtime().upload(xh);
@@ -207,5 +208,93 @@ TEST_CASE("two offsets arrays in one program: each broadcast by its own segments
         INFO("output " << k << ", n = " << n << ", " << shape_name(shape) << " and " << shape_name((shape + 1) % 4));
         CHECK(got[k].download<int>() == want[k].array.to_vector<int>());
       }
+    }
+}
+
+namespace {
+
+// Output k of a run against the CPU reference's, exactly (integer programs): a scalar by
+// value, an array element by element in its own type.
+void check_exact(const std::vector<ff::Result>& got, const std::vector<ff::HostResult>& want, const std::string& what) {
+  REQUIRE(got.size() == want.size());
+  for (std::size_t k = 0; k < got.size(); ++k) {
+    INFO(what << ", output " << k);
+    REQUIRE(got[k].is_scalar() == want[k].is_scalar);
+    if (want[k].is_scalar) {
+      CHECK(got[k].value() == want[k].scalar);
+      continue;
+    }
+    switch (got[k].type().scalar()) {
+      case ff::ScalarType::I32: CHECK(got[k].download<int>() == want[k].array.to_vector<int>()); break;
+      case ff::ScalarType::U32: CHECK(got[k].download<unsigned>() == want[k].array.to_vector<unsigned>()); break;
+      case ff::ScalarType::I64: CHECK(got[k].download<long long>() == want[k].array.to_vector<long long>()); break;
+      default: FAIL("output " << k << " of an unexpected type");
+    }
+  }
+}
+
+}  // namespace
+
+// Ops other than segmented reductions beside a broadcast (staged: the segmented reductions
+// first, their per-segment results intermediates; each later kernel reads an element's
+// segment by a binary search over the offsets): a reduction, a scan, a histogram and a
+// filter of centred values, a segmented reduction reading a broadcast after them, a map and
+// a per-segment result as outputs.
+TEST_CASE("a reduction, scan, histogram and filter of broadcasts, integers exactly") {
+  std::mt19937_64 g(41);
+  for (std::int64_t n : sizes())
+    for (int shape = 0; shape < 4; ++shape) {
+      const std::vector<int> off = narrow<int>(offsets_of(shape, n, g));
+      const auto x = ff::input<int>("x");
+      const auto o = ff::input<int>("o");
+      const auto top = ff::segmented_reduce(x, o, ff::max);
+      const auto low = ff::segmented_reduce(x, o, ff::min);
+      const auto above = x - ff::broadcast(low, o);
+      const ff::Program prog(ff::outputs(
+          ff::reduce(x - ff::broadcast(top, o), ff::plus), ff::scan(above, ff::plus),
+          ff::histogram(above % 16, 16), ff::filter(x - ff::broadcast(top, o), above > 700),
+          ff::segmented_reduce(ff::broadcast(top, o) - x, o, ff::plus), top, x * 2 - ff::broadcast(low, o)));
+      const auto plan = ff::codegen::plan(prog, ff::codegen::Target::preset("sm_90"));
+      REQUIRE(plan.intermediates.size() == 2);
+      CHECK(plan.intermediates[0].domain > 0);
+      const auto xh = ff::test::random_values<int>(n, -1000, 1000);
+      auto xd = runtime().upload(xh);
+      auto od = runtime().upload(off);
+      const auto got = runtime().run(prog, {{x, xd}, {o, od}});
+      ff::HostBindings hb;
+      hb.bind(x, ff::HostArray::from(xh));
+      hb.bind(o, ff::HostArray::from(off));
+      check_exact(got, ff::evaluate(prog, hb), "n = " + std::to_string(n) + ", " + shape_name(shape));
+    }
+}
+
+TEST_CASE("a sum of exp(x - row max) and a filter of centred values, f32 against f64") {
+  const Build build = [](const ff::Expr& x, const ff::Expr&, const ff::Expr& o) -> std::vector<ff::Expr> {
+    const auto top = ff::segmented_reduce(x, o, ff::max);
+    const auto sum = ff::segmented_reduce(x, o, ff::plus);
+    return {ff::filter(x - ff::broadcast(sum, o) * 0.25f, x > 0.0f),
+            ff::filter(ff::exp(x - ff::broadcast(top, o)), x < 0.0f)};
+  };
+  std::mt19937_64 g(43);
+  for (std::int64_t n : sizes())
+    for (int shape = 0; shape < 4; ++shape) {
+      const auto off = offsets_of(shape, n, g);
+      const auto x = ff::input<float>("x");
+      const auto o = ff::input<long long>("o");
+      const auto top = ff::segmented_reduce(x, o, ff::max);
+      const ff::Program lse(ff::reduce(ff::exp(x - ff::broadcast(top, o)), ff::plus));
+      const auto xh = ff::test::random_values<float>(n, -4.0, 4.0);
+      auto xd = runtime().upload(xh);
+      auto od = runtime().upload(off);
+      const float got = runtime().run(lse, {{x, xd}, {o, od}}).at(0);
+      double want = 0;  // each element's exp(x - its segment's max), in f64
+      for (std::size_t s = 0; s + 1 < off.size(); ++s) {
+        double m = -INFINITY;
+        for (auto i = off[s]; i < off[s + 1]; ++i) m = std::max(m, static_cast<double>(xh[static_cast<std::size_t>(i)]));
+        for (auto i = off[s]; i < off[s + 1]; ++i) want += std::exp(static_cast<double>(xh[static_cast<std::size_t>(i)]) - m);
+      }
+      INFO("sum of exp(x - segment max), n = " << n << ", " << shape_name(shape));
+      CHECK(std::fabs(got - want) <= 1e-5 * want);
+      check<float>(build, off, -4.0, 4.0, 1e-5, std::string("f32 filters of broadcasts, ") + shape_name(shape), 1.0);
     }
 }
