@@ -76,10 +76,19 @@ TEST_CASE("what the broadcast paths do not plan yet is a GraphError naming it") 
   auto q = ff::input<long long>("q");
   auto k = ff::input<int>("k");
   const auto centred = x - ff::broadcast(ff::segmented_reduce(x, o, ff::plus), o);
-  const std::string by_key = graph_error_of([&] {
-    (void)plan_of(ff::Program(x - ff::broadcast_by_key(ff::reduce_by_key(k, x, ff::plus).values, k)));
+  // broadcast_by_key numbers each element's run from the key before it: not of tuple keys,
+  // nor of keys read through a gather.
+  const auto pair = ff::zip(k, k * 2);
+  const std::string tuple = graph_error_of([&] {
+    (void)plan_of(ff::Program(x - ff::broadcast_by_key(ff::reduce_by_key(pair, x, ff::plus).values, pair)));
   });
-  CHECK(contains(by_key, "reduce_by_key in a program with a broadcast"));
+  CHECK(contains(tuple, "broadcast_by_key of reduce_by_key over keys (k, k * 2) of a tuple type"));
+  auto t = ff::input<int>("t");
+  const auto looked_up = ff::gather(t, ff::cast<long long>(k));
+  const std::string gathered = graph_error_of([&] {
+    (void)plan_of(ff::Program(x - ff::broadcast_by_key(ff::reduce_by_key(looked_up, x, ff::plus).values, looked_up)));
+  });
+  CHECK(contains(gathered, "reading gather(t, cast<i64>(k))"));
   // A reduction's values find segments by its own offsets only.
   const auto by_o = ff::segmented_reduce(x, o, ff::max);
   const std::string cross = graph_error_of([&] {
@@ -176,4 +185,29 @@ TEST_CASE("two offsets arrays in one broadcast program: a domain, a flag and a s
   const ff::codegen::Schedule s = plan.schedule(std::vector<std::int64_t>{100, 5, 51});
   REQUIRE(s.launches.size() >= 3);
   CHECK(s.launches.back().kernel == static_cast<int>(plan.kernels.size()) - 1);
+}
+
+TEST_CASE("broadcast_by_key: reduce_by_key and a scan numbering the runs first, then a gather at run - 1") {
+  auto x = ff::input<float>("x");
+  auto k = ff::input<int>("k");
+  const auto runs = ff::reduce_by_key(k / 4, x, ff::plus);
+  const ff::codegen::Plan plan = plan_of(ff::Program(ff::outputs(x / ff::broadcast_by_key(runs.values, k / 4), runs.keys)));
+  REQUIRE(plan.intermediates.size() == 3);  // the totals (scratch), the run numbers, the keys (output 1)
+  CHECK(plan.intermediates[0].counted);
+  CHECK(plan.intermediates[1].type == ff::Type(ff::ScalarType::I64));
+  CHECK(!plan.intermediates[1].counted);
+  CHECK(plan.intermediates[2].output == 1);
+  bool numbered = false;
+  for (const auto& n : plan.notes)
+    numbered = numbered || contains(n, "scan(plus: i64, inclusive, select(index == 0L, 1L, cast<i64>(k / 4 != shift(k, -1, 0) / 4)))");
+  CHECK(numbered);
+  const ff::codegen::KernelSpec& map = plan.kernels.back();
+  CHECK(contains(map.source, "tab_ff_stage_0["));
+  bool table = false, runs_read = false;
+  for (const auto& a : map.args) {
+    table = table || (a.name == "tab_ff_stage_0" && a.kind == ff::codegen::Arg::Kind::Intermediate && a.index == 0);
+    runs_read = runs_read || (a.kind == ff::codegen::Arg::Kind::Intermediate && a.index == 1);
+  }
+  CHECK(table);
+  CHECK(runs_read);
 }

@@ -150,7 +150,7 @@ TEST_CASE("integer programs exactly: a chained reduction reading a broadcast, in
       check<int>(ints, narrow<int>(offsets_of(shape, n, g)), -1000.0, 1000.0, 0, std::string("i32, ") + shape_name(shape));
 }
 
-TEST_CASE("offsets that leave elements outside every segment are reported; broadcast_by_key is refused") {
+TEST_CASE("offsets that leave elements outside every segment are reported") {
   const auto x = ff::input<float>("x");
   const auto o = ff::input<int>("o");
   const ff::Program prog(x - ff::broadcast(ff::segmented_reduce(x, o, ff::max), o));
@@ -167,14 +167,6 @@ TEST_CASE("offsets that leave elements outside every segment are reported; broad
       CHECK(what.find("offsets[0] = " + std::to_string(bad.front()) + " and the last offset = " +
                       std::to_string(bad.back())) != std::string::npos);
     }
-  }
-  const auto k = ff::input<int>("k");
-  const auto byk = ff::reduce_by_key(k, x, ff::plus);
-  try {
-    (void)ff::codegen::plan(ff::Program(x - ff::broadcast_by_key(byk.values, k)), ff::codegen::Target::preset("sm_90"));
-    FAIL("broadcast_by_key was planned");
-  } catch (const ff::GraphError& e) {
-    CHECK(std::string(e.what()).find("broadcast_by_key") != std::string::npos);
   }
 }
 
@@ -296,5 +288,60 @@ TEST_CASE("a sum of exp(x - row max) and a filter of centred values, f32 against
       INFO("sum of exp(x - segment max), n = " << n << ", " << shape_name(shape));
       CHECK(std::fabs(got - want) <= 1e-5 * want);
       check<float>(build, off, -4.0, 4.0, 1e-5, std::string("f32 filters of broadcasts, ") + shape_name(shape), 1.0);
+    }
+}
+
+namespace {
+
+// Keys in runs: segment s of offsets_of's shapes has key s % 3 (empty segments merge runs).
+std::vector<int> keys_of(const std::vector<std::int64_t>& off) {
+  std::vector<int> k(static_cast<std::size_t>(off.back()));
+  for (std::size_t s = 0; s + 1 < off.size(); ++s)
+    for (auto i = off[s]; i < off[s + 1]; ++i) k[static_cast<std::size_t>(i)] = static_cast<int>(s % 3);
+  return k;
+}
+
+}  // namespace
+
+// broadcast_by_key (staged: reduce_by_key and a scan numbering each element's run first,
+// then a gather of the run's value at run - 1 fused into the later kernels).
+TEST_CASE("broadcast_by_key: each element its run's total, key and maximum, beside a reduction") {
+  std::mt19937_64 g(47);
+  for (std::int64_t n : sizes())
+    for (int shape = 0; shape < 4; ++shape) {
+      const std::vector<int> kh = keys_of(offsets_of(shape, n, g));
+      const std::string what = "n = " + std::to_string(n) + ", runs from " + shape_name(shape);
+      const auto k = ff::input<int>("k");
+      auto kd = runtime().upload(kh);
+      {  // integers exactly
+        const auto x = ff::input<int>("x");
+        const auto runs = ff::reduce_by_key(k, x, ff::plus);
+        const ff::Program prog(ff::outputs(x * 3 - ff::broadcast_by_key(runs.values, k),
+                                           ff::reduce(ff::broadcast_by_key(runs.values, k) - x, ff::plus),
+                                           ff::broadcast_by_key(runs.keys, k) * 2 + x, runs.values));
+        const auto xh = ff::test::random_values<int>(n, -1000, 1000);
+        auto xd = runtime().upload(xh);
+        const auto got = runtime().run(prog, {{x, xd}, {k, kd}});
+        ff::HostBindings hb;
+        hb.bind(x, ff::HostArray::from(xh));
+        hb.bind(k, ff::HostArray::from(kh));
+        check_exact(got, ff::evaluate(prog, hb), "i32 " + what);
+      }
+      // f32 against f64: x less its run's maximum, and x over its run's largest |x|.
+      const auto x = ff::input<float>("x");
+      const auto xw = ff::input<double>("x");
+      const auto build = [&](const ff::Expr& v) {
+        const auto top = ff::reduce_by_key(k, v, ff::max);
+        const auto big = ff::reduce_by_key(k, ff::abs(v), ff::max);
+        return std::vector<ff::Expr>{v - ff::broadcast_by_key(top.values, k), v / ff::broadcast_by_key(big.values, k)};
+      };
+      const ff::Program prog(build(x)), wide(build(xw));
+      const auto xh = ff::test::random_values<float>(n, 0.5, 4.0);
+      auto xd = runtime().upload(xh);
+      const auto got = runtime().run(prog, {{x, xd}, {k, kd}});
+      ff::HostBindings hb;
+      hb.bind(xw, ff::HostArray::from(std::vector<double>(xh.begin(), xh.end())));
+      hb.bind(k, ff::HostArray::from(kh));
+      ff::test::check_outputs<float>(got, ff::evaluate(wide, hb), 1e-6, 1.0, "f32 " + what);
     }
 }

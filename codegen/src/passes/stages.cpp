@@ -25,7 +25,9 @@
 // cover every element), their per-segment results intermediates of one element per offset
 // (Intermediate::domain); stage 2 reads broadcast(ff_stage_<k>, offsets), which any of its
 // kernels spells as a binary search over the offsets and a read of the element's segment
-// (ExprEmitter::segment_value), fused into that kernel.
+// (ExprEmitter::segment_value), fused into that kernel. broadcast_by_key(r, keys): stage 1
+// also numbers each element's run of keys (key_runs.cpp, a scan), stage 2 reads
+// gather_unchecked(ff_stage_<r>, run - 1), the runs a table of n.
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -46,15 +48,16 @@ void broadcast_ops(const Expr& e, std::set<const void*>& seen, std::set<const Op
       for (const Expr* x : {&op.values, &op.predicate, &op.keys, &op.offsets}) broadcast_ops(*x, seen, out);
     return;
   }
-  if (e.kind() == ExprKind::Broadcast && e.node().index == 0 && e.args()[0].kind() == ExprKind::Result &&
-      e.args()[1].kind() == ExprKind::Input)
+  if (e.kind() == ExprKind::Broadcast && e.args()[0].kind() == ExprKind::Result &&
+      (e.node().index == 1 || e.args()[1].kind() == ExprKind::Input))  // by key: always; by offsets: an input's
     out.insert(e.args()[0].node().op.get());
   for (const Expr& a : e.args()) broadcast_ops(a, seen, out);
 }
 
 // The segmented reductions over an offsets input whose broadcasts the program reads beside
-// ops of other kinds (which the broadcast path does not plan): stage 1, their results
-// intermediates. None when every op is a segmented reduction (one step of the broadcast path).
+// ops of other kinds (which the broadcast path does not plan), and the reduce_by_key ops
+// read through broadcast_by_key: stage 1, their results intermediates. None when every op
+// is a segmented reduction (one step of the broadcast path).
 std::set<const OpNode*> spread_ops(const Program& program) {
   const auto& ops = program.ops();
   if (std::all_of(ops.begin(), ops.end(), [](const auto& op) { return op->kind == OpKind::SegmentedReduce; })) return {};
@@ -128,6 +131,7 @@ class Cut {
   // Per intermediate: the program input of the offsets whose segments it has one result for
   // (a segmented reduction's, read through broadcasts), or an empty Expr (n elements).
   std::vector<Expr> segments;
+  std::set<int> run_tables;  // reduce_by_key's results read by broadcast_by_key: tables of n (the capacity)
 
   Expr expr(const Expr& e) {
     if (!e.valid()) return e;
@@ -135,6 +139,8 @@ class Cut {
     Expr r = e;
     if (e.kind() == ExprKind::Result) {
       r = read_.count(e.node().op.get()) ? intermediate(e) : result(e);
+    } else if (e.kind() == ExprKind::Broadcast && e.node().index == 1 && read_.count(e.args()[0].node().op.get())) {
+      r = by_key(e.args()[0]);
     } else if (!e.args().empty()) {
       std::vector<Expr> args;
       bool changed = false;
@@ -154,6 +160,24 @@ class Cut {
   std::map<const ExprNode*, Expr> exprs_;
   std::map<const OpNode*, std::shared_ptr<const OpNode>> ops_;
   std::map<const OpNode*, Expr> run_masks_;  // reduce_by_key: index() < its count
+  std::map<const OpNode*, Expr> run_index_;  // reduce_by_key read by broadcast_by_key: each element's run
+
+  // broadcast_by_key(r, keys): r's intermediate read at the element's run, numbered by stage 1.
+  Expr by_key(const Expr& r) {
+    (void)expr(r);
+    int k = 0;
+    while (!same_node(results.at(static_cast<std::size_t>(k)), r)) ++k;
+    run_tables.insert(k);
+    const OpNode* op = r.node().op.get();
+    auto [run, fresh] = run_index_.try_emplace(op);
+    if (fresh) {
+      results.push_back(key_run_numbers(*op));
+      inputs.push_back(Expr::input("ff_stage_" + std::to_string(results.size() - 1), ScalarType::I64));
+      segments.push_back(Expr());
+      run->second = Expr::binary(BinaryOp::Sub, inputs.back(), Expr(1LL));
+    }
+    return Expr::gather(inputs.at(static_cast<std::size_t>(k)), run->second, false);
+  }
 
   Expr result(const Expr& e) {
     const auto& n = e.node().op;
@@ -301,6 +325,8 @@ class Joiner {
         const int k = i < 0 ? index_of(cut_.inputs, stage.inputs()[s]) : -1;
         if (d != 0 && k >= 0 && cut_.segments.at(static_cast<std::size_t>(k)).valid()) {  // read by broadcasts
           to[static_cast<std::size_t>(d)] = joined_.intermediates.at(static_cast<std::size_t>(k)).domain;
+        } else if (d != 0 && k >= 0 && cut_.run_tables.count(k)) {  // runs read by broadcast_by_key: room for n
+          to[static_cast<std::size_t>(d)] = 0;
         } else if (d != 0 && k >= 0) {
           unsupported("reading a sort's or reduce_by_key's result in a program as segment offsets or a table");
         }
@@ -336,6 +362,9 @@ class Joiner {
                                          : Arg{Arg::Kind::Length, d, a.name, a.type};
         } else if (k >= 0 && a.kind == Arg::Kind::Input) {
           a = {Arg::Kind::Intermediate, k, a.name, a.type};
+        } else if (k >= 0 && cut_.run_tables.count(k)) {  // gathered at each element's run (broadcast_by_key)
+          a = a.kind == Arg::Kind::Table ? Arg{Arg::Kind::Intermediate, k, a.name, a.type}
+                                         : Arg{Arg::Kind::Length, 0, a.name, a.type};
         } else if (auto c = cut_.count_inputs.find(in.get()); c != cut_.count_inputs.end()) {
           // An unchecked table of one element: its pointer the count, its length unused (n).
           a = a.kind == Arg::Kind::Table ? Arg{Arg::Kind::IntermediateCount, c->second, a.name, a.type}
@@ -429,7 +458,14 @@ std::optional<Plan> plan_in_stages(const Program& program, const Target& target,
 
   const Program first_stage(cut.results), second_stage(second);
   const bool segments_only = std::all_of(cut.results.begin(), cut.results.end(),
-                                         [&](const Expr& r) { return spread.count(r.node().op.get()) > 0; });
+                                         [&](const Expr& r) {
+                                           return r.node().op->kind == OpKind::SegmentedReduce && spread.count(r.node().op.get()) > 0;
+                                         });
+  if (!segments_only && std::any_of(cut.results.begin(), cut.results.end(), [&](const Expr& r) {
+        return r.node().op->kind == OpKind::SegmentedReduce && spread.count(r.node().op.get()) > 0;
+      }))
+    unsupported("broadcasts by offsets beside broadcast_by_key or a sort's or reduce_by_key's result read later in "
+                "one program (the offsets are checked on the broadcast path only)");
   Plan first = segments_only ? plan_segment_results(first_stage, target, options) : plan(first_stage, target, options);
   joined.notes.push_back("stages: " + std::to_string(cut.results.size()) +
                          (cut.results.size() == 1 ? " array result" : " array results") +
