@@ -11,6 +11,7 @@
 
 #include "array_ops.hpp"
 #include "kernel_context.hpp"
+#include "passes/passes.hpp"
 #include "rows.hpp"
 #include "strategy.hpp"
 
@@ -146,6 +147,14 @@ void plan_broadcast_program(const Program& program, const Policies& policies, co
   g.leaves = leaves_in(context, g.outputs);
   g.leaves.broadcasts = broadcasts_in(program, g.outputs);
   plan_with_registry("broadcast", g, Strategy::Automatic, plan);
+}
+
+Plan plan_segment_results(const Program& program, const Target& target, const PlanOptions& options) {
+  Plan plan;
+  plan_tables(program, plan);
+  plan_broadcast_program(program, policies_for(target, options), target,
+                         "stage 1 of a program whose broadcasts other ops read", plan);
+  return plan;
 }
 
 }  // namespace fuseflow::codegen

@@ -123,7 +123,8 @@ std::string explain(const Program& program, const Target& target, const PlanOpti
   for (const auto& n : p.notes) os << "note: " << n << "\n";
   for (std::size_t i = 0; i < p.intermediates.size(); ++i) {
     const Intermediate& im = p.intermediates[i];
-    os << "intermediate " << i << ": " << to_string(im.type) << " x " << (im.counted ? "at most n, counted" : "n")
+    os << "intermediate " << i << ": " << to_string(im.type) << " x "
+       << (im.counted ? "at most n, counted" : im.domain ? "one per offset of domain " + std::to_string(im.domain) : "n")
        << ", " << im.role << ", in " << (im.output >= 0 ? "output " + std::to_string(im.output) : std::string("scratch"))
        << "\n";
   }

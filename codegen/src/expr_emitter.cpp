@@ -74,6 +74,23 @@ std::string ExprEmitter::shift(const ExprNode& n) {
   return fresh(n.type, "(" + at + " >= 0 && " + at + " < " + table + "_n) ? " + table + "[" + at + "] : " + fill);
 }
 
+// A broadcast whose per-segment results an earlier stage left in an input (passes/stages.cpp):
+// the element's segment, the last offset <= i, by a binary search over the offsets (segment 0
+// without segments, as ff::rows::segment_of), then its value.
+std::string ExprEmitter::segment_value(const ExprNode& n) {
+  const std::string values = table_name(n.args[0]), off = table_name(n.args[1]);
+  const std::string i = leaf_(Expr::index());
+  const std::string lo = prefix_ + std::to_string(counter_++), hi = prefix_ + std::to_string(counter_++);
+  out_.line("long long " + lo + " = 0, " + hi + " = " + off + "_n - 1;  // the segment of element " + i +
+            " in " + off + ": a binary search");
+  out_.open("while (" + hi + " - " + lo + " > 1)");
+  out_.line("const long long " + lo + "_mid = " + lo + " + (" + hi + " - " + lo + ") / 2;");
+  out_.line("if ((long long)" + off + "[" + lo + "_mid] <= " + i + ") " + lo + " = " + lo + "_mid; else " + hi +
+            " = " + lo + "_mid;");
+  out_.close();
+  return fresh(n.type, values + "[" + lo + "]");
+}
+
 std::string ExprEmitter::fresh(const Type& t, const std::string& value) {
   std::string name = prefix_ + std::to_string(counter_++);
   out_.line("const " + types_.name(t) + " " + name + " = " + value + ";");
@@ -162,6 +179,8 @@ std::string ExprEmitter::compute(const Expr& e) {
     // A segment's value (a per-row kernel's row result) and row offsets: spelled by the
     // context that has them (rows.cpp), an error in the others.
     case ExprKind::Broadcast:
+      if (n.args[0].kind() == ExprKind::Input) return segment_value(n);
+      return leaf_(e);
     case ExprKind::Rows: return leaf_(e);
     case ExprKind::Fill: return emit(n.args[0]);  // the value at every element (its array gives only a length)
   }

@@ -42,6 +42,7 @@ class ExprEmitter {
   std::string compute(const Expr& e);
   std::string gather(const ExprNode& n);
   std::string shift(const ExprNode& n);
+  std::string segment_value(const ExprNode& n);
   std::string fresh(const Type& t, const std::string& value);
 
   SourceWriter& out_;

@@ -20,7 +20,8 @@ namespace {
 
 bool has_rows_nodes(const Expr& e, std::set<const ExprNode*>& seen) {
   if (!e.valid() || !seen.insert(e.get()).second) return false;
-  if (e.kind() == ExprKind::Broadcast || e.kind() == ExprKind::Rows) return true;
+  if (e.kind() == ExprKind::Broadcast) return e.args()[0].kind() == ExprKind::Result;  // not stage 2's (stages.cpp)
+  if (e.kind() == ExprKind::Rows) return true;
   for (const auto& a : e.args())
     if (has_rows_nodes(a, seen)) return true;
   return false;

@@ -9,8 +9,9 @@ namespace fuseflow::codegen {
 
 std::vector<Expr> table_free_args(const Expr& e) {
   if (e.kind() == ExprKind::Gather) return {e.args()[1]};
-  // A broadcast reads its reduction's per-segment result at the element's segment: neither
-  // the reduction's elements nor its offsets are read element by element.
+  // A broadcast reads its reduction's per-segment result (or, in a later stage, the input
+  // holding them) at the element's segment: neither the reduction's elements nor its
+  // offsets are read element by element.
   if (e.kind() == ExprKind::Broadcast) return {};
   return e.args();
 }
@@ -20,6 +21,8 @@ namespace {
 void collect_tables(const Expr& e, std::set<const ExprNode*>& seen, std::set<const ExprNode*>& tables, bool& checked) {
   if (!e.valid() || !seen.insert(e.get()).second) return;
   if (e.kind() == ExprKind::Gather || e.kind() == ExprKind::Shift) tables.insert(e.args()[0].get());
+  if (e.kind() == ExprKind::Broadcast && e.args()[0].kind() == ExprKind::Input)  // stage 2's (passes/stages.cpp)
+    for (const auto& a : e.args()) tables.insert(a.get());
   if (e.kind() == ExprKind::Gather && e.node().index == 0) checked = true;
   for (const auto& a : e.args()) collect_tables(a, seen, tables, checked);
 }

@@ -72,6 +72,8 @@ void collect_leaves(const Expr& e, std::vector<Expr>& out, Seen& seen) {
     if (!e.node().op->scalar_output) out.push_back(e);
   } else if (e.kind() == ExprKind::Gather) {
     collect_leaves(e.args()[1], out, seen);  // the table has a length of its own
+  } else if (e.kind() == ExprKind::Broadcast && e.args()[0].kind() != ExprKind::Result) {
+    out.push_back(e);  // the planner's stage 2: per-segment results read from an input, as long as the segments
   } else if (e.kind() == ExprKind::Broadcast) {
     collect_leaves(e.args()[0].node().op->values, out, seen);  // as long as the reduction's elements
   } else if (e.kind() == ExprKind::Rows) {
@@ -92,6 +94,7 @@ std::int64_t static_length(const Expr& leaf) {
       if (std::int64_t n = static_length(l); n >= 0) return (n + leaf.node().length - 1) / leaf.node().length + 1;
     return -1;
   }
+  if (leaf.kind() == ExprKind::Broadcast) return -1;  // as long as its segments: known when the offsets are
   if (leaf.node().op->kind == OpKind::Histogram) return leaf.node().op->bins;
   return -1;
 }
@@ -99,7 +102,7 @@ std::int64_t static_length(const Expr& leaf) {
 std::string leaf_name(const Expr& leaf) {
   if (leaf.kind() == ExprKind::Input) return "input '" + leaf.node().name + "'";
   if (leaf.kind() == ExprKind::Rows) return "the offsets " + to_string(leaf);
-  if (leaf.kind() == ExprKind::Fill) return to_string(leaf);
+  if (leaf.kind() == ExprKind::Fill || leaf.kind() == ExprKind::Broadcast) return to_string(leaf);
   return std::string("the result of ") + op_name(leaf.node().op->kind);
 }
 

@@ -70,24 +70,92 @@ TEST_CASE("the general broadcast plans each reduction's kernels, then the map, i
   CHECK(s.launches[2].scratch[0] == s.launches[1].scratch[0]);  // the sum reads seg0 as the map does
 }
 
-TEST_CASE("what the broadcast path does not plan yet is a GraphError naming it") {
+TEST_CASE("what the broadcast paths do not plan yet is a GraphError naming it") {
   auto x = ff::input<float>("x");
   auto o = ff::input<long long>("o");
   auto q = ff::input<long long>("q");
   auto k = ff::input<int>("k");
   const auto centred = x - ff::broadcast(ff::segmented_reduce(x, o, ff::plus), o);
-  const std::string by_key = graph_error_of([&] {
-    (void)plan_of(ff::Program(x - ff::broadcast_by_key(ff::reduce_by_key(k, x, ff::plus).values, k)));
+  // broadcast_by_key numbers each element's run from the key before it: not of tuple keys,
+  // nor of keys read through a gather.
+  const auto pair = ff::zip(k, k * 2);
+  const std::string tuple = graph_error_of([&] {
+    (void)plan_of(ff::Program(x - ff::broadcast_by_key(ff::reduce_by_key(pair, x, ff::plus).values, pair)));
   });
-  CHECK(contains(by_key, "reduce_by_key in a program with a broadcast"));
+  CHECK(contains(tuple, "broadcast_by_key of reduce_by_key over keys (k, k * 2) of a tuple type"));
+  auto t = ff::input<int>("t");
+  const auto looked_up = ff::gather(t, ff::cast<long long>(k));
+  const std::string gathered = graph_error_of([&] {
+    (void)plan_of(ff::Program(x - ff::broadcast_by_key(ff::reduce_by_key(looked_up, x, ff::plus).values, looked_up)));
+  });
+  CHECK(contains(gathered, "reading gather(t, cast<i64>(k))"));
   // A reduction's values find segments by its own offsets only.
   const auto by_o = ff::segmented_reduce(x, o, ff::max);
   const std::string cross = graph_error_of([&] {
     (void)plan_of(ff::Program(x - ff::broadcast(ff::segmented_reduce(x - ff::broadcast(by_o, o), q, ff::plus), q)));
   });
   CHECK(contains(cross, "the values of a segmented_reduce over q read a broadcast over other offsets, o"));
-  const std::string other = graph_error_of([&] { (void)plan_of(ff::Program(ff::outputs(centred, ff::reduce(x, ff::plus)))); });
+  // Ops beside a broadcast over ff::rows offsets (no offsets input for a later stage to read).
+  const auto rows = ff::rows(x, 1024);
+  const std::string other = graph_error_of([&] {
+    (void)plan_of(ff::Program(ff::outputs(x - ff::broadcast(ff::segmented_reduce(x, rows, ff::plus), rows), ff::reduce(x, ff::plus))));
+  });
   CHECK(contains(other, "reduce in a program with a broadcast"));
+  // A per-segment result read as an array by an op beside its broadcast (one element per segment).
+  const auto sum = ff::segmented_reduce(x, o, ff::plus);
+  const std::string as_array = graph_error_of([&] {
+    (void)plan_of(ff::Program(ff::outputs(x - ff::broadcast(sum, o), ff::reduce(sum, ff::plus))));
+  });
+  CHECK(contains(as_array, "reading the per-segment results of a segmented_reduce over o as an array beside a broadcast of them"));
+  CHECK(plan_of(ff::Program(ff::outputs(centred, ff::reduce(x, ff::plus)))).intermediates.size() == 1);  // planned now
+}
+
+TEST_CASE("ops beside a broadcast: the segmented reductions first, their results intermediates the later kernels search") {
+  auto x = ff::input<float>("x");
+  auto o = ff::input<long long>("o");
+  const auto top = ff::segmented_reduce(x, o, ff::max);
+  const auto centred = x - ff::broadcast(top, o);
+  const ff::Program p(ff::outputs(ff::reduce(centred, ff::plus), ff::filter(centred, x > 0.0f), top));
+  const ff::codegen::Plan plan = plan_of(p);
+  REQUIRE(plan.intermediates.size() == 1);
+  const ff::codegen::Intermediate& im = plan.intermediates[0];
+  CHECK(im.domain == plan.input_domain.at(1));  // one per offset of o
+  CHECK(im.output == 2);                          // top is an output: written there
+  CHECK(plan.output_shapes.at(2).domain == im.domain);
+  CHECK(plan.output_shapes.at(2).less == 1);
+  REQUIRE(plan.steps.size() >= 3);
+  CHECK(plan.steps[0].kind == ff::codegen::StepSpec::Kind::Broadcast);
+  // Stage 1's broadcast step has no element-wise output: its map only checks the offsets.
+  const ff::codegen::KernelSpec& check = plan.kernels.at(static_cast<std::size_t>(plan.steps[0].kernel + plan.steps[0].kernels - 1));
+  CHECK(check.name == "ff_broadcast_check_offsets");
+  CHECK(check.max_grid == 1);
+  CHECK(contains(check.source, "ff::broadcast::check_offsets(off_o, segments, n, offsets_invalid);"));
+  CHECK(!contains(check.source, "for_each_element"));
+  // Stage 2: the reduction and the compaction each find an element's segment by a binary
+  // search over o and read the intermediate there.
+  int readers = 0;
+  for (std::size_t k = static_cast<std::size_t>(plan.steps[1].kernel); k < plan.kernels.size(); ++k) {
+    const ff::codegen::KernelSpec& kernel = plan.kernels[k];
+    if (!contains(kernel.source, "tab_ff_stage_0[")) continue;
+    ++readers;
+    CHECK(contains(kernel.source, " = tab_o_n - 1;  // the segment of element i in tab_o: a binary search"));
+    bool intermediate = false;
+    for (const auto& a : kernel.args)
+      intermediate = intermediate || (a.kind == ff::codegen::Arg::Kind::Intermediate && a.name == "tab_ff_stage_0");
+    CHECK(intermediate);
+  }
+  CHECK(readers >= 2);
+  // 1000 elements, 10 segments: the intermediate lives in output 2 (no scratch for it).
+  const ff::codegen::Schedule s = plan.schedule(std::vector<std::int64_t>{1000, 11});
+  REQUIRE(s.intermediates.size() == 1);
+  CHECK(s.intermediates[0] == 0);
+  CHECK(contains(ff::explain(p), "intermediate 0: f32 x one per offset of domain 1"));
+  // Not an output: in scratch, room for one per offset.
+  const ff::codegen::Plan scratch = plan_of(ff::Program(ff::reduce(centred, ff::plus)));
+  REQUIRE(scratch.intermediates.size() == 1);
+  CHECK(scratch.intermediates[0].output == -1);
+  const ff::codegen::Schedule t = scratch.schedule(std::vector<std::int64_t>{1000, 11});
+  CHECK(t.scratch_bytes >= t.intermediates.at(0) + 11 * sizeof(float));
 }
 
 TEST_CASE("two offsets arrays in one broadcast program: a domain, a flag and a segment cursor each") {
@@ -117,4 +185,29 @@ TEST_CASE("two offsets arrays in one broadcast program: a domain, a flag and a s
   const ff::codegen::Schedule s = plan.schedule(std::vector<std::int64_t>{100, 5, 51});
   REQUIRE(s.launches.size() >= 3);
   CHECK(s.launches.back().kernel == static_cast<int>(plan.kernels.size()) - 1);
+}
+
+TEST_CASE("broadcast_by_key: reduce_by_key and a scan numbering the runs first, then a gather at run - 1") {
+  auto x = ff::input<float>("x");
+  auto k = ff::input<int>("k");
+  const auto runs = ff::reduce_by_key(k / 4, x, ff::plus);
+  const ff::codegen::Plan plan = plan_of(ff::Program(ff::outputs(x / ff::broadcast_by_key(runs.values, k / 4), runs.keys)));
+  REQUIRE(plan.intermediates.size() == 3);  // the totals (scratch), the run numbers, the keys (output 1)
+  CHECK(plan.intermediates[0].counted);
+  CHECK(plan.intermediates[1].type == ff::Type(ff::ScalarType::I64));
+  CHECK(!plan.intermediates[1].counted);
+  CHECK(plan.intermediates[2].output == 1);
+  bool numbered = false;
+  for (const auto& n : plan.notes)
+    numbered = numbered || contains(n, "scan(plus: i64, inclusive, select(index == 0L, 1L, cast<i64>(k / 4 != shift(k, -1, 0) / 4)))");
+  CHECK(numbered);
+  const ff::codegen::KernelSpec& map = plan.kernels.back();
+  CHECK(contains(map.source, "tab_ff_stage_0["));
+  bool table = false, runs_read = false;
+  for (const auto& a : map.args) {
+    table = table || (a.name == "tab_ff_stage_0" && a.kind == ff::codegen::Arg::Kind::Intermediate && a.index == 0);
+    runs_read = runs_read || (a.kind == ff::codegen::Arg::Kind::Intermediate && a.index == 1);
+  }
+  CHECK(table);
+  CHECK(runs_read);
 }

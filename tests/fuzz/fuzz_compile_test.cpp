@@ -326,3 +326,25 @@ TEST_CASE("seeds 1..60 meet by-key ops and sorts of a filter's result, planned o
   }
   CHECK(seen >= 3);
 }
+
+// Issue 25's compositions among the programs of the emulator's run (seeds 1..60) and the
+// GPU run (1..250): a reduction beside a broadcast over an offsets input (staged), and
+// broadcast_by_key of reduce_by_key's keys.
+TEST_CASE("seeds meet a reduction beside a broadcast over offsets and broadcast_by_key") {
+  const auto count = [](std::uint64_t last, bool by_key) {
+    int n = 0;
+    for (std::uint64_t seed = 1; seed <= last; ++seed) {
+      const std::string text = ff::to_string(fz::build(fz::generate(seed), fz::Mode::Narrow).program);
+      const auto has = [&](const std::string& part) { return text.find(part) != std::string::npos; };
+      n += (by_key ? has("broadcast_by_key(") : has(" = reduce(") && has("broadcast(%0, o)")) ? 1 : 0;
+    }
+    return n;
+  };
+  const int beside_60 = count(60, false), by_key_60 = count(60, true);
+  const int beside_250 = count(250, false), by_key_250 = count(250, true);
+  INFO("broadcasts beside a reduction: " << beside_60 << " of seeds 1..60, " << beside_250 << " of 1..250; "
+       "broadcast_by_key: " << by_key_60 << ", " << by_key_250);
+  CHECK(beside_250 >= 3);
+  CHECK(by_key_250 >= 3);
+  CHECK(beside_60 + by_key_60 >= 1);
+}

@@ -153,14 +153,30 @@ OpDesc Generator::segmented_op(int offsets) {
 // (ff::broadcast) beside an input: x - rowmax style, one kernel when a row fits a block.
 void Generator::rows_broadcast() {
   OpDesc op;
-  op.kind = OpKind::SegmentedReduce;
   op.rows = rng_.pick(std::vector<std::int64_t>{1, 3, 32, 100, 1000, 1024, 3000});
-  NodeRef v = input_leaf();
-  const bool integral = !is_float(st(v));
-  op.monoid = integral && rng_.chance(0.4) ? MonoidChoice::Plus : rng_.chance(0.5) ? MonoidChoice::Max : MonoidChoice::Min;
-  op.values = v;
-  const int k = static_cast<int>(c_.ops.size());
+  c_.outputs.push_back({-1, beside_broadcast(push_exact_segmented(op)), 0});
+}
+
+// `op` (its rows or offsets set) as a segmented reduce of an input by an exact monoid,
+// pushed: its number.
+int Generator::push_exact_segmented(OpDesc op) {
+  op.kind = OpKind::SegmentedReduce;
+  op.values = input_leaf();
+  op.monoid = exact_monoid(!is_float(st(op.values)));
   c_.ops.push_back(op);
+  return static_cast<int>(c_.ops.size()) - 1;
+}
+
+// Max or min (exact for any values), or for integers now and then plus.
+MonoidChoice Generator::exact_monoid(bool integral) {
+  return integral && rng_.chance(0.4) ? MonoidChoice::Plus : rng_.chance(0.5) ? MonoidChoice::Max : MonoidChoice::Min;
+}
+
+// The broadcast of op k (a segmented reduce of an input: max, min or integer plus, exact)
+// beside another input: x - b, b + x ...
+NodeRef Generator::beside_broadcast(int k) {
+  const OpDesc& op = c_.ops[static_cast<std::size_t>(k)];
+  const NodeRef& v = op.values;
   auto b = fresh(NodeKind::Broadcast, v->type);
   b->index = k;
   b->bound = op.monoid == MonoidChoice::Plus ? type_max(st(v)) : v->bound;
@@ -168,7 +184,7 @@ void Generator::rows_broadcast() {
   b->reads_input = true;
   const BinaryOp bop = rng_.pick(std::vector<BinaryOp>{BinaryOp::Add, BinaryOp::Sub});
   NodeRef other = coerce(input_leaf(), st(v));
-  c_.outputs.push_back({-1, tame(rng_.chance(0.5) ? make_binary(bop, other, b) : make_binary(bop, b, other)), 0});
+  return tame(rng_.chance(0.5) ? make_binary(bop, other, b) : make_binary(bop, b, other));
 }
 
 // ---- compaction, segmented scans, by-key ops ---------------------------------------
@@ -375,6 +391,7 @@ void Generator::make_array_op_shape() {
     case 0: c_.ops.push_back(histogram_op()); break;
     case 1:
       if (rng_.chance(0.35)) return rows_broadcast();
+      if (rng_.chance(0.3)) return offsets_broadcast();
       c_.ops.push_back(segmented_op(offsets_input()));
       break;
     case 2: c_.ops.push_back(sort_op(false)); break;
@@ -382,7 +399,10 @@ void Generator::make_array_op_shape() {
     case 5: c_.ops.push_back(filter_op()); break;
     case 6: c_.ops.push_back(segmented_scan_op(offsets_input())); break;
     case 7: c_.ops.push_back(by_key_op(OpKind::ScanByKey)); break;
-    case 8: c_.ops.push_back(by_key_op(OpKind::ReduceByKey)); break;
+    case 8:
+      c_.ops.push_back(by_key_op(OpKind::ReduceByKey));
+      if (rng_.chance(0.6)) by_key_broadcast(static_cast<int>(c_.ops.size()) - 1);
+      break;
     case 9: c_.ops.push_back(filtered_keyed_op()); break;
     default: {
       // An array op whose element expression reads a reduction's result (a few tries;
@@ -402,6 +422,41 @@ void Generator::make_array_op_shape() {
     }
   }
   array_op_outputs(0);
+}
+
+// A broadcast over an offsets input (covering every element) read by another op beside it
+// (issue 25: staged, the segmented reduction first): a reduction (max or min, exact; plus of
+// integers) of an element-wise map of the broadcast and an input, the map an output too.
+void Generator::offsets_broadcast() {
+  const int o = offsets_input();
+  InputSpec& offsets = c_.inputs[static_cast<std::size_t>(o)];
+  offsets.partial = false;  // a broadcast needs every element in a segment
+  if (offsets.pattern == SegmentPattern::None) offsets.pattern = SegmentPattern::Between;
+  OpDesc op;
+  op.offsets_input = o;
+  const int k = push_exact_segmented(op);
+  const NodeRef m = beside_broadcast(k);
+  OpDesc beside;
+  beside.kind = OpKind::Reduce;
+  beside.monoid = exact_monoid(!is_float(st(c_.ops[static_cast<std::size_t>(k)].values)));
+  beside.values = m;
+  c_.ops.push_back(beside);
+  c_.outputs.push_back({k + 1, nullptr, 0});
+  if (rng_.chance(0.5)) c_.outputs.push_back({-1, m, 0});
+}
+
+// An output reading each element's run's key (broadcast_by_key of reduce_by_key's keys,
+// issue 25: staged, the runs numbered by a scan) beside an input: exact, and wrong wherever
+// an element is given another run. Scalar keys only (tuple keys are refused).
+void Generator::by_key_broadcast(int k) {
+  const OpDesc& op = c_.ops[static_cast<std::size_t>(k)];
+  if (!op.keys->type.is_scalar()) return;
+  auto b = fresh(NodeKind::Broadcast, op.keys->type);
+  b->index = k;
+  b->bound = op.keys->bound;
+  b->exact = true;
+  b->reads_input = true;
+  c_.outputs.push_back({-1, tame(make_binary(BinaryOp::Add, b, coerce(input_leaf(), st(op.keys)))), 0});
 }
 
 }  // namespace fuseflow::fuzz::detail

@@ -91,6 +91,9 @@ class Generator {
   int offsets_input();
   OpDesc segmented_op(int offsets);
   void rows_broadcast();
+  NodeRef beside_broadcast(int k);
+  MonoidChoice exact_monoid(bool integral);
+  int push_exact_segmented(OpDesc op);
   OpDesc filter_op();
   NodeRef filter_output(int k, bool mix);
   void more_floats(OpDesc& op);
@@ -103,6 +106,8 @@ class Generator {
   void array_op_outputs(int k);
   static bool op_reads_op(const OpDesc& d, int op);
   void make_array_op_shape();
+  void offsets_broadcast();
+  void by_key_broadcast(int k);
 
   // The shape comes from the seed's Weyl draw (shape_draw), not from the PRNG: first the
   // group (array ops: the first kArrayOpShare of [0, 1)), then the shape within it.

@@ -13,7 +13,9 @@
 //   m + log(reduce(exp(f - m), plus)) with m = reduce(f, max), which plans as one online
 //   reduction),
 // a per-row program (max / min / integer plus of each row of ff::rows(x, c), read by an
-// output through ff::broadcast beside an input: a variant of the segmented_reduce shape),
+// output through ff::broadcast beside an input: a variant of the segmented_reduce shape;
+// another, a broadcast over an offsets input covering every element read by a reduction
+// beside it, staged),
 // with leaves that read an input elsewhere: shift, gather at index() / 2, and iota(x) or
 // fill(x, constant or parameter) of an input's length,
 // and the ops whose result has a length of its own (generate_array_ops.cpp):
@@ -33,7 +35,8 @@
 //             patterns, partial cover: the elements outside every segment are the identity),
 //   scan_by_key and reduce_by_key (any monoid; keys from a random-walk input that stays
 //             put with some probability, index / stride runs, or a small-range integer map,
-//             now and then a tuple of two; reduce_by_key outputs its keys, its values or both),
+//             now and then a tuple of two; reduce_by_key outputs its keys, its values or both,
+//             and now and then an input plus broadcast_by_key of its keys, each element's run's key),
 //   alone, or reading an earlier reduction's result (array_op_of_reduce),
 // under a random strategy (automatic, chunked, staged, tree, atomic where it applies;
 // lookback / reduce_then_scan for scans) and a random size, edge sizes included.
@@ -78,7 +81,8 @@ enum class NodeKind : std::uint8_t {
   Shift,   // shift(args[0] (an input), index, args[1] (a constant fill))
   Gather,  // gather(args[0] (an input), args[1] (an i64 index inside [0, n)))
   Fill,    // fill(args[0] (an input: its length), args[1] (index(), a constant or the parameter))
-  Broadcast,  // broadcast(ops[index] (a segmented reduce over rows), its offsets): its row's result
+  Broadcast,  // broadcast(ops[index] (a segmented reduce over rows or offsets), its offsets): its segment's
+              // result; of a reduce_by_key, broadcast_by_key of its keys: the element's run's key
 };
 
 struct Node;

@@ -64,7 +64,8 @@ void check(const Build& build, const std::vector<O>& offsets, double lo, double 
   const auto o = ff::input<O>("o");
   const ff::Program prog(build(x, w, o));
   const auto plan = ff::codegen::plan(prog, ff::codegen::Target::preset("sm_90"));
-  REQUIRE(plan.kernels.back().registered == "broadcast segments");
+  // The broadcast strategy's step, alone or (ops beside broadcasts) as the first stage.
+  REQUIRE((plan.intermediates.empty() ? plan.kernels.back() : plan.kernels.front()).registered == "broadcast segments");
   const auto xh = ff::test::random_values<T>(n, lo, hi);
   const auto wh = ff::test::random_values<T>(n, lo, hi);
   auto xd = runtime().upload(xh);
@@ -167,22 +168,23 @@ TEST_CASE("integer programs exactly: a chained reduction reading a broadcast, in
   integer_sweep(sizes());
 }
 
-TEST_CASE("offsets that leave elements outside every segment are reported; broadcast_by_key is refused") {
+TEST_CASE("offsets that leave elements outside every segment are reported") {
   const auto x = ff::input<float>("x");
   const auto o = ff::input<int>("o");
   const ff::Program prog(x - ff::broadcast(ff::segmented_reduce(x, o, ff::max), o));
   auto xd = runtime().upload(std::vector<float>(100, 1.0f));
   for (const std::vector<int>& bad : {std::vector<int>{5, 50, 100}, std::vector<int>{0, 50, 90}}) {
     auto od = runtime().upload(bad);
-    CHECK_THROWS_AS(runtime().run(prog, {{x, xd}, {o, od}}), ff::GraphError);
-  }
-  const auto k = ff::input<int>("k");
-  const auto byk = ff::reduce_by_key(k, x, ff::plus);
-  try {
-    (void)ff::codegen::plan(ff::Program(x - ff::broadcast_by_key(byk.values, k)), ff::codegen::Target::preset("sm_90"));
-    FAIL("broadcast_by_key was planned");
-  } catch (const ff::GraphError& e) {
-    CHECK(std::string(e.what()).find("broadcast_by_key") != std::string::npos);
+    try {
+      (void)runtime().run(prog, {{x, xd}, {o, od}});
+      FAIL("offsets " << bad.front() << ".." << bad.back() << " over 100 elements were accepted");
+    } catch (const ff::GraphError& e) {  // the run says what a broadcast needs and what it got
+      const std::string what = e.what();
+      INFO(what);
+      CHECK(what.find("offsets[0] = 0 and the last offset = n (100)") != std::string::npos);
+      CHECK(what.find("offsets[0] = " + std::to_string(bad.front()) + " and the last offset = " +
+                      std::to_string(bad.back())) != std::string::npos);
+    }
   }
 }
 
@@ -233,4 +235,147 @@ TEST_CASE("softmax, centred segments, integer programs and two offsets arrays at
   centred_sweep(long_sizes());
   integer_sweep(long_sizes());
   two_offsets_sweep(long_sizes());
+}
+
+namespace {
+
+// Output k of a run against the CPU reference's, exactly (integer programs): a scalar by
+// value, an array element by element in its own type.
+void check_exact(const std::vector<ff::Result>& got, const std::vector<ff::HostResult>& want, const std::string& what) {
+  REQUIRE(got.size() == want.size());
+  for (std::size_t k = 0; k < got.size(); ++k) {
+    INFO(what << ", output " << k);
+    REQUIRE(got[k].is_scalar() == want[k].is_scalar);
+    if (want[k].is_scalar) {
+      CHECK(got[k].value() == want[k].scalar);
+      continue;
+    }
+    switch (got[k].type().scalar()) {
+      case ff::ScalarType::I32: CHECK(got[k].download<int>() == want[k].array.to_vector<int>()); break;
+      case ff::ScalarType::U32: CHECK(got[k].download<unsigned>() == want[k].array.to_vector<unsigned>()); break;
+      case ff::ScalarType::I64: CHECK(got[k].download<long long>() == want[k].array.to_vector<long long>()); break;
+      default: FAIL("output " << k << " of an unexpected type");
+    }
+  }
+}
+
+}  // namespace
+
+// Ops other than segmented reductions beside a broadcast (staged: the segmented reductions
+// first, their per-segment results intermediates; each later kernel reads an element's
+// segment by a binary search over the offsets): a reduction, a scan, a histogram and a
+// filter of centred values, a segmented reduction reading a broadcast after them, a map and
+// a per-segment result as outputs.
+TEST_CASE("a reduction, scan, histogram and filter of broadcasts, integers exactly") {
+  std::mt19937_64 g(41);
+  for (std::int64_t n : sizes())
+    for (int shape = 0; shape < 4; ++shape) {
+      const std::vector<int> off = narrow<int>(offsets_of(shape, n, g));
+      const auto x = ff::input<int>("x");
+      const auto o = ff::input<int>("o");
+      const auto top = ff::segmented_reduce(x, o, ff::max);
+      const auto low = ff::segmented_reduce(x, o, ff::min);
+      const auto above = x - ff::broadcast(low, o);
+      const ff::Program prog(ff::outputs(
+          ff::reduce(x - ff::broadcast(top, o), ff::plus), ff::scan(above, ff::plus),
+          ff::histogram(above % 16, 16), ff::filter(x - ff::broadcast(top, o), above > 700),
+          ff::segmented_reduce(ff::broadcast(top, o) - x, o, ff::plus), top, x * 2 - ff::broadcast(low, o)));
+      const auto plan = ff::codegen::plan(prog, ff::codegen::Target::preset("sm_90"));
+      REQUIRE(plan.intermediates.size() == 2);
+      CHECK(plan.intermediates[0].domain > 0);
+      const auto xh = ff::test::random_values<int>(n, -1000, 1000);
+      auto xd = runtime().upload(xh);
+      auto od = runtime().upload(off);
+      const auto got = runtime().run(prog, {{x, xd}, {o, od}});
+      ff::HostBindings hb;
+      hb.bind(x, ff::HostArray::from(xh));
+      hb.bind(o, ff::HostArray::from(off));
+      check_exact(got, ff::evaluate(prog, hb), "n = " + std::to_string(n) + ", " + shape_name(shape));
+    }
+}
+
+TEST_CASE("a sum of exp(x - row max) and a filter of centred values, f32 against f64") {
+  const Build build = [](const ff::Expr& x, const ff::Expr&, const ff::Expr& o) -> std::vector<ff::Expr> {
+    const auto top = ff::segmented_reduce(x, o, ff::max);
+    const auto sum = ff::segmented_reduce(x, o, ff::plus);
+    return {ff::filter(x - ff::broadcast(sum, o) * 0.25f, x > 0.0f),
+            ff::filter(ff::exp(x - ff::broadcast(top, o)), x < 0.0f)};
+  };
+  std::mt19937_64 g(43);
+  for (std::int64_t n : sizes())
+    for (int shape = 0; shape < 4; ++shape) {
+      const auto off = offsets_of(shape, n, g);
+      const auto x = ff::input<float>("x");
+      const auto o = ff::input<long long>("o");
+      const auto top = ff::segmented_reduce(x, o, ff::max);
+      const ff::Program lse(ff::reduce(ff::exp(x - ff::broadcast(top, o)), ff::plus));
+      const auto xh = ff::test::random_values<float>(n, -4.0, 4.0);
+      auto xd = runtime().upload(xh);
+      auto od = runtime().upload(off);
+      const float got = runtime().run(lse, {{x, xd}, {o, od}}).at(0);
+      double want = 0;  // each element's exp(x - its segment's max), in f64
+      for (std::size_t s = 0; s + 1 < off.size(); ++s) {
+        double m = -INFINITY;
+        for (auto i = off[s]; i < off[s + 1]; ++i) m = std::max(m, static_cast<double>(xh[static_cast<std::size_t>(i)]));
+        for (auto i = off[s]; i < off[s + 1]; ++i) want += std::exp(static_cast<double>(xh[static_cast<std::size_t>(i)]) - m);
+      }
+      INFO("sum of exp(x - segment max), n = " << n << ", " << shape_name(shape));
+      CHECK(std::fabs(got - want) <= 1e-5 * want);
+      check<float>(build, off, -4.0, 4.0, 1e-5, std::string("f32 filters of broadcasts, ") + shape_name(shape), 1.0);
+    }
+}
+
+namespace {
+
+// Keys in runs: segment s of offsets_of's shapes has key s % 3 (empty segments merge runs).
+std::vector<int> keys_of(const std::vector<std::int64_t>& off) {
+  std::vector<int> k(static_cast<std::size_t>(off.back()));
+  for (std::size_t s = 0; s + 1 < off.size(); ++s)
+    for (auto i = off[s]; i < off[s + 1]; ++i) k[static_cast<std::size_t>(i)] = static_cast<int>(s % 3);
+  return k;
+}
+
+}  // namespace
+
+// broadcast_by_key (staged: reduce_by_key and a scan numbering each element's run first,
+// then a gather of the run's value at run - 1 fused into the later kernels).
+TEST_CASE("broadcast_by_key: each element its run's total, key and maximum, beside a reduction") {
+  std::mt19937_64 g(47);
+  for (std::int64_t n : sizes())
+    for (int shape = 0; shape < 4; ++shape) {
+      const std::vector<int> kh = keys_of(offsets_of(shape, n, g));
+      const std::string what = "n = " + std::to_string(n) + ", runs from " + shape_name(shape);
+      const auto k = ff::input<int>("k");
+      auto kd = runtime().upload(kh);
+      {  // integers exactly
+        const auto x = ff::input<int>("x");
+        const auto runs = ff::reduce_by_key(k, x, ff::plus);
+        const ff::Program prog(ff::outputs(x * 3 - ff::broadcast_by_key(runs.values, k),
+                                           ff::reduce(ff::broadcast_by_key(runs.values, k) - x, ff::plus),
+                                           ff::broadcast_by_key(runs.keys, k) * 2 + x, runs.values));
+        const auto xh = ff::test::random_values<int>(n, -1000, 1000);
+        auto xd = runtime().upload(xh);
+        const auto got = runtime().run(prog, {{x, xd}, {k, kd}});
+        ff::HostBindings hb;
+        hb.bind(x, ff::HostArray::from(xh));
+        hb.bind(k, ff::HostArray::from(kh));
+        check_exact(got, ff::evaluate(prog, hb), "i32 " + what);
+      }
+      // f32 against f64: x less its run's maximum, and x over its run's largest |x|.
+      const auto x = ff::input<float>("x");
+      const auto xw = ff::input<double>("x");
+      const auto build = [&](const ff::Expr& v) {
+        const auto top = ff::reduce_by_key(k, v, ff::max);
+        const auto big = ff::reduce_by_key(k, ff::abs(v), ff::max);
+        return std::vector<ff::Expr>{v - ff::broadcast_by_key(top.values, k), v / ff::broadcast_by_key(big.values, k)};
+      };
+      const ff::Program prog(build(x)), wide(build(xw));
+      const auto xh = ff::test::random_values<float>(n, 0.5, 4.0);
+      auto xd = runtime().upload(xh);
+      const auto got = runtime().run(prog, {{x, xd}, {k, kd}});
+      ff::HostBindings hb;
+      hb.bind(xw, ff::HostArray::from(std::vector<double>(xh.begin(), xh.end())));
+      hb.bind(k, ff::HostArray::from(kh));
+      ff::test::check_outputs<float>(got, ff::evaluate(wide, hb), 1e-6, 1.0, "f32 " + what);
+    }
 }

@@ -115,6 +115,14 @@ std::vector<ScalarEpilogue> place_epilogues(const std::vector<ScalarEpilogue>& e
 // reduce_by_key's) planned as two stages joined into one plan, the results between them in
 // intermediates (Plan::intermediates); nothing when no such result is read.
 std::optional<Plan> plan_in_stages(const Program& program, const Target& target, const PlanOptions& options);
+// broadcast_plan.cpp: stage 1 of a program whose broadcasts other ops read: its segmented
+// reductions (the outputs, their per-segment results) on the broadcast path, whose map checks
+// that the offsets cover every element (no element-wise output).
+Plan plan_segment_results(const Program& program, const Target& target, const PlanOptions& options);
+// key_runs.cpp: the run number (1, 2, ...) of each element of reduce_by_key's keys, a scan
+// of head flags (stage 1 beside it, for broadcast_by_key); GraphError for keys whose
+// element before it cannot be read (a tuple type, other arrays than inputs).
+Expr key_run_numbers(const OpNode& reduce_by_key);
 
 // log_sum_exp.cpp: reduce(f, max) and reduce(exp(f - max), plus), read by nothing but
 // scalar outputs, become one reduction over the online (max, scaled sum) monoid; the

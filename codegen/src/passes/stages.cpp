@@ -24,6 +24,17 @@
 // scan_by_key, reduce_by_key or a sort of a filter's result is cut before the op instead
 // (stage_feeds.cpp): stage 1 compacts its operands, stage 2 runs it over them (and is cut
 // again where the program reads its results).
+//
+// A per-segment broadcast beside ops other than segmented reductions (a reduction, scan,
+// histogram or filter of centred values): the segmented reductions it broadcasts are stage 1
+// (planned on the broadcast path, strategies/broadcast.cpp, whose map checks the offsets
+// cover every element), their per-segment results intermediates of one element per offset
+// (Intermediate::domain); stage 2 reads broadcast(ff_stage_<k>, offsets), which any of its
+// kernels spells as a binary search over the offsets and a read of the element's segment
+// (ExprEmitter::segment_value), fused into that kernel. broadcast_by_key(r, keys): stage 1
+// also numbers each element's run of keys (key_runs.cpp, a scan), stage 2 reads
+// gather_unchecked(ff_stage_<r>, run - 1), the runs a table of n.
+#include <algorithm>
 #include <map>
 #include <optional>
 
@@ -34,6 +45,33 @@ namespace fuseflow::codegen {
 namespace {
 
 bool staged_kind(OpKind k) { return k == OpKind::CountingSort || k == OpKind::ReduceByKey; }
+
+void broadcast_ops(const Expr& e, std::set<const void*>& seen, std::set<const OpNode*>& out) {
+  if (!e.valid() || !seen.insert(e.get()).second) return;
+  if (e.kind() == ExprKind::Result) {
+    const OpNode& op = *e.node().op;
+    if (seen.insert(&op).second)
+      for (const Expr* x : {&op.values, &op.predicate, &op.keys, &op.offsets}) broadcast_ops(*x, seen, out);
+    return;
+  }
+  if (e.kind() == ExprKind::Broadcast && e.args()[0].kind() == ExprKind::Result &&
+      (e.node().index == 1 || e.args()[1].kind() == ExprKind::Input))  // by key: always; by offsets: an input's
+    out.insert(e.args()[0].node().op.get());
+  for (const Expr& a : e.args()) broadcast_ops(a, seen, out);
+}
+
+// The segmented reductions over an offsets input whose broadcasts the program reads beside
+// ops of other kinds (which the broadcast path does not plan), and the reduce_by_key ops
+// read through broadcast_by_key: stage 1, their results intermediates. None when every op
+// is a segmented reduction (one step of the broadcast path).
+std::set<const OpNode*> spread_ops(const Program& program) {
+  const auto& ops = program.ops();
+  if (std::all_of(ops.begin(), ops.end(), [](const auto& op) { return op->kind == OpKind::SegmentedReduce; })) return {};
+  std::set<const void*> seen;
+  std::set<const OpNode*> out;
+  for (const Expr& o : program.outputs()) broadcast_ops(o, seen, out);
+  return out;
+}
 
 // The ops of a staged kind whose array result is read other than as a program output (or as
 // the segment results a broadcast spreads, which the broadcast's own kernels compute); and
@@ -101,6 +139,10 @@ class Cut {
   std::vector<Expr> inputs;   // per intermediate: the input stage 2 reads it by
   std::map<const ExprNode*, int> count_inputs;  // an input of a run count: the intermediate whose count it is
   std::map<const OpNode*, std::shared_ptr<const OpNode>> originals;  // a rewritten op: the program's
+  // Per intermediate: the program input of the offsets whose segments it has one result for
+  // (a segmented reduction's, read through broadcasts), or an empty Expr (n elements).
+  std::vector<Expr> segments;
+  std::set<int> run_tables;  // reduce_by_key's results read by broadcast_by_key: tables of n (the capacity)
 
   Expr expr(const Expr& e) {
     if (!e.valid()) return e;
@@ -109,12 +151,15 @@ class Cut {
     if (e.kind() == ExprKind::Result) {
       const OpNode* op = e.node().op.get();
       r = feeds_.count(op) ? feed(e) : read_.count(op) ? intermediate(e) : result(e);
+    } else if (e.kind() == ExprKind::Broadcast && e.node().index == 1 && read_.count(e.args()[0].node().op.get())) {
+      r = by_key(e.args()[0]);
     } else if (!e.args().empty()) {
       std::vector<Expr> args;
       bool changed = false;
       for (std::size_t i = 0; i < e.args().size(); ++i) {
         const Expr& a = e.args()[i];
-        args.push_back(e.kind() == ExprKind::Broadcast && i == 0 ? result(a) : expr(a));
+        const bool spread = e.kind() == ExprKind::Broadcast && i == 0 && read_.count(a.node().op.get());
+        args.push_back(e.kind() == ExprKind::Broadcast && i == 0 && !spread ? result(a) : expr(a));
         changed = changed || !same_node(args.back(), a);
       }
       if (changed) r = lift_prefix(e.with_args(std::move(args)));
@@ -164,6 +209,25 @@ class Cut {
     return mask.valid() ? prefix(e.with_args(std::move(args)), mask) : e;
   }
 
+  std::map<const OpNode*, Expr> run_index_;  // reduce_by_key read by broadcast_by_key: each element's run
+
+  // broadcast_by_key(r, keys): r's intermediate read at the element's run, numbered by stage 1.
+  Expr by_key(const Expr& r) {
+    (void)expr(r);
+    int k = 0;
+    while (!same_node(results.at(static_cast<std::size_t>(k)), r)) ++k;
+    run_tables.insert(k);
+    const OpNode* op = r.node().op.get();
+    auto [run, fresh] = run_index_.try_emplace(op);
+    if (fresh) {
+      results.push_back(key_run_numbers(*op));
+      inputs.push_back(Expr::input("ff_stage_" + std::to_string(results.size() - 1), ScalarType::I64));
+      segments.push_back(Expr());
+      run->second = Expr::binary(BinaryOp::Sub, inputs.back(), Expr(1LL));
+    }
+    return Expr::gather(inputs.at(static_cast<std::size_t>(k)), run->second, false);
+  }
+
   Expr result(const Expr& e) {
     const auto& n = e.node().op;
     auto it = ops_.find(n.get());
@@ -208,6 +272,7 @@ class Cut {
     labels.push_back("result " + std::to_string(e.node().index) + " of " + op_name(e.node().op->kind));
     inputs.push_back(Expr::input("ff_stage_" + std::to_string(k), e.type()));
     const OpNode* op = e.node().op.get();
+    segments.push_back(op->kind == OpKind::SegmentedReduce ? op->offsets : Expr());
     if (op->kind != OpKind::ReduceByKey) return inputs.back();
     auto [mask, fresh] = run_masks_.try_emplace(op);
     if (fresh) {  // one count for both results, so a map of keys and totals reads one filter
@@ -285,9 +350,12 @@ class Joiner {
       if (to.kind == Arg::Kind::Intermediate) {  // n elements (a sort's), at most n (reduce_by_key's, counted)
         Intermediate& im = joined_.intermediates[static_cast<std::size_t>(to.index)];
         im.counted = shape.counted;
-        if (shape.domain != 0 || shape.less != 0 || shape.fixed >= 0)
+        const bool per_segment = cut_.segments.at(static_cast<std::size_t>(to.index)).valid();
+        if (per_segment && shape.domain > 0 && shape.less == 1 && shape.fixed < 0 && !shape.counted)
+          im.domain = shape.domain;  // one per segment: room for one per offset
+        else if (shape.domain != 0 || shape.less != 0 || shape.fixed >= 0)
           throw InternalError("stages: intermediate " + std::to_string(to.index) + " is not of n elements");
-        if (im.output >= 0 && shape.counted) {
+        if (im.output >= 0 && (shape.counted || im.domain > 0)) {
           joined_.output_shapes.resize(program_.outputs().size());
           joined_.output_shapes[static_cast<std::size_t>(im.output)] = shape;
         }
@@ -324,8 +392,14 @@ class Joiner {
       const int d = p.input_domain[s];
       const int i = index_of(program_.inputs(), stage.inputs()[s]);
       if (d == 0 || i < 0) {
-        if (d != 0 && i < 0 && index_of(cut_.inputs, stage.inputs()[s]) >= 0)
+        const int k = i < 0 ? index_of(cut_.inputs, stage.inputs()[s]) : -1;
+        if (d != 0 && k >= 0 && cut_.segments.at(static_cast<std::size_t>(k)).valid()) {  // read by broadcasts
+          to[static_cast<std::size_t>(d)] = joined_.intermediates.at(static_cast<std::size_t>(k)).domain;
+        } else if (d != 0 && k >= 0 && cut_.run_tables.count(k)) {  // runs read by broadcast_by_key: room for n
+          to[static_cast<std::size_t>(d)] = 0;
+        } else if (d != 0 && k >= 0) {
           unsupported("reading a sort's or reduce_by_key's result in a program as segment offsets or a table");
+        }
         continue;
       }
       if (joined_.input_domain.empty()) joined_.input_domain.assign(program_.inputs().size(), 0);
@@ -343,10 +417,24 @@ class Joiner {
       case Arg::Kind::Table:
       case Arg::Kind::TableLength: {
         const Expr& in = stage.inputs().at(static_cast<std::size_t>(a.index));
+        const int k = index_of(cut_.inputs, in);
         if (const int i = index_of(program_.inputs(), in); i >= 0) {
           a.index = i;
-        } else if (const int k = index_of(cut_.inputs, in); k >= 0 && a.kind == Arg::Kind::Input) {
+        } else if (k >= 0 && cut_.segments.at(static_cast<std::size_t>(k)).valid()) {
+          // A segmented reduction's results: read through broadcasts only (a table of one per offset).
+          if (a.kind == Arg::Kind::Input)
+            unsupported("reading the per-segment results of a segmented_reduce over " +
+                        to_string(cut_.segments.at(static_cast<std::size_t>(k))) +
+                        " as an array beside a broadcast of them (one element per segment, not per element; "
+                        "meanwhile output them and bind them as an input of a second program)");
+          const int d = joined_.intermediates.at(static_cast<std::size_t>(k)).domain;
+          a = a.kind == Arg::Kind::Table ? Arg{Arg::Kind::Intermediate, k, a.name, a.type}
+                                         : Arg{Arg::Kind::Length, d, a.name, a.type};
+        } else if (k >= 0 && a.kind == Arg::Kind::Input) {
           a = {Arg::Kind::Intermediate, k, a.name, a.type};
+        } else if (k >= 0 && cut_.run_tables.count(k)) {  // gathered at each element's run (broadcast_by_key)
+          a = a.kind == Arg::Kind::Table ? Arg{Arg::Kind::Intermediate, k, a.name, a.type}
+                                         : Arg{Arg::Kind::Length, 0, a.name, a.type};
         } else if (auto c = cut_.count_inputs.find(in.get()); c != cut_.count_inputs.end()) {
           // An unchecked table of one element: its pointer the count, its length unused (n).
           a = a.kind == Arg::Kind::Table ? Arg{Arg::Kind::IntermediateCount, c->second, a.name, a.type}
@@ -401,8 +489,11 @@ std::optional<Plan> plan_in_stages(const Program& program, const Target& target,
     if (feeds_on_filter(*op)) feeds.insert(op.get());
   std::set<const void*> seen;
   std::set<const OpNode*> read;
-  if (feeds.empty())
+  if (feeds.empty()) {
     for (const Expr& o : program.outputs()) find_reads(o, true, false, seen, read);
+    const std::set<const OpNode*> spread = spread_ops(program);
+    read.insert(spread.begin(), spread.end());
+  }
   if (read.empty() && feeds.empty()) return std::nullopt;
   std::set<const void*> checked;
   for (const Expr& o : program.outputs()) {
@@ -443,7 +534,16 @@ std::optional<Plan> plan_in_stages(const Program& program, const Target& target,
   if (second.empty()) throw InternalError("stages: no output is left to the stage after the cut");
 
   const Program first_stage(cut.results), second_stage(second);
-  Plan first = plan(first_stage, target, options);
+  const bool segments_only = std::all_of(cut.results.begin(), cut.results.end(),
+                                         [&](const Expr& r) {
+                                           return r.node().op->kind == OpKind::SegmentedReduce && spread.count(r.node().op.get()) > 0;
+                                         });
+  if (!segments_only && std::any_of(cut.results.begin(), cut.results.end(), [&](const Expr& r) {
+        return r.node().op->kind == OpKind::SegmentedReduce && spread.count(r.node().op.get()) > 0;
+      }))
+    unsupported("broadcasts by offsets beside broadcast_by_key or a sort's or reduce_by_key's result read later in "
+                "one program (the offsets are checked on the broadcast path only)");
+  Plan first = segments_only ? plan_segment_results(first_stage, target, options) : plan(first_stage, target, options);
   joined.notes.push_back("stages: " + std::to_string(cut.results.size()) +
                          (cut.results.size() == 1 ? " array result" : " array results") +
                          " read later in the program cut it in two; stage 1 (kernels 1.." +

@@ -49,6 +49,21 @@ const SegmentOffsets& offsets_of(const KernelContext& g, const OpNode& op) {
   throw InternalError("codegen: the broadcast map has no offsets " + to_string(op.offsets));
 }
 
+// The map of a program without element-wise outputs (the segmented reductions of stage 1,
+// passes/stages.cpp, whose broadcasts later kernels read): only the offsets' check, one block.
+KernelSpec check_only(KernelSpec& k, SourceWriter& w, CudaTypes& types, const KernelContext& g) {
+  w.close();
+  k.strategy = Strategy::Automatic;
+  k.block = kMapBlock;
+  k.max_grid = 1;
+  k.items_per_block_step = kMapBlock * kMapItems;
+  k.tuning = {{"block", kMapBlock}};
+  k.summary = "broadcast offsets check: one thread checks each offsets input covers the n elements (first 0, last n)";
+  k.why = "later kernels read each element's segment through a broadcast, which needs every element in a segment";
+  k.source = kernel_source(k.name, g.program_text(), "strategy: " + k.summary, {"broadcast.cuh"}, types, w.str());
+  return k;
+}
+
 KernelSpec emit_broadcast_map(const KernelContext& g) {
   const Target& t = g.target();
   CudaTypes types;
@@ -64,7 +79,7 @@ KernelSpec emit_broadcast_map(const KernelContext& g) {
   for (std::size_t j = 0; j < g.outputs.size(); ++j)
     args.push_back({Arg::Kind::Output, g.output_ids[j], "out" + std::to_string(g.output_ids[j]), g.outputs[j].type()});
   KernelSpec k;
-  k.name = "ff_broadcast_map";
+  k.name = g.outputs.empty() ? "ff_broadcast_check_offsets" : "ff_broadcast_map";
   for (const auto& o : g.outputs) k.name += "_" + short_type_name(o.type());
   k.args = args;
   number_scratch(k, false);
@@ -81,8 +96,10 @@ KernelSpec emit_broadcast_map(const KernelContext& g) {
     const std::string q = offsets_name(o);
     w.line("const long long segments_" + q + " = offsets_count_" + q + " - 1;");
     w.line("ff::broadcast::check_offsets(off_" + q + ", segments_" + q + ", n, offsets_invalid_" + q + ");");
-    w.line("long long s_" + q + " = 0;  // the segment by " + q + ": forward with the thread's elements, which come in order");
+    if (!g.outputs.empty())
+      w.line("long long s_" + q + " = 0;  // the segment by " + q + ": forward with the thread's elements, which come in order");
   }
+  if (g.outputs.empty()) return check_only(k, w, types, g);  // stage 1 of a staged program (passes/stages.cpp)
   w.comment("Each element i with its segment s (<fuseflow/broadcast.cuh>: 32 x kItems consecutive elements a warp).");
   w.open("ff::broadcast::for_each_element<kBlock, kItems>(" + off + ", segments, n, [&](const long long i, const long long s)");
   for (const SegmentOffsets& o : g.more_offsets) {

@@ -284,7 +284,14 @@ void throw_invalid_offsets(const Program& program, const OpNode& op, const Bound
   }
   const HostArray values = evaluate(offsets, host).at(0).array;
   const std::string name = op_name(op.kind);
-  segment_bounds(name, values.type().scalar(), values.data(), values.size(), static_cast<std::size_t>(n));
+  const std::vector<std::size_t> bounds =
+      segment_bounds(name, values.type().scalar(), values.data(), values.size(), static_cast<std::size_t>(n));
+  if (bounds.front() != 0 || bounds.back() != static_cast<std::size_t>(n))  // flagged by a broadcast's map
+    throw GraphError("broadcast: the offsets " + to_string(op.offsets) + " of " + name + " cover elements [" +
+                     std::to_string(bounds.front()) + ", " + std::to_string(bounds.back()) + ") of " +
+                     std::to_string(n) + "; a broadcast needs every element in a segment: offsets[0] = 0 and the "
+                     "last offset = n (" + std::to_string(n) + "), here offsets[0] = " + std::to_string(bounds.front()) +
+                     " and the last offset = " + std::to_string(bounds.back()));
   throw GraphError(name + ": the device flagged the offsets as invalid but the CPU reference accepts them");
 }
 

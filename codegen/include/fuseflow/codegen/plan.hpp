@@ -161,6 +161,10 @@ struct Intermediate {
   std::string role;     // what it holds, in words ("result 1 of counting_sort(...)")
   int output = -1;      // the program output whose memory it is, or -1: scratch
   bool counted = false; // the device writes its element count (IntermediateCount)
+  // The input domain whose length sizes it: 0, n elements; a segmented reduction's
+  // per-segment results that a later stage reads through ff::broadcast, its offsets' domain
+  // (room for one per offset).
+  int domain = 0;
   // Its bytes in scratch for n elements, and where its count is (from its start).
   std::size_t count_offset(std::int64_t n) const { return (static_cast<std::size_t>(n) * type.size() + 7) / 8 * 8; }
   std::size_t bytes(std::int64_t n) const { return count_offset(n) + (counted ? 8 : 0); }
