@@ -44,6 +44,15 @@ void plan_array_op(const PlanContext& c, const std::shared_ptr<const OpNode>& op
 // the op's element-wise expressions read, its one output the op's result; a segmented
 // reduction's offsets are the context's offsets.
 KernelSpec emit_histogram(const KernelContext& g);
+// Shared by the weighted histograms (histogram.cpp, histogram_rows.cpp): bin_of(inputs..., i)
+// and, with a weight (g.value), weight_of(inputs..., i) returning `acc`, the fused
+// expressions of element i (`names`: the inputs' C names, elementwise_args); the type sums
+// are added in (an integer's unsigned twin, so they wrap); and how many warps' private sums
+// the shared-memory kernel keeps (0: they do not fit, histogram_rows.cpp plans it).
+void emit_bin_and_weight(SourceWriter& w, CudaTypes& types, const KernelContext& g, const std::vector<std::string>& names,
+                         const Type& acc);
+Type weighted_histogram_acc(const Type& sum_type);
+int weighted_histogram_warps(const KernelContext& g);
 // Returns the short-segment pass and the merge-path kernel, in launch order (the merge
 // path alone without the policy's short pass); with two, both take the mask of segments
 // the first left as their last Scratch argument (one bit per segment, rounded up to words).

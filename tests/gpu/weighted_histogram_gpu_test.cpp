@@ -90,3 +90,35 @@ TEST_CASE("a filter feeding a histogram bins only the survivors") {
     check_weighted<float>(ff::histogram(ff::cast<int>(kept * 16.0f), kept, 16), {{x, xs}}, host, 1e-4);
   }
 }
+
+// Many bins: the per-warp sums do not fit in shared memory, so every block adds into a row
+// of its own in global scratch and a second kernel sums the rows by column (histogram_rows.cpp).
+// Float sums twice: the same bits (check_weighted).
+TEST_CASE("weighted histograms of many bins (rows in scratch, summed by column) match the reference") {
+  auto x = ff::input<float>("x");
+  auto d = ff::input<double>("d");
+  auto k = ff::input<int>("k");
+  for (std::int64_t n : ff::test::capped({1, 1000, 70001, (1 << 20) + 7})) {
+    INFO("n = " << n);
+    const std::vector<float> xh = ff::test::random_values<float>(n, -1, 1);
+    const std::vector<double> dh = ff::test::random_values<double>(n, 0, 1);
+    const std::vector<int> kh = ff::test::random_values<int>(n, -2000000000, 2000000000);
+    ff::DeviceArray<float> xs = runtime().upload(xh);
+    ff::DeviceArray<double> ds = runtime().upload(dh);
+    ff::DeviceArray<int> ks = runtime().upload(kh);
+    ff::HostBindings host;
+    host.bind(x, ff::HostArray::from(xh));
+    host.bind(d, ff::HostArray::from(dh));
+    host.bind(k, ff::HostArray::from(kh));
+    // 20000 bins, a few elements each at 2^20: bins repeat inside warps and tiles too.
+    check_weighted<float>(ff::histogram(ff::cast<int>((x + 1.0f) * 10100.0f) - 100, x, 20000), {{x, xs}}, host, 1e-4);
+    // Few distinct bins among many: every lane of a warp in one of three bins.
+    check_weighted<float>(ff::histogram((k & 3) * 9000, x * x, 20001), {{x, xs}, {k, ks}}, host, 1e-4);
+    // 2^20 bins of f64 (a row of 8 MiB per block); negative bins dropped.
+    check_weighted<double>(ff::histogram(k % (1 << 20), d, 1 << 20), {{d, ds}, {k, ks}}, host, 1e-12);
+    // Integer weights wrap alike.
+    check_weighted<int>(ff::histogram(k & 32767, k, 32768), {{k, ks}}, host, 0);
+    check_weighted<long long>(ff::histogram(ff::cast<int>(d * 50000.0), ff::cast<long long>(k), 50000),
+                              {{d, ds}, {k, ks}}, host, 0);
+  }
+}
