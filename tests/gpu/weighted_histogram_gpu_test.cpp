@@ -122,3 +122,31 @@ TEST_CASE("weighted histograms of many bins (rows in scratch, summed by column) 
                               {{d, ds}, {k, ks}}, host, 0);
   }
 }
+
+// index() beside a filter's result inside a histogram is the position among the survivors: a
+// scan of the survivors before each element runs first and the histogram reads it
+// (histogram_positions.cpp). Counts exactly, float sums relative to f64 and twice, the same bits.
+TEST_CASE("index() beside a filter's result in a histogram is the position among the survivors") {
+  auto x = ff::input<float>("x");
+  for (std::int64_t n : ff::test::capped({1, 31, 1000, 70001, (1 << 20) + 7})) {
+    INFO("n = " << n);
+    const std::vector<float> xh = ff::test::random_values<float>(n, -1, 1);
+    ff::DeviceArray<float> xs = runtime().upload(xh);
+    ff::HostBindings host;
+    host.bind(x, ff::HostArray::from(xh));
+    const ff::Expr kept = ff::filter(x, x > 0.0f);
+    const ff::Expr counts = ff::histogram(ff::cast<int>(kept * 4.0f) * 4 + ff::cast<int>(ff::index() % 4), 16);
+    INFO(ff::to_string(counts));
+    compare(runtime().run(counts, {{x, xs}}).download<unsigned>(),
+            ff::evaluate(ff::Program(counts), host).at(0).array.to_vector<unsigned>(), 0);
+    // The bin from the position alone (its every survivor's place), few and many bins.
+    const ff::Expr by_rank = ff::histogram(ff::cast<int>(kept * 0.0f) + ff::cast<int>(ff::index() % 1000), 1000,
+                                           ff::ScalarType::U64);
+    compare(runtime().run(by_rank, {{x, xs}}).download<unsigned long long>(),
+            ff::evaluate(ff::Program(by_rank), host).at(0).array.to_vector<unsigned long long>(), 0);
+    check_weighted<float>(ff::histogram(ff::cast<int>(kept * 16.0f), kept * ff::cast<float>(ff::index() % 7), 16),
+                          {{x, xs}}, host, 1e-4);
+    check_weighted<float>(ff::histogram(ff::cast<int>(ff::index() % 20000) + ff::cast<int>(kept * 0.0f), kept, 20000),
+                          {{x, xs}}, host, 1e-4);
+  }
+}
