@@ -56,7 +56,7 @@ Expr survivor_position_input() { return Expr::input("ff_survivor_position", Scal
 
 Expr with_survivor_position(const Expr& e, const Expr& position) {
   std::map<const ExprNode*, Expr> memo;
-  return e.valid() ? replace_index(e, position, memo) : e;
+  return e.valid() && position.valid() ? replace_index(e, position, memo) : e;
 }
 
 int plan_survivor_positions(const PlanContext& c, const Expr& mask, const Expr& position, KernelContext& g,

@@ -59,9 +59,17 @@ class Builder {
     values.push_back(v);
     predicates.push_back(op.kind == OpKind::Filter ? node(op.predicate) : Expr());
     switch (op.kind) {
-      case OpKind::Histogram:
-        results_.push_back(v.valid() ? histogram(node(op.keys), v, op.bins) : histogram(node(op.keys), op.bins, op.count_type));
+      case OpKind::Histogram: {
+        Expr bin = node(op.keys);
+        if (op.predicate) {  // filter(bin, p) + index() % 3, index() the position among the survivors
+          const Expr p = node(op.predicate);
+          bin = filter(bin, p);
+          bin = bin + Expr::cast(bin.type(), index() % Expr(3LL));
+          if (v.valid()) v = filter(v, p);
+        }
+        results_.push_back(v.valid() ? histogram(bin, v, op.bins) : histogram(bin, op.bins, op.count_type));
         return;
+      }
       case OpKind::Filter: results_.push_back(filter(v, predicates.back())); return;
       case OpKind::SegmentedReduce:
       case OpKind::SegmentedScan: {

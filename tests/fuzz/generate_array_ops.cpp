@@ -85,6 +85,9 @@ OpDesc Generator::histogram_op() {
     op.values = ensure_input(integer(depth()));
     if (st(op.values) == ScalarType::Bool) op.values = coerce(op.values, ScalarType::I32);
   }
+  // A filter feeding it, index() (the position among the survivors) beside: the bin is
+  // filter(bin, p) + index() % 3 (build.cpp; histogram_positions.cpp plans it).
+  if (rng_.chance(0.15)) op.predicate = ensure_input(boolean(depth()));
   return op;
 }
 
