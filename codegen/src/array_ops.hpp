@@ -51,6 +51,10 @@ KernelSpec emit_histogram(const KernelContext& g);
 // intermediate, planned now, with `position` added to g's leaves (its input id -1 - k);
 // returns k. bind_survivor_positions turns the histogram kernels' (from `first`) argument
 // for it into that intermediate.
+// survivor_count_scan: the exclusive scan of 1 per survivor of `mask` (0 per dropped
+// element; 1 everywhere without a mask) in type `t` (U64 or I64), the survivors before each
+// element (also passes/scans.cpp's, for reductions over such an index()).
+std::shared_ptr<OpNode> survivor_count_scan(const Expr& mask, ScalarType t);
 bool reads_survivor_index(const OpNode& op);
 Expr survivor_position_input();
 Expr with_survivor_position(const Expr& e, const Expr& position);

@@ -46,6 +46,19 @@ Expr replace_index(const Expr& e, const Expr& with, std::map<const ExprNode*, Ex
 
 }  // namespace
 
+std::shared_ptr<OpNode> survivor_count_scan(const Expr& mask, ScalarType t) {
+  const auto constant = [&](int v) {
+    return Expr::constant(t == ScalarType::U64 ? Value::from_uint(t, static_cast<std::uint64_t>(v)) : Value::from_int(t, v));
+  };
+  auto op = std::make_shared<OpNode>();
+  op->kind = OpKind::Scan;
+  op->values = mask.valid() ? Expr::select(mask, constant(1), constant(0)) : constant(1);
+  op->monoid = Monoid::builtin(MonoidKind::Plus).instantiate(t, "scan");
+  op->scan_kind = ScanKind::Exclusive;
+  op->output_types = {t};
+  return op;
+}
+
 bool reads_survivor_index(const OpNode& op) {
   for (const Expr* e : {&op.keys, &op.values})
     if (reads(*e, true) && reads(*e, false)) return true;
@@ -62,13 +75,7 @@ Expr with_survivor_position(const Expr& e, const Expr& position) {
 int plan_survivor_positions(const PlanContext& c, const Expr& mask, const Expr& position, KernelContext& g,
                             Plan& plan) {
   // The scan: survivors before each element (exclusive), one i64 per element.
-  auto op = std::make_shared<OpNode>();
-  op->kind = OpKind::Scan;
-  op->values = Expr::select(mask, Expr::constant(Value::from_int(ScalarType::I64, 1)),
-                            Expr::constant(Value::from_int(ScalarType::I64, 0)));
-  op->monoid = Monoid::builtin(MonoidKind::Plus).instantiate(ScalarType::I64, "scan");
-  op->scan_kind = ScanKind::Exclusive;
-  op->output_types = {ScalarType::I64};
+  const std::shared_ptr<OpNode> op = survivor_count_scan(mask, ScalarType::I64);
   KernelContext scan = context_in(c);
   scan.op = op;
   scan.value = op->values;

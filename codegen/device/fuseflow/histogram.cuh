@@ -79,6 +79,19 @@ __device__ __forceinline__ void histogram_global(long long n, BinOf bin_of, Coun
       n, [&](int, long long i, const In&... x) { count_global(counts, bin_of(x..., i), kBins); }, in...);
 }
 
+// The lane of a warp that adds for its bin, from the warp's 32 staged bins and weights
+// (`bins`, `weights`): whether this lane (holding bin b, weight w) is the lowest one holding
+// b, and then `sum`, the weights of the lanes holding b added in lane order.
+template <typename Bin, typename Acc>
+__device__ __forceinline__ bool warp_bin_sum(const Bin* bins, const Acc* weights, int lane, Bin b, Acc w, Acc& sum) {
+  for (int l = 0; l < lane; ++l)
+    if (bins[l] == b) return false;
+  sum = w;
+  for (int l = lane + 1; l < 32; ++l)
+    if (bins[l] == b) sum += weights[l];
+  return true;
+}
+
 // "weighted": sums of a weight per bin, the same bits on every run of the same n and grid,
 // float sums included (no float atomics). Every warp owns a private copy of the sums in
 // shared memory, which only it writes: a warp stages its 32 (bin, weight) pairs, and for
@@ -114,16 +127,8 @@ __device__ __forceinline__ void histogram_weighted(long long n, BinOf bin_of, We
     bins[lane] = b;
     weights[lane] = w;
     __syncwarp();
-    if (b >= 0) {
-      bool first = true;  // the lowest lane holding this bin adds for all of them
-      for (int l = 0; l < lane && first; ++l) first = bins[l] != b;
-      if (first) {
-        Acc sum = w;
-        for (int l = lane + 1; l < 32; ++l)
-          if (bins[l] == b) sum += weights[l];
-        mine[b] += sum;
-      }
-    }
+    Acc sum;
+    if (b >= 0 && warp_bin_sum(bins, weights, lane, b, w, sum)) mine[b] += sum;
     __syncwarp();  // the staged pairs are read before the next step overwrites them
   }
   __syncthreads();
@@ -198,23 +203,17 @@ __device__ __forceinline__ void histogram_weighted_rows(long long n, BinOf bin_o
     staged_weight[threadIdx.x] = w;
     leader_slot[threadIdx.x] = -1;
     __syncwarp();
-    if (b >= 0) {
-      bool first = true;  // the lowest lane holding this bin adds for all of them
-      for (int l = 0; l < lane && first; ++l) first = bins[l] != b;
-      if (first) {
-        Acc sum = w;
-        for (int l = lane + 1; l < 32; ++l)
-          if (bins[l] == b) sum += weights[l];
-        leader_sum[threadIdx.x] = sum;
-        unsigned s = ((unsigned)b * 2654435761u >> 8) & (kSlots - 1);  // a multiplicative hash
-        for (;;) {
-          const unsigned old = atomicCAS(&keys[s], kEmpty, (unsigned)b);
-          if (old == kEmpty || old == (unsigned)b) break;
-          s = (s + 1) & (kSlots - 1);
-        }
-        leader_slot[threadIdx.x] = (int)s;
-        atomicOr(&warps_in[s], 1u << warp);
+    Acc sum;
+    if (b >= 0 && warp_bin_sum(bins, weights, lane, b, w, sum)) {  // this warp's leader for bin b
+      leader_sum[threadIdx.x] = sum;
+      unsigned s = ((unsigned)b * 2654435761u >> 8) & (kSlots - 1);  // a multiplicative hash
+      for (;;) {
+        const unsigned old = atomicCAS(&keys[s], kEmpty, (unsigned)b);
+        if (old == kEmpty || old == (unsigned)b) break;
+        s = (s + 1) & (kSlots - 1);
       }
+      leader_slot[threadIdx.x] = (int)s;
+      atomicOr(&warps_in[s], 1u << warp);
     }
     __syncthreads();
     for (int s = threadIdx.x; s < kSlots; s += kBlock) {
