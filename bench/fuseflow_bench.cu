@@ -139,6 +139,7 @@ int run(const Options& opt) {
   if (opt.wants("multi")) bench_multi(c, opt);  // sharded over every GPU here, beside torch.distributed
   if (opt.wants("programs")) bench_programs(c, opt);  // SpMV and adjacent difference, beside torch and CuPy
   if (opt.wants("rows")) bench_rows(c, opt);  // per-row softmax, beside a copy and torch.softmax
+  if (opt.wants("histogram")) bench_weighted_histogram(c, opt);  // 256 and 2^20 bins, beside torch.bincount
   CK(cudaFreeHost(c.host_out));
 
   const std::string dir = out_dir();

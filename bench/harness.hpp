@@ -214,6 +214,7 @@ void bench_multi(const Context& c, const Options& opt);                        /
 void bench_log_sum_exp(const Context& c, std::size_t n);                       // log_sum_exp.cu
 void bench_programs(const Context& c, const Options& opt);                     // programs.cu (issue 25)
 void bench_rows(const Context& c, const Options& opt);                         // rows.cu (issue 25)
+void bench_weighted_histogram(const Context& c, const Options& opt);           // histogram.cu (issue 25)
 
 // --- NVRTC compile: first run of a fresh program (compile.cu) ----------------------------
 struct CompileRow {

@@ -141,15 +141,22 @@ void plan_array_op(const PlanContext& c, const std::shared_ptr<const OpNode>& no
     g.outputs = {c.program.outputs()[static_cast<std::size_t>(output)]};
     g.output_ids = {output};
     // A histogram is order-free: a filter feeding it is a mask, its dropped elements binned nowhere.
+    // index() beside a filter's result: the survivors' positions, from a scan before it
+    // (histogram_positions.cpp), read through a placeholder input.
     FilterMemo memo;
     Expr mask, weights_mask;
-    g.key = resolve_filters(op.keys, mask, memo);
-    if (op.values.valid()) g.value = resolve_filters(op.values, weights_mask, memo);
+    const bool positions = reads_survivor_index(op);
+    const Expr position = positions ? survivor_position_input() : Expr();
+    g.key = resolve_filters(with_survivor_position(op.keys, position), mask, memo);
+    if (op.values.valid()) g.value = resolve_filters(with_survivor_position(op.values, position), weights_mask, memo);
     if (weights_mask.valid() && !(mask.valid() && same_node(mask, weights_mask)))  // the same filter: one mask
       mask = mask.valid() ? (mask && weights_mask) : weights_mask;
+    const Expr kept = mask;
     if (mask.valid()) g.key = Expr::select(mask, Expr::cast(ScalarType::I64, g.key), Expr(-1LL));
     g.leaves = leaves_of(c, {g.key, g.value}, "histogram");
-    plan_with_registry("histogram", g, op.strategy, plan);
+    const int k = positions ? plan_survivor_positions(c, kept, position, g, plan) : -1;
+    const int first = plan_with_registry("histogram", g, op.strategy, plan);
+    if (positions) bind_survivor_positions(plan, first, k);
     shape.fixed = op.bins;
     shape.zeroed = true;  // the kernel adds its counts into it
     return;

@@ -44,6 +44,31 @@ void plan_array_op(const PlanContext& c, const std::shared_ptr<const OpNode>& op
 // the op's element-wise expressions read, its one output the op's result; a segmented
 // reduction's offsets are the context's offsets.
 KernelSpec emit_histogram(const KernelContext& g);
+// index() beside a filter's result inside a histogram (histogram_positions.cpp): whether
+// `op` reads one; the placeholder input that stands for it (an i64 that is no program
+// input); `e` with index() replaced by it (e unchanged without one); the scan that writes
+// each element's count of survivors before it (`mask`: the survivors) into a new
+// intermediate, planned now, with `position` added to g's leaves (its input id -1 - k);
+// returns k. bind_survivor_positions turns the histogram kernels' (from `first`) argument
+// for it into that intermediate.
+// survivor_count_scan: the exclusive scan of 1 per survivor of `mask` (0 per dropped
+// element; 1 everywhere without a mask) in type `t` (U64 or I64), the survivors before each
+// element (also passes/scans.cpp's, for reductions over such an index()).
+std::shared_ptr<OpNode> survivor_count_scan(const Expr& mask, ScalarType t);
+bool reads_survivor_index(const OpNode& op);
+Expr survivor_position_input();
+Expr with_survivor_position(const Expr& e, const Expr& position);
+int plan_survivor_positions(const PlanContext& c, const Expr& mask, const Expr& position, KernelContext& g, Plan& plan);
+void bind_survivor_positions(Plan& plan, int first, int k);
+// Shared by the weighted histograms (histogram.cpp, histogram_rows.cpp): bin_of(inputs..., i)
+// and, with a weight (g.value), weight_of(inputs..., i) returning `acc`, the fused
+// expressions of element i (`names`: the inputs' C names, elementwise_args); the type sums
+// are added in (an integer's unsigned twin, so they wrap); and how many warps' private sums
+// the shared-memory kernel keeps (0: they do not fit, histogram_rows.cpp plans it).
+void emit_bin_and_weight(SourceWriter& w, CudaTypes& types, const KernelContext& g, const std::vector<std::string>& names,
+                         const Type& acc);
+Type weighted_histogram_acc(const Type& sum_type);
+int weighted_histogram_warps(const KernelContext& g);
 // Returns the short-segment pass and the merge-path kernel, in launch order (the merge
 // path alone without the policy's short pass); with two, both take the mask of segments
 // the first left as their last Scratch argument (one bit per segment, rounded up to words).

@@ -19,6 +19,7 @@ void counting_sort_launches(const Plan& plan, const StepSpec& step, std::int64_t
 void radix_sort_launches(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuilder& b);  // radix_sort.cpp
 void segmented_reduce_launches(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuilder& b);
 void broadcast_launches(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuilder& b);  // broadcast_launches.cpp
+void histogram_rows_launches(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuilder& b);  // histogram_rows.cpp
 
 // Allocates Scratch argument `j` of `k` (its ScratchBuffer, KernelSpec::scratch[j]) for a
 // launch of `extents`, and returns its offset.

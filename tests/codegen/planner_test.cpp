@@ -99,9 +99,27 @@ TEST_CASE("a reduction over index() beside a filter's result folds after a scan 
   ff::Expr s = ff::reduce(ff::cast<long long>(kept) * ff::index(), ff::plus);
   CHECK(plan_error(ff::Program(ff::reduce(ff::cast<long long>(x) * s, ff::plus)))
             .find("reads the result of a reduction over index() among a filter's survivors") != std::string::npos);
-  // A histogram over index() beside a filter's result stays refused.
-  CHECK(plan_error(ff::Program(ff::histogram(ff::cast<int>(ff::index() % 4) + kept * 0, 4)))
-            .find("reads index() beside a filter's result") != std::string::npos);
+  // A histogram over index() beside a filter's result: a scan of the survivors before each
+  // element writes an intermediate, which the histogram reads in place of index().
+  const ff::codegen::Plan hist = ff::codegen::plan(ff::Program(ff::histogram(ff::cast<int>(ff::index() % 4) + kept * 0, 4)), sm90());
+  REQUIRE(hist.kernels.size() == 2);
+  CHECK(hist.kernels[0].name == "ff_scan_lookback_i64_plus_exclusive");
+  CHECK(hist.kernels[1].name == "ff_histogram_shared_u32");
+  REQUIRE(hist.intermediates.size() == 1);
+  CHECK(hist.intermediates[0].output == -1);  // in scratch
+  CHECK(hist.intermediates[0].type == ff::Type(ff::ScalarType::I64));
+  auto has = [](const ff::codegen::KernelSpec& k, ff::codegen::Arg::Kind kind, int index) {
+    for (const auto& a : k.args)
+      if (a.kind == kind && a.index == index) return true;
+    return false;
+  };
+  CHECK(has(hist.kernels[0], ff::codegen::Arg::Kind::Intermediate, 0));  // the scan writes it
+  CHECK(has(hist.kernels[1], ff::codegen::Arg::Kind::Intermediate, 0));  // the histogram reads it
+  CHECK_FALSE(has(hist.kernels[0], ff::codegen::Arg::Kind::Output, 0));
+  for (const auto& k : hist.kernels)
+    for (const auto& a : k.args) CHECK(a.index >= 0);  // no placeholder input left
+  CHECK(hist.kernels[1].source.find("in_ff_survivor_position") != std::string::npos);
+  CHECK(hist.schedule(1000).scratch_bytes >= 8000u);
 }
 
 TEST_CASE("a scan of a filter's result refuses reduce_then_scan; a keyed scan of one is planned in stages") {

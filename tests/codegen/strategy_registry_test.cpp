@@ -230,3 +230,53 @@ TEST_CASE("explain prints each spec: registered strategy and why, policy values,
   CHECK(text.find("     scratch partials: 4 B x ceil(n / 256)") != std::string::npos);
   CHECK(text.find("     waits on: nothing") != std::string::npos);
 }
+
+TEST_CASE("a weighted histogram of many bins: a row of sums per block, then the column sums, one buffer") {
+  auto x = ff::input<float>("x");
+  auto d = ff::input<double>("d");
+  auto k = ff::input<int>("k");
+  // 1000 bins of f32 fit in shared memory: the one-pass kernel.
+  const ff::codegen::Plan few = ff::codegen::plan(ff::Program(ff::histogram(k & 1023, x, 1000)), sm90());
+  REQUIRE(few.kernels.size() == 1);
+  CHECK(few.kernels[0].registered == "histogram");
+  // 20000 bins of f32 (80000 bytes per warp) do not: rows, then columns.
+  const std::int64_t bins = 20000;
+  const ff::codegen::Plan many = ff::codegen::plan(ff::Program(ff::histogram(k % 20000, x, bins)), sm90());
+  REQUIRE(many.kernels.size() == 2);
+  CHECK(many.kernels[0].name == "ff_histogram_weighted_rows_f32");
+  CHECK(many.kernels[1].name == "ff_histogram_weighted_columns_f32");
+  CHECK(many.kernels[0].registered == "histogram weighted rows");
+  CHECK(many.kernels[0].chosen.find("first histogram strategy that applies") != std::string::npos);
+  CHECK_FALSE(many.kernels[0].any_grid);  // float sums round by the grid
+  const ScratchBuffer& rows = scratch_named(many.kernels[0], "rows");
+  CHECK(rows.per == ScratchBuffer::Per::Block);
+  CHECK(rows.bytes == static_cast<std::size_t>(bins) * 4);
+  CHECK_FALSE(rows.zeroed);  // each block zeroes its own row
+  // Both kernels bind the same rows; the column sums take the rows kernel's grid as n.
+  for (const std::int64_t n : {std::int64_t{1}, std::int64_t{100000}, std::int64_t{1} << 26}) {
+    const ff::codegen::Schedule s = many.schedule(n);
+    REQUIRE(s.launches.size() == 2);
+    CHECK(s.launches[0].n == n);
+    CHECK(s.launches[0].grid >= 1);
+    CHECK(s.launches[0].grid <= many.kernels[0].max_grid);
+    CHECK(s.launches[1].n == s.launches[0].grid);
+    CHECK(s.launches[1].scratch.at(0) == s.launches[0].scratch.at(0));
+    CHECK(s.scratch_bytes >= static_cast<std::size_t>(s.launches[0].grid * bins * 4));
+    CHECK(static_cast<std::int64_t>(s.launches[1].grid) * many.kernels[1].block >= bins);
+  }
+  CHECK(many.schedule(0).launches.empty());  // n = 0: the zeroed output is the answer
+  // f64 sums over 2^22 bins: 32 MiB a row, so at most 8 rows in the 256 MiB budget.
+  const ff::codegen::Plan wide = ff::codegen::plan(ff::Program(ff::histogram(k & ((1 << 22) - 1), d, 1 << 22)), sm90());
+  REQUIRE(wide.kernels.size() == 2);
+  CHECK(wide.kernels[0].max_grid == 8);
+  CHECK(wide.schedule(std::int64_t{1} << 28).launches.at(0).grid == 8);
+  // Past the budget (one row over 256 MiB): a GraphError naming the limit.
+  std::string error;
+  try {
+    ff::codegen::plan(ff::Program(ff::histogram(k, d, (std::int64_t{1} << 25) + 1)), sm90());
+  } catch (const ff::GraphError& e) {
+    error = e.what();
+  }
+  CHECK(error.find("a weighted histogram keeps a row of 33554433 sums of f64 per block in at most 256 MiB of "
+                   "scratch, so it takes at most 33554432 bins of f64") != std::string::npos);
+}

@@ -63,9 +63,17 @@ class Builder {
     const Expr kept = op.kind != OpKind::Filter && op.predicate ? node(op.predicate) : Expr();
     auto survivors = [&](const Expr& e) { return kept.valid() && e.valid() ? filter(e, kept) : e; };
     switch (op.kind) {
-      case OpKind::Histogram:
-        results_.push_back(v.valid() ? histogram(node(op.keys), v, op.bins) : histogram(node(op.keys), op.bins, op.count_type));
+      case OpKind::Histogram: {
+        Expr bin = node(op.keys);
+        if (op.predicate) {  // filter(bin, p) + index() % 3, index() the position among the survivors
+          const Expr p = node(op.predicate);
+          bin = filter(bin, p);
+          bin = bin + Expr::cast(bin.type(), index() % Expr(3LL));
+          if (v.valid()) v = filter(v, p);
+        }
+        results_.push_back(v.valid() ? histogram(bin, v, op.bins) : histogram(bin, op.bins, op.count_type));
         return;
+      }
       case OpKind::Filter: results_.push_back(filter(v, predicates.back())); return;
       case OpKind::SegmentedReduce:
       case OpKind::SegmentedScan: {

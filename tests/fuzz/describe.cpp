@@ -74,6 +74,7 @@ std::string describe(const Case& c) {
          << ", " << (op.bins == 0 ? "key bits [" + std::to_string(op.begin_bit) + ", " + std::to_string(op.end_bit) + ")"
                                   : std::to_string(op.bins) + " bins");
       if (op.kind == OpKind::Histogram) os << (op.values ? std::string(", weighted") : std::string(", ") + scalar_name(op.count_type) + " counts");
+      if (op.kind == OpKind::Histogram && op.predicate) os << ", of filter(bin, p) + index() % 3";
       os << "\n";
       continue;
     }

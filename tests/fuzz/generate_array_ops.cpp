@@ -79,12 +79,15 @@ OpDesc Generator::histogram_op() {
   op.bins = histogram_bins();
   op.keys = bin_expression(op.bins);
   op.count_type = rng_.chance(0.5) ? ScalarType::U32 : ScalarType::U64;
-  // Weighted (up to the 6080 bins of 8-byte sums that fit in shared memory): integer
-  // weights, so that the sums compare exactly (they wrap alike).
-  if (op.bins <= 6000 && rng_.chance(0.3)) {
+  // Weighted: integer weights, so that the sums compare exactly (they wrap alike). Up to
+  // 6000 bins the sums fit in shared memory; more take the rows in scratch (histogram_rows.cpp).
+  if (op.bins <= 6000 ? rng_.chance(0.3) : rng_.chance(0.2)) {
     op.values = ensure_input(integer(depth()));
     if (st(op.values) == ScalarType::Bool) op.values = coerce(op.values, ScalarType::I32);
   }
+  // A filter feeding it, index() (the position among the survivors) beside: the bin is
+  // filter(bin, p) + index() % 3 (build.cpp; histogram_positions.cpp plans it).
+  if (rng_.chance(0.15)) op.predicate = ensure_input(boolean(depth()));
   return op;
 }
 

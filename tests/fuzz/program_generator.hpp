@@ -118,7 +118,8 @@ struct OpDesc {
   NodeRef values;     // element values; argmin/argmax zip them with index(), mssp maps them to parts
                       // (CountingSort: the values of sort_by_key, or none for counting_sort;
                       // Histogram: integer weights, or none for counts)
-  NodeRef predicate;  // Reduce / Scan: reduce(filter(values, predicate)) or scan(filter(...)) when set; Filter: its predicate
+  NodeRef predicate;  // Reduce / Scan: reduce(filter(values, predicate)) or scan(filter(...)) when set; Filter: its predicate;
+                      // Histogram: the bin filter(keys, predicate) + index() % 3 (weights filtered alike) when set
   MonoidChoice monoid = MonoidChoice::Plus;  // Reduce, Scan, SegmentedReduce / Scan, ScanByKey, ReduceByKey
   ScanKind scan_kind = ScanKind::Inclusive;  // Scan, SegmentedScan, ScanByKey
   Strategy strategy = Strategy::Automatic;

@@ -47,6 +47,26 @@ void check_weighted(const ff::Expr& hist, const ff::Bindings& dev, const ff::Hos
   }
 }
 
+// Random inputs x (f32 in [x_lo, 1)), d (f64 in [d_lo, 1)) and k (any i32) of n elements, on
+// the device and bound for the reference.
+struct Inputs {
+  Inputs(const ff::Expr& x, const ff::Expr& d, const ff::Expr& k, std::int64_t n, float x_lo, double d_lo) {
+    const std::vector<float> xh = ff::test::random_values<float>(n, x_lo, 1);
+    const std::vector<double> dh = ff::test::random_values<double>(n, d_lo, 1);
+    const std::vector<int> kh = ff::test::random_values<int>(n, -2000000000, 2000000000);
+    xs = runtime().upload(xh);
+    ds = runtime().upload(dh);
+    ks = runtime().upload(kh);
+    host.bind(x, ff::HostArray::from(xh));
+    host.bind(d, ff::HostArray::from(dh));
+    host.bind(k, ff::HostArray::from(kh));
+  }
+  ff::DeviceArray<float> xs;
+  ff::DeviceArray<double> ds;
+  ff::DeviceArray<int> ks;
+  ff::HostBindings host;
+};
+
 }  // namespace
 
 TEST_CASE("weighted histograms of f32, f64 and integer weights match the reference") {
@@ -55,16 +75,11 @@ TEST_CASE("weighted histograms of f32, f64 and integer weights match the referen
   auto k = ff::input<int>("k");
   for (std::int64_t n : kSizes) {
     INFO("n = " << n);
-    const std::vector<float> xh = ff::test::random_values<float>(n, 0, 1);
-    const std::vector<double> dh = ff::test::random_values<double>(n, -1, 1);
-    const std::vector<int> kh = ff::test::random_values<int>(n, -2000000000, 2000000000);
-    ff::DeviceArray<float> xs = runtime().upload(xh);
-    ff::DeviceArray<double> ds = runtime().upload(dh);
-    ff::DeviceArray<int> ks = runtime().upload(kh);
-    ff::HostBindings host;
-    host.bind(x, ff::HostArray::from(xh));
-    host.bind(d, ff::HostArray::from(dh));
-    host.bind(k, ff::HostArray::from(kh));
+    const Inputs in(x, d, k, n, 0.0f, -1.0);
+    const ff::DeviceArray<float>& xs = in.xs;
+    const ff::DeviceArray<double>& ds = in.ds;
+    const ff::DeviceArray<int>& ks = in.ks;
+    const ff::HostBindings& host = in.host;
     const ff::Expr bin = ff::cast<int>(x * 100.0f) - 3;  // -3 .. 96: a few dropped at both ends
     check_weighted<float>(ff::histogram(bin, x, 94), {{x, xs}}, host, 1e-4);
     check_weighted<double>(ff::histogram(ff::cast<int>(ff::abs(d) * 7.0), d * d, 7), {{d, ds}}, host, 1e-12);
@@ -88,5 +103,60 @@ TEST_CASE("a filter feeding a histogram bins only the survivors") {
     compare(runtime().run(counts, {{x, xs}}).download<unsigned>(),
             ff::evaluate(ff::Program(counts), host).at(0).array.to_vector<unsigned>(), 0);
     check_weighted<float>(ff::histogram(ff::cast<int>(kept * 16.0f), kept, 16), {{x, xs}}, host, 1e-4);
+  }
+}
+
+// Many bins: the per-warp sums do not fit in shared memory, so every block adds into a row
+// of its own in global scratch and a second kernel sums the rows by column (histogram_rows.cpp).
+// Float sums twice: the same bits (check_weighted).
+TEST_CASE("weighted histograms of many bins (rows in scratch, summed by column) match the reference") {
+  auto x = ff::input<float>("x");
+  auto d = ff::input<double>("d");
+  auto k = ff::input<int>("k");
+  for (std::int64_t n : ff::test::capped({1, 1000, 70001, (1 << 20) + 7})) {
+    INFO("n = " << n);
+    const Inputs in(x, d, k, n, -1.0f, 0.0);
+    const ff::DeviceArray<float>& xs = in.xs;
+    const ff::DeviceArray<double>& ds = in.ds;
+    const ff::DeviceArray<int>& ks = in.ks;
+    const ff::HostBindings& host = in.host;
+    // 20000 bins, a few elements each at 2^20: bins repeat inside warps and tiles too.
+    check_weighted<float>(ff::histogram(ff::cast<int>((x + 1.0f) * 10100.0f) - 100, x, 20000), {{x, xs}}, host, 1e-4);
+    // Few distinct bins among many: every lane of a warp in one of three bins.
+    check_weighted<float>(ff::histogram((k & 3) * 9000, x * x, 20001), {{x, xs}, {k, ks}}, host, 1e-4);
+    // 2^20 bins of f64 (a row of 8 MiB per block); negative bins dropped.
+    check_weighted<double>(ff::histogram(k % (1 << 20), d, 1 << 20), {{d, ds}, {k, ks}}, host, 1e-12);
+    // Integer weights wrap alike.
+    check_weighted<int>(ff::histogram(k & 32767, k, 32768), {{k, ks}}, host, 0);
+    check_weighted<long long>(ff::histogram(ff::cast<int>(d * 50000.0), ff::cast<long long>(k), 50000),
+                              {{d, ds}, {k, ks}}, host, 0);
+  }
+}
+
+// index() beside a filter's result inside a histogram is the position among the survivors: a
+// scan of the survivors before each element runs first and the histogram reads it
+// (histogram_positions.cpp). Counts exactly, float sums relative to f64 and twice, the same bits.
+TEST_CASE("index() beside a filter's result in a histogram is the position among the survivors") {
+  auto x = ff::input<float>("x");
+  for (std::int64_t n : ff::test::capped({1, 31, 1000, 70001, (1 << 20) + 7})) {
+    INFO("n = " << n);
+    const std::vector<float> xh = ff::test::random_values<float>(n, -1, 1);
+    ff::DeviceArray<float> xs = runtime().upload(xh);
+    ff::HostBindings host;
+    host.bind(x, ff::HostArray::from(xh));
+    const ff::Expr kept = ff::filter(x, x > 0.0f);
+    const ff::Expr counts = ff::histogram(ff::cast<int>(kept * 4.0f) * 4 + ff::cast<int>(ff::index() % 4), 16);
+    INFO(ff::to_string(counts));
+    compare(runtime().run(counts, {{x, xs}}).download<unsigned>(),
+            ff::evaluate(ff::Program(counts), host).at(0).array.to_vector<unsigned>(), 0);
+    // The bin from the position alone (its every survivor's place), few and many bins.
+    const ff::Expr by_rank = ff::histogram(ff::cast<int>(kept * 0.0f) + ff::cast<int>(ff::index() % 1000), 1000,
+                                           ff::ScalarType::U64);
+    compare(runtime().run(by_rank, {{x, xs}}).download<unsigned long long>(),
+            ff::evaluate(ff::Program(by_rank), host).at(0).array.to_vector<unsigned long long>(), 0);
+    check_weighted<float>(ff::histogram(ff::cast<int>(kept * 16.0f), kept * ff::cast<float>(ff::index() % 7), 16),
+                          {{x, xs}}, host, 1e-4);
+    check_weighted<float>(ff::histogram(ff::cast<int>(ff::index() % 20000) + ff::cast<int>(kept * 0.0f), kept, 20000),
+                          {{x, xs}}, host, 1e-4);
   }
 }

@@ -79,6 +79,19 @@ __device__ __forceinline__ void histogram_global(long long n, BinOf bin_of, Coun
       n, [&](int, long long i, const In&... x) { count_global(counts, bin_of(x..., i), kBins); }, in...);
 }
 
+// The lane of a warp that adds for its bin, from the warp's 32 staged bins and weights
+// (`bins`, `weights`): whether this lane (holding bin b, weight w) is the lowest one holding
+// b, and then `sum`, the weights of the lanes holding b added in lane order.
+template <typename Bin, typename Acc>
+__device__ __forceinline__ bool warp_bin_sum(const Bin* bins, const Acc* weights, int lane, Bin b, Acc w, Acc& sum) {
+  for (int l = 0; l < lane; ++l)
+    if (bins[l] == b) return false;
+  sum = w;
+  for (int l = lane + 1; l < 32; ++l)
+    if (bins[l] == b) sum += weights[l];
+  return true;
+}
+
 // "weighted": sums of a weight per bin, the same bits on every run of the same n and grid,
 // float sums included (no float atomics). Every warp owns a private copy of the sums in
 // shared memory, which only it writes: a warp stages its 32 (bin, weight) pairs, and for
@@ -114,16 +127,8 @@ __device__ __forceinline__ void histogram_weighted(long long n, BinOf bin_of, We
     bins[lane] = b;
     weights[lane] = w;
     __syncwarp();
-    if (b >= 0) {
-      bool first = true;  // the lowest lane holding this bin adds for all of them
-      for (int l = 0; l < lane && first; ++l) first = bins[l] != b;
-      if (first) {
-        Acc sum = w;
-        for (int l = lane + 1; l < 32; ++l)
-          if (bins[l] == b) sum += weights[l];
-        mine[b] += sum;
-      }
-    }
+    Acc sum;
+    if (b >= 0 && warp_bin_sum(bins, weights, lane, b, w, sum)) mine[b] += sum;
     __syncwarp();  // the staged pairs are read before the next step overwrites them
   }
   __syncthreads();
@@ -139,6 +144,107 @@ __device__ __forceinline__ void histogram_weighted(long long n, BinOf bin_of, We
       for (unsigned k = 0; k < gridDim.x; ++k) s += load_global_coherent(partials + (long long)k * kBins + b);
       sums[b] = (T)s;
     }
+  }
+}
+
+// "weighted rows" (many bins: the per-warp sums would not fit in shared memory), the same
+// bits on every run of the same n and grid too, with no float atomics. Every block owns a
+// row of kBins sums in global memory (`rows`, grid x kBins), which only it writes. It
+// zeroes its row, then takes tiles of kBlock consecutive elements, one per thread, tile
+// blockIdx.x + k * gridDim.x for k = 0, 1, ... In a tile:
+//   1. each warp combines its lanes of one bin: the lowest lane holding the bin adds the
+//      weights of the lanes holding it, in lane order (as histogram_weighted does);
+//   2. those warp leaders meet in a shared-memory table keyed by bin (open addressing,
+//      2 x kBlock slots for at most kBlock bins, so probes are short), each marking its
+//      warp in the slot's 32-bit mask; which slot a bin lands in does not matter;
+//   3. the thread owning a used slot adds the leaders' sums in warp order and adds that
+//      into the row: one read-modify-write of global memory per distinct bin of the tile,
+//      and no two threads write one bin in a tile.
+// The tiles are separated by __syncthreads, so a row adds its elements in a fixed order:
+// tile by tile, warps in warp order, lanes in lane order. histogram_weighted_columns (the
+// second kernel) sums each bin's column of rows in row order. Acc as for histogram_weighted.
+template <int kBlock, long long kBins, typename Acc, typename BinOf, typename WeightOf, typename... In>
+__device__ __forceinline__ void histogram_weighted_rows(long long n, BinOf bin_of, WeightOf weight_of, Acc* rows,
+                                                        const In*... in) {
+  static_assert(kBlock % 32 == 0 && kBlock <= 1024, "a warp mask per slot holds at most 32 warps");
+  static_assert(kBins < (1LL << 31), "bins are staged as int");
+  constexpr int kSlots = 2 * kBlock;  // a power of two when kBlock is
+  static_assert((kSlots & (kSlots - 1)) == 0, "kBlock must be a power of two");
+  constexpr unsigned kEmpty = 0xffffffffu;
+  __shared__ unsigned keys[kSlots];     // the bin in each slot, kEmpty for none
+  __shared__ unsigned warps_in[kSlots];  // the warps whose leaders hold the slot's bin
+  __shared__ int staged_bin[kBlock];    // each thread's bin this tile, -1 for none
+  __shared__ Acc staged_weight[kBlock];
+  __shared__ int leader_slot[kBlock];   // a warp leader's slot, -1 for the other threads
+  __shared__ Acc leader_sum[kBlock];    // a warp leader's sum of its bin's lanes
+  Acc* row = rows + (long long)blockIdx.x * kBins;
+  for (long long b = threadIdx.x; b < kBins; b += kBlock) row[b] = Acc(0);
+  for (int s = threadIdx.x; s < kSlots; s += kBlock) {
+    keys[s] = kEmpty;
+    warps_in[s] = 0u;
+  }
+  __syncthreads();
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int* bins = staged_bin + warp * 32;
+  const Acc* weights = staged_weight + warp * 32;
+  // The tiles start at the same element for the whole block: the loop is block-uniform.
+  for (long long base = (long long)blockIdx.x * kBlock; base < n; base += (long long)gridDim.x * kBlock) {
+    const long long i = base + threadIdx.x;
+    int b = -1;
+    Acc w = Acc(0);
+    if (i < n) {
+      const long long bin = bin_of(in[i]..., i);
+      if ((unsigned long long)bin < (unsigned long long)kBins) {
+        b = (int)bin;
+        w = (Acc)weight_of(in[i]..., i);
+      }
+    }
+    staged_bin[threadIdx.x] = b;
+    staged_weight[threadIdx.x] = w;
+    leader_slot[threadIdx.x] = -1;
+    __syncwarp();
+    Acc sum;
+    if (b >= 0 && warp_bin_sum(bins, weights, lane, b, w, sum)) {  // this warp's leader for bin b
+      leader_sum[threadIdx.x] = sum;
+      unsigned s = ((unsigned)b * 2654435761u >> 8) & (kSlots - 1);  // a multiplicative hash
+      for (;;) {
+        const unsigned old = atomicCAS(&keys[s], kEmpty, (unsigned)b);
+        if (old == kEmpty || old == (unsigned)b) break;
+        s = (s + 1) & (kSlots - 1);
+      }
+      leader_slot[threadIdx.x] = (int)s;
+      atomicOr(&warps_in[s], 1u << warp);
+    }
+    __syncthreads();
+    for (int s = threadIdx.x; s < kSlots; s += kBlock) {
+      const unsigned key = keys[s];
+      if (key == kEmpty) continue;
+      Acc total = Acc(0);
+      for (unsigned m = warps_in[s]; m != 0u; m &= m - 1u) {  // warps in warp order
+        const int from = (__ffs((int)m) - 1) * 32;
+        for (int l = 0; l < 32; ++l)
+          if (leader_slot[from + l] == s) {
+            total += leader_sum[from + l];
+            break;
+          }
+      }
+      row[key] += total;
+      keys[s] = kEmpty;  // the slot is free for the next tile
+      warps_in[s] = 0u;
+    }
+    __syncthreads();  // the row's adds and the freed slots are seen before the next tile
+  }
+}
+
+// The second kernel of "weighted rows": each bin's sum over the `row_count` rows of the
+// first kernel (one per block of its grid), added in row order, written as T.
+template <int kBlock, long long kBins, typename Acc, typename T>
+__device__ __forceinline__ void histogram_weighted_columns(long long row_count, const Acc* rows, T* sums) {
+  for (long long b = (long long)blockIdx.x * kBlock + threadIdx.x; b < kBins; b += (long long)gridDim.x * kBlock) {
+    Acc s = Acc(0);
+#pragma unroll 8
+    for (long long r = 0; r < row_count; ++r) s += rows[r * kBins + b];
+    sums[b] = (T)s;
   }
 }
 

@@ -221,14 +221,7 @@ void plan_position_scans(const PlanContext& c, std::vector<PlannedReduce>& reduc
       refuse_reader(exprs, "the scan " + to_string(scan.op->values));
     }
     // The scan: survivors before each element (exclusive), a count per element.
-    auto op = std::make_shared<OpNode>();
-    op->kind = OpKind::Scan;
-    const Expr one = Expr::constant(Value::from_uint(ScalarType::U64, 1));
-    op->values = r.fused.mask.valid() ? Expr::select(r.fused.mask, one, Expr::constant(Value::from_uint(ScalarType::U64, 0)))
-                                      : one;
-    op->monoid = Monoid::builtin(MonoidKind::Plus).instantiate(ScalarType::U64, "scan");
-    op->scan_kind = ScanKind::Exclusive;
-    op->output_types = {ScalarType::U64};
+    const std::shared_ptr<OpNode> op = survivor_count_scan(r.fused.mask, ScalarType::U64);
     KernelContext g = context_in(c);
     g.op = op;
     g.value = op->values;

@@ -14,14 +14,13 @@
 // "weighted" (histogram(bin, weights, nbins)): sums of the weights, deterministic for floats
 // too: per-warp private sums in shared memory that only their warp writes, peers combined in
 // lane order, warps in warp order, blocks in block order by the last block (ff::histogram_weighted).
+// Weighted histograms whose per-warp sums do not fit in shared memory: histogram_rows.cpp.
 // A filter feeding a histogram is a mask (KernelContext::key): its dropped elements have bin -1.
 #include <algorithm>
 
 #include "../array_ops.hpp"
 
 namespace fuseflow::codegen {
-
-namespace {
 
 // bin_of(inputs..., i) and, weighted, weight_of(inputs..., i): the fused expressions of element i.
 void emit_bin_and_weight(SourceWriter& w, CudaTypes& types, const KernelContext& g, const std::vector<std::string>& names,
@@ -42,19 +41,38 @@ void emit_bin_and_weight(SourceWriter& w, CudaTypes& types, const KernelContext&
   w.close("};");
 }
 
+Type weighted_histogram_acc(const Type& sum_type) {
+  // Integers are summed in their unsigned twin, so that sums wrap (signed overflow is undefined).
+  return sum_type.scalar() == ScalarType::I32   ? Type(ScalarType::U32)
+         : sum_type.scalar() == ScalarType::I64 ? Type(ScalarType::U64)
+                                                : sum_type;
+}
+
+namespace {
+
+std::size_t per_warp_bytes(const KernelContext& g) {
+  const Type acc = weighted_histogram_acc(g.op->output_types[0]);
+  return static_cast<std::size_t>(g.op->bins) * acc.size() + 32 * (8 + acc.size());
+}
+
+}  // namespace
+
+int weighted_histogram_warps(const KernelContext& g) {
+  return static_cast<int>(std::min<std::size_t>(8, g.policies().histogram.shared_limit / per_warp_bytes(g)));
+}
+
+namespace {
+
 // The weighted histogram: warps of sums in shared memory (as many warps as fit, up to the block's).
 KernelSpec emit_weighted_histogram(const KernelContext& g) {
   const OpNode& op = *g.op;
   const int output = g.output_ids.at(0);
   const Target& t = g.target();
   const Type& sum_type = op.output_types[0];
-  // Integers are summed in their unsigned twin, so that sums wrap (signed overflow is undefined).
-  const Type acc = sum_type.scalar() == ScalarType::I32   ? Type(ScalarType::U32)
-                   : sum_type.scalar() == ScalarType::I64 ? Type(ScalarType::U64)
-                                                          : sum_type;
+  const Type acc = weighted_histogram_acc(sum_type);
   const std::size_t kSharedLimit = g.policies().histogram.shared_limit;
-  const std::size_t per_warp = static_cast<std::size_t>(op.bins) * acc.size() + 32 * (8 + acc.size());
-  const int warps = static_cast<int>(std::min<std::size_t>(8, kSharedLimit / per_warp));
+  const std::size_t per_warp = per_warp_bytes(g);
+  const int warps = weighted_histogram_warps(g);
   if (warps < 1)
     throw GraphError("codegen: a weighted histogram of " + std::to_string(op.bins) + " bins of " + sum_type.name() +
                      " is not supported by this version of fuseflow's code generator yet: its sums must fit in " +
@@ -191,7 +209,10 @@ namespace {
 class Histogram final : public RegisteredStrategy {
  public:
   Histogram() : RegisteredStrategy("histogram", "histogram") {}
-  Applies applies(const KernelContext&) const override {
+  Applies applies(const KernelContext& g) const override {
+    if (g.value.valid() && weighted_histogram_warps(g) < 1)  // histogram_rows.cpp takes it
+      return {false, "keeps a weighted histogram's sums in shared memory, and " + std::to_string(g.op->bins) +
+                         " bins of them do not fit in " + std::to_string(g.policies().histogram.shared_limit) + " bytes"};
     return {true, "one pass counts each element's bin (private counts per block where they fit)"};
   }
   TuningValues tuning(const Policies& p) const override {

@@ -32,6 +32,7 @@ const RegisteredStrategy& scalar_epilogue_strategy();           // scalar_epilog
 const RegisteredStrategy& radix_sort_strategy();                // radix_sort.cpp
 const RegisteredStrategy& rows_strategy();                      // rows.cpp
 const RegisteredStrategy& broadcast_strategy();                 // broadcast.cpp
+const RegisteredStrategy& histogram_rows_strategy();            // histogram_rows.cpp
 
 const std::vector<const RegisteredStrategy*>& registered_strategies() {
   static const std::vector<const RegisteredStrategy*> all = {
@@ -57,6 +58,7 @@ const std::vector<const RegisteredStrategy*>& registered_strategies() {
       &scalar_epilogue_strategy(),  // outputs from reductions' results, after every kernel
       &rows_strategy(),             // per-row programs over ff::rows: one kernel when a row fits a block
       &broadcast_strategy(),        // other broadcasts: segmented reductions, then a map finding segments
+      &histogram_rows_strategy(),   // weighted histograms whose per-warp sums do not fit in shared memory
   };
   return all;
 }
