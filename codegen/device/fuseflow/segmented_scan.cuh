@@ -330,16 +330,27 @@ __device__ __forceinline__ void thread_runs(const T (&items)[kItems], const unsi
 //
 // The tile's runs are those numbered [first, first + count) (first: the heads before the
 // tile, count: the tile's heads), and the values it writes those of runs [first - 1,
-// first + count - 1). kStageRuns and more runs than threads (runs of a few elements):
-// "two-phase scatter", as CUB's reduce-by-key: each head puts its key and the value
-// before it into shared memory at its place among the tile's runs (the keys beside the
-// input stages, the values over them once every key is read), and after a barrier the
-// block writes both ranges with consecutive threads on consecutive runs, coalesced, instead
-// of one partial-sector write per head scattered over the warp. Otherwise each head writes
-// its own (few writes: a tile of long runs has few heads). The block takes one way or the
-// other as a whole (count is the block scan's aggregate), so the barriers are uniform.
-template <int kBlock, int kItems, int kInputStageBytes, bool kStageRuns, typename T, typename Combine, typename Load,
-          typename Element, typename Heads, typename RunKey, typename StoreKey, typename StoreValue, typename LastRun>
+// first + count - 1). With a run stage (kRunKeyStage != kRunsUnstaged) and more runs than
+// threads (runs of a few elements): "two-phase scatter", as CUB's reduce-by-key: each head
+// puts its key and the value before it into shared memory at its place among the tile's
+// runs, and after a barrier the block writes both ranges with consecutive threads on
+// consecutive runs, coalesced, instead of one partial-sector write per head scattered over
+// the warp. Otherwise each head writes its own (few writes: a tile of long runs has few
+// heads). The block takes one way or the other as a whole (count is the block scan's
+// aggregate), so the barriers are uniform.
+//
+// Where the runs go: kRunKeyStage, a byte offset into the input stages, puts the keys over
+// stages that run_key does not read (the elements are in registers by then, after
+// tile_pieces' barriers), and kRunValueStage the values, once every key is read, over
+// stages clear of the keys; no shared memory beyond the tile's stages, so the stage costs
+// no occupancy. kRunKeysOwnArray: the keys in an array of their own beside the stages
+// (run_key reads every stage), the values at kRunValueStage.
+constexpr int kRunsUnstaged = -2;
+constexpr int kRunKeysOwnArray = -1;
+
+template <int kBlock, int kItems, int kInputStageBytes, int kRunKeyStage, int kRunValueStage, typename T,
+          typename Combine, typename Load, typename Element, typename Heads, typename RunKey, typename StoreKey,
+          typename StoreValue, typename LastRun>
 __device__ __forceinline__ void reduce_by_key_tile(const long long n, unsigned* tile_counter, void* tile_status,
                                                    const unsigned epoch, Combine combine, const T identity, Load load,
                                                    Element element, Heads heads, RunKey run_key, StoreKey store_key,
@@ -361,17 +372,29 @@ __device__ __forceinline__ void reduce_by_key_tile(const long long n, unsigned* 
     else thread_runs<true>(items, head_bits, base + item0, n, before, combine, identity, at, last);
   };
   const auto no_last_run = [](long long, const T&) {};
-  if constexpr (kStageRuns) {
+  if constexpr (kRunKeyStage != kRunsUnstaged) {
     using Key = decltype(run_key(stages, 0, 0ll));
-    static_assert(sizeof(T) * kTile <= kInputStageBytes, "the tile's run values fit in its input stages");
-    __shared__ Key key_stage[kTile];
+    constexpr int kKeyBytes = static_cast<int>(sizeof(Key)) * kTile, kValueBytes = static_cast<int>(sizeof(T)) * kTile;
+    static_assert(kRunValueStage >= 0 && kRunValueStage % 16 == 0 && kRunValueStage + kValueBytes <= kInputStageBytes,
+                  "the tile's run values fit in its input stages");
+    static_assert(kRunKeyStage == kRunKeysOwnArray ||
+                      (kRunKeyStage >= 0 && kRunKeyStage % 16 == 0 && kRunKeyStage + kKeyBytes <= kInputStageBytes &&
+                       (kRunKeyStage >= kRunValueStage + kValueBytes || kRunValueStage >= kRunKeyStage + kKeyBytes)),
+                  "the tile's run keys fit in its input stages, clear of the run values");
+    Key* key_stage;
+    if constexpr (kRunKeyStage == kRunKeysOwnArray) {
+      __shared__ Key own_key_stage[kTile];
+      key_stage = own_key_stage;
+    } else {
+      key_stage = reinterpret_cast<Key*>(stages + kRunKeyStage);
+    }
     const long long first = tile_before.heads, count = tile_total.heads;
     if (count > kBlock) {
       each_element([&](int k, long long i, bool head, long long run, const T&) {
         if (head) key_stage[run - first] = run_key(stages, tile_slot(item0 + k), i);
       }, no_last_run);
       __syncthreads();  // every key read from the input stages: the values go over them
-      T* const value_stage = reinterpret_cast<T*>(stages);
+      T* const value_stage = reinterpret_cast<T*>(stages + kRunValueStage);
       each_element([&](int, long long, bool head, long long run, const T& value) {
         if (head) value_stage[run - first] = value;
       }, last_run);
