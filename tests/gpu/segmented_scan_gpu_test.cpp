@@ -199,10 +199,13 @@ TEST_CASE("segmented_scan reports decreasing or out-of-range offsets after the r
   // element's tile: more offsets than elements), is found.
   const std::int64_t n = std::min<std::int64_t>((1 << 20) + 7, ff::test::max_elements());
   const std::vector<int> xs(static_cast<std::size_t>(n), 1);
-  for (int trial = 0; trial < 6; ++trial) {
+  // Trials 6 and 7: the first pair, and the last (among the offsets past the last tile's).
+  for (int trial = 0; trial < 8; ++trial) {
     std::vector<int> off;
     for (std::int64_t s = 0; s <= n + 5000; s += trial % 2 ? 1 : 7) off.push_back(static_cast<int>(std::min(s, n)));
-    const std::size_t at = std::uniform_int_distribution<std::size_t>(1, off.size() - 1)(rng());
+    const std::size_t at = trial == 6   ? 1
+                           : trial == 7 ? off.size() - 1
+                                        : std::uniform_int_distribution<std::size_t>(1, off.size() - 1)(rng());
     off[at] = off[at - 1] - 1;
     std::tie(device, reference) = verdicts(xs, off);
     INFO("trial " << trial << ", offset " << at << " of " << off.size());

@@ -73,8 +73,8 @@ __device__ __forceinline__ long long warp_lower_bound(long long count, long long
 // bitmask in shared memory. Elements before offsets[0] or at or after the last offset
 // belong to no segment: each is a head of its own holding the identity, so its scan is the
 // identity, as the reference defines it. offset_at(s) is offset s clamped to [0, n] (it
-// flags offsets outside); decreasing neighbours are flagged in `invalid` here, each pair
-// checked by one tile.
+// flags offsets outside); decreasing neighbours are flagged in `invalid` here, as each
+// tile reads its offsets.
 template <int kBlock, int kTile, typename OffsetAt>
 struct OffsetHeads {
   OffsetAt offset_at;
@@ -103,20 +103,26 @@ struct OffsetHeads {
   }
 
   // The tile's offsets marked in the bitmask (the load's barrier made tile_offsets visible),
-  // then a barrier; decreasing offsets: tile t checks the pairs (s, s + 1) for s in
-  // [t * kTile, (t + 1) * kTile), the last tile every pair from there on, so every pair is
-  // checked once.
+  // then a barrier. Decreasing offsets: each offset s the tile marks is checked against
+  // offset s + 1 as it is read (that one an L1 hit beside it, not a second pass over the
+  // offsets from memory), and the last tile checks the pairs after its offsets. Every pair
+  // is checked: the tiles' ranges [a_t, a_(t+1)) chain from a_0 = 0 (no clamped offset is
+  // below 0) to the last tile's end a_T, each boundary the same search in both tiles, so
+  // they cover [0, a_T) even where unsorted offsets make the searches disagree with order.
   __device__ __forceinline__ void after_load(long long base, long long n) {
-    for (long long s = tile_offsets[0] + threadIdx.x; s < tile_offsets[1]; s += kBlock) {
-      const long long at = offset_at(s) - base;
+    const long long begin = tile_offsets[0], end = tile_offsets[1];
+    for (long long s = begin + threadIdx.x; s < end; s += kBlock) {
+      const long long offset = offset_at(s);
+      const long long at = offset - base;
       if (at >= 0 && at < kTile) atomicOr(&head_words[at / 32], 1u << (at % 32));
+      if (s + 1 < count && offset > offset_at(s + 1)) *invalid = 1u;
     }
+    if (base + kTile >= n)
+      for (long long s = end + threadIdx.x; s < count - 1; s += kBlock)
+        if (offset_at(s) > offset_at(s + 1)) *invalid = 1u;
     __syncthreads();
     first = offset_at(0);
     last = offset_at(count - 1);
-    const long long pairs_end = base + kTile < n && base + kTile < count - 1 ? base + kTile : count - 1;
-    for (long long s = base + threadIdx.x; s < pairs_end; s += kBlock)
-      if (offset_at(s) > offset_at(s + 1)) *invalid = 1u;
   }
 
   template <int kItems, typename T, typename Element>
