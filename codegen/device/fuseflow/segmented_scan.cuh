@@ -69,40 +69,47 @@ __device__ __forceinline__ long long warp_lower_bound(long long count, long long
 
 // Heads from the offsets: warps 0 and 1 find the tile's offsets (the first at or after the
 // tile's start and end) with 32-way warp searches (warp_lower_bound, log32 of the offset
-// count dependent reads, issued beside the tile's loads), and the block marks them in a
-// bitmask in shared memory. Elements before offsets[0] or at or after the last offset
-// belong to no segment: each is a head of its own holding the identity, so its scan is the
-// identity, as the reference defines it. offset_at(s) is offset s clamped to [0, n] (it
-// flags offsets outside); decreasing neighbours are flagged in `invalid` here, as each
-// tile reads its offsets.
+// count dependent reads, issued beside the tile's loads), and the block marks them as
+// flag bytes in shared memory: a plain byte store per offset, where a bitmask took a shared
+// atomicOr per offset, serialized over the lanes of a warp whose offsets share a word (ncu,
+// segments of 1..3: 63% of the shared wavefronts were excess). Elements before offsets[0]
+// or at or after the last offset belong to no segment: each is a head of its own holding
+// the identity, so its scan is the identity, as the reference defines it. offset_at(s) is
+// offset s clamped to [0, n] (it flags offsets outside); decreasing neighbours are flagged
+// in `invalid` here, as each tile reads its offsets.
 template <int kBlock, int kTile, typename OffsetAt>
 struct OffsetHeads {
   OffsetAt offset_at;
   long long count;     // how many offsets
   unsigned* invalid;   // set to 1 for decreasing offsets
-  unsigned int* head_words;  // bit s % 32 of word s / 32: a segment starts at tile element s
+  // Byte s: 1 where a segment starts at tile element s, else 0; read back 4 at a time
+  // (kFlagWords words: the tile's, and one more a thread's last word may reach into,
+  // rounded up to cleared 16 bytes at a time).
+  static constexpr int kFlagWords = (kTile / 4 + 2 + 3) / 4 * 4;
+  unsigned int* flag_words;
   long long* tile_offsets;   // the offsets in this tile are those numbered [tile_offsets[0], tile_offsets[1])
   long long first = 0, last = 0;  // offset_at(0) and offset_at(count - 1), after after_load
 
   __device__ __forceinline__ OffsetHeads(OffsetAt offset_at_, long long count_, unsigned* invalid_)
       : offset_at(offset_at_), count(count_), invalid(invalid_) {
-    __shared__ unsigned int words[kTile / 32];
+    __shared__ __align__(16) unsigned int words[kFlagWords];
     __shared__ long long offsets[2];
-    head_words = words;
+    flag_words = words;
     tile_offsets = offsets;
   }
 
   // Warp 0 finds the first offset at or after the tile's start, warp 1 the first at or after
-  // its end (32-way searches), while the block clears the bitmask.
+  // its end (32-way searches), while the block clears the flags.
   __device__ __forceinline__ void before_load(long long base) {
-    for (int j = threadIdx.x; j < kTile / 32; j += kBlock) head_words[j] = 0u;
+    for (int j = threadIdx.x; j < kFlagWords / 4; j += kBlock)
+      reinterpret_cast<uint4*>(flag_words)[j] = uint4{0u, 0u, 0u, 0u};
     if (threadIdx.x < 64) {
       const long long s = warp_lower_bound(count, base + threadIdx.x / 32 * kTile, offset_at);
       if (threadIdx.x % 32 == 0) tile_offsets[threadIdx.x / 32] = s;
     }
   }
 
-  // The tile's offsets marked in the bitmask (the load's barrier made tile_offsets visible),
+  // The tile's offsets marked in the flags (the load's barrier made tile_offsets visible),
   // then a barrier. Decreasing offsets: each offset s the tile marks is checked against
   // offset s + 1 as it is read (that one an L1 hit beside it, not a second pass over the
   // offsets from memory), and the last tile checks the pairs after its offsets. Every pair
@@ -114,7 +121,7 @@ struct OffsetHeads {
     for (long long s = begin + threadIdx.x; s < end; s += kBlock) {
       const long long offset = offset_at(s);
       const long long at = offset - base;
-      if (at >= 0 && at < kTile) atomicOr(&head_words[at / 32], 1u << (at % 32));
+      if (at >= 0 && at < kTile) reinterpret_cast<unsigned char*>(flag_words)[at] = 1;
       if (s + 1 < count && offset > offset_at(s + 1)) *invalid = 1u;
     }
     if (base + kTile >= n)
@@ -130,9 +137,14 @@ struct OffsetHeads {
                                                    const T identity, long long base, long long /*n: last >= n*/) const {
     static_assert(kItems <= 32, "a thread's head bits are one word");
     const int item0 = threadIdx.x * kItems;
-    // This thread's kItems bits of the bitmask, from the one or two words holding them.
-    unsigned heads = (unsigned)((((unsigned long long)head_words[(item0 + kItems - 1) / 32] << 32) |
-                                 head_words[item0 / 32]) >> (item0 % 32));
+    // This thread's kItems flags, from the words holding them: a word's four 0/1 bytes
+    // times 0x01020408 put byte b at bit 24 + b (no two partial products meet there).
+    constexpr int kWords = (kItems + 3) / 4 + 1;
+    unsigned long long bits = 0;
+#pragma unroll
+    for (int j = 0; j < kWords; ++j)
+      bits |= (unsigned long long)((flag_words[item0 / 4 + j] * 0x01020408u) >> 24) << (4 * j);
+    unsigned heads = (unsigned)(bits >> (item0 % 4));
     if (kItems < 32) heads &= (1u << (kItems % 32)) - 1u;
     if (base + item0 >= first && base + item0 + kItems <= last) {
       // Every element of the thread inside [first, last): no check per element.
