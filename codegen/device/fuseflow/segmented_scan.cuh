@@ -39,20 +39,34 @@ __device__ __forceinline__ Piece<T, Heads> combine_pieces(const Piece<T, Heads>&
 }
 
 // The number of offsets before `key`: the first s in [0, count) with offset_at(s) >= key
-// (count when there is none), for non-decreasing offsets. One full warp searches 32
-// pivots per step, so it takes log32(count) dependent reads instead of log2(count), and
-// every lane gets the answer. Unsorted offsets give some s in [0, count]; it always ends.
-template <typename OffsetAt>
+// (count when there is none), for non-decreasing offsets. One full warp searches
+// kPivots * 32 pivots per step, each lane's kPivots reads issued together, so it takes
+// log_(32 kPivots)(count) dependent reads instead of log2(count), and every lane gets the
+// answer: 128 pivots take 4 rounds for 2^24 offsets where 32 took 5 (3 where 4 for 2^20),
+// on the path of every tile of a segmented scan to its load's barrier. (8 per lane: ptxas
+// kept 5 reads in flight and put the rest behind offset_at's flag stores, sm_90, 48
+// registers.) Unsorted offsets give some s in [0, count]; it always ends.
+template <int kPivots = 4, typename OffsetAt>
 __device__ __forceinline__ long long warp_lower_bound(long long count, long long key, OffsetAt offset_at) {
+  constexpr int kWay = kPivots * kWarpSize;
   const int lane = threadIdx.x % kWarpSize;
   long long lo = 0, hi = count;  // the answer lies in [lo, hi]
   while (lo < hi) {
-    const long long step = (hi - lo + kWarpSize - 1) / kWarpSize;
-    // Lane l tests pivot lo + (l + 1) * step - 1; the lanes whose pivot is below `key`
-    // come first, so their count k says the answer is in [lo + k * step, pivot of lane k].
-    const long long pivot = lo + (lane + 1) * step - 1;
-    const bool below = pivot < hi && offset_at(pivot) < key;
-    const int k = __popc(__ballot_sync(kFullMask, below));
+    const long long step = (hi - lo + kWay - 1) / kWay;
+    // Pivot j (lane j % 32 reads it) is lo + (j + 1) * step - 1; the pivots below `key`
+    // come first, so their count k says the answer is in [lo + k * step, pivot k]. A pivot
+    // at or past hi reads offset hi - 1 instead and counts as not below: no read waits on
+    // a branch, so the kPivots reads are in flight together.
+    bool below[kPivots];
+#pragma unroll
+    for (int p = 0; p < kPivots; ++p) {
+      const long long pivot = lo + (p * kWarpSize + lane + 1) * step - 1;
+      const long long offset = offset_at(pivot < hi ? pivot : hi - 1);
+      below[p] = pivot < hi && offset < key;
+    }
+    int k = 0;
+#pragma unroll
+    for (int p = 0; p < kPivots; ++p) k += __popc(__ballot_sync(kFullMask, below[p]));
     const long long bound = lo + (k + 1) * step - 1;
     lo += k * step;
     if (bound < hi) hi = bound;
@@ -68,7 +82,7 @@ __device__ __forceinline__ long long warp_lower_bound(long long count, long long
 // n the identity) and returns its head bits (bit k: element k starts a segment).
 
 // Heads from the offsets: warps 0 and 1 find the tile's offsets (the first at or after the
-// tile's start and end) with 32-way warp searches (warp_lower_bound, log32 of the offset
+// tile's start and end) with 128-way warp searches (warp_lower_bound, log128 of the offset
 // count dependent reads, issued beside the tile's loads), and the block marks them as
 // flag bytes in shared memory: a plain byte store per offset, where a bitmask took a shared
 // atomicOr per offset, serialized over the lanes of a warp whose offsets share a word (ncu,
@@ -99,7 +113,7 @@ struct OffsetHeads {
   }
 
   // Warp 0 finds the first offset at or after the tile's start, warp 1 the first at or after
-  // its end (32-way searches), while the block clears the flags.
+  // its end (128-way searches), while the block clears the flags.
   __device__ __forceinline__ void before_load(long long base) {
     for (int j = threadIdx.x; j < kFlagWords / 4; j += kBlock)
       reinterpret_cast<uint4*>(flag_words)[j] = uint4{0u, 0u, 0u, 0u};

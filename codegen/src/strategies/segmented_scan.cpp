@@ -13,7 +13,7 @@
 //  - the tile's functors over its input stages, as the plain look-back scan's
 //    (scan_tile.cpp: load, staged_element, store with the epilogues);
 //  - the segment heads: by offsets, offset_at (segment_offsets.cpp) for
-//    ff::segmented::OffsetHeads (two 32-way warp searches per tile, flag bytes in shared
+//    ff::segmented::OffsetHeads (two 128-way warp searches per tile, flag bytes in shared
 //    memory); by key, key_at and same_key (C++ ==, field by field for tuples) for
 //    ff::segmented::KeyHeads (a head where the key changes);
 //  - reduce_by_key's run_head (a head writes its run's key and the previous run's value)
@@ -174,7 +174,7 @@ class SegmentedScanEmitter {
                     (counts_ ? "head count" : "head flag") + ") pieces: block " + std::to_string(t.block) + ", " +
                     std::to_string(t.items) + " items per thread, tiles of " + std::to_string(t.tile()) +
                     " elements, one block per tile, deterministic look-back; segment heads ";
-    if (offsets_) return s + "from the offsets in each tile (two 32-way warp searches, flag bytes in shared memory)";
+    if (offsets_) return s + "from the offsets in each tile (two 128-way warp searches, flag bytes in shared memory)";
     s += "where the key changes (the key before each tile read from global memory)";
     if (counts_ && run_stages())
       s += "; a tile of more runs than threads stages its runs' keys and values in shared memory and writes them "
