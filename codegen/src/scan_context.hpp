@@ -159,6 +159,16 @@ std::vector<KernelSpec> emit_scan_reduce_then_scan(const KernelContext& g);
 // its results (keys: index 0, values: index 1), each written with its count.
 KernelSpec emit_segmented_scan(const KernelContext& g, const SegmentOffsets* offsets, const Target& t);
 KernelSpec emit_reduce_by_key(const KernelContext& g, const Target& t);
+// Where reduce_by_key's two-phase scatter (segmented_scan.cuh, reduce_by_key_tile) puts a
+// tile's runs (strategies/reduce_by_key_stages.cpp): `keys` and `values` the text of their
+// byte offsets into the input stages (kStage_<input>, or ff::segmented::kRunKeysOwnArray),
+// `why` a phrase for the kernel's comment; nullopt where they fit nowhere. `input_names`:
+// the stages' names, as ScanKernelWriter::input_name.
+struct RunStages {
+  std::string keys, values, why;
+};
+std::optional<RunStages> reduce_by_key_run_stages(const KernelContext& g, const ScanTiling& t,
+                                                  const std::vector<std::string>& input_names);
 // The pieces' type, (value, head flag) or (value, head count) as a tuple: the look-back
 // status holds them.
 Type segmented_piece_type(const KernelContext& g);

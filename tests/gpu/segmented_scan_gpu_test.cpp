@@ -91,6 +91,36 @@ TEST_CASE("reduce_by_key: tiles of many short runs beside tiles of few long ones
   check_output<int>(most, 1, "keys after i32 maxima");
 }
 
+TEST_CASE("reduce_by_key stages a tile's runs over a stage the key does not read, or keys in an array of their own") {
+  // Short runs (1..3): every full tile has more runs than threads, so each stages its runs.
+  const std::int64_t n = std::min<std::int64_t>(100003, ff::test::max_elements());
+  std::vector<int> keys(static_cast<std::size_t>(n));
+  int key = 7;
+  for (std::int64_t i = 0; i < n;) {
+    const std::int64_t length = std::uniform_int_distribution<std::int64_t>(1, 3)(rng());
+    for (std::int64_t j = 0; j < length && i < n; ++j, ++i) keys[static_cast<std::size_t>(i)] = key;
+    key -= std::uniform_int_distribution<int>(1, 5)(rng());  // neighbours differ
+  }
+  const auto xs = ints(n, -1000, 1000);
+  // k is the first input: the keys go over x's stage, after it; the values over k's, before them.
+  auto k = ff::input<int>("k");
+  auto x = ff::input<int>("x");
+  ff::KeyedResult sums = ff::reduce_by_key(k, x, ff::plus);
+  Both after = run_both(ff::outputs(sums.keys, sums.values), {{k, &keys}, {x, &xs}});
+  check_output<int>(after, 0, "keys staged after the values");
+  check_output<int>(after, 1, "sums staged before the keys");
+  // The key reads the only stage: its keys in an array of their own, the values over the stage.
+  ff::KeyedResult own = ff::reduce_by_key(k, k * 3 + 1, ff::plus);
+  Both own_keys = run_both(ff::outputs(own.keys, own.values), {{k, &keys}});
+  check_output<int>(own_keys, 0, "keys in an array of their own");
+  check_output<int>(own_keys, 1, "sums over the one stage");
+  // The key reads both stages: the same.
+  ff::KeyedResult both_stages = ff::reduce_by_key(k + x - x, x, ff::max);
+  Both read_both = run_both(ff::outputs(both_stages.keys, both_stages.values), {{k, &keys}, {x, &xs}});
+  check_output<int>(read_both, 0, "keys read from both stages");
+  check_output<int>(read_both, 1, "maxima beside keys read from both stages");
+}
+
 TEST_CASE("reduce_by_key's length is read from the device when asked: run_async, array(), n = 0") {
   ff::Runtime& rt = runtime();
   auto k = ff::input<int>("k");
@@ -169,10 +199,13 @@ TEST_CASE("segmented_scan reports decreasing or out-of-range offsets after the r
   // element's tile: more offsets than elements), is found.
   const std::int64_t n = std::min<std::int64_t>((1 << 20) + 7, ff::test::max_elements());
   const std::vector<int> xs(static_cast<std::size_t>(n), 1);
-  for (int trial = 0; trial < 6; ++trial) {
+  // Trials 6 and 7: the first pair, and the last (among the offsets past the last tile's).
+  for (int trial = 0; trial < 8; ++trial) {
     std::vector<int> off;
     for (std::int64_t s = 0; s <= n + 5000; s += trial % 2 ? 1 : 7) off.push_back(static_cast<int>(std::min(s, n)));
-    const std::size_t at = std::uniform_int_distribution<std::size_t>(1, off.size() - 1)(rng());
+    const std::size_t at = trial == 6   ? 1
+                           : trial == 7 ? off.size() - 1
+                                        : std::uniform_int_distribution<std::size_t>(1, off.size() - 1)(rng());
     off[at] = off[at - 1] - 1;
     std::tie(device, reference) = verdicts(xs, off);
     INFO("trial " << trial << ", offset " << at << " of " << off.size());

@@ -39,20 +39,34 @@ __device__ __forceinline__ Piece<T, Heads> combine_pieces(const Piece<T, Heads>&
 }
 
 // The number of offsets before `key`: the first s in [0, count) with offset_at(s) >= key
-// (count when there is none), for non-decreasing offsets. One full warp searches 32
-// pivots per step, so it takes log32(count) dependent reads instead of log2(count), and
-// every lane gets the answer. Unsorted offsets give some s in [0, count]; it always ends.
-template <typename OffsetAt>
+// (count when there is none), for non-decreasing offsets. One full warp searches
+// kPivots * 32 pivots per step, each lane's kPivots reads issued together, so it takes
+// log_(32 kPivots)(count) dependent reads instead of log2(count), and every lane gets the
+// answer: 128 pivots take 4 rounds for 2^24 offsets where 32 took 5 (3 where 4 for 2^20),
+// on the path of every tile of a segmented scan to its load's barrier. (8 per lane: ptxas
+// kept 5 reads in flight and put the rest behind offset_at's flag stores, sm_90, 48
+// registers.) Unsorted offsets give some s in [0, count]; it always ends.
+template <int kPivots = 4, typename OffsetAt>
 __device__ __forceinline__ long long warp_lower_bound(long long count, long long key, OffsetAt offset_at) {
+  constexpr int kWay = kPivots * kWarpSize;
   const int lane = threadIdx.x % kWarpSize;
   long long lo = 0, hi = count;  // the answer lies in [lo, hi]
   while (lo < hi) {
-    const long long step = (hi - lo + kWarpSize - 1) / kWarpSize;
-    // Lane l tests pivot lo + (l + 1) * step - 1; the lanes whose pivot is below `key`
-    // come first, so their count k says the answer is in [lo + k * step, pivot of lane k].
-    const long long pivot = lo + (lane + 1) * step - 1;
-    const bool below = pivot < hi && offset_at(pivot) < key;
-    const int k = __popc(__ballot_sync(kFullMask, below));
+    const long long step = (hi - lo + kWay - 1) / kWay;
+    // Pivot j (lane j % 32 reads it) is lo + (j + 1) * step - 1; the pivots below `key`
+    // come first, so their count k says the answer is in [lo + k * step, pivot k]. A pivot
+    // at or past hi reads offset hi - 1 instead and counts as not below: no read waits on
+    // a branch, so the kPivots reads are in flight together.
+    bool below[kPivots];
+#pragma unroll
+    for (int p = 0; p < kPivots; ++p) {
+      const long long pivot = lo + (p * kWarpSize + lane + 1) * step - 1;
+      const long long offset = offset_at(pivot < hi ? pivot : hi - 1);
+      below[p] = pivot < hi && offset < key;
+    }
+    int k = 0;
+#pragma unroll
+    for (int p = 0; p < kPivots; ++p) k += __popc(__ballot_sync(kFullMask, below[p]));
     const long long bound = lo + (k + 1) * step - 1;
     lo += k * step;
     if (bound < hi) hi = bound;
@@ -68,55 +82,68 @@ __device__ __forceinline__ long long warp_lower_bound(long long count, long long
 // n the identity) and returns its head bits (bit k: element k starts a segment).
 
 // Heads from the offsets: warps 0 and 1 find the tile's offsets (the first at or after the
-// tile's start and end) with 32-way warp searches (warp_lower_bound, log32 of the offset
-// count dependent reads, issued beside the tile's loads), and the block marks them in a
-// bitmask in shared memory. Elements before offsets[0] or at or after the last offset
-// belong to no segment: each is a head of its own holding the identity, so its scan is the
-// identity, as the reference defines it. offset_at(s) is offset s clamped to [0, n] (it
-// flags offsets outside); decreasing neighbours are flagged in `invalid` here, each pair
-// checked by one tile.
+// tile's start and end) with 128-way warp searches (warp_lower_bound, log128 of the offset
+// count dependent reads, issued beside the tile's loads), and the block marks them as
+// flag bytes in shared memory: a plain byte store per offset, where a bitmask took a shared
+// atomicOr per offset, serialized over the lanes of a warp whose offsets share a word (ncu,
+// segments of 1..3: 63% of the shared wavefronts were excess). Elements before offsets[0]
+// or at or after the last offset belong to no segment: each is a head of its own holding
+// the identity, so its scan is the identity, as the reference defines it. offset_at(s) is
+// offset s clamped to [0, n] (it flags offsets outside); decreasing neighbours are flagged
+// in `invalid` here, as each tile reads its offsets.
 template <int kBlock, int kTile, typename OffsetAt>
 struct OffsetHeads {
   OffsetAt offset_at;
   long long count;     // how many offsets
   unsigned* invalid;   // set to 1 for decreasing offsets
-  unsigned int* head_words;  // bit s % 32 of word s / 32: a segment starts at tile element s
+  // Byte s: 1 where a segment starts at tile element s, else 0; read back 4 at a time
+  // (kFlagWords words: the tile's, and one more a thread's last word may reach into,
+  // rounded up to cleared 16 bytes at a time).
+  static constexpr int kFlagWords = (kTile / 4 + 2 + 3) / 4 * 4;
+  unsigned int* flag_words;
   long long* tile_offsets;   // the offsets in this tile are those numbered [tile_offsets[0], tile_offsets[1])
   long long first = 0, last = 0;  // offset_at(0) and offset_at(count - 1), after after_load
 
   __device__ __forceinline__ OffsetHeads(OffsetAt offset_at_, long long count_, unsigned* invalid_)
       : offset_at(offset_at_), count(count_), invalid(invalid_) {
-    __shared__ unsigned int words[kTile / 32];
+    __shared__ __align__(16) unsigned int words[kFlagWords];
     __shared__ long long offsets[2];
-    head_words = words;
+    flag_words = words;
     tile_offsets = offsets;
   }
 
   // Warp 0 finds the first offset at or after the tile's start, warp 1 the first at or after
-  // its end (32-way searches), while the block clears the bitmask.
+  // its end (128-way searches), while the block clears the flags.
   __device__ __forceinline__ void before_load(long long base) {
-    for (int j = threadIdx.x; j < kTile / 32; j += kBlock) head_words[j] = 0u;
+    for (int j = threadIdx.x; j < kFlagWords / 4; j += kBlock)
+      reinterpret_cast<uint4*>(flag_words)[j] = uint4{0u, 0u, 0u, 0u};
     if (threadIdx.x < 64) {
       const long long s = warp_lower_bound(count, base + threadIdx.x / 32 * kTile, offset_at);
       if (threadIdx.x % 32 == 0) tile_offsets[threadIdx.x / 32] = s;
     }
   }
 
-  // The tile's offsets marked in the bitmask (the load's barrier made tile_offsets visible),
-  // then a barrier; decreasing offsets: tile t checks the pairs (s, s + 1) for s in
-  // [t * kTile, (t + 1) * kTile), the last tile every pair from there on, so every pair is
-  // checked once.
+  // The tile's offsets marked in the flags (the load's barrier made tile_offsets visible),
+  // then a barrier. Decreasing offsets: each offset s the tile marks is checked against
+  // offset s + 1 as it is read (that one an L1 hit beside it, not a second pass over the
+  // offsets from memory), and the last tile checks the pairs after its offsets. Every pair
+  // is checked: the tiles' ranges [a_t, a_(t+1)) chain from a_0 = 0 (no clamped offset is
+  // below 0) to the last tile's end a_T, each boundary the same search in both tiles, so
+  // they cover [0, a_T) even where unsorted offsets make the searches disagree with order.
   __device__ __forceinline__ void after_load(long long base, long long n) {
-    for (long long s = tile_offsets[0] + threadIdx.x; s < tile_offsets[1]; s += kBlock) {
-      const long long at = offset_at(s) - base;
-      if (at >= 0 && at < kTile) atomicOr(&head_words[at / 32], 1u << (at % 32));
+    const long long begin = tile_offsets[0], end = tile_offsets[1];
+    for (long long s = begin + threadIdx.x; s < end; s += kBlock) {
+      const long long offset = offset_at(s);
+      const long long at = offset - base;
+      if (at >= 0 && at < kTile) reinterpret_cast<unsigned char*>(flag_words)[at] = 1;
+      if (s + 1 < count && offset > offset_at(s + 1)) *invalid = 1u;
     }
+    if (base + kTile >= n)
+      for (long long s = end + threadIdx.x; s < count - 1; s += kBlock)
+        if (offset_at(s) > offset_at(s + 1)) *invalid = 1u;
     __syncthreads();
     first = offset_at(0);
     last = offset_at(count - 1);
-    const long long pairs_end = base + kTile < n && base + kTile < count - 1 ? base + kTile : count - 1;
-    for (long long s = base + threadIdx.x; s < pairs_end; s += kBlock)
-      if (offset_at(s) > offset_at(s + 1)) *invalid = 1u;
   }
 
   template <int kItems, typename T, typename Element>
@@ -124,9 +151,14 @@ struct OffsetHeads {
                                                    const T identity, long long base, long long /*n: last >= n*/) const {
     static_assert(kItems <= 32, "a thread's head bits are one word");
     const int item0 = threadIdx.x * kItems;
-    // This thread's kItems bits of the bitmask, from the one or two words holding them.
-    unsigned heads = (unsigned)((((unsigned long long)head_words[(item0 + kItems - 1) / 32] << 32) |
-                                 head_words[item0 / 32]) >> (item0 % 32));
+    // This thread's kItems flags, from the words holding them: a word's four 0/1 bytes
+    // times 0x01020408 put byte b at bit 24 + b (no two partial products meet there).
+    constexpr int kWords = (kItems + 3) / 4 + 1;
+    unsigned long long bits = 0;
+#pragma unroll
+    for (int j = 0; j < kWords; ++j)
+      bits |= (unsigned long long)((flag_words[item0 / 4 + j] * 0x01020408u) >> 24) << (4 * j);
+    unsigned heads = (unsigned)(bits >> (item0 % 4));
     if (kItems < 32) heads &= (1u << (kItems % 32)) - 1u;
     if (base + item0 >= first && base + item0 + kItems <= last) {
       // Every element of the thread inside [first, last): no check per element.
@@ -330,16 +362,27 @@ __device__ __forceinline__ void thread_runs(const T (&items)[kItems], const unsi
 //
 // The tile's runs are those numbered [first, first + count) (first: the heads before the
 // tile, count: the tile's heads), and the values it writes those of runs [first - 1,
-// first + count - 1). kStageRuns and more runs than threads (runs of a few elements):
-// "two-phase scatter", as CUB's reduce-by-key: each head puts its key and the value
-// before it into shared memory at its place among the tile's runs (the keys beside the
-// input stages, the values over them once every key is read), and after a barrier the
-// block writes both ranges with consecutive threads on consecutive runs, coalesced, instead
-// of one partial-sector write per head scattered over the warp. Otherwise each head writes
-// its own (few writes: a tile of long runs has few heads). The block takes one way or the
-// other as a whole (count is the block scan's aggregate), so the barriers are uniform.
-template <int kBlock, int kItems, int kInputStageBytes, bool kStageRuns, typename T, typename Combine, typename Load,
-          typename Element, typename Heads, typename RunKey, typename StoreKey, typename StoreValue, typename LastRun>
+// first + count - 1). With a run stage (kRunKeyStage != kRunsUnstaged) and more runs than
+// threads (runs of a few elements): "two-phase scatter", as CUB's reduce-by-key: each head
+// puts its key and the value before it into shared memory at its place among the tile's
+// runs, and after a barrier the block writes both ranges with consecutive threads on
+// consecutive runs, coalesced, instead of one partial-sector write per head scattered over
+// the warp. Otherwise each head writes its own (few writes: a tile of long runs has few
+// heads). The block takes one way or the other as a whole (count is the block scan's
+// aggregate), so the barriers are uniform.
+//
+// Where the runs go: kRunKeyStage, a byte offset into the input stages, puts the keys over
+// stages that run_key does not read (the elements are in registers by then, after
+// tile_pieces' barriers), and kRunValueStage the values, once every key is read, over
+// stages clear of the keys; no shared memory beyond the tile's stages, so the stage costs
+// no occupancy. kRunKeysOwnArray: the keys in an array of their own beside the stages
+// (run_key reads every stage), the values at kRunValueStage.
+constexpr int kRunsUnstaged = -2;
+constexpr int kRunKeysOwnArray = -1;
+
+template <int kBlock, int kItems, int kInputStageBytes, int kRunKeyStage, int kRunValueStage, typename T,
+          typename Combine, typename Load, typename Element, typename Heads, typename RunKey, typename StoreKey,
+          typename StoreValue, typename LastRun>
 __device__ __forceinline__ void reduce_by_key_tile(const long long n, unsigned* tile_counter, void* tile_status,
                                                    const unsigned epoch, Combine combine, const T identity, Load load,
                                                    Element element, Heads heads, RunKey run_key, StoreKey store_key,
@@ -361,17 +404,29 @@ __device__ __forceinline__ void reduce_by_key_tile(const long long n, unsigned* 
     else thread_runs<true>(items, head_bits, base + item0, n, before, combine, identity, at, last);
   };
   const auto no_last_run = [](long long, const T&) {};
-  if constexpr (kStageRuns) {
+  if constexpr (kRunKeyStage != kRunsUnstaged) {
     using Key = decltype(run_key(stages, 0, 0ll));
-    static_assert(sizeof(T) * kTile <= kInputStageBytes, "the tile's run values fit in its input stages");
-    __shared__ Key key_stage[kTile];
+    constexpr int kKeyBytes = static_cast<int>(sizeof(Key)) * kTile, kValueBytes = static_cast<int>(sizeof(T)) * kTile;
+    static_assert(kRunValueStage >= 0 && kRunValueStage % 16 == 0 && kRunValueStage + kValueBytes <= kInputStageBytes,
+                  "the tile's run values fit in its input stages");
+    static_assert(kRunKeyStage == kRunKeysOwnArray ||
+                      (kRunKeyStage >= 0 && kRunKeyStage % 16 == 0 && kRunKeyStage + kKeyBytes <= kInputStageBytes &&
+                       (kRunKeyStage >= kRunValueStage + kValueBytes || kRunValueStage >= kRunKeyStage + kKeyBytes)),
+                  "the tile's run keys fit in its input stages, clear of the run values");
+    Key* key_stage;
+    if constexpr (kRunKeyStage == kRunKeysOwnArray) {
+      __shared__ Key own_key_stage[kTile];
+      key_stage = own_key_stage;
+    } else {
+      key_stage = reinterpret_cast<Key*>(stages + kRunKeyStage);
+    }
     const long long first = tile_before.heads, count = tile_total.heads;
     if (count > kBlock) {
       each_element([&](int k, long long i, bool head, long long run, const T&) {
         if (head) key_stage[run - first] = run_key(stages, tile_slot(item0 + k), i);
       }, no_last_run);
       __syncthreads();  // every key read from the input stages: the values go over them
-      T* const value_stage = reinterpret_cast<T*>(stages);
+      T* const value_stage = reinterpret_cast<T*>(stages + kRunValueStage);
       each_element([&](int, long long, bool head, long long run, const T& value) {
         if (head) value_stage[run - first] = value;
       }, last_run);

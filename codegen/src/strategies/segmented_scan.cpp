@@ -13,11 +13,13 @@
 //  - the tile's functors over its input stages, as the plain look-back scan's
 //    (scan_tile.cpp: load, staged_element, store with the epilogues);
 //  - the segment heads: by offsets, offset_at (segment_offsets.cpp) for
-//    ff::segmented::OffsetHeads (two 32-way warp searches per tile, a bitmask in shared
+//    ff::segmented::OffsetHeads (two 128-way warp searches per tile, flag bytes in shared
 //    memory); by key, key_at and same_key (C++ ==, field by field for tuples) for
 //    ff::segmented::KeyHeads (a head where the key changes);
 //  - reduce_by_key's run_head (a head writes its run's key and the previous run's value)
 //    and last_run (element n - 1 writes the last run's value and each output's count).
+#include <optional>
+
 #include "../array_ops.hpp"
 #include "../scan_context.hpp"
 
@@ -78,8 +80,16 @@ class SegmentedScanEmitter {
     w.line();
     if (counts_) {
       emit_run_functors(w);
-      w.line(std::string("ff::segmented::reduce_by_key_tile<kBlock, kItems, kInputStageBytes, ") +
-             (stage_runs() ? "true" : "false") + ">(");
+      const std::optional<RunStages> runs = run_stages();
+      std::string keys = "ff::segmented::kRunsUnstaged", values = "0";
+      if (runs) {
+        w.comment("The two-phase scatter of a tile of more runs than threads:\n" + runs->why + ".");
+        w.line("constexpr int kRunKeyStage = " + runs->keys + ";");
+        w.line("constexpr int kRunValueStage = " + runs->values + ";");
+        keys = "kRunKeyStage";
+        values = "kRunValueStage";
+      }
+      w.line("ff::segmented::reduce_by_key_tile<kBlock, kItems, kInputStageBytes, " + keys + ", " + values + ">(");
       w.line("    n, tile_counter, tile_status, epoch, combine, identity, load, staged_element,");
       w.line("    " + heads + ", staged_key, store_key, store_value, last_run);");
     } else {
@@ -151,18 +161,11 @@ class SegmentedScanEmitter {
     w.close("};");
   }
 
-  // reduce_by_key writes a tile's runs through shared memory (two-phase scatter,
-  // segmented_scan.cuh) where the policy asks for it and they fit: the values over the
-  // input stages, the keys beside them, within the scan policy's stage bytes (static
-  // shared memory stays under 48 KB).
-  bool stage_runs() const {
-    const ScanPolicy& p = g_.policies().scan;
-    if (!counts_ || !p.stage_runs) return false;
-    std::size_t in_bytes = 0;
-    for (const auto& in : g_.leaves.inputs) in_bytes += in.type().size();
-    const std::size_t slots = static_cast<std::size_t>(shared::stage_slots(k_.tiling().tile()));
-    return g_.op->monoid.type().size() <= in_bytes &&
-           (in_bytes + g_.op->keys.type().size()) * slots <= p.max_stage_bytes;
+  std::optional<RunStages> run_stages() const {
+    if (!counts_ || !g_.policies().scan.stage_runs) return std::nullopt;
+    std::vector<std::string> names;
+    for (std::size_t j = 0; j < g_.leaves.inputs.size(); ++j) names.push_back(k_.input_name(j));
+    return reduce_by_key_run_stages(g_, k_.tiling(), names);
   }
 
   std::string summary() const {
@@ -171,9 +174,9 @@ class SegmentedScanEmitter {
                     (counts_ ? "head count" : "head flag") + ") pieces: block " + std::to_string(t.block) + ", " +
                     std::to_string(t.items) + " items per thread, tiles of " + std::to_string(t.tile()) +
                     " elements, one block per tile, deterministic look-back; segment heads ";
-    if (offsets_) return s + "from the offsets in each tile (two 32-way warp searches, a bitmask in shared memory)";
+    if (offsets_) return s + "from the offsets in each tile (two 128-way warp searches, flag bytes in shared memory)";
     s += "where the key changes (the key before each tile read from global memory)";
-    if (counts_ && stage_runs())
+    if (counts_ && run_stages())
       s += "; a tile of more runs than threads stages its runs' keys and values in shared memory and writes them "
            "coalesced (two-phase scatter), one of fewer has each head write its run's key and the previous run's value; "
            "the last element writes the run count";
