@@ -131,6 +131,14 @@ KernelSpec emit_rows(const KernelContext& g) {
   w.open("if (next < rows)");
   for (const auto& nm : names) w.line("ff::rows::load(nx_" + nm + ", in_" + nm + " + next * kColumns, count_of(next));");
   w.close();
+  // The row's reductions, outputs and stores, compiled twice: for a full row (every row
+  // but a short last one) the element checks compare with a constant, none at all when
+  // the block's elements are exactly a row, so the loops carry no compare or branch per
+  // element (the division's slow path was branched around).
+  w.line("// full: a whole row of kColumns elements (no element checks), or the short last row");
+  w.open("const auto row_program = [&](auto full)");
+  w.line("constexpr bool kWhole = decltype(full)::value && kBlock * kItems == kColumns;  // no thread past the row");
+  w.line("const int count_in = decltype(full)::value ? (int)kColumns : count;  // the row's elements");
   // Reduction values kept in registers for the reductions and outputs after them.
   std::vector<std::size_t> kept;
   const auto bind_kept = [&](ExprEmitter& e) {
@@ -144,7 +152,7 @@ KernelSpec emit_rows(const KernelContext& g) {
     w.line(acc + " acc" + k + " = identity" + k + ";");
     w.line("#pragma unroll");
     w.open("for (int k = 0; k < kItems; ++k)");
-    w.open("if (first + k < count)");
+    w.open("if (kWhole || first + k < count_in)");
     if (reads_index({ops[r]->values})) w.line("const long long i = begin + first + k;");
     ExprEmitter e(w, types, leaf, "v" + k + "_");
     bind_kept(e);
@@ -162,7 +170,7 @@ KernelSpec emit_rows(const KernelContext& g) {
     w.line(types.name(g.outputs[j].type()) + " y" + std::to_string(g.output_ids[j]) + "[kItems];");
   w.line("#pragma unroll");
   w.open("for (int k = 0; k < kItems; ++k)");
-  w.open("if (first + k < count)");
+  w.open("if (kWhole || first + k < count_in)");
   if (reads_index(g.outputs)) w.line("const long long i = begin + first + k;");
   ExprEmitter e(w, types, leaf, "o");
   bind_kept(e);
@@ -171,7 +179,11 @@ KernelSpec emit_rows(const KernelContext& g) {
   w.close();
   w.close();
   for (int id : g.output_ids)
-    w.line("ff::rows::store(out" + std::to_string(id) + " + begin, y" + std::to_string(id) + ", count);");
+    w.line("ff::rows::store(out" + std::to_string(id) + " + begin, y" + std::to_string(id) +
+           ", count_in);");
+  w.close("};");
+  w.line("if (count == kColumns) row_program(ff::rows::Full<true>{});");
+  w.line("else row_program(ff::rows::Full<false>{});");
   w.open("if (next < rows)");
   w.line("#pragma unroll");
   w.open("for (int k = 0; k < kItems; ++k)");
