@@ -6,6 +6,7 @@
 // has the row's result in a register for the reductions and outputs after it; then the
 // outputs are computed from the registers and stored. x is read once and y written once:
 // per-row softmax moves 8 bytes per f32 element, as a copy does.
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -71,6 +72,18 @@ bool keep_values(const std::vector<std::shared_ptr<const OpNode>>& ops, std::siz
   for (const auto& o : outputs)
     if (contains(o, v.get(), seen)) return true;
   return false;
+}
+
+// Float divisions by a row result (softmax's y = e / sum): the divisor is the same for the
+// whole row, so the kernel takes its reciprocal once per row and multiplies per element
+// (div.rn.f32 is about ten instructions and a branch to its slow path, per element).
+void division_by_row(const Expr& e, std::vector<Expr>& found, std::set<const ExprNode*>& seen) {
+  if (!e.valid() || !seen.insert(e.get()).second || e.kind() == ExprKind::Broadcast) return;
+  if (e.kind() == ExprKind::Binary && e.node().binary == BinaryOp::Div && e.args()[1].kind() == ExprKind::Broadcast &&
+      e.type().is_scalar() && (e.type().scalar() == ScalarType::F32 || e.type().scalar() == ScalarType::F64) &&
+      e.args()[1].type() == e.type())
+    found.push_back(e);
+  for (const auto& a : e.args()) division_by_row(a, found, seen);
 }
 
 }  // namespace
@@ -144,6 +157,19 @@ KernelSpec emit_rows(const KernelContext& g) {
   const auto bind_kept = [&](ExprEmitter& e) {
     for (std::size_t q : kept) e.bind(ops[q]->values, "vals" + std::to_string(q) + "[k]");
   };
+  // A division by row result r reads inv_row<r> (declared after the reduction): its
+  // dividend is emitted first, then the division is bound to the product.
+  std::set<const OpNode*> inverted;
+  const auto bind_divisions = [&](ExprEmitter& e, const std::vector<Expr>& es) {
+    std::vector<Expr> found;
+    std::set<const ExprNode*> seen;
+    for (const auto& x : es) division_by_row(x, found, seen);
+    for (const auto& d : found) {
+      const OpNode* op = d.args()[1].args()[0].node().op.get();
+      if (!inverted.count(op)) continue;
+      e.bind(d, e.emit(d.args()[0]) + " * inv_" + row_of.at(op));
+    }
+  };
   for (std::size_t r = 0; r < ops.size(); ++r) {
     const std::string k = std::to_string(r), acc = types.name(ops[r]->monoid.type());
     const bool keep = keep_values(ops, r, g.outputs);
@@ -156,6 +182,7 @@ KernelSpec emit_rows(const KernelContext& g) {
     if (reads_index({ops[r]->values})) w.line("const long long i = begin + first + k;");
     ExprEmitter e(w, types, leaf, "v" + k + "_");
     bind_kept(e);
+    bind_divisions(e, {ops[r]->values});
     const std::string v = e.emit(ops[r]->values);
     if (keep) w.line("vals" + k + "[k] = " + v + ";");
     w.line("acc" + k + " = combine" + k + "(acc" + k + ", " + v + ");");
@@ -164,6 +191,16 @@ KernelSpec emit_rows(const KernelContext& g) {
     w.line("const " + acc + " row" + k + " = ff::rows::all_reduce<kBlock>(acc" + k + ", combine" + k + ", identity" + k +
            ", scratch" + k + ", parity);");
     row_of[ops[r].get()] = "row" + k;
+    std::vector<Expr> later = g.outputs, found;
+    for (std::size_t q = r + 1; q < ops.size(); ++q) later.push_back(ops[q]->values);
+    std::set<const ExprNode*> seen;
+    for (const auto& x : later) division_by_row(x, found, seen);
+    if (std::any_of(found.begin(), found.end(), [&](const Expr& d) { return d.args()[1].args()[0].node().op == ops[r]; })) {
+      const bool f32 = ops[r]->monoid.type().scalar() == ScalarType::F32;
+      w.line("const " + acc + " inv_row" + k + " = " + (f32 ? "1.0f" : "1.0") + " / row" + k +
+             ";  // divisions by the row result multiply by it");
+      inverted.insert(ops[r].get());
+    }
     if (keep) kept.push_back(r);
   }
   for (std::size_t j = 0; j < g.outputs.size(); ++j)
@@ -174,6 +211,7 @@ KernelSpec emit_rows(const KernelContext& g) {
   if (reads_index(g.outputs)) w.line("const long long i = begin + first + k;");
   ExprEmitter e(w, types, leaf, "o");
   bind_kept(e);
+  bind_divisions(e, g.outputs);
   for (std::size_t j = 0; j < g.outputs.size(); ++j)
     w.line("y" + std::to_string(g.output_ids[j]) + "[k] = " + e.emit(g.outputs[j]) + ";");
   w.close();
