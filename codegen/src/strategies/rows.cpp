@@ -15,15 +15,6 @@
 
 namespace fuseflow::codegen {
 
-std::optional<RowsTuning> rows_tuning(std::int64_t columns, const RowsPolicy& p) {
-  if (columns <= 0) return std::nullopt;
-  const auto block_for = [&](int items) { return ((columns + items - 1) / items + 31) / 32 * 32; };
-  int items = p.items;
-  while (block_for(items) > p.max_block && items < p.max_items) items = std::min(items + p.items, p.max_items);
-  if (block_for(items) > p.max_block) return std::nullopt;
-  return RowsTuning{static_cast<int>(block_for(items)), items};
-}
-
 namespace {
 
 // Whether `e` reads index() (a broadcast's own expression is not the element's).
@@ -40,50 +31,6 @@ bool reads_index(const std::vector<Expr>& es) {
   for (const auto& e : es)
     if (reads_index(e, seen)) return true;
   return false;
-}
-
-// Whether `e` contains the node `target` (a broadcast's own expression included: its
-// reduction's values are not the element's, but the search is only for sharing).
-bool contains(const Expr& e, const ExprNode* target, std::set<const ExprNode*>& seen) {
-  if (!e.valid() || !seen.insert(e.get()).second) return false;
-  if (e.get() == target) return true;
-  for (const auto& a : e.args())
-    if (contains(a, target, seen)) return true;
-  return false;
-}
-
-// Reduction r's values are kept per element (vals<r>[kItems]) when they are computed (not a
-// plain read) and a later reduction or an output reads the same expression: softmax's
-// exp(x - max) is computed once per element, for the row sum, and divided from the
-// registers (twice the expf was 30% of the kernel's instructions).
-bool keep_values(const std::vector<std::shared_ptr<const OpNode>>& ops, std::size_t r, const std::vector<Expr>& outputs) {
-  const Expr& v = ops[r]->values;
-  switch (v.kind()) {
-    case ExprKind::Input:
-    case ExprKind::Constant:
-    case ExprKind::Param:
-    case ExprKind::Index:
-    case ExprKind::Broadcast: return false;
-    default: break;
-  }
-  std::set<const ExprNode*> seen;
-  for (std::size_t q = r + 1; q < ops.size(); ++q)
-    if (contains(ops[q]->values, v.get(), seen)) return true;
-  for (const auto& o : outputs)
-    if (contains(o, v.get(), seen)) return true;
-  return false;
-}
-
-// Float divisions by a row result (softmax's y = e / sum): the divisor is the same for the
-// whole row, so the kernel takes its reciprocal once per row and multiplies per element
-// (div.rn.f32 is about ten instructions and a branch to its slow path, per element).
-void division_by_row(const Expr& e, std::vector<Expr>& found, std::set<const ExprNode*>& seen) {
-  if (!e.valid() || !seen.insert(e.get()).second || e.kind() == ExprKind::Broadcast) return;
-  if (e.kind() == ExprKind::Binary && e.node().binary == BinaryOp::Div && e.args()[1].kind() == ExprKind::Broadcast &&
-      e.type().is_scalar() && (e.type().scalar() == ScalarType::F32 || e.type().scalar() == ScalarType::F64) &&
-      e.args()[1].type() == e.type())
-    found.push_back(e);
-  for (const auto& a : e.args()) division_by_row(a, found, seen);
 }
 
 }  // namespace
