@@ -131,10 +131,14 @@ struct SortPolicy {
 // a thread (two block reductions, the loop) is paid once per 8 elements, and rows of 1024
 // are 4 warps (rows of 4096, 16), not 8 (32): the H100 profile of softmax at 4 items showed
 // the kernel issue-bound (0.73 instructions per cycle per scheduler, 70% of DRAM).
+// `registers`: the per-thread budget the kernel is compiled for (__launch_bounds__ asks for
+// 65536 / (registers x block) resident blocks): rows of 1024 at 128 x 8 compile to 60
+// registers unbounded (8 blocks per SM), 56 with no spill when asked for 9.
 struct RowsPolicy {
   int items = 8;
   int max_block = 1024;
   int max_items = 16;
+  int registers = 56;
 };
 
 struct Policies {

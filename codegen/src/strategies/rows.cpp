@@ -65,7 +65,8 @@ KernelSpec emit_rows(const KernelContext& g) {
                      "constexpr int kBlock = " + std::to_string(t.block) + ";  // threads per row",
                      "constexpr int kItems = " + std::to_string(t.items) +
                          ";  // consecutive elements of the row per thread, in registers"});
-  open_elementwise_kernel(w, types, name, t.block, args, g);
+  const int min_blocks = 65536 / (std::max(1, g.policies().rows.registers) * t.block);  // by the register budget
+  open_elementwise_kernel(w, types, name, t.block, args, g, min_blocks);
   for (std::size_t r = 0; r < ops.size(); ++r) {
     const std::string k = std::to_string(r), acc = types.name(ops[r]->monoid.type());
     emit_fused_monoid(w, types, {FusedReduce{ops[r], ops[r]->values, Expr(), 0}}, acc, "identity" + k, "combine" + k);
@@ -185,7 +186,7 @@ KernelSpec emit_rows(const KernelContext& g) {
   k.max_grid = target.sm_count * std::max(1, target.max_threads_per_sm / t.block);
   k.items_per_block_step = static_cast<int>(columns);
   k.in_place = true;  // a block loads its row before the barriers of its reductions, then stores it
-  k.tuning = {{"block", t.block}, {"items", t.items}, {"columns", columns}};
+  k.tuning = {{"block", t.block}, {"items", t.items}, {"columns", columns}, {"min_blocks", min_blocks}};
   k.args = args;
   k.summary = "per-row program: a block per row of " + std::to_string(columns) + " elements (" + std::to_string(t.block) +
               " threads x " + std::to_string(t.items) + " in registers), " + std::to_string(ops.size()) +
@@ -215,7 +216,10 @@ class Rows final : public OnePassStrategy {
     return {true, "every row of ff::rows(x, " + std::to_string(columns) + ") fits a block: one kernel reads each row once"};
   }
   TuningValues tuning(const Policies& p) const override {
-    return {{"items", p.rows.items}, {"max_block", p.rows.max_block}, {"max_items", p.rows.max_items}};
+    return {{"items", p.rows.items},
+            {"max_block", p.rows.max_block},
+            {"max_items", p.rows.max_items},
+            {"registers", p.rows.registers}};
   }
   std::vector<KernelSpec> emit(const KernelContext& g) const override { return {emit_rows(g)}; }
 };
