@@ -129,8 +129,8 @@ bool plan_rows_program(const Program& program, const Policies& policies, const T
 std::optional<RowsTuning> rows_tuning(std::int64_t columns, const RowsPolicy& p) {
   if (columns <= 0) return std::nullopt;
   const auto block_for = [&](int items) { return ((columns + items - 1) / items + 31) / 32 * 32; };
-  int items = p.items;
-  while (block_for(items) > p.max_block && items < p.max_items) items = std::min(items + p.items, p.max_items);
+  int items = std::max(1, columns > p.long_row ? p.long_items : p.items);
+  while (block_for(items) > p.max_block && items < p.max_items) items = std::min(items * 2, p.max_items);
   if (block_for(items) > p.max_block) return std::nullopt;
   return RowsTuning{static_cast<int>(block_for(items)), items};
 }

@@ -65,7 +65,9 @@ KernelSpec emit_rows(const KernelContext& g) {
                      "constexpr int kBlock = " + std::to_string(t.block) + ";  // threads per row",
                      "constexpr int kItems = " + std::to_string(t.items) +
                          ";  // consecutive elements of the row per thread, in registers"});
-  const int min_blocks = 65536 / (std::max(1, g.policies().rows.registers) * t.block);  // by the register budget
+  const RowsPolicy& rp = g.policies().rows;
+  const int budget = columns > rp.long_row && t.items == rp.long_items ? rp.long_registers : rp.registers;
+  const int min_blocks = 65536 / (std::max(1, budget) * t.block);  // by the register budget
   open_elementwise_kernel(w, types, name, t.block, args, g, min_blocks);
   for (std::size_t r = 0; r < ops.size(); ++r) {
     const std::string k = std::to_string(r), acc = types.name(ops[r]->monoid.type());
@@ -219,7 +221,10 @@ class Rows final : public OnePassStrategy {
     return {{"items", p.rows.items},
             {"max_block", p.rows.max_block},
             {"max_items", p.rows.max_items},
-            {"registers", p.rows.registers}};
+            {"registers", p.rows.registers},
+            {"long_row", p.rows.long_row},
+            {"long_items", p.rows.long_items},
+            {"long_registers", p.rows.long_registers}};
   }
   std::vector<KernelSpec> emit(const KernelContext& g) const override { return {emit_rows(g)}; }
 };
