@@ -131,10 +131,21 @@ struct SortPolicy {
 // a thread (two block reductions, the loop) is paid once per 8 elements, and rows of 1024
 // are 4 warps (rows of 4096, 16), not 8 (32): the H100 profile of softmax at 4 items showed
 // the kernel issue-bound (0.73 instructions per cycle per scheduler, 70% of DRAM).
+// `registers`: the per-thread budget the kernel is compiled for (__launch_bounds__ asks for
+// 65536 / (registers x block) resident blocks): rows of 1024 at 128 x 8 compile to 60
+// registers unbounded (8 blocks per SM), 56 with no spill when asked for 9.
+// Rows longer than `long_row` start from `long_items` instead, with a budget of
+// `long_registers`: rows of 4096 at 1024 x 4 compile to 32 registers with no spill when
+// asked for two blocks (46 unbounded: one), two blocks fill the SM (2048 threads), where
+// 512 x 8 held 64 registers and half the SM's threads.
 struct RowsPolicy {
   int items = 8;
   int max_block = 1024;
   int max_items = 16;
+  int registers = 56;
+  std::int64_t long_row = 2048;
+  int long_items = 4;
+  int long_registers = 32;
 };
 
 struct Policies {

@@ -3,7 +3,9 @@
 // outputs that broadcast their results (per-row softmax, centring rows). When a row fits a
 // block, the whole program is one kernel (strategies/rows.cpp) reading each row once.
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,11 @@ struct RowsTuning {
 // The policy's shape for rows of `columns` elements, or nothing when they do not fit a
 // block (more than max_block x max_items).
 std::optional<RowsTuning> rows_tuning(std::int64_t columns, const RowsPolicy& policy);
+// Whether reduction r's values are kept per element in registers: they are computed (not a
+// plain read) and a later reduction or an output reads the same expression.
+bool keep_values(const std::vector<std::shared_ptr<const OpNode>>& ops, std::size_t r, const std::vector<Expr>& outputs);
+// Appends to `found` the float divisions in `e` whose divisor is a broadcast (a row result).
+void division_by_row(const Expr& e, std::vector<Expr>& found, std::set<const ExprNode*>& seen);
 // The per-row kernel of the context's outputs over the program's row reductions.
 KernelSpec emit_rows(const KernelContext& g);
 

@@ -8,6 +8,7 @@
 // buffer of per-segment results, then one map of the outputs that finds each element's
 // segment (strategies/broadcast.cpp). What fits neither is refused with a GraphError
 // naming what does not fit; the CPU reference evaluates them all.
+#include <algorithm>
 #include <set>
 
 #include "kernel_context.hpp"
@@ -122,6 +123,65 @@ bool plan_rows_program(const Program& program, const Policies& policies, const T
   if (g.leaves.inputs.empty()) refuse("codegen: a per-row program that reads no input array");
   plan_with_registry("rows", g, Strategy::Automatic, plan);
   return true;
+}
+
+// ---- The per-row kernel's shape and expressions (strategies/rows.cpp) ----
+
+std::optional<RowsTuning> rows_tuning(std::int64_t columns, const RowsPolicy& p) {
+  if (columns <= 0) return std::nullopt;
+  const auto block_for = [&](int items) { return ((columns + items - 1) / items + 31) / 32 * 32; };
+  int items = std::max(1, columns > p.long_row ? p.long_items : p.items);
+  while (block_for(items) > p.max_block && items < p.max_items) items = std::min(items * 2, p.max_items);
+  if (block_for(items) > p.max_block) return std::nullopt;
+  return RowsTuning{static_cast<int>(block_for(items)), items};
+}
+
+namespace {
+
+// Whether `e` contains the node `target` (a broadcast's own expression included: its
+// reduction's values are not the element's, but the search is only for sharing).
+bool contains(const Expr& e, const ExprNode* target, std::set<const ExprNode*>& seen) {
+  if (!e.valid() || !seen.insert(e.get()).second) return false;
+  if (e.get() == target) return true;
+  for (const auto& a : e.args())
+    if (contains(a, target, seen)) return true;
+  return false;
+}
+
+}  // namespace
+
+// Reduction r's values are kept per element (vals<r>[kItems]) when they are computed (not a
+// plain read) and a later reduction or an output reads the same expression: softmax's
+// exp(x - max) is computed once per element, for the row sum, and divided from the
+// registers (twice the expf was 30% of the kernel's instructions).
+bool keep_values(const std::vector<std::shared_ptr<const OpNode>>& ops, std::size_t r, const std::vector<Expr>& outputs) {
+  const Expr& v = ops[r]->values;
+  switch (v.kind()) {
+    case ExprKind::Input:
+    case ExprKind::Constant:
+    case ExprKind::Param:
+    case ExprKind::Index:
+    case ExprKind::Broadcast: return false;
+    default: break;
+  }
+  std::set<const ExprNode*> seen;
+  for (std::size_t q = r + 1; q < ops.size(); ++q)
+    if (contains(ops[q]->values, v.get(), seen)) return true;
+  for (const auto& o : outputs)
+    if (contains(o, v.get(), seen)) return true;
+  return false;
+}
+
+// Float divisions by a row result (softmax's y = e / sum): the divisor is the same for the
+// whole row, so the kernel takes its reciprocal once per row and multiplies per element
+// (div.rn.f32 is about ten instructions and a branch to its slow path, per element).
+void division_by_row(const Expr& e, std::vector<Expr>& found, std::set<const ExprNode*>& seen) {
+  if (!e.valid() || !seen.insert(e.get()).second || e.kind() == ExprKind::Broadcast) return;
+  if (e.kind() == ExprKind::Binary && e.node().binary == BinaryOp::Div && e.args()[1].kind() == ExprKind::Broadcast &&
+      e.type().is_scalar() && (e.type().scalar() == ScalarType::F32 || e.type().scalar() == ScalarType::F64) &&
+      e.args()[1].type() == e.type())
+    found.push_back(e);
+  for (const auto& a : e.args()) division_by_row(a, found, seen);
 }
 
 }  // namespace fuseflow::codegen

@@ -108,6 +108,27 @@ TEST_CASE("integer rows exactly: a maximum, a sum reading index(), both broadcas
     for (std::int64_t n : sizes(c)) check_rows<int>(ints, n, c, -1000.0, 1000.0, 0, "i32 rows");
 }
 
+TEST_CASE("divisions by a row result: floats by its reciprocal (in a later reduction too), integers exactly") {
+  // A float division by a row's result multiplies by the reciprocal, taken once per row:
+  // within a few ulps of the f64 reference. Integer divisions stay divisions (exact).
+  const Build normalized = [](const ff::Expr& x, const ff::Expr& w, std::int64_t c) -> std::vector<ff::Expr> {
+    const auto offs = ff::rows(x, c);
+    const auto scale = ff::broadcast(ff::segmented_reduce(x * x + w * w + 1.0f, offs, ff::plus), offs);
+    const auto share = ff::broadcast(ff::segmented_reduce(x / scale, offs, ff::plus), offs);
+    return {w / scale - share / scale};
+  };
+  const Build quotient = [](const ff::Expr& x, const ff::Expr& w, std::int64_t c) -> std::vector<ff::Expr> {
+    const auto offs = ff::rows(x, c);
+    return {x * 97 / ff::broadcast(ff::segmented_reduce(w, offs, ff::max), offs)};
+  };
+  for (std::int64_t c : {1, 5, 1024, 4096})
+    for (std::int64_t n : {c, 3 * c - c / 2, 5 * c}) {
+      check_rows<float>(normalized, n, c, -2.0, 2.0, 1e-5, "f32 divisions by row results", 1e-3);
+      check_rows<double>(normalized, n, c, -2.0, 2.0, 1e-12, "f64 divisions by row results", 1e-3);
+      check_rows<int>(quotient, n, c, 1.0, 1000.0, 0, "i32 division by a row maximum");
+    }
+}
+
 TEST_CASE("random per-row programs: one to three chained row reductions and an output of their broadcasts") {
   // Integers compare exactly (any monoid, sums wrap alike on both sides); floats take max
   // and min, whose results are elements, within a relative 1e-5 of the f64 reference.

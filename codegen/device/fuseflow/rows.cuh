@@ -22,6 +22,13 @@ struct VecWidth {
   static constexpr int value = (sizeof(T) <= 16 && 16 % sizeof(T) == 0) ? int(16 / sizeof(T)) : 1;
 };
 
+// A compile-time flag for the per-row kernel's row program: Full<true> for a whole row of
+// kColumns elements (no element checks), Full<false> for the short last row.
+template <bool kFull>
+struct Full {
+  static constexpr bool value = kFull;
+};
+
 // Thread threadIdx.x's kItems elements of a row of `count` elements starting at `row`:
 // elements past the row's end are T{} (the caller masks them). Vector loads when the
 // thread's elements are all inside the row, kItems is a whole number of vectors and the

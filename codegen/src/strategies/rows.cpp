@@ -6,6 +6,7 @@
 // has the row's result in a register for the reductions and outputs after it; then the
 // outputs are computed from the registers and stored. x is read once and y written once:
 // per-row softmax moves 8 bytes per f32 element, as a copy does.
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -13,15 +14,6 @@
 #include "../rows.hpp"
 
 namespace fuseflow::codegen {
-
-std::optional<RowsTuning> rows_tuning(std::int64_t columns, const RowsPolicy& p) {
-  if (columns <= 0) return std::nullopt;
-  const auto block_for = [&](int items) { return ((columns + items - 1) / items + 31) / 32 * 32; };
-  int items = p.items;
-  while (block_for(items) > p.max_block && items < p.max_items) items = std::min(items + p.items, p.max_items);
-  if (block_for(items) > p.max_block) return std::nullopt;
-  return RowsTuning{static_cast<int>(block_for(items)), items};
-}
 
 namespace {
 
@@ -38,38 +30,6 @@ bool reads_index(const std::vector<Expr>& es) {
   std::set<const ExprNode*> seen;
   for (const auto& e : es)
     if (reads_index(e, seen)) return true;
-  return false;
-}
-
-// Whether `e` contains the node `target` (a broadcast's own expression included: its
-// reduction's values are not the element's, but the search is only for sharing).
-bool contains(const Expr& e, const ExprNode* target, std::set<const ExprNode*>& seen) {
-  if (!e.valid() || !seen.insert(e.get()).second) return false;
-  if (e.get() == target) return true;
-  for (const auto& a : e.args())
-    if (contains(a, target, seen)) return true;
-  return false;
-}
-
-// Reduction r's values are kept per element (vals<r>[kItems]) when they are computed (not a
-// plain read) and a later reduction or an output reads the same expression: softmax's
-// exp(x - max) is computed once per element, for the row sum, and divided from the
-// registers (twice the expf was 30% of the kernel's instructions).
-bool keep_values(const std::vector<std::shared_ptr<const OpNode>>& ops, std::size_t r, const std::vector<Expr>& outputs) {
-  const Expr& v = ops[r]->values;
-  switch (v.kind()) {
-    case ExprKind::Input:
-    case ExprKind::Constant:
-    case ExprKind::Param:
-    case ExprKind::Index:
-    case ExprKind::Broadcast: return false;
-    default: break;
-  }
-  std::set<const ExprNode*> seen;
-  for (std::size_t q = r + 1; q < ops.size(); ++q)
-    if (contains(ops[q]->values, v.get(), seen)) return true;
-  for (const auto& o : outputs)
-    if (contains(o, v.get(), seen)) return true;
   return false;
 }
 
@@ -105,7 +65,10 @@ KernelSpec emit_rows(const KernelContext& g) {
                      "constexpr int kBlock = " + std::to_string(t.block) + ";  // threads per row",
                      "constexpr int kItems = " + std::to_string(t.items) +
                          ";  // consecutive elements of the row per thread, in registers"});
-  open_elementwise_kernel(w, types, name, t.block, args, g);
+  const RowsPolicy& rp = g.policies().rows;
+  const int budget = columns > rp.long_row && t.items == rp.long_items ? rp.long_registers : rp.registers;
+  const int min_blocks = 65536 / (std::max(1, budget) * t.block);  // by the register budget
+  open_elementwise_kernel(w, types, name, t.block, args, g, min_blocks);
   for (std::size_t r = 0; r < ops.size(); ++r) {
     const std::string k = std::to_string(r), acc = types.name(ops[r]->monoid.type());
     emit_fused_monoid(w, types, {FusedReduce{ops[r], ops[r]->values, Expr(), 0}}, acc, "identity" + k, "combine" + k);
@@ -131,10 +94,31 @@ KernelSpec emit_rows(const KernelContext& g) {
   w.open("if (next < rows)");
   for (const auto& nm : names) w.line("ff::rows::load(nx_" + nm + ", in_" + nm + " + next * kColumns, count_of(next));");
   w.close();
+  // The row's reductions, outputs and stores, compiled twice: for a full row (every row
+  // but a short last one) the element checks compare with a constant, none at all when
+  // the block's elements are exactly a row, so the loops carry no compare or branch per
+  // element (the division's slow path was branched around).
+  w.line("// full: a whole row of kColumns elements (no element checks), or the short last row");
+  w.open("const auto row_program = [&](auto full)");
+  w.line("constexpr bool kWhole = decltype(full)::value && kBlock * kItems == kColumns;  // no thread past the row");
+  w.line("const int count_in = decltype(full)::value ? (int)kColumns : count;  // the row's elements");
   // Reduction values kept in registers for the reductions and outputs after them.
   std::vector<std::size_t> kept;
   const auto bind_kept = [&](ExprEmitter& e) {
     for (std::size_t q : kept) e.bind(ops[q]->values, "vals" + std::to_string(q) + "[k]");
+  };
+  // A division by row result r reads inv_row<r> (declared after the reduction): its
+  // dividend is emitted first, then the division is bound to the product.
+  std::set<const OpNode*> inverted;
+  const auto bind_divisions = [&](ExprEmitter& e, const std::vector<Expr>& es) {
+    std::vector<Expr> found;
+    std::set<const ExprNode*> seen;
+    for (const auto& x : es) division_by_row(x, found, seen);
+    for (const auto& d : found) {
+      const OpNode* op = d.args()[1].args()[0].node().op.get();
+      if (!inverted.count(op)) continue;
+      e.bind(d, e.emit(d.args()[0]) + " * inv_" + row_of.at(op));
+    }
   };
   for (std::size_t r = 0; r < ops.size(); ++r) {
     const std::string k = std::to_string(r), acc = types.name(ops[r]->monoid.type());
@@ -144,10 +128,11 @@ KernelSpec emit_rows(const KernelContext& g) {
     w.line(acc + " acc" + k + " = identity" + k + ";");
     w.line("#pragma unroll");
     w.open("for (int k = 0; k < kItems; ++k)");
-    w.open("if (first + k < count)");
+    w.open("if (kWhole || first + k < count_in)");
     if (reads_index({ops[r]->values})) w.line("const long long i = begin + first + k;");
     ExprEmitter e(w, types, leaf, "v" + k + "_");
     bind_kept(e);
+    bind_divisions(e, {ops[r]->values});
     const std::string v = e.emit(ops[r]->values);
     if (keep) w.line("vals" + k + "[k] = " + v + ";");
     w.line("acc" + k + " = combine" + k + "(acc" + k + ", " + v + ");");
@@ -156,22 +141,37 @@ KernelSpec emit_rows(const KernelContext& g) {
     w.line("const " + acc + " row" + k + " = ff::rows::all_reduce<kBlock>(acc" + k + ", combine" + k + ", identity" + k +
            ", scratch" + k + ", parity);");
     row_of[ops[r].get()] = "row" + k;
+    std::vector<Expr> later = g.outputs, found;
+    for (std::size_t q = r + 1; q < ops.size(); ++q) later.push_back(ops[q]->values);
+    std::set<const ExprNode*> seen;
+    for (const auto& x : later) division_by_row(x, found, seen);
+    if (std::any_of(found.begin(), found.end(), [&](const Expr& d) { return d.args()[1].args()[0].node().op == ops[r]; })) {
+      const bool f32 = ops[r]->monoid.type().scalar() == ScalarType::F32;
+      w.line("const " + acc + " inv_row" + k + " = " + (f32 ? "1.0f" : "1.0") + " / row" + k +
+             ";  // divisions by the row result multiply by it");
+      inverted.insert(ops[r].get());
+    }
     if (keep) kept.push_back(r);
   }
   for (std::size_t j = 0; j < g.outputs.size(); ++j)
     w.line(types.name(g.outputs[j].type()) + " y" + std::to_string(g.output_ids[j]) + "[kItems];");
   w.line("#pragma unroll");
   w.open("for (int k = 0; k < kItems; ++k)");
-  w.open("if (first + k < count)");
+  w.open("if (kWhole || first + k < count_in)");
   if (reads_index(g.outputs)) w.line("const long long i = begin + first + k;");
   ExprEmitter e(w, types, leaf, "o");
   bind_kept(e);
+  bind_divisions(e, g.outputs);
   for (std::size_t j = 0; j < g.outputs.size(); ++j)
     w.line("y" + std::to_string(g.output_ids[j]) + "[k] = " + e.emit(g.outputs[j]) + ";");
   w.close();
   w.close();
   for (int id : g.output_ids)
-    w.line("ff::rows::store(out" + std::to_string(id) + " + begin, y" + std::to_string(id) + ", count);");
+    w.line("ff::rows::store(out" + std::to_string(id) + " + begin, y" + std::to_string(id) +
+           ", count_in);");
+  w.close("};");
+  w.line("if (count == kColumns) row_program(ff::rows::Full<true>{});");
+  w.line("else row_program(ff::rows::Full<false>{});");
   w.open("if (next < rows)");
   w.line("#pragma unroll");
   w.open("for (int k = 0; k < kItems; ++k)");
@@ -188,7 +188,7 @@ KernelSpec emit_rows(const KernelContext& g) {
   k.max_grid = target.sm_count * std::max(1, target.max_threads_per_sm / t.block);
   k.items_per_block_step = static_cast<int>(columns);
   k.in_place = true;  // a block loads its row before the barriers of its reductions, then stores it
-  k.tuning = {{"block", t.block}, {"items", t.items}, {"columns", columns}};
+  k.tuning = {{"block", t.block}, {"items", t.items}, {"columns", columns}, {"min_blocks", min_blocks}};
   k.args = args;
   k.summary = "per-row program: a block per row of " + std::to_string(columns) + " elements (" + std::to_string(t.block) +
               " threads x " + std::to_string(t.items) + " in registers), " + std::to_string(ops.size()) +
@@ -218,7 +218,13 @@ class Rows final : public OnePassStrategy {
     return {true, "every row of ff::rows(x, " + std::to_string(columns) + ") fits a block: one kernel reads each row once"};
   }
   TuningValues tuning(const Policies& p) const override {
-    return {{"items", p.rows.items}, {"max_block", p.rows.max_block}, {"max_items", p.rows.max_items}};
+    return {{"items", p.rows.items},
+            {"max_block", p.rows.max_block},
+            {"max_items", p.rows.max_items},
+            {"registers", p.rows.registers},
+            {"long_row", p.rows.long_row},
+            {"long_items", p.rows.long_items},
+            {"long_registers", p.rows.long_registers}};
   }
   std::vector<KernelSpec> emit(const KernelContext& g) const override { return {emit_rows(g)}; }
 };
