@@ -489,9 +489,10 @@ std::optional<Plan> plan_in_stages(const Program& program, const Target& target,
     if (feeds_on_filter(*op)) feeds.insert(op.get());
   std::set<const void*> seen;
   std::set<const OpNode*> read;
+  std::set<const OpNode*> spread;
   if (feeds.empty()) {
     for (const Expr& o : program.outputs()) find_reads(o, true, false, seen, read);
-    const std::set<const OpNode*> spread = spread_ops(program);
+    spread = spread_ops(program);
     read.insert(spread.begin(), spread.end());
   }
   if (read.empty() && feeds.empty()) return std::nullopt;
