@@ -451,9 +451,29 @@ void Generator::offsets_broadcast() {
 // An output reading each element's run's key (broadcast_by_key of reduce_by_key's keys,
 // issue 25: staged, the runs numbered by a scan) beside an input: exact, and wrong wherever
 // an element is given another run. Scalar keys only (tuple keys are refused).
+namespace {
+
+// Whether a key expression reads only what broadcast_by_key can shift by one element to find
+// each run's head: inputs, parameters, constants, reductions and index() (no gather, shift,
+// fill or array result; the code generator refuses those, fuzz seed 1224).
+bool keys_shiftable(const NodeRef& n) {
+  switch (n->kind) {
+    case NodeKind::Shift: case NodeKind::Gather: case NodeKind::Fill: case NodeKind::ScanElement:
+    case NodeKind::Broadcast:
+      return false;
+    default:
+      break;
+  }
+  for (const NodeRef& a : n->args)
+    if (!keys_shiftable(a)) return false;
+  return true;
+}
+
+}  // namespace
+
 void Generator::by_key_broadcast(int k) {
   const OpDesc& op = c_.ops[static_cast<std::size_t>(k)];
-  if (!op.keys->type.is_scalar()) return;
+  if (!op.keys->type.is_scalar() || !keys_shiftable(op.keys)) return;
   auto b = fresh(NodeKind::Broadcast, op.keys->type);
   b->index = k;
   b->bound = op.keys->bound;

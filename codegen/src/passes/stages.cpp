@@ -221,6 +221,7 @@ class Cut {
     auto [run, fresh] = run_index_.try_emplace(op);
     if (fresh) {
       results.push_back(key_run_numbers(*op));
+      labels.push_back("each element's run of keys (broadcast_by_key)");
       inputs.push_back(Expr::input("ff_stage_" + std::to_string(results.size() - 1), ScalarType::I64));
       segments.push_back(Expr());
       run->second = Expr::binary(BinaryOp::Sub, inputs.back(), Expr(1LL));
@@ -255,6 +256,7 @@ class Cut {
       const int k = static_cast<int>(results.size());
       results.push_back(feed_operands(*n));
       labels.push_back(std::string("the survivors ") + op_name(n->kind) + " reads");
+      segments.push_back(Expr());
       inputs.push_back(Expr::input("ff_stage_" + std::to_string(k), results.back().type()));
       Expr count = Expr::input("ff_stage_count_" + std::to_string(k), ScalarType::U64);
       count_inputs[count.get()] = k;
@@ -535,13 +537,14 @@ std::optional<Plan> plan_in_stages(const Program& program, const Target& target,
   if (second.empty()) throw InternalError("stages: no output is left to the stage after the cut");
 
   const Program first_stage(cut.results), second_stage(second);
-  const bool segments_only = std::all_of(cut.results.begin(), cut.results.end(),
-                                         [&](const Expr& r) {
-                                           return r.node().op->kind == OpKind::SegmentedReduce && spread.count(r.node().op.get()) > 0;
-                                         });
-  if (!segments_only && std::any_of(cut.results.begin(), cut.results.end(), [&](const Expr& r) {
-        return r.node().op->kind == OpKind::SegmentedReduce && spread.count(r.node().op.get()) > 0;
-      }))
+  // A broadcast segmented reduction among stage 1's results (the feeds' compactions are
+  // filters, not op results).
+  const auto spread_result = [&](const Expr& r) {
+    return r.kind() == ExprKind::Result && r.node().op->kind == OpKind::SegmentedReduce &&
+           spread.count(r.node().op.get()) > 0;
+  };
+  const bool segments_only = std::all_of(cut.results.begin(), cut.results.end(), spread_result);
+  if (!segments_only && std::any_of(cut.results.begin(), cut.results.end(), spread_result))
     unsupported("broadcasts by offsets beside broadcast_by_key or a sort's or reduce_by_key's result read later in "
                 "one program (the offsets are checked on the broadcast path only)");
   Plan first = segments_only ? plan_segment_results(first_stage, target, options) : plan(first_stage, target, options);
