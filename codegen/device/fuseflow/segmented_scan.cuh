@@ -241,6 +241,30 @@ __device__ __forceinline__ KeyHeads<StagedKey, KeyBefore, SameKey> key_heads(Sta
   return {staged_key, key_before, same_key};
 }
 
+// ---- warp-local tile transfers --------------------------------------------------------------
+//
+// Warp w owns tile elements [w * 32 * kItems, (w + 1) * 32 * kItems): its threads' blocked
+// items (thread t: t * kItems + k). Moving that range between global and shared memory is
+// the warp's own business, coalesced (in step k, lane l takes element w * 32 * kItems +
+// 32 k + l, 128 bytes of 4-byte elements), so a __syncwarp orders it with the warp's
+// blocked reads or writes and no block barrier waits for the slowest warp of the tile
+// (CUB's BLOCK_LOAD / BLOCK_STORE_WARP_TRANSPOSE). The slots are the tile's (tile_slot).
+
+// The warp's range of the scanned stage (written by its own threads; a __syncwarp first),
+// each output's epilogue applied on the way. kChecked: the last tile, which stops at n.
+template <int kItems, bool kChecked, typename T, typename Store>
+__device__ __forceinline__ void warp_tile_store(unsigned char* stages, T* scanned, Store store, long long base,
+                                                long long n) {
+  __syncwarp();
+  const int first = threadIdx.x / kWarpSize * kWarpSize * kItems + threadIdx.x % kWarpSize;
+#pragma unroll
+  for (int k = 0; k < kItems; ++k) {
+    const int s = first + k * kWarpSize;
+    const long long i = base + s;
+    if (!kChecked || i < n) store(stages, scanned, tile_slot(s), i);
+  }
+}
+
 // ---- the look-back tile over pieces --------------------------------------------------------
 
 // Windows of 32 group aggregates (pieces) the look-back may keep in its stash.
@@ -298,10 +322,11 @@ __device__ __forceinline__ Piece<T, HeadCount> tile_pieces(const long long n, un
 
 // A segmented scan (by offsets or by key; the status holds Piece<T, bool>): one block per
 // tile, a look-back over (value, head flag) pieces, then the thread's scan restarting at
-// each head and the store back through shared memory, coalesced, store(stages, scanned,
-// slot, i) applying each output's epilogue. kShareStages: the input stages and the scanned
-// stage share one buffer (no epilogue reads an input at the store; the block scan's
-// barriers come between the last read of an input stage and the first scanned write).
+// each head and the store back through shared memory, coalesced, each warp its own range
+// (warp_tile_store), store(stages, scanned, slot, i) applying each output's epilogue.
+// kShareStages: the input stages and the scanned stage share one buffer (no epilogue reads
+// an input at the store; the block scan's barriers come between the last read of an input
+// stage and the first scanned write).
 template <int kBlock, int kItems, int kInputStageBytes, bool kShareStages, bool kInclusive, typename T,
           typename Combine, typename Load, typename Element, typename Heads, typename Store>
 __device__ __forceinline__ void scan_tile(const long long n, unsigned* tile_counter, void* tile_status,
@@ -327,9 +352,11 @@ __device__ __forceinline__ void scan_tile(const long long n, unsigned* tile_coun
     running = combine(prior, items[k]);
     memory.scanned[tile_slot(s)] = kInclusive ? running : prior;
   }
-  __syncthreads();
-  if (base + kTile <= n) tile_store<kBlock, kItems, false>(memory.inputs, memory.scanned, store, base, n);
-  else tile_store<kBlock, kItems, true>(memory.inputs, memory.scanned, store, base, n);
+  // Each warp stores the range its threads scanned: no block barrier. The scanned stage may
+  // lie over any warp's input stages, but every input was read before tile_pieces' last
+  // barrier, and an epilogue reading inputs at the store has stages apart (kShareStages false).
+  if (base + kTile <= n) warp_tile_store<kItems, false>(memory.inputs, memory.scanned, store, base, n);
+  else warp_tile_store<kItems, true>(memory.inputs, memory.scanned, store, base, n);
 }
 
 // A thread's elements of reduce_by_key's tile in order (the first at index i0; kChecked:
