@@ -270,7 +270,34 @@ __device__ __forceinline__ void warp_tile_store(unsigned char* stages, T* scanne
 // Windows of 32 group aggregates (pieces) the look-back may keep in its stash.
 constexpr int kPieceStashWindows = 4;
 
-// One tile of pieces, up to its look-back (scan.cuh: block_exclusive_scan, then
+// scan.cuh's block_exclusive_scan (each warp scans with shuffles, the last lane's total goes
+// to `scratch`, one barrier, each thread folds the warp totals before its own in warp order:
+// the same fixed tree, the same bits) without its second barrier, which only lets a caller
+// write `scratch` again: tile_pieces writes its warp totals once per block, and its
+// look-back's barrier follows, so each warp goes on to its look-back or its wait as soon as
+// it has read the totals.
+template <int kThreads, typename T, typename Combine>
+__device__ __forceinline__ T block_exclusive_scan_once(T value, Combine combine, T identity, T* scratch,
+                                                       T& aggregate) {
+  constexpr int kWarps = kThreads / kWarpSize;
+  const int lane = threadIdx.x % kWarpSize;
+  const int warp = threadIdx.x / kWarpSize;
+  const T inclusive = warp_inclusive_scan(value, combine);
+  T exclusive = shfl_up(inclusive, 1);
+  if (lane == 0) exclusive = identity;
+  if (lane == kWarpSize - 1) scratch[warp] = inclusive;
+  __syncthreads();
+  T warp_prefix = identity;
+  aggregate = identity;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) {
+    if (w == warp) warp_prefix = aggregate;
+    aggregate = combine(aggregate, scratch[w]);
+  }
+  return combine(warp_prefix, exclusive);
+}
+
+// One tile of pieces, up to its look-back (block_exclusive_scan_once, then
 // tile_exclusive_prefix, whose one fixed form gives float results the same bits on every
 // run). The block draws its tile id (tiles numbered in the order their blocks start), loads
 // the tile coalesced into `stages` (a full tile with no bounds checks), fills the thread's
@@ -307,7 +334,8 @@ __device__ __forceinline__ Piece<T, HeadCount> tile_pieces(const long long n, un
 #pragma unroll
   for (int k = 1; k < kItems; ++k)
     thread_total = combine_pieces(thread_total, P{items[k], static_cast<HeadCount>(head_bits >> k & 1u)});
-  const P thread_prefix = block_exclusive_scan<kBlock>(thread_total, combine_pieces, no_piece, warp_totals, tile_total);
+  const P thread_prefix =
+      block_exclusive_scan_once<kBlock>(thread_total, combine_pieces, no_piece, warp_totals, tile_total);
   // Warp 0 publishes the tile's aggregate and finds its exclusive prefix.
   const ScanTileStatus<P> status(tile_status, (n + kTile - 1) / kTile, epoch);
   if (threadIdx.x < 32) {
