@@ -112,9 +112,13 @@ struct OffsetHeads {
     tile_offsets = offsets;
   }
 
+  // The tile's loads are the block's (tile_load): after_load's marks need its barrier.
+  static constexpr bool kWarpLoads = false;
+
   // Warp 0 finds the first offset at or after the tile's start, warp 1 the first at or after
   // its end (128-way searches), while the block clears the flags.
-  __device__ __forceinline__ void before_load(long long base) {
+  template <int kItems>
+  __device__ __forceinline__ void before_load(long long base, long long /*n*/) {
     for (int j = threadIdx.x; j < kFlagWords / 4; j += kBlock)
       reinterpret_cast<uint4*>(flag_words)[j] = uint4{0u, 0u, 0u, 0u};
     if (threadIdx.x < 64) {
@@ -187,15 +191,25 @@ __device__ __forceinline__ OffsetHeads<kBlock, kTile, OffsetAt> offset_heads(Off
 
 // Heads where the key changes: element i is a head when i == 0 or same_key(key of i - 1,
 // key of i) is false. staged_key(stages, slot, i) is the key of a staged element;
-// key_before(i) the key of element i read from global memory, for the element before the
-// tile (read by the thread owning the tile's first element).
+// key_before(i) the key of element i read from global memory, for the element before a
+// warp's range (read by its lane 0, issued beside the loads). Each warp loads its own range
+// of the tile (warp_tile_load: no block barrier before the heads), since no thread reads a
+// key another warp staged.
 template <typename StagedKey, typename KeyBefore, typename SameKey>
 struct KeyHeads {
+  using Key = decltype((*static_cast<const KeyBefore*>(nullptr))(0ll));
   StagedKey staged_key;
   KeyBefore key_before;
   SameKey same_key;
+  Key lane0_previous = {};  // lane 0: the key of the element before its first
 
-  __device__ __forceinline__ void before_load(long long) const {}
+  static constexpr bool kWarpLoads = true;
+
+  template <int kItems>
+  __device__ __forceinline__ void before_load(long long base, long long n) {
+    const long long first = base + threadIdx.x * kItems;
+    if (threadIdx.x % kWarpSize == 0 && first > 0 && first <= n) lane0_previous = key_before(first - 1);
+  }
   __device__ __forceinline__ void after_load(long long, long long) const {}
 
   template <int kItems, typename T, typename Element>
@@ -204,10 +218,11 @@ struct KeyHeads {
     static_assert(kItems <= 32, "a thread's head bits are one word");
     unsigned heads = 0u;
     const int item0 = threadIdx.x * kItems;
-    // The key of the element before this thread's first: staged, or before the tile.
-    decltype(key_before(0)) previous_key = {};
-    if (base + item0 > 0 && base + item0 <= n)
-      previous_key = threadIdx.x > 0 ? staged_key(stages, tile_slot(item0 - 1), base + item0 - 1) : key_before(base - 1);
+    // The key of the element before this thread's first: staged by the warp, or (lane 0)
+    // read from global memory beside the loads.
+    Key previous_key = lane0_previous;
+    if (threadIdx.x % kWarpSize > 0 && base + item0 <= n)
+      previous_key = staged_key(stages, tile_slot(item0 - 1), base + item0 - 1);
     if (base + item0 > 0 && base + item0 + kItems <= n) {
       // Every element of the thread before n and none of them element 0: no check per element.
 #pragma unroll
@@ -241,12 +256,77 @@ __device__ __forceinline__ KeyHeads<StagedKey, KeyBefore, SameKey> key_heads(Sta
   return {staged_key, key_before, same_key};
 }
 
+// ---- warp-local tile transfers --------------------------------------------------------------
+//
+// Warp w owns tile elements [w * 32 * kItems, (w + 1) * 32 * kItems): its threads' blocked
+// items (thread t: t * kItems + k). Moving that range between global and shared memory is
+// the warp's own business, coalesced (in step k, lane l takes element w * 32 * kItems +
+// 32 k + l, 128 bytes of 4-byte elements), so a __syncwarp orders it with the warp's
+// blocked reads or writes and no block barrier waits for the slowest warp of the tile
+// (CUB's BLOCK_LOAD / BLOCK_STORE_WARP_TRANSPOSE). The slots are the tile's (tile_slot).
+
+// The warp's range of the tile into the input stages, then a __syncwarp. kChecked: the last
+// tile, which stops at n.
+template <int kItems, bool kChecked, typename Load>
+__device__ __forceinline__ void warp_tile_load(unsigned char* stages, Load load, long long base, long long n) {
+  const int first = threadIdx.x / kWarpSize * kWarpSize * kItems + threadIdx.x % kWarpSize;
+#pragma unroll
+  for (int k = 0; k < kItems; ++k) {
+    const int s = first + k * kWarpSize;
+    const long long i = base + s;
+    if (!kChecked || i < n) load(stages, tile_slot(s), i);
+  }
+  __syncwarp();
+}
+
+// The warp's range of the scanned stage (written by its own threads; a __syncwarp first),
+// each output's epilogue applied on the way. kChecked: the last tile, which stops at n.
+template <int kItems, bool kChecked, typename T, typename Store>
+__device__ __forceinline__ void warp_tile_store(unsigned char* stages, T* scanned, Store store, long long base,
+                                                long long n) {
+  __syncwarp();
+  const int first = threadIdx.x / kWarpSize * kWarpSize * kItems + threadIdx.x % kWarpSize;
+#pragma unroll
+  for (int k = 0; k < kItems; ++k) {
+    const int s = first + k * kWarpSize;
+    const long long i = base + s;
+    if (!kChecked || i < n) store(stages, scanned, tile_slot(s), i);
+  }
+}
+
 // ---- the look-back tile over pieces --------------------------------------------------------
 
 // Windows of 32 group aggregates (pieces) the look-back may keep in its stash.
 constexpr int kPieceStashWindows = 4;
 
-// One tile of pieces, up to its look-back (scan.cuh: block_exclusive_scan, then
+// scan.cuh's block_exclusive_scan (each warp scans with shuffles, the last lane's total goes
+// to `scratch`, one barrier, each thread folds the warp totals before its own in warp order:
+// the same fixed tree, the same bits) without its second barrier, which only lets a caller
+// write `scratch` again: tile_pieces writes its warp totals once per block, and its
+// look-back's barrier follows, so each warp goes on to its look-back or its wait as soon as
+// it has read the totals.
+template <int kThreads, typename T, typename Combine>
+__device__ __forceinline__ T block_exclusive_scan_once(T value, Combine combine, T identity, T* scratch,
+                                                       T& aggregate) {
+  constexpr int kWarps = kThreads / kWarpSize;
+  const int lane = threadIdx.x % kWarpSize;
+  const int warp = threadIdx.x / kWarpSize;
+  const T inclusive = warp_inclusive_scan(value, combine);
+  T exclusive = shfl_up(inclusive, 1);
+  if (lane == 0) exclusive = identity;
+  if (lane == kWarpSize - 1) scratch[warp] = inclusive;
+  __syncthreads();
+  T warp_prefix = identity;
+  aggregate = identity;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) {
+    if (w == warp) warp_prefix = aggregate;
+    aggregate = combine(aggregate, scratch[w]);
+  }
+  return combine(warp_prefix, exclusive);
+}
+
+// One tile of pieces, up to its look-back (block_exclusive_scan_once, then
 // tile_exclusive_prefix, whose one fixed form gives float results the same bits on every
 // run). The block draws its tile id (tiles numbered in the order their blocks start), loads
 // the tile coalesced into `stages` (a full tile with no bounds checks), fills the thread's
@@ -274,16 +354,22 @@ __device__ __forceinline__ Piece<T, HeadCount> tile_pieces(const long long n, un
   __syncthreads();
   const long long tile = tile_id;
   base = tile * kTile;
-  heads.before_load(base);
-  if (base + kTile <= n) tile_load<kBlock, kItems, false>(stages, load, base, n);
-  else tile_load<kBlock, kItems, true>(stages, load, base, n);
+  heads.template before_load<kItems>(base, n);
+  if constexpr (Heads::kWarpLoads) {
+    if (base + kTile <= n) warp_tile_load<kItems, false>(stages, load, base, n);
+    else warp_tile_load<kItems, true>(stages, load, base, n);
+  } else {
+    if (base + kTile <= n) tile_load<kBlock, kItems, false>(stages, load, base, n);
+    else tile_load<kBlock, kItems, true>(stages, load, base, n);
+  }
   heads.after_load(base, n);
   head_bits = heads.template thread_items<kItems>(items, stages, element, identity, base, n);
   P thread_total = P{items[0], static_cast<HeadCount>(head_bits & 1u)};
 #pragma unroll
   for (int k = 1; k < kItems; ++k)
     thread_total = combine_pieces(thread_total, P{items[k], static_cast<HeadCount>(head_bits >> k & 1u)});
-  const P thread_prefix = block_exclusive_scan<kBlock>(thread_total, combine_pieces, no_piece, warp_totals, tile_total);
+  const P thread_prefix =
+      block_exclusive_scan_once<kBlock>(thread_total, combine_pieces, no_piece, warp_totals, tile_total);
   // Warp 0 publishes the tile's aggregate and finds its exclusive prefix.
   const ScanTileStatus<P> status(tile_status, (n + kTile - 1) / kTile, epoch);
   if (threadIdx.x < 32) {
@@ -298,10 +384,11 @@ __device__ __forceinline__ Piece<T, HeadCount> tile_pieces(const long long n, un
 
 // A segmented scan (by offsets or by key; the status holds Piece<T, bool>): one block per
 // tile, a look-back over (value, head flag) pieces, then the thread's scan restarting at
-// each head and the store back through shared memory, coalesced, store(stages, scanned,
-// slot, i) applying each output's epilogue. kShareStages: the input stages and the scanned
-// stage share one buffer (no epilogue reads an input at the store; the block scan's
-// barriers come between the last read of an input stage and the first scanned write).
+// each head and the store back through shared memory, coalesced, each warp its own range
+// (warp_tile_store), store(stages, scanned, slot, i) applying each output's epilogue.
+// kShareStages: the input stages and the scanned stage share one buffer (no epilogue reads
+// an input at the store; the block scan's barriers come between the last read of an input
+// stage and the first scanned write).
 template <int kBlock, int kItems, int kInputStageBytes, bool kShareStages, bool kInclusive, typename T,
           typename Combine, typename Load, typename Element, typename Heads, typename Store>
 __device__ __forceinline__ void scan_tile(const long long n, unsigned* tile_counter, void* tile_status,
@@ -327,9 +414,11 @@ __device__ __forceinline__ void scan_tile(const long long n, unsigned* tile_coun
     running = combine(prior, items[k]);
     memory.scanned[tile_slot(s)] = kInclusive ? running : prior;
   }
-  __syncthreads();
-  if (base + kTile <= n) tile_store<kBlock, kItems, false>(memory.inputs, memory.scanned, store, base, n);
-  else tile_store<kBlock, kItems, true>(memory.inputs, memory.scanned, store, base, n);
+  // Each warp stores the range its threads scanned: no block barrier. The scanned stage may
+  // lie over any warp's input stages, but every input was read before tile_pieces' last
+  // barrier, and an epilogue reading inputs at the store has stages apart (kShareStages false).
+  if (base + kTile <= n) warp_tile_store<kItems, false>(memory.inputs, memory.scanned, store, base, n);
+  else warp_tile_store<kItems, true>(memory.inputs, memory.scanned, store, base, n);
 }
 
 // A thread's elements of reduce_by_key's tile in order (the first at index i0; kChecked:
