@@ -83,6 +83,10 @@ TEST_CASE("per-row softmax over ff::rows, one kernel, matches the f64 reference"
       check_rows<float>(softmax, n, c, -30.0, 30.0, 2e-5, "f32 softmax");
       check_rows<double>(softmax, n, c, -30.0, 30.0, 1e-12, "f64 softmax");
     }
+  // Large logits: exp(x - max) is taken of the difference (exact where x and max are
+  // close), not of x log2(e) - max log2(e), whose rounding at |x| = 1000 would cost 4e-5.
+  for (std::int64_t c : {1024, 5000})
+    for (std::int64_t n : sizes(c)) check_rows<float>(softmax, n, c, 1000.0, 1060.0, 2e-5, "f32 softmax of large logits");
 }
 
 TEST_CASE("centred rows, two inputs and several outputs in one per-row kernel") {

@@ -7,6 +7,7 @@
 // outputs are computed from the registers and stored. x is read once and y written once:
 // per-row softmax moves 8 bytes per f32 element, as a copy does.
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -67,7 +68,10 @@ KernelSpec emit_rows(const KernelContext& g) {
                          ";  // consecutive elements of the row per thread, in registers"});
   const RowsPolicy& rp = g.policies().rows;
   const int budget = columns > rp.long_row && t.items == rp.long_items ? rp.long_registers : rp.registers;
-  const int min_blocks = 65536 / (std::max(1, budget) * t.block);  // by the register budget
+  // Rows of at most 1024 elements ask for no budget: softmax 1024 at 56 registers (9 blocks
+  // of 128 per SM) measured 198.2 us against 194.9 before the budget and the reciprocal
+  // (speed idea: the budget's share of the 3 us).
+  const int min_blocks = columns <= 1024 ? 0 : 65536 / (std::max(1, budget) * t.block);  // by the register budget
   open_elementwise_kernel(w, types, name, t.block, args, g, min_blocks);
   for (std::size_t r = 0; r < ops.size(); ++r) {
     const std::string k = std::to_string(r), acc = types.name(ops[r]->monoid.type());
@@ -107,6 +111,32 @@ KernelSpec emit_rows(const KernelContext& g) {
   const auto bind_kept = [&](ExprEmitter& e) {
     for (std::size_t q : kept) e.bind(ops[q]->values, "vals" + std::to_string(q) + "[k]");
   };
+  // An f32 exp(a - broadcast(row r)) after reduction r (softmax's e = exp(x - max)) is
+  // ff::rows::exp_approx(a - row r): one multiply by log2(e) and the SFU's 2^t (expf's range
+  // reduction took about ten instructions an element in an issue-bound kernel). Within
+  // a few ulps of expf where a - row r <= 0 (rows_gpu_test's bound); the walk stops at
+  // values kept in registers (already computed) and at broadcasts.
+  int exps = 0;
+  const auto bind_exps = [&](ExprEmitter& e, const std::vector<Expr>& es) {
+    std::set<const ExprNode*> seen;
+    for (std::size_t q : kept) seen.insert(ops[q]->values.get());
+    std::vector<Expr> found;
+    const std::function<void(const Expr&)> walk = [&](const Expr& x) {
+      if (!x.valid() || !seen.insert(x.get()).second || x.kind() == ExprKind::Broadcast) return;
+      for (const auto& a : x.args()) walk(a);  // inner ones first: emitted in order
+      if (x.kind() != ExprKind::Call || x.node().fn != MathFn::Exp || x.type() != Type(ScalarType::F32)) return;
+      const Expr& d = x.args()[0];
+      if (d.kind() == ExprKind::Binary && d.node().binary == BinaryOp::Sub && d.args()[1].kind() == ExprKind::Broadcast &&
+          row_of.count(d.args()[1].args()[0].node().op.get()))
+        found.push_back(x);
+    };
+    for (const auto& x : es) walk(x);
+    for (const auto& x : found) {
+      const std::string ex = "ex" + std::to_string(exps++);
+      w.line("const float " + ex + " = ff::rows::exp_approx(" + e.emit(x.args()[0]) + ");");
+      e.bind(x, ex);
+    }
+  };
   // A division by row result r reads inv_row<r> (declared after the reduction): its
   // dividend is emitted first, then the division is bound to the product.
   std::set<const OpNode*> inverted;
@@ -132,6 +162,7 @@ KernelSpec emit_rows(const KernelContext& g) {
     if (reads_index({ops[r]->values})) w.line("const long long i = begin + first + k;");
     ExprEmitter e(w, types, leaf, "v" + k + "_");
     bind_kept(e);
+    bind_exps(e, {ops[r]->values});
     bind_divisions(e, {ops[r]->values});
     const std::string v = e.emit(ops[r]->values);
     if (keep) w.line("vals" + k + "[k] = " + v + ";");
@@ -161,6 +192,7 @@ KernelSpec emit_rows(const KernelContext& g) {
   if (reads_index(g.outputs)) w.line("const long long i = begin + first + k;");
   ExprEmitter e(w, types, leaf, "o");
   bind_kept(e);
+  bind_exps(e, g.outputs);
   bind_divisions(e, g.outputs);
   for (std::size_t j = 0; j < g.outputs.size(); ++j)
     w.line("y" + std::to_string(g.output_ids[j]) + "[k] = " + e.emit(g.outputs[j]) + ";");
