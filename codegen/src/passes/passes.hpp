@@ -129,16 +129,17 @@ Expr key_run_numbers(const OpNode& reduce_by_key);
 // outputs reading them become epilogues of its total (a note in the plan says so).
 void fuse_log_sum_exp(const Program& program, Classified& c, Plan& plan);
 
-// stage_feeds.cpp: scan_by_key, reduce_by_key and sorts of a filter's result, which the
-// staging pass runs over the survivors it compacted into an intermediate.
-// Whether `op` reads a filter's result among its keys or values (a GraphError for a
-// segmented op by offsets, which cannot).
+// stage_feeds.cpp: scan_by_key, reduce_by_key, sorts and segmented ops by offsets of a
+// filter's result, which the staging pass runs over the survivors it compacted into an
+// intermediate.
+// Whether `op` reads a filter's result among its keys or values.
 bool feeds_on_filter(const OpNode& op);
 // What stage 1 compacts for it: its keys and values zipped (or the one it has).
 Expr feed_operands(const OpNode& op);
 // The op over `staged` (the compacted operands, `count` of them valid: a table of one u64
 // element); the program reads result i of the original op as filter(results[i], mask),
-// whose survivors are the first slots.
+// whose survivors are the first slots (as results[i] itself where mask is empty: a
+// segmented reduction's, one per segment).
 struct FeedCut {
   std::shared_ptr<const OpNode> op;
   std::vector<Expr> results;

@@ -14,9 +14,13 @@
 //                 field in front of the keys (0 for a survivor, 1 past the count): the
 //                 runs of flag 0 are the survivors' runs, the last run (if any) the padding.
 //
-// A segmented reduce or scan by offsets of a filter's result stays refused: the offsets are
-// an array the host binds before the run, while where the survivors' segments begin is
-// known only on the device (see the README's "not yet" list).
+//   segmented_reduce, segmented_scan by offsets: the offsets index the survivors, as in
+//                 the CPU reference; stage 2 reads them as
+//                 select(offset <= count, offset, -1), so an offset past the survivors
+//                 is one the kernel's own check flags (offsets outside [0, n] or
+//                 decreasing), and the runtime then names the bad offset from the CPU
+//                 reference. The reduction's results are one per segment (no mask); the
+//                 scan's are the survivors' part of its n slots.
 #include <limits>
 
 #include "passes.hpp"
@@ -57,12 +61,8 @@ Expr zero_of(ScalarType t) { return Expr::cast(Type(t), Expr(0LL)); }
 bool feeds_on_filter(const OpNode& op) {
   const bool reads = reads_filter(op.keys) || reads_filter(op.values);
   if (!reads) return false;
-  if (op.kind == OpKind::SegmentedReduce || op.kind == OpKind::SegmentedScan)
-    throw GraphError(std::string("codegen: a ") + op_name(op.kind) + " whose values are a filter's result is not "
-                     "supported: its offsets are an array bound before the run, while the survivors (and so where "
-                     "their segments begin) are known only on the device; segment by key instead (a filter of "
-                     "zip(segment_id, x), then reduce_by_key or scan_by_key over it)");
-  return op.kind == OpKind::ScanByKey || op.kind == OpKind::ReduceByKey || op.kind == OpKind::CountingSort;
+  return op.kind == OpKind::ScanByKey || op.kind == OpKind::ReduceByKey || op.kind == OpKind::CountingSort ||
+         op.kind == OpKind::SegmentedReduce || op.kind == OpKind::SegmentedScan;
 }
 
 Expr feed_operands(const OpNode& op) {
@@ -80,6 +80,16 @@ FeedCut feed_cut(const std::shared_ptr<const OpNode>& op, const Expr& staged, co
   x->keys = keys;
   x->values = values;
   FeedCut cut;
+  if (op->kind == OpKind::SegmentedReduce || op->kind == OpKind::SegmentedScan) {
+    // Offsets past the survivors (the count) become -1, which the kernel flags.
+    const Expr offset = Expr::cast(ScalarType::I64, op->offsets);
+    const Expr inside = Expr::binary(BinaryOp::Le, offset, Expr::cast(ScalarType::I64, Expr::gather(count, Expr(0LL), false)));
+    x->offsets = Expr::select(inside, offset, Expr(-1LL));
+    cut.op = x;
+    if (op->kind == OpKind::SegmentedScan) cut.mask = survivor;  // a reduction: one result per segment, no mask
+    cut.results.push_back(Expr::result(x, 0, op->output_types[0]));
+    return cut;
+  }
   if (op->kind == OpKind::CountingSort) x->keys = Expr::select(survivor, keys, largest_key(*op));
   if (op->kind != OpKind::ReduceByKey) {
     cut.op = x;
