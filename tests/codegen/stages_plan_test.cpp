@@ -282,3 +282,29 @@ TEST_CASE("index() beside reduce_by_key's runs is the run's position: the runs a
   CHECK(plan_error(ff::Program(totals * ff::cast<int>(ff::index()) + x)).find("mixes reduce_by_key's results") !=
         std::string::npos);
 }
+
+TEST_CASE("a reduction read by another beside index() among a filter's survivors: its values compacted first") {
+  auto x = ff::input<int>("x");
+  const ff::Expr ranked = ff::reduce(ff::cast<long long>(ff::filter(x, x > 0)) * ff::index(), ff::plus);
+  const ff::Expr later = ff::reduce(ff::cast<long long>(x) + ranked, ff::plus);
+  const ff::codegen::Plan p = plan(ff::outputs(later, ranked));
+  // Stage 1 compacts cast(filter(x, x > 0)) * index() (index() the position among the
+  // survivors, applied as each is written), counted; stage 2 reduces it masked by the count,
+  // then the reduction that reads it: no survivor-position scan.
+  REQUIRE(p.intermediates.size() == 1);
+  CHECK(p.intermediates[0].counted);
+  CHECK(p.intermediates[0].role == "the survivors reduce reads");
+  REQUIRE(p.kernels.front().name.find("ff_filter_compact") == 0);
+  for (const auto& k : p.kernels) CHECK(k.name.find("survivor_positions") == std::string::npos);
+  const std::vector<int> readers = kernels_with(p, Kind::Intermediate, 0);
+  REQUIRE(readers.size() >= 2);
+  const auto& masked = p.kernels[static_cast<std::size_t>(readers.back())];
+  CHECK(masked.name.find("ff_reduce") == 0);
+  CHECK(args_of(masked, Kind::IntermediateCount, 0) == 1);
+  CHECK(args_of(masked, Kind::ScalarOutput) == 1);
+  CHECK(args_of(p.kernels.back(), Kind::Scalar) == 1);  // the later reduction reads it on the device
+  CHECK(p.output_scalar[0] >= 0);
+  CHECK(p.output_scalar[1] >= 0);
+  // Read by nothing but the outputs, it stays one pass (the positions scanned as it folds).
+  CHECK(plan(ff::Program(ranked)).intermediates.empty());
+}

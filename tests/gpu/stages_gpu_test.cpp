@@ -262,3 +262,16 @@ TEST_CASE("offsets past a filter's survivors: the run names the bad offset, as t
     CHECK(got.find("offset 2 is 1, less than offset 1 (3); offsets must be non-decreasing") != std::string::npos);
   }
 }
+
+TEST_CASE("a reduction over index() among a filter's survivors, read by a later reduction and a scan") {
+  auto x = ff::input<int>("x");
+  const ff::Expr at = ff::cast<int>(ff::index());
+  const ff::Expr ranked = ff::reduce(ff::filter(x, x > 0) * (at % 7), ff::plus);   // the position among the survivors
+  const ff::Expr best = ff::reduce(ff::zip(ff::filter(x, x < 0), ff::index()), ff::argmax);
+  const ff::Program prog = ff::outputs(ff::reduce(x + ranked, ff::plus), ranked,
+                                       ff::scan(x - ff::cast<int>(ff::get<1>(best)), ff::plus),
+                                       ff::reduce(x * ff::cast<int>(ff::get<1>(best)), ff::max));
+  for (std::int64_t n : kSizes)
+    check_program("reductions over positions among survivors, read later, n = " + std::to_string(n), prog, {x},
+                  {random_ints(n, -100, 100)});
+}

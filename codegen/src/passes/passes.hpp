@@ -134,6 +134,10 @@ void fuse_log_sum_exp(const Program& program, Classified& c, Plan& plan);
 // intermediate.
 // Whether `op` reads a filter's result among its keys or values.
 bool feeds_on_filter(const OpNode& op);
+// The reductions over index() beside a filter's result (the position among the survivors)
+// that another reduction or a scan reads: staged like the ops above (their values
+// compacted, then reduced with the count as a mask), as one pass cannot order them.
+std::set<const OpNode*> position_reductions_read(const Program& program);
 // What stage 1 compacts for it: its keys and values zipped (or the one it has).
 Expr feed_operands(const OpNode& op);
 // The op over `staged` (the compacted operands, `count` of them valid: a table of one u64

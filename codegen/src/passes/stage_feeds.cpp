@@ -21,7 +21,14 @@
 //                 decreasing), and the runtime then names the bad offset from the CPU
 //                 reference. The reduction's results are one per segment (no mask); the
 //                 scan's are the survivors' part of its n slots.
+//   reduce        over index() beside a filter's result (the position among the
+//                 survivors), read by another reduction or a scan: the planner computes
+//                 such a reduction in a scan's pass after every other reduction and scan,
+//                 so none could read it. Stage 1 compacts its values (index() there the
+//                 position, as a compaction's map has it); stage 2 reduces
+//                 filter(staged, index() < count), a masked reduction the readers follow.
 #include <limits>
+#include <set>
 
 #include "passes.hpp"
 
@@ -56,7 +63,41 @@ Expr largest_key(const OpNode& op) {
 
 Expr zero_of(ScalarType t) { return Expr::cast(Type(t), Expr(0LL)); }
 
+// Whether `e` reads index() outside the ops it reads (beside them, not inside one).
+bool reads_index(const Expr& e, std::set<const void*>& seen) {
+  if (!e.valid() || e.kind() == ExprKind::Result || !seen.insert(e.get()).second) return false;
+  if (e.kind() == ExprKind::Index) return true;
+  for (const Expr& a : e.args())
+    if (reads_index(a, seen)) return true;
+  return false;
+}
+
+// The reductions whose results `e` reads (not through other ops).
+void reads_reductions(const Expr& e, std::set<const void*>& seen, std::set<const OpNode*>& out) {
+  if (!e.valid() || !seen.insert(e.get()).second) return;
+  if (e.kind() == ExprKind::Result) {
+    if (e.node().op->kind == OpKind::Reduce) out.insert(e.node().op.get());
+    return;
+  }
+  for (const Expr& a : e.args()) reads_reductions(a, seen, out);
+}
+
 }  // namespace
+
+std::set<const OpNode*> position_reductions_read(const Program& program) {
+  std::set<const OpNode*> read;
+  for (const auto& op : program.ops()) {
+    if (op->kind != OpKind::Reduce && op->kind != OpKind::Scan) continue;
+    std::set<const void*> seen;
+    for (const Expr* e : {&op->values, &op->predicate}) reads_reductions(*e, seen, read);
+  }
+  std::set<const OpNode*> out;
+  for (const auto& op : program.ops()) {
+    std::set<const void*> seen;
+    if (read.count(op.get()) && reads_filter(op->values) && reads_index(op->values, seen)) out.insert(op.get());
+  }
+  return out;
+}
 
 bool feeds_on_filter(const OpNode& op) {
   const bool reads = reads_filter(op.keys) || reads_filter(op.values);
@@ -80,6 +121,12 @@ FeedCut feed_cut(const std::shared_ptr<const OpNode>& op, const Expr& staged, co
   x->keys = keys;
   x->values = values;
   FeedCut cut;
+  if (op->kind == OpKind::Reduce) {  // the survivors' values, masked by the count
+    x->values = fuseflow::filter(staged, survivor);
+    cut.op = x;
+    cut.results.push_back(Expr::result(x, 0, op->output_types[0]));
+    return cut;
+  }
   if (op->kind == OpKind::SegmentedReduce || op->kind == OpKind::SegmentedScan) {
     // Offsets past the survivors (the count) become -1, which the kernel flags.
     const Expr offset = Expr::cast(ScalarType::I64, op->offsets);

@@ -530,6 +530,7 @@ std::optional<Plan> plan_in_stages(const Program& program, const Target& target,
   std::set<const OpNode*> feeds;
   for (const auto& op : program.ops())
     if (feeds_on_filter(*op)) feeds.insert(op.get());
+  for (const OpNode* op : position_reductions_read(program)) feeds.insert(op);
   std::set<const void*> seen;
   std::set<const OpNode*> read;
   std::set<const OpNode*> spread;
