@@ -138,6 +138,9 @@ bool feeds_on_filter(const OpNode& op);
 // that another reduction or a scan reads: staged like the ops above (their values
 // compacted, then reduced with the count as a mask), as one pass cannot order them.
 std::set<const OpNode*> position_reductions_read(const Program& program);
+// Whether two different inputs read by `exprs` have one name (a stage 2 cut again, whose
+// own stage 2 reads the outer cut's ff_stage_k and its own).
+bool names_clash(const std::vector<Expr>& exprs);
 // What stage 1 compacts for it: its keys and values zipped (or the one it has).
 Expr feed_operands(const OpNode& op);
 // The op over `staged` (the compacted operands, `count` of them valid: a table of one u64

@@ -28,6 +28,7 @@
 //                 position, as a compaction's map has it); stage 2 reduces
 //                 filter(staged, index() < count), a masked reduction the readers follow.
 #include <limits>
+#include <map>
 #include <set>
 
 #include "passes.hpp"
@@ -82,6 +83,19 @@ void reads_reductions(const Expr& e, std::set<const void*>& seen, std::set<const
   for (const Expr& a : e.args()) reads_reductions(a, seen, out);
 }
 
+void input_names(const Expr& e, std::set<const void*>& seen, std::map<std::string, const ExprNode*>& names,
+                 bool& clash) {
+  if (!e.valid() || !seen.insert(e.get()).second) return;
+  if (e.kind() == ExprKind::Input) {
+    const auto [at, fresh] = names.emplace(e.node().name, e.get());
+    clash = clash || (!fresh && at->second != e.get());
+  }
+  if (e.kind() == ExprKind::Result && seen.insert(e.node().op.get()).second)
+    for (const Expr* x : {&e.node().op->values, &e.node().op->predicate, &e.node().op->keys, &e.node().op->offsets})
+      input_names(*x, seen, names, clash);
+  for (const Expr& a : e.args()) input_names(a, seen, names, clash);
+}
+
 }  // namespace
 
 std::set<const OpNode*> position_reductions_read(const Program& program) {
@@ -97,6 +111,15 @@ std::set<const OpNode*> position_reductions_read(const Program& program) {
     if (read.count(op.get()) && reads_filter(op->values) && reads_index(op->values, seen)) out.insert(op.get());
   }
   return out;
+}
+
+// Whether two different inputs of `exprs` have one name.
+bool names_clash(const std::vector<Expr>& exprs) {
+  std::set<const void*> seen;
+  std::map<std::string, const ExprNode*> names;
+  bool clash = false;
+  for (const Expr& e : exprs) input_names(e, seen, names, clash);
+  return clash;
 }
 
 bool feeds_on_filter(const OpNode& op) {

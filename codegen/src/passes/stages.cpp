@@ -493,28 +493,6 @@ class Joiner {
   }
 };
 
-void input_names(const Expr& e, std::set<const void*>& seen, std::map<std::string, const ExprNode*>& names,
-                 bool& clash) {
-  if (!e.valid() || !seen.insert(e.get()).second) return;
-  if (e.kind() == ExprKind::Input) {
-    const auto [at, fresh] = names.emplace(e.node().name, e.get());
-    clash = clash || (!fresh && at->second != e.get());
-  }
-  if (e.kind() == ExprKind::Result && seen.insert(e.node().op.get()).second)
-    for (const Expr* x : {&e.node().op->values, &e.node().op->predicate, &e.node().op->keys, &e.node().op->offsets})
-      input_names(*x, seen, names, clash);
-  for (const Expr& a : e.args()) input_names(a, seen, names, clash);
-}
-
-// Whether two different inputs of `exprs` have one name.
-bool names_clash(const std::vector<Expr>& exprs) {
-  std::set<const void*> seen;
-  std::map<std::string, const ExprNode*> names;
-  bool clash = false;
-  for (const Expr& e : exprs) input_names(e, seen, names, clash);
-  return clash;
-}
-
 std::string one_line(const Program& p) {
   std::string s;
   for (const char ch : to_string(p)) s += ch == '\n' ? std::string("; ") : std::string(1, ch);
