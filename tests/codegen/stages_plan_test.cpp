@@ -225,15 +225,46 @@ TEST_CASE("scan_by_key's result read by a filter: cut like a sort's, n elements;
   CHECK(plan(ff::outputs(s * 2 + x)).intermediates.empty());  // the scan's epilogue, in its kernel
 }
 
-TEST_CASE("a segmented op of a filter's result stays refused, saying why") {
+TEST_CASE("a segmented op by offsets of a filter's result: stage 1 compacts the survivors, the offsets index them") {
   auto x = ff::input<float>("x");
   auto offs = ff::input<int>("offs");
-  const std::string e = plan_error(ff::Program(ff::segmented_reduce(ff::filter(x, x > 0.0f), offs, ff::plus)));
-  CHECK(e.find("fuseflow: codegen: a segmented_reduce whose values are a filter's result is not supported: its "
-               "offsets are an array bound before the run") == 0);
-  CHECK(e.find("segment by key instead") != std::string::npos);
-  CHECK(plan_error(ff::Program(ff::segmented_scan(ff::filter(x, x > 0.0f) * 2.0f, offs, ff::plus)))
-            .find("a segmented_scan whose values are a filter's result") != std::string::npos);
+  const ff::Expr sums = ff::segmented_reduce(ff::filter(x, x > 0.0f), offs, ff::plus);
+  const ff::codegen::Plan p = plan(ff::outputs(sums, ff::segmented_scan(ff::filter(x, x > 0.0f) * 2.0f, offs, ff::plus)));
+  // The survivors each op reads, counted (one compaction kernel writes both), and the
+  // scan's n slots, cut again where the program reads their survivors' part.
+  REQUIRE(p.intermediates.size() == 3);
+  CHECK(p.intermediates[0].counted);
+  CHECK(p.intermediates[0].role == "the survivors segmented_reduce reads");
+  CHECK(p.intermediates[1].counted);
+  CHECK(p.intermediates[1].role == "the survivors segmented_scan reads");
+  CHECK_FALSE(p.intermediates[2].counted);
+  CHECK(p.intermediates[2].role == "result 0 of segmented_scan");
+  REQUIRE(p.kernels.front().name.find("ff_filter_compact") == 0);
+  CHECK(args_of(p.kernels.front(), Kind::IntermediateCount) == 2);
+  // The segmented reduction reads the survivors, the offsets input and the count (a table
+  // of one element whose pointer is the intermediate's count word), and flags bad offsets
+  // under the program's own op.
+  const std::vector<int> readers = kernels_with(p, Kind::Intermediate, 0);
+  REQUIRE(readers.size() >= 2);
+  const auto& reduce = p.kernels[static_cast<std::size_t>(readers.back())];
+  CHECK(reduce.name.find("ff_segmented_reduce") == 0);
+  CHECK(args_of(reduce, Kind::IntermediateCount, 0) == 1);
+  CHECK(args_of(reduce, Kind::Input) == 1);  // the offsets
+  CHECK(args_of(reduce, Kind::InvalidFlag) == 1);
+  REQUIRE(p.checked_offsets.size() == 2);
+  for (const auto& op : p.checked_offsets) CHECK(op->values.kind() != ff::ExprKind::Input);  // the user's ops
+  // The reduction has one result per segment (offsets less one); the scan's output is the
+  // survivors' part of its n slots, counted like a filter's.
+  REQUIRE(p.output_shapes.size() == 2);
+  CHECK_FALSE(p.output_shapes[0].counted);
+  CHECK(p.output_shapes[0].less == 1);
+  CHECK(p.output_shapes[1].counted);
+  // An offset past the survivors' count reads as -1, which the kernel's own check flags.
+  const std::string text = ff::codegen::explain(ff::Program(sums));
+  CHECK(text.find("select(cast<i64>(offs) <= cast<i64>(gather_unchecked(ff_stage_count_0, 0L)), cast<i64>(offs), "
+                  "-1L)") != std::string::npos);
+  const std::string source = ff::codegen::cuda_source(ff::Program(sums));
+  CHECK(source.find("tab_ff_stage_count_0[") != std::string::npos);
 }
 
 TEST_CASE("index() beside reduce_by_key's runs is the run's position: the runs are the first slots, no survivor count") {
@@ -250,4 +281,30 @@ TEST_CASE("index() beside reduce_by_key's runs is the run's position: the runs a
   // The runs beside an array of n elements stay refused: their lengths differ.
   CHECK(plan_error(ff::Program(totals * ff::cast<int>(ff::index()) + x)).find("mixes reduce_by_key's results") !=
         std::string::npos);
+}
+
+TEST_CASE("a reduction read by another beside index() among a filter's survivors: its values compacted first") {
+  auto x = ff::input<int>("x");
+  const ff::Expr ranked = ff::reduce(ff::cast<long long>(ff::filter(x, x > 0)) * ff::index(), ff::plus);
+  const ff::Expr later = ff::reduce(ff::cast<long long>(x) + ranked, ff::plus);
+  const ff::codegen::Plan p = plan(ff::outputs(later, ranked));
+  // Stage 1 compacts cast(filter(x, x > 0)) * index() (index() the position among the
+  // survivors, applied as each is written), counted; stage 2 reduces it masked by the count,
+  // then the reduction that reads it: no survivor-position scan.
+  REQUIRE(p.intermediates.size() == 1);
+  CHECK(p.intermediates[0].counted);
+  CHECK(p.intermediates[0].role == "the survivors reduce reads");
+  REQUIRE(p.kernels.front().name.find("ff_filter_compact") == 0);
+  for (const auto& k : p.kernels) CHECK(k.name.find("survivor_positions") == std::string::npos);
+  const std::vector<int> readers = kernels_with(p, Kind::Intermediate, 0);
+  REQUIRE(readers.size() >= 2);
+  const auto& masked = p.kernels[static_cast<std::size_t>(readers.back())];
+  CHECK(masked.name.find("ff_reduce") == 0);
+  CHECK(args_of(masked, Kind::IntermediateCount, 0) == 1);
+  CHECK(args_of(masked, Kind::ScalarOutput) == 1);
+  CHECK(args_of(p.kernels.back(), Kind::Scalar) == 1);  // the later reduction reads it on the device
+  CHECK(p.output_scalar[0] >= 0);
+  CHECK(p.output_scalar[1] >= 0);
+  // Read by nothing but the outputs, it stays one pass (the positions scanned as it folds).
+  CHECK(plan(ff::Program(ranked)).intermediates.empty());
 }

@@ -58,8 +58,8 @@ class Builder {
     Expr v = op.values ? node(op.values) : Expr();
     values.push_back(v);
     predicates.push_back(op.kind == OpKind::Filter ? node(op.predicate) : Expr());
-    // A by-key op or a sort with a predicate (shape "filtered_keyed"): of a filter's result,
-    // its keys and values filtered by it.
+    // A by-key op, a sort or a segmented op with a predicate (shape "filtered_keyed"): of a
+    // filter's result, its keys and values filtered by it.
     const Expr kept = op.kind != OpKind::Filter && op.predicate ? node(op.predicate) : Expr();
     auto survivors = [&](const Expr& e) { return kept.valid() && e.valid() ? filter(e, kept) : e; };
     switch (op.kind) {
@@ -81,8 +81,8 @@ class Builder {
         offsets_[static_cast<int>(results_.size())] = offsets;
         if (op.offsets_cast) offsets = Expr::cast(ScalarType::I64, offsets);
         results_.push_back(op.kind == OpKind::SegmentedReduce
-                               ? segmented_reduce(pack(op.monoid, v), offsets, monoid(op.monoid))
-                               : segmented_scan(pack(op.monoid, v), offsets, monoid(op.monoid), op.scan_kind));
+                               ? segmented_reduce(pack(op.monoid, survivors(v)), offsets, monoid(op.monoid))
+                               : segmented_scan(pack(op.monoid, survivors(v)), offsets, monoid(op.monoid), op.scan_kind));
         return;
       }
       case OpKind::ScanByKey:
@@ -280,10 +280,11 @@ std::vector<HostArray> make_inputs(const Case& c) {
     const InputSpec& s = c.inputs[k];
     std::uint64_t seed = mix(c.seed ^ (0x51ed2705ULL * (k + 1)));
     if (s.offsets) {
+      const std::int64_t over = (c.n + s.every - 1) / s.every;  // the elements (or survivors) they index
       switch (s.type) {
-        case ScalarType::I32: out.push_back(fill_offsets<std::int32_t>(c.n, s, seed)); break;
-        case ScalarType::I64: out.push_back(fill_offsets<long long>(c.n, s, seed)); break;
-        case ScalarType::U32: out.push_back(fill_offsets<std::uint32_t>(c.n, s, seed)); break;
+        case ScalarType::I32: out.push_back(fill_offsets<std::int32_t>(over, s, seed)); break;
+        case ScalarType::I64: out.push_back(fill_offsets<long long>(over, s, seed)); break;
+        case ScalarType::U32: out.push_back(fill_offsets<std::uint32_t>(over, s, seed)); break;
         default: throw GraphError("fuzz: unexpected offsets type " + scalar_name(s.type));
       }
       continue;

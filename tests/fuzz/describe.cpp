@@ -87,7 +87,11 @@ std::string describe(const Case& c) {
     if (is_segmented(op.kind)) {
       os << "  op " << k << ": " << op_name(op.kind) << " " << monoid_name(op.monoid) << ", offsets "
          << c.inputs[static_cast<std::size_t>(op.offsets_input)].name << (op.offsets_cast ? " (cast to i64)" : "")
-         << (op.kind == OpKind::SegmentedScan ? kind : "") << "\n";
+         << (op.kind == OpKind::SegmentedScan ? kind : "")
+         << (op.predicate ? ", of filter(values, index() % " +
+                                std::to_string(c.inputs[static_cast<std::size_t>(op.offsets_input)].every) + " == 0)"
+                          : "")
+         << "\n";
       continue;
     }
     if (is_by_key(op.kind)) {

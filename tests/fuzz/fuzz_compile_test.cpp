@@ -348,3 +348,22 @@ TEST_CASE("seeds meet a reduction beside a broadcast over offsets and broadcast_
   CHECK(by_key_250 >= 3);
   CHECK(beside_60 + by_key_60 >= 1);
 }
+
+// Issue 21's segmented ops by offsets of a filter's result (a variant of shape
+// "filtered_keyed") among the programs of the emulator's run and the GPU run.
+TEST_CASE("seeds meet a segmented op by offsets of a filter's result") {
+  const auto count = [](std::uint64_t last) {
+    int n = 0;
+    for (std::uint64_t seed = 1; seed <= last; ++seed) {
+      const fz::Case c = fz::generate(seed);
+      n += std::any_of(c.ops.begin(), c.ops.end(), [](const fz::OpDesc& op) {
+        return (op.kind == ff::OpKind::SegmentedReduce || op.kind == ff::OpKind::SegmentedScan) && op.predicate;
+      });
+    }
+    return n;
+  };
+  const int in_60 = count(60), in_250 = count(250);
+  INFO("segmented ops of a filter's result: " << in_60 << " of seeds 1..60, " << in_250 << " of 1..250");
+  CHECK(in_60 >= 1);
+  CHECK(in_250 >= 3);
+}

@@ -406,7 +406,9 @@ void Generator::make_array_op_shape() {
       c_.ops.push_back(by_key_op(OpKind::ReduceByKey));
       if (rng_.chance(0.6)) by_key_broadcast(static_cast<int>(c_.ops.size()) - 1);
       break;
-    case 9: c_.ops.push_back(filtered_keyed_op()); break;
+    case 9:  // now and then a segmented op by offsets of a filter's result instead
+      c_.ops.push_back(rng_.chance(0.35) ? filtered_segmented_op() : filtered_keyed_op());
+      break;
     default: {
       // An array op whose element expression reads a reduction's result (a few tries;
       // else the last one drawn), sometimes with the reduction as an output too.
@@ -480,6 +482,23 @@ void Generator::by_key_broadcast(int k) {
   b->exact = true;
   b->reads_input = true;
   c_.outputs.push_back({-1, tame(make_binary(BinaryOp::Add, b, coerce(input_leaf(), st(op.keys)))), 0});
+}
+
+// A segmented reduce or scan by offsets of a filter's result (issue 21: the staging pass
+// compacts the survivors, and the offsets index them, as in the CPU reference): the
+// predicate index() % every == 0 keeps ceil(n / every) survivors, the length the offsets
+// input is drawn for (InputSpec::every); integer values and exact monoids, so every output
+// compares exactly.
+OpDesc Generator::filtered_segmented_op() {
+  const int o = offsets_input();
+  const std::int64_t every = rng_.range(1, 3);
+  c_.inputs[static_cast<std::size_t>(o)].every = every;
+  OpDesc op = rng_.chance(0.5) ? segmented_op(o) : segmented_scan_op(o);
+  op.monoid = rng_.pick(std::vector<MonoidChoice>{MonoidChoice::Plus, MonoidChoice::Min, MonoidChoice::Max});
+  op.values = ensure_input(integer(depth()));
+  op.predicate = make_binary(BinaryOp::Eq, make_binary(BinaryOp::Mod, index_, make_const(ScalarType::I64, static_cast<double>(every))),
+                             make_const(ScalarType::I64, 0));
+  return op;
 }
 
 }  // namespace fuseflow::fuzz::detail

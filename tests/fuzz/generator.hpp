@@ -108,6 +108,7 @@ class Generator {
   void make_array_op_shape();
   void offsets_broadcast();
   void by_key_broadcast(int k);
+  OpDesc filtered_segmented_op();
 
   // The shape comes from the seed's Weyl draw (shape_draw), not from the PRNG: first the
   // group (array ops: the first kArrayOpShare of [0, 1)), then the shape within it.

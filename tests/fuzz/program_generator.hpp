@@ -168,6 +168,9 @@ struct InputSpec {
   // of equal keys form.
   bool walk = false;
   double stay = 0;
+  // Offsets of a segmented op over a filter's survivors index() % every == 0: drawn over
+  // ceil(n / every) elements, the survivors' count (a variant of shape "filtered_keyed").
+  std::int64_t every = 1;
 };
 
 struct ParamSpec {

@@ -4,6 +4,7 @@
 // arrays of reduce_by_key's runs, and maps of them, come back with exactly the runs.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -185,4 +186,92 @@ TEST_CASE("a sort and a scan_by_key of reduce_by_key's runs, and a sort of a fil
                   {runs_of_keys(n), random_ints(n, -5, 10)});
     check_program("sort of a filter of a sort, n = " + std::to_string(n), chain, {k}, {random_ints(n, 0, 1000)});
   }
+}
+
+namespace {
+
+// Offsets into k survivors: 0, then sorted draws in [0, k], the last k when `cover`.
+std::vector<int> survivor_offsets(std::size_t k, std::size_t segments, bool cover) {
+  std::vector<int> o(segments + 1, 0);
+  std::uniform_int_distribution<std::size_t> at(0, k);
+  for (std::size_t s = 1; s <= segments; ++s) o[s] = static_cast<int>(at(ff::test::rng()));
+  std::sort(o.begin() + 1, o.end());
+  if (cover) o.back() = static_cast<int>(k);
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("segmented reduce and scan by offsets of a filter's result: the offsets index the survivors") {
+  auto x = ff::input<int>("x");
+  auto offs = ff::input<int>("offs");
+  const ff::Expr kept = ff::filter(x, x > 0);
+  const ff::Program prog = ff::outputs(ff::segmented_reduce(kept, offs, ff::plus),
+                                       ff::segmented_scan(ff::filter(x * 3, x > 0), offs, ff::max),
+                                       ff::segmented_reduce(ff::filter(x, x < 20), offs, ff::max));
+  for (std::int64_t n : ff::test::capped({0, 1, 33, 1000, (1 << 16) + 3})) {
+    const std::vector<int> xs = random_ints(n, -50, 50);
+    std::size_t positive = 0, small = 0;
+    for (int v : xs) {
+      positive += v > 0;
+      small += v < 20;
+    }
+    // Offsets must fit the fewer survivors of the two predicates; segments short and long.
+    const std::size_t k = std::min(positive, small);
+    for (const std::size_t segments : {std::size_t{1}, k / 3 + 1, k + 2})
+      for (const bool cover : {true, false})
+        check_program("segmented ops of filters, n = " + std::to_string(n) + ", " + std::to_string(segments) +
+                          " segments", prog, {x, offs}, {xs, survivor_offsets(k, segments, cover)});
+  }
+}
+
+TEST_CASE("offsets past a filter's survivors: the run names the bad offset, as the CPU reference does") {
+  auto x = ff::input<int>("x");
+  auto offs = ff::input<int>("offs");
+  ff::Runtime& rt = ff::test::runtime();
+  const std::int64_t n = 1000;
+  const std::vector<int> xs = random_ints(n, -50, 50);
+  int k = 0;
+  for (int v : xs) k += v > 0;
+  auto dx = rt.upload(xs);
+  for (const bool scan : {false, true}) {
+    const ff::Expr e = scan ? ff::segmented_scan(ff::filter(x, x > 0), offs, ff::plus)
+                            : ff::segmented_reduce(ff::filter(x, x > 0), offs, ff::plus);
+    // Past the survivors but inside n: the kernel alone would read the padding.
+    for (const std::vector<int>& bad : {std::vector<int>{0, k / 2, k + 1}, std::vector<int>{0, k + 7, static_cast<int>(n)}}) {
+      auto doffs = rt.upload(bad);
+      std::string got = "(no GraphError thrown)";
+      try {
+        (void)rt.run(ff::Program(e), {{x, dx}, {offs, doffs}});
+      } catch (const ff::GraphError& err) {
+        got = err.what();
+      }
+      const std::string op = scan ? "segmented_scan" : "segmented_reduce";
+      const std::size_t which = bad[1] > k ? 1 : 2;
+      CHECK(got == "fuseflow: " + op + ": offset " + std::to_string(which) + " is " + std::to_string(bad[which]) +
+                       ", beyond the end of the " + std::to_string(k) + " values");
+    }
+    // Decreasing offsets inside the survivors: flagged and named too.
+    auto doffs = rt.upload(std::vector<int>{0, 3, 1, k});
+    std::string got;
+    try {
+      (void)rt.run(ff::Program(e), {{x, dx}, {offs, doffs}});
+    } catch (const ff::GraphError& err) {
+      got = err.what();
+    }
+    CHECK(got.find("offset 2 is 1, less than offset 1 (3); offsets must be non-decreasing") != std::string::npos);
+  }
+}
+
+TEST_CASE("a reduction over index() among a filter's survivors, read by a later reduction and a scan") {
+  auto x = ff::input<int>("x");
+  const ff::Expr at = ff::cast<int>(ff::index());
+  const ff::Expr ranked = ff::reduce(ff::filter(x, x > 0) * (at % 7), ff::plus);   // the position among the survivors
+  const ff::Expr best = ff::reduce(ff::zip(ff::filter(x, x < 0), ff::index()), ff::argmax);
+  const ff::Program prog = ff::outputs(ff::reduce(x + ranked, ff::plus), ranked,
+                                       ff::scan(x - ff::cast<int>(ff::get<1>(best)), ff::plus),
+                                       ff::reduce(x * ff::cast<int>(ff::get<1>(best)), ff::max));
+  for (std::int64_t n : kSizes)
+    check_program("reductions over positions among survivors, read later, n = " + std::to_string(n), prog, {x},
+                  {random_ints(n, -100, 100)});
 }

@@ -129,16 +129,24 @@ Expr key_run_numbers(const OpNode& reduce_by_key);
 // outputs reading them become epilogues of its total (a note in the plan says so).
 void fuse_log_sum_exp(const Program& program, Classified& c, Plan& plan);
 
-// stage_feeds.cpp: scan_by_key, reduce_by_key and sorts of a filter's result, which the
-// staging pass runs over the survivors it compacted into an intermediate.
-// Whether `op` reads a filter's result among its keys or values (a GraphError for a
-// segmented op by offsets, which cannot).
+// stage_feeds.cpp: scan_by_key, reduce_by_key, sorts and segmented ops by offsets of a
+// filter's result, which the staging pass runs over the survivors it compacted into an
+// intermediate.
+// Whether `op` reads a filter's result among its keys or values.
 bool feeds_on_filter(const OpNode& op);
+// The reductions over index() beside a filter's result (the position among the survivors)
+// that another reduction or a scan reads: staged like the ops above (their values
+// compacted, then reduced with the count as a mask), as one pass cannot order them.
+std::set<const OpNode*> position_reductions_read(const Program& program);
+// Whether two different inputs read by `exprs` have one name (a stage 2 cut again, whose
+// own stage 2 reads the outer cut's ff_stage_k and its own).
+bool names_clash(const std::vector<Expr>& exprs);
 // What stage 1 compacts for it: its keys and values zipped (or the one it has).
 Expr feed_operands(const OpNode& op);
 // The op over `staged` (the compacted operands, `count` of them valid: a table of one u64
 // element); the program reads result i of the original op as filter(results[i], mask),
-// whose survivors are the first slots.
+// whose survivors are the first slots (as results[i] itself where mask is empty: a
+// segmented reduction's, one per segment).
 struct FeedCut {
   std::shared_ptr<const OpNode> op;
   std::vector<Expr> results;

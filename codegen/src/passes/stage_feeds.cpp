@@ -14,10 +14,22 @@
 //                 field in front of the keys (0 for a survivor, 1 past the count): the
 //                 runs of flag 0 are the survivors' runs, the last run (if any) the padding.
 //
-// A segmented reduce or scan by offsets of a filter's result stays refused: the offsets are
-// an array the host binds before the run, while where the survivors' segments begin is
-// known only on the device (see the README's "not yet" list).
+//   segmented_reduce, segmented_scan by offsets: the offsets index the survivors, as in
+//                 the CPU reference; stage 2 reads them as
+//                 select(offset <= count, offset, -1), so an offset past the survivors
+//                 is one the kernel's own check flags (offsets outside [0, n] or
+//                 decreasing), and the runtime then names the bad offset from the CPU
+//                 reference. The reduction's results are one per segment (no mask); the
+//                 scan's are the survivors' part of its n slots.
+//   reduce        over index() beside a filter's result (the position among the
+//                 survivors), read by another reduction or a scan: the planner computes
+//                 such a reduction in a scan's pass after every other reduction and scan,
+//                 so none could read it. Stage 1 compacts its values (index() there the
+//                 position, as a compaction's map has it); stage 2 reduces
+//                 filter(staged, index() < count), a masked reduction the readers follow.
 #include <limits>
+#include <map>
+#include <set>
 
 #include "passes.hpp"
 
@@ -52,17 +64,69 @@ Expr largest_key(const OpNode& op) {
 
 Expr zero_of(ScalarType t) { return Expr::cast(Type(t), Expr(0LL)); }
 
+// Whether `e` reads index() outside the ops it reads (beside them, not inside one).
+bool reads_index(const Expr& e, std::set<const void*>& seen) {
+  if (!e.valid() || e.kind() == ExprKind::Result || !seen.insert(e.get()).second) return false;
+  if (e.kind() == ExprKind::Index) return true;
+  for (const Expr& a : e.args())
+    if (reads_index(a, seen)) return true;
+  return false;
+}
+
+// The reductions whose results `e` reads (not through other ops).
+void reads_reductions(const Expr& e, std::set<const void*>& seen, std::set<const OpNode*>& out) {
+  if (!e.valid() || !seen.insert(e.get()).second) return;
+  if (e.kind() == ExprKind::Result) {
+    if (e.node().op->kind == OpKind::Reduce) out.insert(e.node().op.get());
+    return;
+  }
+  for (const Expr& a : e.args()) reads_reductions(a, seen, out);
+}
+
+void input_names(const Expr& e, std::set<const void*>& seen, std::map<std::string, const ExprNode*>& names,
+                 bool& clash) {
+  if (!e.valid() || !seen.insert(e.get()).second) return;
+  if (e.kind() == ExprKind::Input) {
+    const auto [at, fresh] = names.emplace(e.node().name, e.get());
+    clash = clash || (!fresh && at->second != e.get());
+  }
+  if (e.kind() == ExprKind::Result && seen.insert(e.node().op.get()).second)
+    for (const Expr* x : {&e.node().op->values, &e.node().op->predicate, &e.node().op->keys, &e.node().op->offsets})
+      input_names(*x, seen, names, clash);
+  for (const Expr& a : e.args()) input_names(a, seen, names, clash);
+}
+
 }  // namespace
+
+std::set<const OpNode*> position_reductions_read(const Program& program) {
+  std::set<const OpNode*> read;
+  for (const auto& op : program.ops()) {
+    if (op->kind != OpKind::Reduce && op->kind != OpKind::Scan) continue;
+    std::set<const void*> seen;
+    for (const Expr* e : {&op->values, &op->predicate}) reads_reductions(*e, seen, read);
+  }
+  std::set<const OpNode*> out;
+  for (const auto& op : program.ops()) {
+    std::set<const void*> seen;
+    if (read.count(op.get()) && reads_filter(op->values) && reads_index(op->values, seen)) out.insert(op.get());
+  }
+  return out;
+}
+
+// Whether two different inputs of `exprs` have one name.
+bool names_clash(const std::vector<Expr>& exprs) {
+  std::set<const void*> seen;
+  std::map<std::string, const ExprNode*> names;
+  bool clash = false;
+  for (const Expr& e : exprs) input_names(e, seen, names, clash);
+  return clash;
+}
 
 bool feeds_on_filter(const OpNode& op) {
   const bool reads = reads_filter(op.keys) || reads_filter(op.values);
   if (!reads) return false;
-  if (op.kind == OpKind::SegmentedReduce || op.kind == OpKind::SegmentedScan)
-    throw GraphError(std::string("codegen: a ") + op_name(op.kind) + " whose values are a filter's result is not "
-                     "supported: its offsets are an array bound before the run, while the survivors (and so where "
-                     "their segments begin) are known only on the device; segment by key instead (a filter of "
-                     "zip(segment_id, x), then reduce_by_key or scan_by_key over it)");
-  return op.kind == OpKind::ScanByKey || op.kind == OpKind::ReduceByKey || op.kind == OpKind::CountingSort;
+  return op.kind == OpKind::ScanByKey || op.kind == OpKind::ReduceByKey || op.kind == OpKind::CountingSort ||
+         op.kind == OpKind::SegmentedReduce || op.kind == OpKind::SegmentedScan;
 }
 
 Expr feed_operands(const OpNode& op) {
@@ -80,6 +144,22 @@ FeedCut feed_cut(const std::shared_ptr<const OpNode>& op, const Expr& staged, co
   x->keys = keys;
   x->values = values;
   FeedCut cut;
+  if (op->kind == OpKind::Reduce) {  // the survivors' values, masked by the count
+    x->values = fuseflow::filter(staged, survivor);
+    cut.op = x;
+    cut.results.push_back(Expr::result(x, 0, op->output_types[0]));
+    return cut;
+  }
+  if (op->kind == OpKind::SegmentedReduce || op->kind == OpKind::SegmentedScan) {
+    // Offsets past the survivors (the count) become -1, which the kernel flags.
+    const Expr offset = Expr::cast(ScalarType::I64, op->offsets);
+    const Expr inside = Expr::binary(BinaryOp::Le, offset, Expr::cast(ScalarType::I64, Expr::gather(count, Expr(0LL), false)));
+    x->offsets = Expr::select(inside, offset, Expr(-1LL));
+    cut.op = x;
+    if (op->kind == OpKind::SegmentedScan) cut.mask = survivor;  // a reduction: one result per segment, no mask
+    cut.results.push_back(Expr::result(x, 0, op->output_types[0]));
+    return cut;
+  }
   if (op->kind == OpKind::CountingSort) x->keys = Expr::select(survivor, keys, largest_key(*op));
   if (op->kind != OpKind::ReduceByKey) {
     cut.op = x;

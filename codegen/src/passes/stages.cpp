@@ -21,9 +21,9 @@
 // Those runs are the intermediate's first slots: an element-wise expression of them (with
 // index(), parameters, scalars) is read as one filter of the expression, index() the slot.
 //
-// scan_by_key, reduce_by_key or a sort of a filter's result is cut before the op instead
-// (stage_feeds.cpp): stage 1 compacts its operands, stage 2 runs it over them (and is cut
-// again where the program reads its results).
+// scan_by_key, reduce_by_key, a sort or a segmented op by offsets of a filter's result is
+// cut before the op instead (stage_feeds.cpp): stage 1 compacts its operands, stage 2 runs
+// it over them (and is cut again where the program reads its results).
 //
 // A per-segment broadcast beside ops other than segmented reductions (a reduction, scan,
 // histogram or filter of centred values): the segmented reductions it broadcasts are stage 1
@@ -36,6 +36,7 @@
 // gather_unchecked(ff_stage_<r>, run - 1), the runs a table of n.
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <optional>
 
 #include "passes.hpp"
@@ -76,13 +77,15 @@ std::set<const OpNode*> spread_ops(const Program& program) {
 // The ops of a staged kind whose array result is read other than as a program output (or as
 // the segment results a broadcast spreads, which the broadcast's own kernels compute); and
 // scan_by_key where a filter reads its result (n elements, like a sort's: a map of it as an
-// output is the scan's own epilogue, not cut).
+// output is the scan's own epilogue, not cut); a segmented scan's likewise (read so where it
+// scans a filter's survivors, stage_feeds.cpp).
 void find_reads(const Expr& e, bool as_output, bool in_filter, std::set<const void*>& seen,
                 std::set<const OpNode*>& read) {
   if (!e.valid()) return;
   if (e.kind() == ExprKind::Result) {
     const OpNode* op = e.node().op.get();
-    if (!as_output && (staged_kind(op->kind) || (in_filter && op->kind == OpKind::ScanByKey))) read.insert(op);
+    const bool scan = op->kind == OpKind::ScanByKey || op->kind == OpKind::SegmentedScan;
+    if (!as_output && (staged_kind(op->kind) || (in_filter && scan))) read.insert(op);
     if (seen.insert(op).second)
       for (const Expr* x : {&op->values, &op->predicate, &op->keys, &op->offsets})
         find_reads(*x, false, op->kind == OpKind::Filter, seen, read);
@@ -132,7 +135,12 @@ void check_runs(const Expr& e, std::set<const void*>& seen, const std::set<const
 // (a filter of it for reduce_by_key), the ops above copied with their expressions rewritten.
 class Cut {
  public:
-  Cut(std::set<const OpNode*> read, std::set<const OpNode*> feeds) : read_(std::move(read)), feeds_(std::move(feeds)) {}
+  // `avoid`: a program whose input names the cut's own inputs must not take (null: none).
+  Cut(std::set<const OpNode*> read, std::set<const OpNode*> feeds, const Program* avoid)
+      : read_(std::move(read)), feeds_(std::move(feeds)) {
+    if (avoid)
+      for (const Expr& in : avoid->inputs()) taken_.insert(in.node().name);
+  }
 
   std::vector<Expr> results;  // per intermediate: the result it holds (stage 1's outputs)
   std::vector<std::string> labels;  // per intermediate: what it holds, for explain
@@ -170,6 +178,16 @@ class Cut {
  private:
   std::set<const OpNode*> read_;
   std::set<const OpNode*> feeds_;  // ops over a filter's result (stage_feeds.cpp)
+  std::set<std::string> taken_;     // names not to give (a stage cut again has ff_stage_k)
+
+  // ff_stage_<k> (or ff_stage_count_<k>), with _1, _2 ... after it where that is taken: a
+  // stage 2 cut again whose own stage 2 reads the outer cut's inputs and its own.
+  Expr stage_input(const std::string& stem, int k, const Type& t) {
+    std::string name = stem + std::to_string(k);
+    for (int j = 1; taken_.count(name); ++j) name = stem + std::to_string(k) + "_" + std::to_string(j);
+    taken_.insert(name);
+    return Expr::input(name, t);
+  }
   std::map<const OpNode*, std::vector<Expr>> feed_views_;  // per op: what stage 2 reads each result by
   std::map<const ExprNode*, Expr> exprs_;
   std::map<const OpNode*, std::shared_ptr<const OpNode>> ops_;
@@ -222,7 +240,7 @@ class Cut {
     if (fresh) {
       results.push_back(key_run_numbers(*op));
       labels.push_back("each element's run of keys (broadcast_by_key)");
-      inputs.push_back(Expr::input("ff_stage_" + std::to_string(results.size() - 1), ScalarType::I64));
+      inputs.push_back(stage_input("ff_stage_", static_cast<int>(results.size()) - 1, ScalarType::I64));
       segments.push_back(Expr());
       run->second = Expr::binary(BinaryOp::Sub, inputs.back(), Expr(1LL));
     }
@@ -257,12 +275,13 @@ class Cut {
       results.push_back(feed_operands(*n));
       labels.push_back(std::string("the survivors ") + op_name(n->kind) + " reads");
       segments.push_back(Expr());
-      inputs.push_back(Expr::input("ff_stage_" + std::to_string(k), results.back().type()));
-      Expr count = Expr::input("ff_stage_count_" + std::to_string(k), ScalarType::U64);
+      inputs.push_back(stage_input("ff_stage_", k, results.back().type()));
+      Expr count = stage_input("ff_stage_count_", k, ScalarType::U64);
       count_inputs[count.get()] = k;
       const FeedCut fc = feed_cut(n, inputs.back(), count);
+      originals[fc.op.get()] = n;  // a segmented op's offsets flag names the program's op
       std::vector<Expr> views;
-      for (const Expr& r : fc.results) views.push_back(prefix(r, fc.mask));
+      for (const Expr& r : fc.results) views.push_back(fc.mask.valid() ? prefix(r, fc.mask) : r);
       it = feed_views_.emplace(n.get(), std::move(views)).first;
     }
     return it->second.at(static_cast<std::size_t>(e.node().index));
@@ -272,13 +291,13 @@ class Cut {
     const int k = static_cast<int>(results.size());
     results.push_back(e);
     labels.push_back("result " + std::to_string(e.node().index) + " of " + op_name(e.node().op->kind));
-    inputs.push_back(Expr::input("ff_stage_" + std::to_string(k), e.type()));
+    inputs.push_back(stage_input("ff_stage_", k, e.type()));
     const OpNode* op = e.node().op.get();
     segments.push_back(op->kind == OpKind::SegmentedReduce ? op->offsets : Expr());
     if (op->kind != OpKind::ReduceByKey) return inputs.back();
     auto [mask, fresh] = run_masks_.try_emplace(op);
     if (fresh) {  // one count for both results, so a map of keys and totals reads one filter
-      Expr count = Expr::input("ff_stage_count_" + std::to_string(k), ScalarType::U64);
+      Expr count = stage_input("ff_stage_count_", k, ScalarType::U64);
       count_inputs[count.get()] = k;
       mask->second = Expr::binary(BinaryOp::Lt, Expr::index(),
                                   Expr::cast(ScalarType::I64, Expr::gather(count, Expr(0LL), false)));
@@ -489,6 +508,7 @@ std::optional<Plan> plan_in_stages(const Program& program, const Target& target,
   std::set<const OpNode*> feeds;
   for (const auto& op : program.ops())
     if (feeds_on_filter(*op)) feeds.insert(op.get());
+  for (const OpNode* op : position_reductions_read(program)) feeds.insert(op);
   std::set<const void*> seen;
   std::set<const OpNode*> read;
   std::set<const OpNode*> spread;
@@ -506,13 +526,18 @@ std::optional<Plan> plan_in_stages(const Program& program, const Target& target,
 
   // Stage 2: the outputs over the intermediates; an output that is one of them is written
   // by stage 1 straight into its memory (its first occurrence), not copied.
-  Cut cut(read, feeds);
+  auto cutting = std::make_unique<Cut>(read, feeds, nullptr);
   std::vector<Expr> later;
   std::vector<Arg> later_as;
   for (std::size_t i = 0; i < program.outputs().size(); ++i) {
-    later.push_back(cut.expr(program.outputs()[i]));
+    later.push_back(cutting->expr(program.outputs()[i]));
     later_as.push_back(to(Arg::Kind::Output, static_cast<int>(i)));
   }
+  if (names_clash(later)) {  // inside a stage 2 cut again: the outer cut's names taken
+    cutting = std::make_unique<Cut>(read, feeds, &program);
+    for (std::size_t i = 0; i < program.outputs().size(); ++i) later[i] = cutting->expr(program.outputs()[i]);
+  }
+  Cut& cut = *cutting;
   Plan joined;
   joined.output_scalar.assign(program.outputs().size(), -1);
   std::vector<Arg> first_as;

@@ -16,6 +16,12 @@ std::vector<Arg> offsets_args(const Leaves& offsets, int domain) {
   for (std::size_t j = 0; j < offsets.inputs.size(); ++j)
     args.push_back({Arg::Kind::Input, offsets.input_ids[j], offsets_input_name(offsets.inputs[j]), offsets.inputs[j].type()});
   args.push_back({Arg::Kind::Length, domain, "offsets_count", ScalarType::I64});
+  // Tables the offsets gather from (in a later stage, the count of a filter's survivors
+  // that the offsets index: passes/stage_feeds.cpp).
+  for (std::size_t j = 0; j < offsets.tables.size(); ++j) {
+    args.push_back({Arg::Kind::Table, offsets.table_ids[j], table_name(offsets.tables[j]), offsets.tables[j].type()});
+    args.push_back({Arg::Kind::TableLength, offsets.table_ids[j], table_name(offsets.tables[j]) + "_n", ScalarType::I64});
+  }
   return args;
 }
 

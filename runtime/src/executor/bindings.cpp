@@ -270,8 +270,39 @@ void check_output_bindings(const Program& program, const codegen::Plan& plan, co
   }
 }
 
+namespace {
+
+// The CPU reference's error for the whole program on the bound inputs (the offsets of a
+// segmented op over a filter's result index the survivors, a count only the reference
+// knows here), or `otherwise` where it finds none.
+[[noreturn]] void throw_reference_error(const Program& program, const BoundLeaves& leaves, DeviceContext& context,
+                                        const std::string& otherwise) {
+  HostBindings host;
+  for (std::size_t i = 0; i < program.inputs().size(); ++i) {
+    const Expr& in = program.inputs()[i];
+    HostArray data(in.type(), static_cast<std::size_t>(leaves.input_lengths.at(i)));
+    context.copy_to_host(data.data(), leaves.input_ptrs.at(i), data.size() * in.type().size());
+    host.bind(in, std::move(data));
+  }
+  for (std::size_t i = 0; i < program.params().size(); ++i) host.bind(program.params()[i], leaves.params.at(i));
+  (void)evaluate(program, host);
+  throw GraphError(otherwise);
+}
+
+bool reads_filter(const Expr& values) {
+  for (const Expr& leaf : array_leaves(values))
+    if (leaf.kind() == ExprKind::Result && leaf.node().op->kind == OpKind::Filter) return true;
+  return false;
+}
+
+}  // namespace
+
 void throw_invalid_offsets(const Program& program, const OpNode& op, const BoundLeaves& leaves, std::int64_t n,
                            DeviceContext& context) {
+  if (reads_filter(op.values))
+    throw_reference_error(program, leaves, context,
+                          std::string(op_name(op.kind)) + ": the device flagged the offsets (which index the survivors of a "
+                          "filter) as invalid but the CPU reference accepts them");
   const Program offsets(op.offsets);
   HostBindings host;
   for (const Expr& in : offsets.inputs()) {
