@@ -45,6 +45,7 @@ class Generator {
   NodeRef constant_leaf();
   NodeRef leaf(bool exact);
   NodeRef neighbour();
+  NodeRef computed(const NodeRef& x);
   NodeRef to_float(const NodeRef& a);
   NodeRef to_int(const NodeRef& a, ScalarType t);
   NodeRef input_as_int();

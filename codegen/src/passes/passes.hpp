@@ -146,4 +146,15 @@ struct FeedCut {
 };
 FeedCut feed_cut(const std::shared_ptr<const OpNode>& op, const Expr& staged, const Expr& count);
 
+// computed_tables.cpp: a gather's table or a shift's array that the program computes.
+// The program with every gather of a map of inputs rewritten to the map of the gathered
+// inputs (nothing when there is none).
+std::optional<Program> fuse_table_maps(const Program& program);
+// That program's plan (planned again, so what it still computes is staged), under the user's
+// ops where a checked segmented op was rewritten.
+Plan plan_fused_tables(const Program& original, const Program& fused, const Target& target, const PlanOptions& options);
+// The tables and shifted arrays that are not inputs, which the staging pass computes in
+// stage 1 (n elements each); GraphError for one that has no n elements.
+std::set<const ExprNode*> computed_tables(const Program& program);
+
 }  // namespace fuseflow::codegen

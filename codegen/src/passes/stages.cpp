@@ -132,7 +132,8 @@ void check_runs(const Expr& e, std::set<const void*>& seen, const std::set<const
 // (a filter of it for reduce_by_key), the ops above copied with their expressions rewritten.
 class Cut {
  public:
-  Cut(std::set<const OpNode*> read, std::set<const OpNode*> feeds) : read_(std::move(read)), feeds_(std::move(feeds)) {}
+  Cut(std::set<const OpNode*> read, std::set<const OpNode*> feeds, std::set<const ExprNode*> tables = {})
+      : read_(std::move(read)), feeds_(std::move(feeds)), tables_(std::move(tables)) {}
 
   std::vector<Expr> results;  // per intermediate: the result it holds (stage 1's outputs)
   std::vector<std::string> labels;  // per intermediate: what it holds, for explain
@@ -143,12 +144,16 @@ class Cut {
   // (a segmented reduction's, read through broadcasts), or an empty Expr (n elements).
   std::vector<Expr> segments;
   std::set<int> run_tables;  // reduce_by_key's results read by broadcast_by_key: tables of n (the capacity)
+  std::set<int> computed_tables;  // gather tables and shifted arrays computed by stage 1: n elements
+
 
   Expr expr(const Expr& e) {
     if (!e.valid()) return e;
     if (auto it = exprs_.find(e.get()); it != exprs_.end()) return it->second;
     Expr r = e;
-    if (e.kind() == ExprKind::Result) {
+    if (tables_.count(e.get())) {
+      r = computed_table(e);
+    } else if (e.kind() == ExprKind::Result) {
       const OpNode* op = e.node().op.get();
       r = feeds_.count(op) ? feed(e) : read_.count(op) ? intermediate(e) : result(e);
     } else if (e.kind() == ExprKind::Broadcast && e.node().index == 1 && read_.count(e.args()[0].node().op.get())) {
@@ -170,6 +175,7 @@ class Cut {
  private:
   std::set<const OpNode*> read_;
   std::set<const OpNode*> feeds_;  // ops over a filter's result (stage_feeds.cpp)
+  std::set<const ExprNode*> tables_;  // computed gather tables and shifted arrays (computed_tables.cpp)
   std::map<const OpNode*, std::vector<Expr>> feed_views_;  // per op: what stage 2 reads each result by
   std::map<const ExprNode*, Expr> exprs_;
   std::map<const OpNode*, std::shared_ptr<const OpNode>> ops_;
@@ -266,6 +272,17 @@ class Cut {
       it = feed_views_.emplace(n.get(), std::move(views)).first;
     }
     return it->second.at(static_cast<std::size_t>(e.node().index));
+  }
+
+  // A computed gather table or shifted array: stage 1 computes it into intermediate k.
+  Expr computed_table(const Expr& e) {
+    const int k = static_cast<int>(results.size());
+    results.push_back(e);
+    labels.push_back("the array " + to_string(e) + " read at computed positions");
+    inputs.push_back(Expr::input("ff_stage_" + std::to_string(k), e.type()));
+    segments.push_back(Expr());
+    computed_tables.insert(k);
+    return inputs.back();
   }
 
   Expr intermediate(const Expr& e) {
@@ -399,6 +416,8 @@ class Joiner {
           to[static_cast<std::size_t>(d)] = joined_.intermediates.at(static_cast<std::size_t>(k)).domain;
         } else if (d != 0 && k >= 0 && cut_.run_tables.count(k)) {  // runs read by broadcast_by_key: room for n
           to[static_cast<std::size_t>(d)] = 0;
+        } else if (d != 0 && k >= 0 && cut_.computed_tables.count(k)) {  // a computed table: n elements
+          to[static_cast<std::size_t>(d)] = 0;
         } else if (d != 0 && k >= 0) {
           unsupported("reading a sort's or reduce_by_key's result in a program as segment offsets or a table");
         }
@@ -434,6 +453,9 @@ class Joiner {
                                          : Arg{Arg::Kind::Length, d, a.name, a.type};
         } else if (k >= 0 && a.kind == Arg::Kind::Input) {
           a = {Arg::Kind::Intermediate, k, a.name, a.type};
+        } else if (k >= 0 && cut_.computed_tables.count(k)) {  // a computed table of n elements
+          a = a.kind == Arg::Kind::Table ? Arg{Arg::Kind::Intermediate, k, a.name, a.type}
+                                         : Arg{Arg::Kind::Length, 0, a.name, a.type};
         } else if (k >= 0 && cut_.run_tables.count(k)) {  // gathered at each element's run (broadcast_by_key)
           a = a.kind == Arg::Kind::Table ? Arg{Arg::Kind::Intermediate, k, a.name, a.type}
                                          : Arg{Arg::Kind::Length, 0, a.name, a.type};
@@ -484,6 +506,7 @@ std::string one_line(const Program& p) {
 }  // namespace
 
 std::optional<Plan> plan_in_stages(const Program& program, const Target& target, const PlanOptions& options) {
+  if (std::optional<Program> fused = fuse_table_maps(program)) return plan_fused_tables(program, *fused, target, options);
   // A filter's result read by scan_by_key, reduce_by_key or a sort: that cut first (its
   // stage 2 is cut again where it reads the op's results).
   std::set<const OpNode*> feeds;
@@ -492,12 +515,14 @@ std::optional<Plan> plan_in_stages(const Program& program, const Target& target,
   std::set<const void*> seen;
   std::set<const OpNode*> read;
   std::set<const OpNode*> spread;
+  std::set<const ExprNode*> tables;  // computed gather tables and shifted arrays (computed_tables.cpp)
   if (feeds.empty()) {
+    tables = computed_tables(program);
     for (const Expr& o : program.outputs()) find_reads(o, true, false, seen, read);
     spread = spread_ops(program);
     read.insert(spread.begin(), spread.end());
   }
-  if (read.empty() && feeds.empty()) return std::nullopt;
+  if (read.empty() && feeds.empty() && tables.empty()) return std::nullopt;
   std::set<const void*> checked;
   for (const Expr& o : program.outputs()) {
     if (o.kind() != ExprKind::Result) check_runs_alone({o}, read);
@@ -506,7 +531,7 @@ std::optional<Plan> plan_in_stages(const Program& program, const Target& target,
 
   // Stage 2: the outputs over the intermediates; an output that is one of them is written
   // by stage 1 straight into its memory (its first occurrence), not copied.
-  Cut cut(read, feeds);
+  Cut cut(read, feeds, tables);
   std::vector<Expr> later;
   std::vector<Arg> later_as;
   for (std::size_t i = 0; i < program.outputs().size(); ++i) {
