@@ -383,3 +383,24 @@ TEST_CASE("seeds meet gathers and shifts of computed arrays, and they plan") {
   CHECK(in_60 >= 1);
   CHECK(in_250 >= 5);
 }
+
+// Issue 25's staged broadcasts among the programs of the GPU run (1..250): a reduction
+// beside a broadcast over ff::rows, and broadcasts by offsets and by key in one program.
+TEST_CASE("seeds meet a reduction beside a broadcast over rows, and broadcasts by offsets and by key together") {
+  int rows = 0, both = 0, rows_60 = 0, both_60 = 0;
+  for (std::uint64_t seed = 1; seed <= 250; ++seed) {
+    const std::string text = ff::to_string(fz::build(fz::generate(seed), fz::Mode::Narrow).program);
+    const auto has = [&](const std::string& part) { return text.find(part) != std::string::npos; };
+    const bool r = has("offsets=rows(") && has(" = reduce(");
+    const bool b = has("broadcast_by_key(") && has("offsets=") && !has("offsets=rows(");
+    rows += r ? 1 : 0;
+    both += b ? 1 : 0;
+    rows_60 += r && seed <= 60 ? 1 : 0;
+    both_60 += b && seed <= 60 ? 1 : 0;
+  }
+  INFO("reduction beside rows: " << rows_60 << " of seeds 1..60, " << rows << " of 1..250; offsets and key: " << both_60
+       << ", " << both);
+  CHECK(rows >= 2);
+  CHECK(both >= 2);
+  CHECK(rows_60 + both_60 >= 1);
+}

@@ -108,6 +108,8 @@ class Generator {
   static bool op_reads_op(const OpDesc& d, int op);
   void make_array_op_shape();
   void offsets_broadcast();
+  void rows_beside();
+  void offsets_and_key_broadcasts();
   void by_key_broadcast(int k);
 
   // The shape comes from the seed's Weyl draw (shape_draw), not from the PRNG: first the

@@ -11,6 +11,9 @@
 //           elements, a map of one): the staging pass (stages.cpp) computes it in stage 1
 //           into an intermediate of n elements, which stage 2 reads as the table.
 //
+// A broadcast over ff::rows beside other ops than the row reductions is staged the same way:
+// stage 1 is the per-row kernel writing the broadcast array (n elements), stage 2 reads it.
+//
 // Tables that have no n elements are refused: the results of a filter or reduce_by_key
 // (as many as the device counts), a histogram's bins, a segmented reduction's segments,
 // offsets of ff::rows, fills of a length of their own.
@@ -151,6 +154,21 @@ void find_tables(const Expr& e, std::set<const void*>& seen, std::set<const Expr
   for (const Expr& a : e.args()) find_tables(a, seen, out);
 }
 
+// Broadcasts over ff::rows (an n-element array each) in a program whose ops are not all
+// segmented reductions over rows (the per-row kernel plans nothing else).
+void find_row_broadcasts(const Expr& e, std::set<const void*>& seen, std::set<const ExprNode*>& out) {
+  if (!e.valid() || !seen.insert(e.get()).second) return;
+  if (e.kind() == ExprKind::Broadcast && e.args()[0].kind() == ExprKind::Result && e.args()[1].kind() == ExprKind::Rows)
+    out.insert(e.get());
+  if (e.kind() == ExprKind::Result) {
+    const OpNode& op = *e.node().op;
+    if (seen.insert(&op).second)
+      for (const Expr* x : {&op.values, &op.predicate, &op.keys, &op.offsets}) find_row_broadcasts(*x, seen, out);
+    return;
+  }
+  for (const Expr& a : e.args()) find_row_broadcasts(a, seen, out);
+}
+
 }  // namespace
 
 std::optional<Program> fuse_table_maps(const Program& program) {
@@ -165,6 +183,13 @@ std::set<const ExprNode*> computed_tables(const Program& program) {
   std::set<const void*> seen;
   std::set<const ExprNode*> out;
   for (const Expr& o : program.outputs()) find_tables(o, seen, out);
+  const auto& ops = program.ops();
+  if (std::all_of(ops.begin(), ops.end(), [](const auto& op) {
+        return op->kind == OpKind::SegmentedReduce && op->offsets.kind() == ExprKind::Rows;
+      }))
+    return out;
+  seen.clear();
+  for (const Expr& o : program.outputs()) find_row_broadcasts(o, seen, out);
   return out;
 }
 

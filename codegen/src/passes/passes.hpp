@@ -153,8 +153,9 @@ std::optional<Program> fuse_table_maps(const Program& program);
 // That program's plan (planned again, so what it still computes is staged), under the user's
 // ops where a checked segmented op was rewritten.
 Plan plan_fused_tables(const Program& original, const Program& fused, const Target& target, const PlanOptions& options);
-// The tables and shifted arrays that are not inputs, which the staging pass computes in
-// stage 1 (n elements each); GraphError for one that has no n elements.
+// The tables and shifted arrays that are not inputs, and broadcasts over ff::rows beside other
+// ops, which the staging pass computes in stage 1 (n elements each); GraphError for a table
+// that has no n elements.
 std::set<const ExprNode*> computed_tables(const Program& program);
 
 }  // namespace fuseflow::codegen

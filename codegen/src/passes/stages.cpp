@@ -146,7 +146,6 @@ class Cut {
   std::set<int> run_tables;  // reduce_by_key's results read by broadcast_by_key: tables of n (the capacity)
   std::set<int> computed_tables;  // gather tables and shifted arrays computed by stage 1: n elements
 
-
   Expr expr(const Expr& e) {
     if (!e.valid()) return e;
     if (auto it = exprs_.find(e.get()); it != exprs_.end()) return it->second;
@@ -274,11 +273,12 @@ class Cut {
     return it->second.at(static_cast<std::size_t>(e.node().index));
   }
 
-  // A computed gather table or shifted array: stage 1 computes it into intermediate k.
+  // A computed gather table or shifted array, a broadcast over rows: stage 1 computes it into intermediate k.
   Expr computed_table(const Expr& e) {
     const int k = static_cast<int>(results.size());
     results.push_back(e);
-    labels.push_back("the array " + to_string(e) + " read at computed positions");
+    labels.push_back("the array " + to_string(e) +
+                     (e.kind() == ExprKind::Broadcast ? " over rows" : " read at computed positions"));
     inputs.push_back(Expr::input("ff_stage_" + std::to_string(k), e.type()));
     segments.push_back(Expr());
     computed_tables.insert(k);
@@ -560,26 +560,39 @@ std::optional<Plan> plan_in_stages(const Program& program, const Target& target,
       second_as.push_back(later_as[i]);
     }
   if (second.empty()) throw InternalError("stages: no output is left to the stage after the cut");
-
-  const Program first_stage(cut.results), second_stage(second);
-  // A broadcast segmented reduction among stage 1's results (the feeds' compactions are
-  // filters, not op results).
+  const Program second_stage(second);
+  // Stage 1's broadcast segmented reductions on the broadcast path (which checks the offsets),
+  // then its other results (broadcast_by_key's, a sort's; the feeds' compactions are filters).
   const auto spread_result = [&](const Expr& r) {
     return r.kind() == ExprKind::Result && r.node().op->kind == OpKind::SegmentedReduce &&
            spread.count(r.node().op.get()) > 0;
   };
-  const bool segments_only = std::all_of(cut.results.begin(), cut.results.end(), spread_result);
-  if (!segments_only && std::any_of(cut.results.begin(), cut.results.end(), spread_result))
-    unsupported("broadcasts by offsets beside broadcast_by_key or a sort's or reduce_by_key's result read later in "
-                "one program (the offsets are checked on the broadcast path only)");
-  Plan first = segments_only ? plan_segment_results(first_stage, target, options) : plan(first_stage, target, options);
+  std::vector<Expr> parts[2];
+  std::vector<Arg> parts_as[2];
+  for (std::size_t k = 0; k < cut.results.size(); ++k) {
+    const int part = spread_result(cut.results[k]) ? 0 : 1;
+    parts[part].push_back(cut.results[k]);
+    parts_as[part].push_back(first_as[k]);
+  }
+  std::vector<Program> firsts;
+  std::vector<Plan> plans;
+  std::vector<int> used;  // the parts planned, in order
+  std::size_t kernels = 0;
+  for (int part : {0, 1}) {
+    if (parts[part].empty()) continue;
+    firsts.emplace_back(parts[part]);
+    used.push_back(part);
+    plans.push_back(part == 0 ? plan_segment_results(firsts.back(), target, options) : plan(firsts.back(), target, options));
+    kernels += plans.back().kernels.size();
+  }
   joined.notes.push_back("stages: " + std::to_string(cut.results.size()) +
                          (cut.results.size() == 1 ? " array result" : " array results") +
-                         " read later in the program cut it in two; stage 1 (kernels 1.." +
-                         std::to_string(first.kernels.size()) + ") writes the intermediates: " +
-                         one_line(first_stage) + "; stage 2 reads them: " + one_line(second_stage));
+                         " read later in the program cut it in two; stage 1 (kernels 1.." + std::to_string(kernels) +
+                         ") writes the intermediates: " + one_line(firsts[0]) +
+                         (firsts.size() > 1 ? ", then " + one_line(firsts[1]) : std::string()) +
+                         "; stage 2 reads them: " + one_line(second_stage));
   Joiner joiner(program, cut, joined);
-  joiner.join(first_stage, std::move(first), first_as);
+  for (std::size_t i = 0; i < firsts.size(); ++i) joiner.join(firsts[i], std::move(plans[i]), parts_as[used[i]]);
   joiner.join(second_stage, plan(second_stage, target, options), second_as);
   return joined;
 }
