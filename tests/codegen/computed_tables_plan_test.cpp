@@ -46,7 +46,7 @@ TEST_CASE("a gather of a map of inputs is fused: one kernel gathers the inputs a
   const ff::codegen::Plan p = plan(ff::Program(y * ff::gather(ff::exp(t) + u * ff::cast<float>(ff::index()), idx)));
   REQUIRE(p.kernels.size() == 1);
   CHECK(p.intermediates.empty());
-  CHECK(has_note(p, "computed tables: a gather of a map of inputs"));
+  CHECK(has_note(p, "computed tables: a gather (or a shift backwards) of a map of inputs"));
   const ff::codegen::KernelSpec& k = p.kernels[0];
   CHECK(args_of(k, Kind::Table) == 2);  // t and u, read at idx
   CHECK(args_of(k, Kind::InvalidFlag) == 1);  // checked
@@ -73,10 +73,20 @@ TEST_CASE("a fused gather inside a segmented reduction keeps the user's op for t
   CHECK(user_op);
 }
 
-TEST_CASE("a shifted map is computed by stage 1 into an intermediate that the stencil reads") {
+TEST_CASE("a map shifted backwards is fused: the stencil applies it to the neighbours it loads") {
+  auto x = ff::input<float>("x");
+  auto w = ff::input<float>("w");
+  const ff::codegen::Plan p = plan(ff::Program(x - ff::shift(x * w + ff::cast<float>(ff::index()), -2, 7.0f)));
+  REQUIRE(p.kernels.size() == 1);
+  CHECK(p.intermediates.empty());
+  CHECK(p.kernels[0].name.find("stencil") != std::string::npos);
+  CHECK(has_note(p, "x - select(index >= 2L, shift(x, -2, 0.0f) * shift(w, -2, 0.0f) + cast<f32>(index + -2L), 7.0f)"));
+}
+
+TEST_CASE("a map shifted forwards is computed by stage 1 into an intermediate that the stencil reads") {
   auto x = ff::input<float>("x");
   const ff::Expr y = x * 2.0f;
-  const ff::codegen::Plan p = plan(ff::Program(x - ff::shift(y, -1, 0.0f)));
+  const ff::codegen::Plan p = plan(ff::Program(x - ff::shift(y, 1, 0.0f)));
   REQUIRE(p.intermediates.size() == 1);
   CHECK(p.intermediates[0].output == -1);
   CHECK(p.intermediates[0].domain == 0);
@@ -92,7 +102,7 @@ TEST_CASE("a shifted map is computed by stage 1 into an intermediate that the st
 TEST_CASE("a shifted array that is also an output is written once, into the output") {
   auto x = ff::input<float>("x");
   const ff::Expr y = x * 2.0f;
-  const ff::codegen::Plan p = plan(ff::outputs(y, y - ff::shift(y, -1, 0.0f)));
+  const ff::codegen::Plan p = plan(ff::outputs(y, y - ff::shift(y, 1, 0.0f)));
   REQUIRE(p.intermediates.size() == 1);
   CHECK(p.intermediates[0].output == 0);
   REQUIRE(p.kernels.size() == 2);

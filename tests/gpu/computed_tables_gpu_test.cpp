@@ -1,6 +1,6 @@
 // GPU execution tests for gather and shift of computed arrays (issue 25;
-// codegen/src/passes/computed_tables.cpp): a gather of a map of inputs fused into its
-// consumer, a shifted map, a scan's and a sort's result gathered and shifted (computed into an
+// codegen/src/passes/computed_tables.cpp): a gather of a map of inputs and a map shifted
+// backwards fused into their consumer, a map shifted forwards, a scan's and a sort's result gathered and shifted (computed into an
 // intermediate by stage 1). Fresh random inputs, outputs poisoned (the shared Runtime's
 // RuntimeOptions::poison), each result compared with the CPU reference: integers exactly,
 // floats by relative error (expf on the device may differ from the host's in the last bit).
@@ -103,7 +103,10 @@ TEST_CASE("a shifted map, and a scan's result gathered and shifted (staged)") {
     host.bind(x, ff::HostArray::from(xh)).bind(k, ff::HostArray::from(kh)).bind(idx, ff::HostArray::from(ih));
     const std::string at = "n = " + std::to_string(n);
     const ff::Expr y = x * 2.0f + 1.0f;
-    check<float>(x - ff::shift(y, -1, 0.0f), {{x, xd}}, host, 0, "shifted map, " + at);
+    check<float>(x - ff::shift(y, -1, 0.0f), {{x, xd}}, host, 0, "map shifted backwards (fused), " + at);
+    check<float>(x - ff::shift(y, 1, 0.0f), {{x, xd}}, host, 0, "map shifted forwards (staged), " + at);
+    check<float>(ff::shift(y * ff::cast<float>(ff::index()), -3, 2.0f), {{x, xd}}, host, 0, "index() in a shifted map, " + at);
+    check<float>(ff::reduce(ff::shift(x * x, -1, 0.5f), ff::max), {{x, xd}}, host, 0, "reduction of a shifted map, " + at);
     check<float>(ff::shift(x * x, 3, -1.0f) + ff::shift(x * x, -2, 5.0f), {{x, xd}}, host, 0, "stencil of a map, " + at);
     const ff::Expr s = ff::scan(k, ff::plus);
     check<int>(ff::gather(s, idx) - k, {{k, kd}, {idx, id}}, host, 0, "gathered scan, " + at);

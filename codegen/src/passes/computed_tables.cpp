@@ -7,7 +7,10 @@
 //           f(gather(t, idx), gather(u, idx), ...), index() the gathered position, so the
 //           consumer applies the map to the elements it gathers (nothing is materialized;
 //           a checked gather checks each input's read, the first bad index the same);
-//   staged  anything else (a shifted map, a scan's, a sort's or another op's result of n
+//           shift(f(x, ...), k, fill) with k < 0 (an element before): rewritten to
+//           select(index() >= -k, f(shift(x, k, 0), ...), fill), index() + k in f, so the
+//           stencil applies the map to the neighbours it loads;
+//   staged  anything else (a map shifted forwards, a scan's, a sort's or another op's result of n
 //           elements, a map of one): the staging pass (stages.cpp) computes it in stage 1
 //           into an intermediate of n elements, which stage 2 reads as the table.
 //
@@ -65,7 +68,49 @@ Expr at(const Expr& e, const Expr& idx, bool checked, std::map<const ExprNode*, 
   return memo.emplace(e.get(), r).first->second;
 }
 
-// Rewrites every gather of a map of inputs (fused above), in expressions and ops alike.
+// The map `e` at the element k after (k < 0: before) each: its inputs shifted by k (their
+// fill unused), index() + k. Nothing when an input is not of a scalar type.
+Expr shifted(const Expr& e, int k, std::map<const ExprNode*, Expr>& memo) {
+  if (auto it = memo.find(e.get()); it != memo.end()) return it->second;
+  Expr r = e;
+  switch (e.kind()) {
+    case ExprKind::Input:
+      if (!e.type().is_scalar()) return Expr();
+      r = Expr::shift(e, k, Expr::constant(Value(0LL).cast(e.type().scalar())));
+      break;
+    case ExprKind::Index: r = Expr::binary(BinaryOp::Add, e, Expr(static_cast<long long>(k))); break;
+    case ExprKind::Gather:
+      r = shifted(e.args()[1], k, memo);
+      if (r.valid()) r = Expr::gather(e.args()[0], r, e.node().index == 0);
+      break;
+    default:
+      if (element_wise(e.kind())) {
+        std::vector<Expr> args;
+        for (const Expr& a : e.args()) {
+          args.push_back(shifted(a, k, memo));
+          if (!args.back().valid()) return Expr();
+        }
+        r = e.with_args(std::move(args));
+      }
+  }
+  return memo.emplace(e.get(), r).first->second;
+}
+
+// shift(f, k, fill) for a map f of inputs and k < 0 (i + k >= 0 is i >= -k; the test for
+// k > 0, i + k < n, has no expression of n, so such shifts are staged).
+Expr fused_shift(const Expr& s) {
+  bool reads = false;
+  const int k = s.node().index;
+  if (k >= 0 || !map_of_inputs(s.args()[0], reads) || !reads) return Expr();
+  std::map<const ExprNode*, Expr> memo;
+  const Expr at = shifted(s.args()[0], k, memo);
+  if (!at.valid()) return Expr();
+  const Expr inside = Expr::binary(BinaryOp::Ge, Expr::index(), Expr(static_cast<long long>(-k)));
+  return Expr::select(inside, at, s.args()[1]);
+}
+
+// Rewrites every gather of a map of inputs, and shift of one backwards (fused above), in
+// expressions and ops alike.
 class Fuser {
  public:
   bool changed = false;
@@ -90,6 +135,11 @@ class Fuser {
         std::map<const ExprNode*, Expr> memo;
         r = at(r.args()[0], r.args()[1], r.node().index == 0, memo);
         changed = true;
+      } else if (r.kind() == ExprKind::Shift && r.args()[0].kind() != ExprKind::Input) {
+        if (Expr f = fused_shift(r); f.valid()) {
+          r = f;
+          changed = true;
+        }
       }
     }
     return exprs_.emplace(e.get(), r).first->second;
@@ -205,8 +255,8 @@ Plan plan_fused_tables(const Program& original, const Program& fused, const Targ
   std::string text;
   for (const char ch : to_string(fused)) text += ch == '\n' ? std::string("; ") : std::string(1, ch);
   if (text.size() >= 2) text.resize(text.size() - 2);
-  p.notes.push_back("computed tables: a gather of a map of inputs reads the inputs and applies the map to what it "
-                    "gathers, planned as: " + text);
+  p.notes.push_back("computed tables: a gather (or a shift backwards) of a map of inputs reads the inputs and applies "
+                    "the map to what it reads, planned as: " + text);
   return p;
 }
 
