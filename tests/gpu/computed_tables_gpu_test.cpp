@@ -169,3 +169,19 @@ TEST_CASE("an index outside a computed table is reported with its position, fuse
     }
   }
 }
+
+TEST_CASE("the inputs of a gathered map must have one length") {
+  auto t = ff::input<float>("t");
+  auto u = ff::input<float>("u");
+  auto idx = ff::input<int>("idx");
+  auto td = runtime().upload(ff::test::random_values<float>(10, 0, 1));
+  auto ud = runtime().upload(ff::test::random_values<float>(7, 0, 1));
+  auto id = runtime().upload(std::vector<int>{0, 3, 6});
+  try {
+    (void)runtime().run(ff::gather(t + u, idx), {{t, td}, {u, ud}, {idx, id}});
+    FAIL("no error for a map over arrays of different lengths");
+  } catch (const ff::GraphError& err) {
+    INFO(err.what());
+    CHECK(std::string(err.what()).find("arrays of different lengths") != std::string::npos);
+  }
+}

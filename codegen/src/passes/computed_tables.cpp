@@ -109,11 +109,18 @@ Expr fused_shift(const Expr& s) {
   return Expr::select(inside, at, s.args()[1]);
 }
 
+// The inputs a map reads element by element (not the tables of gathers inside it).
+void map_inputs(const Expr& e, std::set<const ExprNode*>& out) {
+  if (e.kind() == ExprKind::Input) out.insert(e.get());
+  for (std::size_t i = e.kind() == ExprKind::Gather ? 1 : 0; i < e.args().size(); ++i) map_inputs(e.args()[i], out);
+}
+
 // Rewrites every gather of a map of inputs, and shift of one backwards (fused above), in
 // expressions and ops alike.
 class Fuser {
  public:
   bool changed = false;
+  std::vector<std::set<const ExprNode*>> same_length;  // per fused gather: the inputs of its map
 
   Expr expr(const Expr& e) {
     if (!e.valid()) return e;
@@ -132,6 +139,7 @@ class Fuser {
       bool reads = false;
       if (r.kind() == ExprKind::Gather && r.args()[0].kind() != ExprKind::Input && map_of_inputs(r.args()[0], reads) &&
           reads) {
+        map_inputs(r.args()[0], same_length.emplace_back());
         std::map<const ExprNode*, Expr> memo;
         r = at(r.args()[0], r.args()[1], r.node().index == 0, memo);
         changed = true;
@@ -221,12 +229,12 @@ void find_row_broadcasts(const Expr& e, std::set<const void*>& seen, std::set<co
 
 }  // namespace
 
-std::optional<Program> fuse_table_maps(const Program& program) {
+std::optional<FusedTables> fuse_table_maps(const Program& program) {
   Fuser f;
   std::vector<Expr> outputs;
   for (const Expr& o : program.outputs()) outputs.push_back(f.expr(o));
   if (!f.changed) return std::nullopt;
-  return Program(std::move(outputs), program);
+  return FusedTables{Program(std::move(outputs), program), std::move(f.same_length)};
 }
 
 std::set<const ExprNode*> computed_tables(const Program& program) {
@@ -243,8 +251,23 @@ std::set<const ExprNode*> computed_tables(const Program& program) {
   return out;
 }
 
-Plan plan_fused_tables(const Program& original, const Program& fused, const Target& target, const PlanOptions& options) {
+Plan plan_fused_tables(const Program& original, const FusedTables& tables, const Target& target,
+                       const PlanOptions& options) {
+  const Program& fused = tables.program;
   Plan p = plan(fused, target, options);
+  // The inputs of one gathered map have one length: one domain (the elements' when one is
+  // read element by element too), so the run checks it ("arrays of different lengths").
+  for (const auto& group : tables.same_length) {
+    if (p.input_domain.empty()) break;
+    std::vector<std::size_t> members;
+    int domain = -1;
+    for (std::size_t i = 0; i < fused.inputs().size(); ++i)
+      if (group.count(fused.inputs()[i].get())) {
+        members.push_back(i);
+        domain = domain < 0 ? p.input_domain[i] : std::min(domain, p.input_domain[i]);
+      }
+    for (std::size_t i : members) p.input_domain[i] = domain;
+  }
   // A checked segmented op whose values were rewritten is explained under the user's op.
   for (auto& op : p.checked_offsets) {
     const auto& ops = original.ops();

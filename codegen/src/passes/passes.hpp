@@ -149,10 +149,15 @@ FeedCut feed_cut(const std::shared_ptr<const OpNode>& op, const Expr& staged, co
 // computed_tables.cpp: a gather's table or a shift's array that the program computes.
 // The program with every gather of a map of inputs rewritten to the map of the gathered
 // inputs (nothing when there is none).
-std::optional<Program> fuse_table_maps(const Program& program);
+struct FusedTables {
+  Program program;
+  std::vector<std::set<const ExprNode*>> same_length;  // per gathered map: its inputs, of one length
+};
+std::optional<FusedTables> fuse_table_maps(const Program& program);
 // That program's plan (planned again, so what it still computes is staged), under the user's
-// ops where a checked segmented op was rewritten.
-Plan plan_fused_tables(const Program& original, const Program& fused, const Target& target, const PlanOptions& options);
+// ops where a checked segmented op was rewritten, each map's inputs in one domain.
+Plan plan_fused_tables(const Program& original, const FusedTables& tables, const Target& target,
+                       const PlanOptions& options);
 // The tables and shifted arrays that are not inputs, and broadcasts over ff::rows beside other
 // ops, which the staging pass computes in stage 1 (n elements each); GraphError for a table
 // that has no n elements.

@@ -506,7 +506,7 @@ std::string one_line(const Program& p) {
 }  // namespace
 
 std::optional<Plan> plan_in_stages(const Program& program, const Target& target, const PlanOptions& options) {
-  if (std::optional<Program> fused = fuse_table_maps(program)) return plan_fused_tables(program, *fused, target, options);
+  if (auto fused = fuse_table_maps(program)) return plan_fused_tables(program, *fused, target, options);
   // A filter's result read by scan_by_key, reduce_by_key or a sort: that cut first (its
   // stage 2 is cut again where it reads the op's results).
   std::set<const OpNode*> feeds;
