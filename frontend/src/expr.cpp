@@ -238,14 +238,16 @@ Expr Expr::raw_cuda(std::string text, Type t, std::vector<Expr> args) {
   return make(std::move(n));
 }
 
-// The table (gather) and the shifted array are input arrays: read at computed positions,
-// they are passed to kernels whole, not element by element.
+// The table (gather) and the shifted array: any array (an input, a map, an op's array result),
+// read at computed positions. The code generator passes inputs to kernels whole; a computed
+// one it fuses (a map of inputs gathered: the map applied to the gathered elements) or
+// computes into an intermediate first (codegen/src/passes/computed_tables.cpp).
 namespace {
 void require_input_array(const Expr& e, const std::string& what, const std::string& role) {
   require_valid(e, what);
-  if (e.kind() != ExprKind::Input)
-    throw GraphError(what + ": " + role + " must be an input array (ff::input), got " + to_string(e) +
-                     "; compute other arrays into an output first and bind it as an input");
+  if (!is_array(e))
+    throw GraphError(what + ": " + role + " must be an array (an input, a map of arrays or an op's array result), "
+                     "got " + to_string(e) + ", which uses no input or array result");
 }
 }  // namespace
 

@@ -124,8 +124,10 @@ class Evaluator {
       case ExprKind::Broadcast:
       case ExprKind::Rows: d.array = &derived(leaf); break;
       default:
-        throw GraphError("an element-wise expression uses operand " + fuseflow::to_string(leaf) +
-                         " of a combine function");
+        if (n.kind == ExprKind::Operand || !is_array(leaf))
+          throw GraphError("an element-wise expression uses operand " + fuseflow::to_string(leaf) +
+                           " of a combine function");
+        d.array = &derived(leaf);  // a gather's computed table or a computed shifted array, evaluated once
     }
     return d;
   }
@@ -487,8 +489,17 @@ class Evaluator {
   const HostArray& derived(const Expr& leaf) const {
     auto it = derived_.find(leaf.get());
     if (it != derived_.end()) return it->second;
-    HostArray a = leaf.kind() == ExprKind::Rows ? rows(leaf) : broadcast(leaf);
+    HostArray a = leaf.kind() == ExprKind::Rows ? rows(leaf) : leaf.kind() == ExprKind::Broadcast ? broadcast(leaf)
+                                                                                            : computed(leaf);
     return derived_.emplace(leaf.get(), std::move(a)).first->second;
+  }
+
+  // An array expression read at computed positions (a gather's table, a shifted array).
+  HostArray computed(const Expr& e) const {
+    const std::size_t n = length({&e}, "the table " + fuseflow::to_string(e));
+    HostArray out(e.type(), n);
+    evaluate_into(compile(e), 0, n, out.data());
+    return out;
   }
 
   // 0, c, 2c ... n: ceil(n / c) + 1 offsets of rows of c elements over x's n.

@@ -307,9 +307,10 @@ class Compiler {
 };
 
 void throw_gather_out_of_range(const ExprNode& gather, std::size_t position, std::int64_t value, std::size_t length) {
-  const std::string table = gather.args[0].node().name;
+  const Expr& t = gather.args[0];
+  const std::string table = t.kind() == ExprKind::Input ? "'" + t.node().name + "'" : fuseflow::to_string(t);
   throw GraphError("gather: the index at position " + std::to_string(position) + " is " + std::to_string(value) +
-                   ", outside the table '" + table + "' of " + std::to_string(length) + " elements (" +
+                   ", outside the table " + table + " of " + std::to_string(length) + " elements (" +
                    fuseflow::to_string(gather.args[1]) + ")");
 }
 

@@ -22,10 +22,14 @@ TEST_CASE("gather and shift check their operands") {
         "fuseflow: gather: the index must be an integer, got f32 (x); cast it with ff::cast<long long>");
   CHECK(graph_error_of([&] { (void)ff::gather(t, idx > 0); }).find("the index must be an integer, got bool") !=
         std::string::npos);
-  CHECK(graph_error_of([&] { (void)ff::gather(t * 2.0f, idx); }).find("fuseflow: gather: the table must be an input array") == 0);
-  CHECK(graph_error_of([&] { (void)ff::gather_unchecked(ff::Expr(1.0f), idx); })
-            .find("fuseflow: gather_unchecked: the table must be an input array (ff::input), got 1.0f") == 0);
-  CHECK(graph_error_of([&] { (void)ff::shift(x + 1.0f, 1, 0.0f); }).find("fuseflow: shift: the shifted array must be an input") == 0);
+  // A computed table or shifted array is an array too; a scalar expression is not.
+  CHECK(ff::gather(t * 2.0f, idx).type() == ff::Type(ff::ScalarType::F32));
+  CHECK(ff::shift(x + 1.0f, 1, 0.0f).type() == ff::Type(ff::ScalarType::F32));
+  CHECK(graph_error_of([&] { (void)ff::gather_unchecked(ff::Expr(1.0f), idx); }) ==
+        "fuseflow: gather_unchecked: the table must be an array (an input, a map of arrays or an op's array result), "
+        "got 1.0f, which uses no input or array result");
+  CHECK(graph_error_of([&] { (void)ff::shift(ff::Expr(1.0f) + 2.0f, 1, 0.0f); })
+            .find("fuseflow: shift: the shifted array must be an array") == 0);
   auto pair = ff::input<ff::Tuple<int, float>>("pair");
   CHECK(graph_error_of([&] { (void)ff::shift(pair, 1, 0); }) ==
         "fuseflow: shift: the fill must have the array's type (i32, f32), got i32");
@@ -72,4 +76,25 @@ TEST_CASE("the reference reads gathers and shifts, and names the first index out
   // gather_unchecked is checked by the reference too: it has no memory to read past.
   CHECK(graph_error_of([&] { (void)ff::evaluate(ff::Program(ff::gather_unchecked(t, idx)), b); })
             .find("position 2 is 3") != std::string::npos);
+}
+
+TEST_CASE("the reference gathers from and shifts computed arrays: maps, a scan's result") {
+  auto t = ff::input<int>("t");
+  auto idx = ff::input<long long>("idx");
+  auto x = ff::input<int>("x");
+  ff::HostBindings b;
+  b.bind(t, ff::HostArray::from(std::vector<int>{10, 20, 30}));
+  b.bind(idx, ff::HostArray::from(std::vector<long long>{2, 0, 1, 2}));
+  b.bind(x, ff::HostArray::from(std::vector<int>{1, 4, 9, 16}));
+  const ff::Expr sx = ff::scan(x, ff::plus);  // 1 5 14 30
+  const ff::Program p({ff::gather(t * 2 + 1, idx), ff::shift(x * 2, -1, 0), ff::shift(sx, 1, -1),
+                       ff::gather(sx, idx) - x});
+  auto r = ff::evaluate(p, b);
+  CHECK(r[0].array.to_vector<int>() == std::vector<int>{61, 21, 41, 61});
+  CHECK(r[1].array.to_vector<int>() == std::vector<int>{0, 2, 8, 18});
+  CHECK(r[2].array.to_vector<int>() == std::vector<int>{5, 14, 30, -1});
+  CHECK(r[3].array.to_vector<int>() == std::vector<int>{13, -3, -4, -2});
+  b.bind(idx, ff::HostArray::from(std::vector<long long>{2, 0, 3, -1}));
+  CHECK(graph_error_of([&] { (void)ff::evaluate(ff::Program(ff::gather(t * 2, idx)), b); }) ==
+        "fuseflow: gather: the index at position 2 is 3, outside the table t * 2 of 3 elements (idx)");
 }

@@ -367,3 +367,59 @@ TEST_CASE("seeds meet a segmented op by offsets of a filter's result") {
   CHECK(in_60 >= 1);
   CHECK(in_250 >= 3);
 }
+
+// Gather and shift of computed arrays (issue 25): the programs of the emulator's run (seeds
+// 1..60) and the GPU run (1..250) gather from or shift a map of an input (fused, or computed
+// into an intermediate by stage 1), and every such seed of 1..250 plans.
+namespace {
+bool reads_computed_table(const ff::Expr& e, std::set<const void*>& seen) {
+  if (!e.valid() || !seen.insert(e.get()).second) return false;
+  if ((e.kind() == ff::ExprKind::Gather || e.kind() == ff::ExprKind::Shift) && e.args()[0].kind() != ff::ExprKind::Input)
+    return true;
+  if (e.kind() == ff::ExprKind::Result) {
+    const ff::OpNode& op = *e.node().op;
+    for (const ff::Expr* x : {&op.values, &op.predicate, &op.keys, &op.offsets})
+      if (reads_computed_table(*x, seen)) return true;
+  }
+  return std::any_of(e.args().begin(), e.args().end(), [&](const ff::Expr& a) { return reads_computed_table(a, seen); });
+}
+}  // namespace
+
+TEST_CASE("seeds meet gathers and shifts of computed arrays, and they plan") {
+  int in_60 = 0, in_250 = 0;
+  for (std::uint64_t seed = 1; seed <= 250; ++seed) {
+    const ff::Program p = fz::build(fz::generate(seed), fz::Mode::Narrow).program;
+    std::set<const void*> seen;
+    const bool reads = std::any_of(p.outputs().begin(), p.outputs().end(),
+                                   [&](const ff::Expr& o) { return reads_computed_table(o, seen); });
+    if (!reads) continue;
+    in_250 += 1;
+    in_60 += seed <= 60 ? 1 : 0;
+    INFO("seed " << seed << ": " << ff::to_string(p));
+    CHECK_NOTHROW((void)ff::codegen::plan(p, ff::codegen::Target::preset("sm_90")));
+  }
+  INFO("seeds reading a computed table: " << in_60 << " of 1..60, " << in_250 << " of 1..250");
+  CHECK(in_60 >= 1);
+  CHECK(in_250 >= 5);
+}
+
+// Issue 25's staged broadcasts among the programs of the GPU run (1..250): a reduction
+// beside a broadcast over ff::rows, and broadcasts by offsets and by key in one program.
+TEST_CASE("seeds meet a reduction beside a broadcast over rows, and broadcasts by offsets and by key together") {
+  int rows = 0, both = 0, rows_60 = 0, both_60 = 0;
+  for (std::uint64_t seed = 1; seed <= 250; ++seed) {
+    const std::string text = ff::to_string(fz::build(fz::generate(seed), fz::Mode::Narrow).program);
+    const auto has = [&](const std::string& part) { return text.find(part) != std::string::npos; };
+    const bool r = has("offsets=rows(") && has(" = reduce(");
+    const bool b = has("broadcast_by_key(") && has("offsets=") && !has("offsets=rows(");
+    rows += r ? 1 : 0;
+    both += b ? 1 : 0;
+    rows_60 += r && seed <= 60 ? 1 : 0;
+    both_60 += b && seed <= 60 ? 1 : 0;
+  }
+  INFO("reduction beside rows: " << rows_60 << " of seeds 1..60, " << rows << " of 1..250; offsets and key: " << both_60
+       << ", " << both);
+  CHECK(rows >= 2);
+  CHECK(both >= 2);
+  CHECK(rows_60 + both_60 >= 1);
+}

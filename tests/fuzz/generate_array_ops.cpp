@@ -395,6 +395,8 @@ void Generator::make_array_op_shape() {
     case 1:
       if (rng_.chance(0.35)) return rows_broadcast();
       if (rng_.chance(0.3)) return offsets_broadcast();
+      if (rng_.chance(0.2)) return rows_beside();
+      if (rng_.chance(0.2)) return offsets_and_key_broadcasts();
       c_.ops.push_back(segmented_op(offsets_input()));
       break;
     case 2: c_.ops.push_back(sort_op(false)); break;
@@ -499,6 +501,33 @@ OpDesc Generator::filtered_segmented_op() {
   op.predicate = make_binary(BinaryOp::Eq, make_binary(BinaryOp::Mod, index_, make_const(ScalarType::I64, static_cast<double>(every))),
                              make_const(ScalarType::I64, 0));
   return op;
+}
+
+// A reduction beside a broadcast over ff::rows (issue 25: staged, the per-row kernel writing
+// the broadcast first), the draws of offsets_broadcast's reduction.
+void Generator::rows_beside() {
+  OpDesc op;
+  op.rows = rng_.pick(std::vector<std::int64_t>{1, 3, 100, 1024});
+  const int k = push_exact_segmented(op);
+  const NodeRef m = beside_broadcast(k);
+  OpDesc beside;
+  beside.kind = OpKind::Reduce;
+  beside.monoid = exact_monoid(!is_float(st(c_.ops[static_cast<std::size_t>(k)].values)));
+  beside.values = m;
+  c_.ops.push_back(beside);
+  c_.outputs.push_back({k + 1, nullptr, 0});
+  if (rng_.chance(0.5)) c_.outputs.push_back({-1, m, 0});
+}
+
+// A broadcast over offsets beside a reduction, and reduce_by_key in the same program with a
+// broadcast_by_key of its keys where they can be broadcast (else its runs as an output).
+void Generator::offsets_and_key_broadcasts() {
+  offsets_broadcast();
+  c_.ops.push_back(by_key_op(OpKind::ReduceByKey));
+  const int k = static_cast<int>(c_.ops.size()) - 1;
+  const std::size_t before = c_.outputs.size();
+  by_key_broadcast(k);
+  if (c_.outputs.size() == before) c_.outputs.push_back({k, nullptr, 1});
 }
 
 }  // namespace fuseflow::fuzz::detail

@@ -65,7 +65,7 @@ NodeRef Generator::constant_leaf() {
 }
 
 // An input read at another position: a neighbour (shift by -2..3, a constant fill
-// outside) or at half the index (a gather); or an array of its length without its values
+// outside) or at half the index (a gather), of the input or of a map of it (computed()); or an array of its length without its values
 // (iota(x), fill(x, constant or the parameter)).
 NodeRef Generator::neighbour() {
   NodeRef x = input_leaf();
@@ -73,12 +73,17 @@ NodeRef Generator::neighbour() {
     if (rng_.chance(0.5)) return make_fill(x, index_);
     return make_fill(x, !params_.empty() && rng_.chance(0.4) ? rng_.pick(params_) : constant_leaf());
   }
-  if (rng_.chance(0.3)) return make_halved(x, index_);
+  if (rng_.chance(0.3)) return make_halved(rng_.chance(0.25) ? computed(x) : x, index_);
   const auto k = static_cast<int>(rng_.range(-2, 3));
+  if (k != 0 && rng_.chance(0.25)) x = computed(x);
   const ScalarType t = st(x);
   NodeRef fill = make_const(t, static_cast<double>(rng_.range(is_unsigned(t) ? 0 : -5, 5)));
   return k == 0 ? x : make_shift(x, k, fill);
 }
+
+// A computed array to gather from or shift (issue 25): x + x, a map of the input (a
+// gather fuses it, a shift computes it into an intermediate first).
+NodeRef Generator::computed(const NodeRef& x) { return make_binary(BinaryOp::Add, x, x); }
 
 // ---- expressions --------------------------------------------------------------------
 

@@ -45,6 +45,7 @@ class Generator {
   NodeRef constant_leaf();
   NodeRef leaf(bool exact);
   NodeRef neighbour();
+  NodeRef computed(const NodeRef& x);
   NodeRef to_float(const NodeRef& a);
   NodeRef to_int(const NodeRef& a, ScalarType t);
   NodeRef input_as_int();
@@ -107,6 +108,8 @@ class Generator {
   static bool op_reads_op(const OpDesc& d, int op);
   void make_array_op_shape();
   void offsets_broadcast();
+  void rows_beside();
+  void offsets_and_key_broadcasts();
   void by_key_broadcast(int k);
   OpDesc filtered_segmented_op();
 

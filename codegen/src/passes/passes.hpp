@@ -129,6 +129,19 @@ Expr key_run_numbers(const OpNode& reduce_by_key);
 // outputs reading them become epilogues of its total (a note in the plan says so).
 void fuse_log_sum_exp(const Program& program, Classified& c, Plan& plan);
 
+// stage_reads.cpp: which ops the staging pass cuts the program after, and the refusal of
+// reduce_by_key's runs mixed with arrays of another length.
+// The segmented reductions over an offsets input whose broadcasts the program reads beside
+// ops of other kinds, and the reduce_by_key ops read through broadcast_by_key.
+std::set<const OpNode*> spread_ops(const Program& program);
+// The ops of a staged kind whose array result is read other than as a program output.
+void find_reads(const Expr& e, bool as_output, bool in_filter, std::set<const void*>& seen,
+                std::set<const OpNode*>& read);
+// GraphError where an expression (or an op's values, predicate and keys together) mixes
+// reduce_by_key's runs with another array.
+void check_runs_alone(const std::vector<Expr>& together, const std::set<const OpNode*>& read);
+void check_runs(const Expr& e, std::set<const void*>& seen, const std::set<const OpNode*>& read);
+
 // stage_feeds.cpp: scan_by_key, reduce_by_key, sorts and segmented ops by offsets of a
 // filter's result, which the staging pass runs over the survivors it compacted into an
 // intermediate.
@@ -153,5 +166,22 @@ struct FeedCut {
   Expr mask;
 };
 FeedCut feed_cut(const std::shared_ptr<const OpNode>& op, const Expr& staged, const Expr& count);
+
+// computed_tables.cpp: a gather's table or a shift's array that the program computes.
+// The program with every gather of a map of inputs rewritten to the map of the gathered
+// inputs (nothing when there is none).
+struct FusedTables {
+  Program program;
+  std::vector<std::set<const ExprNode*>> same_length;  // per gathered map: its inputs, of one length
+};
+std::optional<FusedTables> fuse_table_maps(const Program& program);
+// That program's plan (planned again, so what it still computes is staged), under the user's
+// ops where a checked segmented op was rewritten, each map's inputs in one domain.
+Plan plan_fused_tables(const Program& original, const FusedTables& tables, const Target& target,
+                       const PlanOptions& options);
+// The tables and shifted arrays that are not inputs, and broadcasts over ff::rows beside other
+// ops, which the staging pass computes in stage 1 (n elements each); GraphError for a table
+// that has no n elements.
+std::set<const ExprNode*> computed_tables(const Program& program);
 
 }  // namespace fuseflow::codegen

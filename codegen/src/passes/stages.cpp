@@ -45,99 +45,15 @@ namespace fuseflow::codegen {
 
 namespace {
 
-bool staged_kind(OpKind k) { return k == OpKind::CountingSort || k == OpKind::ReduceByKey; }
-
-void broadcast_ops(const Expr& e, std::set<const void*>& seen, std::set<const OpNode*>& out) {
-  if (!e.valid() || !seen.insert(e.get()).second) return;
-  if (e.kind() == ExprKind::Result) {
-    const OpNode& op = *e.node().op;
-    if (seen.insert(&op).second)
-      for (const Expr* x : {&op.values, &op.predicate, &op.keys, &op.offsets}) broadcast_ops(*x, seen, out);
-    return;
-  }
-  if (e.kind() == ExprKind::Broadcast && e.args()[0].kind() == ExprKind::Result &&
-      (e.node().index == 1 || e.args()[1].kind() == ExprKind::Input))  // by key: always; by offsets: an input's
-    out.insert(e.args()[0].node().op.get());
-  for (const Expr& a : e.args()) broadcast_ops(a, seen, out);
-}
-
-// The segmented reductions over an offsets input whose broadcasts the program reads beside
-// ops of other kinds (which the broadcast path does not plan), and the reduce_by_key ops
-// read through broadcast_by_key: stage 1, their results intermediates. None when every op
-// is a segmented reduction (one step of the broadcast path).
-std::set<const OpNode*> spread_ops(const Program& program) {
-  const auto& ops = program.ops();
-  if (std::all_of(ops.begin(), ops.end(), [](const auto& op) { return op->kind == OpKind::SegmentedReduce; })) return {};
-  std::set<const void*> seen;
-  std::set<const OpNode*> out;
-  for (const Expr& o : program.outputs()) broadcast_ops(o, seen, out);
-  return out;
-}
-
-// The ops of a staged kind whose array result is read other than as a program output (or as
-// the segment results a broadcast spreads, which the broadcast's own kernels compute); and
-// scan_by_key where a filter reads its result (n elements, like a sort's: a map of it as an
-// output is the scan's own epilogue, not cut); a segmented scan's likewise (read so where it
-// scans a filter's survivors, stage_feeds.cpp).
-void find_reads(const Expr& e, bool as_output, bool in_filter, std::set<const void*>& seen,
-                std::set<const OpNode*>& read) {
-  if (!e.valid()) return;
-  if (e.kind() == ExprKind::Result) {
-    const OpNode* op = e.node().op.get();
-    const bool scan = op->kind == OpKind::ScanByKey || op->kind == OpKind::SegmentedScan;
-    if (!as_output && (staged_kind(op->kind) || (in_filter && scan))) read.insert(op);
-    if (seen.insert(op).second)
-      for (const Expr* x : {&op->values, &op->predicate, &op->keys, &op->offsets})
-        find_reads(*x, false, op->kind == OpKind::Filter, seen, read);
-    return;
-  }
-  if (!seen.insert(e.get()).second) return;
-  for (std::size_t i = 0; i < e.args().size(); ++i)
-    find_reads(e.args()[i], e.kind() == ExprKind::Broadcast && i == 0, in_filter, seen, read);
-}
-
-// reduce_by_key's results have one element per run, a count only the device knows: an
-// element-wise expression (or an op's values, predicate and keys together) that mixes them
-// with other arrays is refused, as their lengths may differ.
-void check_runs_alone(const std::vector<Expr>& together, const std::set<const OpNode*>& read) {
-  const OpNode* runs = nullptr;
-  std::string other;
-  for (const Expr& e : together)
-    for (const Expr& leaf : array_leaves(e)) {
-      const bool is_runs = leaf.kind() == ExprKind::Result && leaf.node().op->kind == OpKind::ReduceByKey &&
-                           read.count(leaf.node().op.get());
-      if (is_runs && (!runs || runs == leaf.node().op.get())) runs = leaf.node().op.get();
-      else if (other.empty()) other = to_string(leaf);
-    }
-  if (runs && !other.empty())
-    throw GraphError("codegen: " + to_string(together.front()) +
-                     " mixes reduce_by_key's results (one element per run, as many as the device counts) with " +
-                     other + ", an array of another length; read the runs alone, or run reduce_by_key first and bind "
-                     "its results as inputs of a second program");
-}
-
-void check_runs(const Expr& e, std::set<const void*>& seen, const std::set<const OpNode*>& read) {
-  if (!e.valid() || !seen.insert(e.get()).second) return;
-  if (e.kind() == ExprKind::Result) {
-    const OpNode& op = *e.node().op;
-    if (!seen.insert(&op).second) return;
-    std::vector<Expr> together;
-    for (const Expr* x : {&op.values, &op.predicate, &op.keys})
-      if (x->valid()) together.push_back(*x);
-    if (!together.empty()) check_runs_alone(together, read);
-    for (const Expr* x : {&op.values, &op.predicate, &op.keys, &op.offsets}) check_runs(*x, seen, read);
-    return;
-  }
-  for (const Expr& a : e.args()) check_runs(a, seen, read);
-}
-
 // Stage 2's expressions: every result of a read op replaced by the input of its intermediate
 // (a filter of it for reduce_by_key), the ops above copied with their expressions rewritten.
 class Cut {
  public:
-  // `avoid`: a program whose input names the cut's own inputs must not take (null: none).
-  Cut(std::set<const OpNode*> read, std::set<const OpNode*> feeds, const Program* avoid)
-      : read_(std::move(read)), feeds_(std::move(feeds)) {
+  // `avoid`: a program whose input names the cut's own inputs must not take (null: none);
+  // `tables`: computed gather tables and shifted arrays (computed_tables.cpp).
+  Cut(std::set<const OpNode*> read, std::set<const OpNode*> feeds, const Program* avoid,
+      std::set<const ExprNode*> tables = {})
+      : read_(std::move(read)), feeds_(std::move(feeds)), tables_(std::move(tables)) {
     if (avoid)
       for (const Expr& in : avoid->inputs()) taken_.insert(in.node().name);
   }
@@ -151,12 +67,15 @@ class Cut {
   // (a segmented reduction's, read through broadcasts), or an empty Expr (n elements).
   std::vector<Expr> segments;
   std::set<int> run_tables;  // reduce_by_key's results read by broadcast_by_key: tables of n (the capacity)
+  std::set<int> computed_tables;  // gather tables and shifted arrays computed by stage 1: n elements
 
   Expr expr(const Expr& e) {
     if (!e.valid()) return e;
     if (auto it = exprs_.find(e.get()); it != exprs_.end()) return it->second;
     Expr r = e;
-    if (e.kind() == ExprKind::Result) {
+    if (tables_.count(e.get())) {
+      r = computed_table(e);
+    } else if (e.kind() == ExprKind::Result) {
       const OpNode* op = e.node().op.get();
       r = feeds_.count(op) ? feed(e) : read_.count(op) ? intermediate(e) : result(e);
     } else if (e.kind() == ExprKind::Broadcast && e.node().index == 1 && read_.count(e.args()[0].node().op.get())) {
@@ -188,6 +107,7 @@ class Cut {
     taken_.insert(name);
     return Expr::input(name, t);
   }
+  std::set<const ExprNode*> tables_;  // computed gather tables and shifted arrays (computed_tables.cpp)
   std::map<const OpNode*, std::vector<Expr>> feed_views_;  // per op: what stage 2 reads each result by
   std::map<const ExprNode*, Expr> exprs_;
   std::map<const OpNode*, std::shared_ptr<const OpNode>> ops_;
@@ -285,6 +205,18 @@ class Cut {
       it = feed_views_.emplace(n.get(), std::move(views)).first;
     }
     return it->second.at(static_cast<std::size_t>(e.node().index));
+  }
+
+  // A computed gather table or shifted array, a broadcast over rows: stage 1 computes it into intermediate k.
+  Expr computed_table(const Expr& e) {
+    const int k = static_cast<int>(results.size());
+    results.push_back(e);
+    labels.push_back("the array " + to_string(e) +
+                     (e.kind() == ExprKind::Broadcast ? " over rows" : " read at computed positions"));
+    inputs.push_back(stage_input("ff_stage_", k, e.type()));
+    segments.push_back(Expr());
+    computed_tables.insert(k);
+    return inputs.back();
   }
 
   Expr intermediate(const Expr& e) {
@@ -418,6 +350,8 @@ class Joiner {
           to[static_cast<std::size_t>(d)] = joined_.intermediates.at(static_cast<std::size_t>(k)).domain;
         } else if (d != 0 && k >= 0 && cut_.run_tables.count(k)) {  // runs read by broadcast_by_key: room for n
           to[static_cast<std::size_t>(d)] = 0;
+        } else if (d != 0 && k >= 0 && cut_.computed_tables.count(k)) {  // a computed table: n elements
+          to[static_cast<std::size_t>(d)] = 0;
         } else if (d != 0 && k >= 0) {
           unsupported("reading a sort's or reduce_by_key's result in a program as segment offsets or a table");
         }
@@ -453,6 +387,9 @@ class Joiner {
                                          : Arg{Arg::Kind::Length, d, a.name, a.type};
         } else if (k >= 0 && a.kind == Arg::Kind::Input) {
           a = {Arg::Kind::Intermediate, k, a.name, a.type};
+        } else if (k >= 0 && cut_.computed_tables.count(k)) {  // a computed table of n elements
+          a = a.kind == Arg::Kind::Table ? Arg{Arg::Kind::Intermediate, k, a.name, a.type}
+                                         : Arg{Arg::Kind::Length, 0, a.name, a.type};
         } else if (k >= 0 && cut_.run_tables.count(k)) {  // gathered at each element's run (broadcast_by_key)
           a = a.kind == Arg::Kind::Table ? Arg{Arg::Kind::Intermediate, k, a.name, a.type}
                                          : Arg{Arg::Kind::Length, 0, a.name, a.type};
@@ -503,6 +440,7 @@ std::string one_line(const Program& p) {
 }  // namespace
 
 std::optional<Plan> plan_in_stages(const Program& program, const Target& target, const PlanOptions& options) {
+  if (auto fused = fuse_table_maps(program)) return plan_fused_tables(program, *fused, target, options);
   // A filter's result read by scan_by_key, reduce_by_key or a sort: that cut first (its
   // stage 2 is cut again where it reads the op's results).
   std::set<const OpNode*> feeds;
@@ -512,12 +450,14 @@ std::optional<Plan> plan_in_stages(const Program& program, const Target& target,
   std::set<const void*> seen;
   std::set<const OpNode*> read;
   std::set<const OpNode*> spread;
+  std::set<const ExprNode*> tables;  // computed gather tables and shifted arrays (computed_tables.cpp)
   if (feeds.empty()) {
+    tables = computed_tables(program);
     for (const Expr& o : program.outputs()) find_reads(o, true, false, seen, read);
     spread = spread_ops(program);
     read.insert(spread.begin(), spread.end());
   }
-  if (read.empty() && feeds.empty()) return std::nullopt;
+  if (read.empty() && feeds.empty() && tables.empty()) return std::nullopt;
   std::set<const void*> checked;
   for (const Expr& o : program.outputs()) {
     if (o.kind() != ExprKind::Result) check_runs_alone({o}, read);
@@ -526,7 +466,7 @@ std::optional<Plan> plan_in_stages(const Program& program, const Target& target,
 
   // Stage 2: the outputs over the intermediates; an output that is one of them is written
   // by stage 1 straight into its memory (its first occurrence), not copied.
-  auto cutting = std::make_unique<Cut>(read, feeds, nullptr);
+  auto cutting = std::make_unique<Cut>(read, feeds, nullptr, tables);
   std::vector<Expr> later;
   std::vector<Arg> later_as;
   for (std::size_t i = 0; i < program.outputs().size(); ++i) {
@@ -534,7 +474,7 @@ std::optional<Plan> plan_in_stages(const Program& program, const Target& target,
     later_as.push_back(to(Arg::Kind::Output, static_cast<int>(i)));
   }
   if (names_clash(later)) {  // inside a stage 2 cut again: the outer cut's names taken
-    cutting = std::make_unique<Cut>(read, feeds, &program);
+    cutting = std::make_unique<Cut>(read, feeds, &program, tables);
     for (std::size_t i = 0; i < program.outputs().size(); ++i) later[i] = cutting->expr(program.outputs()[i]);
   }
   Cut& cut = *cutting;
@@ -560,26 +500,39 @@ std::optional<Plan> plan_in_stages(const Program& program, const Target& target,
       second_as.push_back(later_as[i]);
     }
   if (second.empty()) throw InternalError("stages: no output is left to the stage after the cut");
-
-  const Program first_stage(cut.results), second_stage(second);
-  // A broadcast segmented reduction among stage 1's results (the feeds' compactions are
-  // filters, not op results).
+  const Program second_stage(second);
+  // Stage 1's broadcast segmented reductions on the broadcast path (which checks the offsets),
+  // then its other results (broadcast_by_key's, a sort's; the feeds' compactions are filters).
   const auto spread_result = [&](const Expr& r) {
     return r.kind() == ExprKind::Result && r.node().op->kind == OpKind::SegmentedReduce &&
            spread.count(r.node().op.get()) > 0;
   };
-  const bool segments_only = std::all_of(cut.results.begin(), cut.results.end(), spread_result);
-  if (!segments_only && std::any_of(cut.results.begin(), cut.results.end(), spread_result))
-    unsupported("broadcasts by offsets beside broadcast_by_key or a sort's or reduce_by_key's result read later in "
-                "one program (the offsets are checked on the broadcast path only)");
-  Plan first = segments_only ? plan_segment_results(first_stage, target, options) : plan(first_stage, target, options);
+  std::vector<Expr> parts[2];
+  std::vector<Arg> parts_as[2];
+  for (std::size_t k = 0; k < cut.results.size(); ++k) {
+    const int part = spread_result(cut.results[k]) ? 0 : 1;
+    parts[part].push_back(cut.results[k]);
+    parts_as[part].push_back(first_as[k]);
+  }
+  std::vector<Program> firsts;
+  std::vector<Plan> plans;
+  std::vector<int> used;  // the parts planned, in order
+  std::size_t kernels = 0;
+  for (int part : {0, 1}) {
+    if (parts[part].empty()) continue;
+    firsts.emplace_back(parts[part]);
+    used.push_back(part);
+    plans.push_back(part == 0 ? plan_segment_results(firsts.back(), target, options) : plan(firsts.back(), target, options));
+    kernels += plans.back().kernels.size();
+  }
   joined.notes.push_back("stages: " + std::to_string(cut.results.size()) +
                          (cut.results.size() == 1 ? " array result" : " array results") +
-                         " read later in the program cut it in two; stage 1 (kernels 1.." +
-                         std::to_string(first.kernels.size()) + ") writes the intermediates: " +
-                         one_line(first_stage) + "; stage 2 reads them: " + one_line(second_stage));
+                         " read later in the program cut it in two; stage 1 (kernels 1.." + std::to_string(kernels) +
+                         ") writes the intermediates: " + one_line(firsts[0]) +
+                         (firsts.size() > 1 ? ", then " + one_line(firsts[1]) : std::string()) +
+                         "; stage 2 reads them: " + one_line(second_stage));
   Joiner joiner(program, cut, joined);
-  joiner.join(first_stage, std::move(first), first_as);
+  for (std::size_t i = 0; i < firsts.size(); ++i) joiner.join(firsts[i], std::move(plans[i]), parts_as[used[i]]);
   joiner.join(second_stage, plan(second_stage, target, options), second_as);
   return joined;
 }

@@ -1,0 +1,162 @@
+// Gather and shift of computed arrays (issue 25; passes/computed_tables.cpp, no GPU): a
+// gather of a map of inputs is fused (the map applied to the gathered inputs, one kernel,
+// no intermediate); any other computed table or shifted array (a shifted map, a scan's or a
+// sort's result) is computed by stage 1 into an intermediate of n elements that stage 2's
+// kernel reads at computed positions; tables of another length than n are refused.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <string>
+
+#include <fuseflow/fuseflow.hpp>
+
+namespace ff = fuseflow;
+using Kind = ff::codegen::Arg::Kind;
+
+namespace {
+
+ff::codegen::Plan plan(const ff::Program& p) { return ff::codegen::plan(p, ff::codegen::Target::preset("sm_90")); }
+
+int args_of(const ff::codegen::KernelSpec& k, Kind kind, int index = -1) {
+  return static_cast<int>(std::count_if(k.args.begin(), k.args.end(), [&](const ff::codegen::Arg& a) {
+    return a.kind == kind && (index < 0 || a.index == index);
+  }));
+}
+
+bool has_note(const ff::codegen::Plan& p, const std::string& text) {
+  return std::any_of(p.notes.begin(), p.notes.end(), [&](const std::string& n) { return n.find(text) != std::string::npos; });
+}
+
+std::string plan_error(const ff::Program& p) {
+  try {
+    (void)plan(p);
+  } catch (const ff::GraphError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("a gather of a map of inputs is fused: one kernel gathers the inputs and applies the map") {
+  auto t = ff::input<float>("t");
+  auto u = ff::input<float>("u");
+  auto idx = ff::input<int>("idx");
+  auto y = ff::input<float>("y");
+  const ff::codegen::Plan p = plan(ff::Program(y * ff::gather(ff::exp(t) + u * ff::cast<float>(ff::index()), idx)));
+  REQUIRE(p.kernels.size() == 1);
+  CHECK(p.intermediates.empty());
+  CHECK(has_note(p, "computed tables: a gather (or a shift backwards) of a map of inputs"));
+  const ff::codegen::KernelSpec& k = p.kernels[0];
+  CHECK(args_of(k, Kind::Table) == 2);  // t and u, read at idx
+  CHECK(args_of(k, Kind::InvalidFlag) == 1);  // checked
+  CHECK(k.source.find("tab_t[") != std::string::npos);
+  CHECK(k.source.find("tab_u[") != std::string::npos);
+  CHECK(k.source.find("expf(") != std::string::npos);
+  // t and u have a length of their own, one domain for both (the map's), not the elements'.
+  const ff::Program program(y * ff::gather(ff::exp(t) + u * ff::cast<float>(ff::index()), idx));
+  REQUIRE(p.input_domain.size() == 4);
+  std::vector<int> domain_of(2, -1);
+  for (std::size_t i = 0; i < program.inputs().size(); ++i) {
+    if (ff::same_node(program.inputs()[i], t)) domain_of[0] = p.input_domain[i];
+    if (ff::same_node(program.inputs()[i], u)) domain_of[1] = p.input_domain[i];
+  }
+  CHECK(domain_of[0] > 0);
+  CHECK(domain_of[0] == domain_of[1]);
+}
+
+TEST_CASE("a fused gather inside a segmented reduction keeps the user's op for the offsets' check") {
+  auto vals = ff::input<float>("vals");
+  auto x = ff::input<float>("x");
+  auto cols = ff::input<int>("cols");
+  auto offs = ff::input<long long>("offs");
+  const ff::Expr y = ff::segmented_reduce(vals * ff::gather(x * x, cols), offs, ff::plus);
+  const ff::Program program(y);
+  const ff::codegen::Plan p = plan(program);
+  CHECK(p.intermediates.empty());
+  bool user_op = false;
+  for (const auto& op : p.checked_offsets)
+    if (op) user_op = user_op || op == program.ops().back();
+  CHECK(user_op);
+}
+
+TEST_CASE("a map shifted backwards is fused: the stencil applies it to the neighbours it loads") {
+  auto x = ff::input<float>("x");
+  auto w = ff::input<float>("w");
+  const ff::codegen::Plan p = plan(ff::Program(x - ff::shift(x * w + ff::cast<float>(ff::index()), -2, 7.0f)));
+  REQUIRE(p.kernels.size() == 1);
+  CHECK(p.intermediates.empty());
+  CHECK(p.kernels[0].name.find("stencil") != std::string::npos);
+  CHECK(has_note(p, "x - select(index >= 2L, shift(x, -2, 0.0f) * shift(w, -2, 0.0f) + cast<f32>(index + -2L), 7.0f)"));
+}
+
+TEST_CASE("a map shifted forwards is computed by stage 1 into an intermediate that the stencil reads") {
+  auto x = ff::input<float>("x");
+  const ff::Expr y = x * 2.0f;
+  const ff::codegen::Plan p = plan(ff::Program(x - ff::shift(y, 1, 0.0f)));
+  REQUIRE(p.intermediates.size() == 1);
+  CHECK(p.intermediates[0].output == -1);
+  CHECK(p.intermediates[0].domain == 0);
+  CHECK(p.intermediates[0].role.find("read at computed positions") != std::string::npos);
+  REQUIRE(p.kernels.size() == 2);
+  CHECK(args_of(p.kernels[0], Kind::Intermediate, 0) == 1);  // stage 1 writes it
+  CHECK(args_of(p.kernels[0], Kind::Input) == 1);
+  CHECK(p.kernels[1].name.find("stencil") != std::string::npos);
+  CHECK(args_of(p.kernels[1], Kind::Intermediate, 0) >= 1);  // stage 2 reads it
+  CHECK(p.kernels[1].order.after_kernel == 0);
+}
+
+TEST_CASE("a shifted array that is also an output is written once, into the output") {
+  auto x = ff::input<float>("x");
+  const ff::Expr y = x * 2.0f;
+  const ff::codegen::Plan p = plan(ff::outputs(y, y - ff::shift(y, 1, 0.0f)));
+  REQUIRE(p.intermediates.size() == 1);
+  CHECK(p.intermediates[0].output == 0);
+  REQUIRE(p.kernels.size() == 2);
+  CHECK(args_of(p.kernels[1], Kind::Output, 1) == 1);
+}
+
+TEST_CASE("a scan's and a sort's result as gather tables and shifted arrays: staged, n elements") {
+  auto x = ff::input<float>("x");
+  auto idx = ff::input<int>("idx");
+  auto k = ff::input<int>("k");
+  SUBCASE("scan") {
+    const ff::codegen::Plan p = plan(ff::Program(ff::gather(ff::scan(x, ff::plus), idx) + x));
+    REQUIRE(p.intermediates.size() == 1);
+    CHECK(p.intermediates[0].domain == 0);
+    CHECK(args_of(p.kernels.back(), Kind::Intermediate, 0) == 1);
+    CHECK(args_of(p.kernels.back(), Kind::InvalidFlag) == 1);
+    // The table's length is n: the table length argument reads domain 0.
+    CHECK(std::none_of(p.input_domain.begin(), p.input_domain.end(), [](int d) { return d != 0; }));
+  }
+  SUBCASE("segmented scan") {
+    auto offs = ff::input<long long>("offs");
+    const ff::Expr s = ff::segmented_scan(x, offs, ff::plus);
+    const ff::codegen::Plan p = plan(ff::Program(x - ff::shift(s, -1, 0.0f)));
+    REQUIRE(p.intermediates.size() == 1);
+    CHECK(p.intermediates[0].role.find("segmented_scan") != std::string::npos);
+    CHECK(args_of(p.kernels.back(), Kind::Intermediate, 0) >= 1);
+  }
+  SUBCASE("sort, gathered and shifted") {
+    const ff::Expr s = ff::counting_sort(k, 16);
+    const ff::codegen::Plan p = plan(ff::outputs(ff::gather_unchecked(s, k), ff::reduce(s - ff::shift(s, 1, 0), ff::plus)));
+    REQUIRE(p.intermediates.size() == 1);
+    CHECK(p.intermediates[0].role.find("counting_sort") != std::string::npos);
+  }
+}
+
+TEST_CASE("computed tables without an element per element are refused, naming why") {
+  auto k = ff::input<int>("k");
+  auto x = ff::input<float>("x");
+  auto idx = ff::input<int>("idx");
+  auto offs = ff::input<long long>("offs");
+  std::string e = plan_error(ff::Program(ff::gather(ff::histogram(k, 4), idx)));
+  INFO(e);
+  CHECK(e.find("a gather's table histogram(") != std::string::npos);
+  CHECK(e.find("histogram's bins") != std::string::npos);
+  e = plan_error(ff::Program(ff::shift(ff::filter(x, x > 0.0f), 1, 0.0f)));
+  CHECK(e.find("a shifted array") != std::string::npos);
+  CHECK(e.find("as many elements as the device counts") != std::string::npos);
+  e = plan_error(ff::Program(ff::gather(ff::segmented_reduce(x, offs, ff::plus), idx)));
+  CHECK(e.find("one per segment") != std::string::npos);
+}

@@ -1,0 +1,187 @@
+// GPU execution tests for gather and shift of computed arrays (issue 25;
+// codegen/src/passes/computed_tables.cpp): a gather of a map of inputs and a map shifted
+// backwards fused into their consumer, a map shifted forwards, a scan's and a sort's result gathered and shifted (computed into an
+// intermediate by stage 1). Fresh random inputs, outputs poisoned (the shared Runtime's
+// RuntimeOptions::poison), each result compared with the CPU reference: integers exactly,
+// floats by relative error (expf on the device may differ from the host's in the last bit).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <random>
+
+#include <fuseflow/fuseflow.hpp>
+
+#include "gpu_test_support.hpp"
+
+namespace ff = fuseflow;
+
+namespace {
+
+using ff::test::rng;
+using ff::test::runtime;
+
+const std::vector<std::int64_t> kSizes = ff::test::capped({1, 33, 1025, 4097, 70001});
+
+std::vector<int> indices(std::int64_t n, int table) {
+  std::vector<int> v(static_cast<std::size_t>(n));
+  std::uniform_int_distribution<int> d(0, table - 1);
+  for (auto& x : v) x = d(rng());
+  return v;
+}
+
+template <class T>
+void check(const ff::Expr& out, const ff::Bindings& dev, const ff::HostBindings& host, double tolerance,
+           const std::string& what) {
+  INFO(what << ": " << ff::to_string(out));
+  ff::Result got = runtime().run(out, dev);
+  const ff::HostResult want = ff::evaluate(ff::Program(out), host).at(0);
+  auto close = [&](T g, T w) {
+    if constexpr (std::is_floating_point_v<T>)
+      return std::fabs(static_cast<double>(g) - static_cast<double>(w)) <= tolerance * (1.0 + std::fabs(static_cast<double>(w)));
+    else
+      return g == w;
+  };
+  if (want.is_scalar) {
+    INFO("got " << got.as<T>() << ", want " << want.scalar.as<T>());
+    CHECK(close(got.as<T>(), want.scalar.as<T>()));
+    return;
+  }
+  const std::vector<T> g = got.download<T>();
+  const std::vector<T> w = want.array.to_vector<T>();
+  REQUIRE(g.size() == w.size());
+  std::size_t wrong = 0, first = 0;
+  for (std::size_t i = 0; i < g.size(); ++i)
+    if (!close(g[i], w[i]) && wrong++ == 0) first = i;
+  INFO(wrong << " wrong of " << g.size() << "; first at " << first << ": got " << (wrong ? g[first] : T{}) << ", want "
+             << (wrong ? w[first] : T{}));
+  CHECK(wrong == 0);
+}
+
+}  // namespace
+
+TEST_CASE("a gather of a map of inputs (fused) in a map, a reduction and a scan") {
+  auto t = ff::input<float>("t");
+  auto u = ff::input<float>("u");
+  auto idx = ff::input<int>("idx");
+  auto y = ff::input<float>("y");
+  const ff::Expr g = ff::gather(ff::exp(t) - u * ff::cast<float>(ff::index()), idx);
+  for (std::int64_t n : kSizes) {
+    const int m = static_cast<int>(n % 977 + 3);
+    auto th = ff::test::random_values<float>(m, -1, 1);
+    auto uh = ff::test::random_values<float>(m, -1, 1);
+    auto ih = indices(n, m);
+    auto yh = ff::test::random_values<float>(n, 0, 1);
+    auto td = runtime().upload(th);
+    auto ud = runtime().upload(uh);
+    auto id = runtime().upload(ih);
+    auto yd = runtime().upload(yh);
+    ff::Bindings dev{{t, td}, {u, ud}, {idx, id}, {y, yd}};
+    ff::HostBindings host;
+    host.bind(t, ff::HostArray::from(th)).bind(u, ff::HostArray::from(uh));
+    host.bind(idx, ff::HostArray::from(ih)).bind(y, ff::HostArray::from(yh));
+    const std::string at = "n = " + std::to_string(n) + ", table of " + std::to_string(m);
+    check<float>(g * y, dev, host, 1e-6, "map, " + at);
+    check<float>(ff::reduce(ff::gather(t * t, idx), ff::max), {{t, td}, {idx, id}}, host, 0, "reduce, " + at);
+    check<float>(ff::scan(g, ff::max), {{t, td}, {u, ud}, {idx, id}}, host, 1e-6, "scan, " + at);
+  }
+}
+
+TEST_CASE("a shifted map, and a scan's result gathered and shifted (staged)") {
+  auto x = ff::input<float>("x");
+  auto k = ff::input<int>("k");
+  auto idx = ff::input<int>("idx");
+  for (std::int64_t n : kSizes) {
+    auto xh = ff::test::random_values<float>(n, -1, 1);
+    std::vector<int> kh(static_cast<std::size_t>(n));
+    std::uniform_int_distribution<int> d(-50, 50);
+    for (auto& v : kh) v = d(rng());
+    auto ih = indices(n, static_cast<int>(n));
+    auto xd = runtime().upload(xh);
+    auto kd = runtime().upload(kh);
+    auto id = runtime().upload(ih);
+    ff::HostBindings host;
+    host.bind(x, ff::HostArray::from(xh)).bind(k, ff::HostArray::from(kh)).bind(idx, ff::HostArray::from(ih));
+    const std::string at = "n = " + std::to_string(n);
+    const ff::Expr y = x * 2.0f + 1.0f;
+    check<float>(x - ff::shift(y, -1, 0.0f), {{x, xd}}, host, 0, "map shifted backwards (fused), " + at);
+    check<float>(x - ff::shift(y, 1, 0.0f), {{x, xd}}, host, 0, "map shifted forwards (staged), " + at);
+    check<float>(ff::shift(y * ff::cast<float>(ff::index()), -3, 2.0f), {{x, xd}}, host, 0, "index() in a shifted map, " + at);
+    check<float>(ff::reduce(ff::shift(x * x, -1, 0.5f), ff::max), {{x, xd}}, host, 0, "reduction of a shifted map, " + at);
+    check<float>(ff::shift(x * x, 3, -1.0f) + ff::shift(x * x, -2, 5.0f), {{x, xd}}, host, 0, "stencil of a map, " + at);
+    const ff::Expr s = ff::scan(k, ff::plus);
+    check<int>(ff::gather(s, idx) - k, {{k, kd}, {idx, id}}, host, 0, "gathered scan, " + at);
+    check<int>(s - ff::shift(s, -1, 0), {{k, kd}}, host, 0, "shifted scan (the adjacent difference), " + at);
+    check<long long>(ff::reduce(ff::cast<long long>(ff::shift(s, 1, 7) * k), ff::plus), {{k, kd}}, host, 0,
+                     "reduction of a shifted scan, " + at);
+  }
+}
+
+TEST_CASE("a sort's result gathered and shifted (staged)") {
+  auto k = ff::input<int>("k");
+  auto idx = ff::input<int>("idx");
+  for (std::int64_t n : kSizes) {
+    std::vector<int> kh(static_cast<std::size_t>(n));
+    std::uniform_int_distribution<int> d(0, 15);
+    for (auto& v : kh) v = d(rng());
+    auto ih = indices(n, static_cast<int>(n));
+    auto kd = runtime().upload(kh);
+    auto id = runtime().upload(ih);
+    ff::HostBindings host;
+    host.bind(k, ff::HostArray::from(kh)).bind(idx, ff::HostArray::from(ih));
+    const ff::Expr s = ff::counting_sort(k, 16);
+    const std::string at = "n = " + std::to_string(n);
+    check<int>(ff::gather_unchecked(s, idx) * 100 + k, {{k, kd}, {idx, id}}, host, 0, "gathered sort, " + at);
+    check<int>(ff::shift(s, 1, 16) - s, {{k, kd}}, host, 0, "shifted sort, " + at);
+  }
+}
+
+TEST_CASE("an index outside a computed table is reported with its position, fused or staged") {
+  auto t = ff::input<float>("t");
+  auto x = ff::input<float>("x");
+  auto idx = ff::input<int>("idx");
+  for (std::int64_t n : ff::test::capped({1, 4097, 70001})) {
+    auto ih = indices(n, 100);
+    const auto bad = static_cast<std::size_t>(n / 2);
+    ih[bad] = (n % 2) ? -5 : 100;
+    auto td = runtime().upload(ff::test::random_values<float>(100, 0, 1));
+    auto xd = runtime().upload(ff::test::random_values<float>(n, 0, 1));
+    auto id = runtime().upload(ih);
+    const std::string want = "position " + std::to_string(bad) + " is " + std::to_string(ih[bad]);
+    {
+      INFO("fused, n = " << n);
+      try {
+        (void)runtime().run(ff::reduce(ff::gather(t * 2.0f, idx), ff::plus), {{t, td}, {idx, id}});
+        FAIL("no error for an index outside the table");
+      } catch (const ff::GraphError& err) {
+        INFO(err.what());
+        CHECK(std::string(err.what()).find(want) != std::string::npos);
+        CHECK(std::string(err.what()).find("outside the table t * 2.0f of 100 elements") != std::string::npos);
+      }
+    }
+    if (n < 100) continue;  // the staged table has n elements
+    INFO("staged, n = " << n);
+    try {
+      (void)runtime().run(ff::gather(ff::scan(x, ff::plus), idx), {{x, xd}, {idx, id}});
+      if (ih[bad] >= n || ih[bad] < 0) FAIL("no error for an index outside the table");
+    } catch (const ff::GraphError& err) {
+      INFO(err.what());
+      CHECK(std::string(err.what()).find(want) != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("the inputs of a gathered map must have one length") {
+  auto t = ff::input<float>("t");
+  auto u = ff::input<float>("u");
+  auto idx = ff::input<int>("idx");
+  auto td = runtime().upload(ff::test::random_values<float>(10, 0, 1));
+  auto ud = runtime().upload(ff::test::random_values<float>(7, 0, 1));
+  auto id = runtime().upload(std::vector<int>{0, 3, 6});
+  try {
+    (void)runtime().run(ff::gather(t + u, idx), {{t, td}, {u, ud}, {idx, id}});
+    FAIL("no error for a map over arrays of different lengths");
+  } catch (const ff::GraphError& err) {
+    INFO(err.what());
+    CHECK(std::string(err.what()).find("arrays of different lengths") != std::string::npos);
+  }
+}
