@@ -92,11 +92,32 @@ __device__ __forceinline__ bool warp_bin_sum(const Bin* bins, const Acc* weights
   return true;
 }
 
+// The same sum as warp_bin_sum, from the lanes' bins in registers: `peers` is the mask of the
+// lanes holding this lane's bin (__match_any_sync), `counted` whether this lane's bin is kept.
+// Returns whether this lane is the lowest of its peers, and then `sum`, the peers' weights
+// added in lane order (this lane's first). Every lane must call it (the loop is
+// warp-uniform: one shuffle per peer of the largest group, usually 0 or 1 for random bins).
+template <typename Acc>
+__device__ __forceinline__ bool warp_peers_sum(unsigned peers, int lane, bool counted, Acc w, Acc& sum) {
+  const bool lowest = (int)__ffs((int)peers) - 1 == lane;
+  unsigned rest = lowest && counted ? peers & (peers - 1u) : 0u;  // the peers above this lane
+  sum = w;
+  while (__any_sync(0xffffffffu, rest != 0u)) {
+    const int from = rest != 0u ? __ffs((int)rest) - 1 : lane;
+    const Acc v = __shfl_sync(0xffffffffu, w, from);
+    if (rest != 0u) {
+      sum += v;
+      rest &= rest - 1u;
+    }
+  }
+  return lowest && counted;
+}
+
 // "weighted": sums of a weight per bin, the same bits on every run of the same n and grid,
 // float sums included (no float atomics). Every warp owns a private copy of the sums in
-// shared memory, which only it writes: a warp stages its 32 (bin, weight) pairs, and for
-// each bin among them the lowest lane holding it adds the weights of the lanes holding it,
-// in lane order, into the warp's copy. So every copy adds in a fixed order: its elements in
+// shared memory, which only it writes: a warp matches its 32 lanes' bins (__match_any_sync),
+// and for each bin among them the lowest lane holding it adds the weights of the lanes
+// holding it, in lane order, gathered by shuffles (warp_peers_sum), into the warp's copy. So every copy adds in a fixed order: its elements in
 // the order the warp visits them (a fixed grid stride), each step's peers in lane order.
 // The block then sums its warps' copies in warp order into its row of `partials` (grid x
 // kBins), and the last block to finish sums the rows in block order into `sums`. Acc is the
@@ -104,32 +125,28 @@ __device__ __forceinline__ bool warp_bin_sum(const Bin* bins, const Acc* weights
 template <int kBlock, long long kBins, typename Acc, typename BinOf, typename WeightOf, typename T, typename... In>
 __device__ __forceinline__ void histogram_weighted(long long n, BinOf bin_of, WeightOf weight_of, T* sums,
                                                    Acc* partials, unsigned* ticket, const In*... in) {
+  static_assert(kBins < (1LL << 31), "bins are matched as int");
   constexpr int kWarps = kBlock / 32;
   __shared__ Acc warp_sums[kWarps * kBins];
-  __shared__ long long staged_bin[kBlock];
-  __shared__ Acc staged_weight[kBlock];
   for (long long k = threadIdx.x; k < kWarps * kBins; k += kBlock) warp_sums[k] = Acc(0);
   __syncthreads();
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   Acc* mine = warp_sums + warp * kBins;
-  long long* bins = staged_bin + warp * 32;
-  Acc* weights = staged_weight + warp * 32;
   // A warp's steps start at the same element for all its lanes: the loop is warp-uniform.
   for (long long base = (long long)blockIdx.x * kBlock + warp * 32; base < n; base += (long long)gridDim.x * kBlock) {
     const long long i = base + lane;
-    long long b = -1;
+    int b = -1;  // dropped
     Acc w = Acc(0);
     if (i < n) {
-      b = bin_of(in[i]..., i);
-      if ((unsigned long long)b < (unsigned long long)kBins) w = (Acc)weight_of(in[i]..., i);
-      else b = -1;  // dropped
+      const long long bin = bin_of(in[i]..., i);
+      if ((unsigned long long)bin < (unsigned long long)kBins) {
+        b = (int)bin;
+        w = (Acc)weight_of(in[i]..., i);
+      }
     }
-    bins[lane] = b;
-    weights[lane] = w;
-    __syncwarp();
     Acc sum;
-    if (b >= 0 && warp_bin_sum(bins, weights, lane, b, w, sum)) mine[b] += sum;
-    __syncwarp();  // the staged pairs are read before the next step overwrites them
+    if (warp_peers_sum(__match_any_sync(0xffffffffu, b), lane, b >= 0, w, sum)) mine[b] += sum;
+    __syncwarp();  // this step's adds are seen by the lanes that add to the same bins next
   }
   __syncthreads();
   for (long long b = threadIdx.x; b < kBins; b += kBlock) {

@@ -16,8 +16,8 @@
 // threads' worth): every thread adds its elements, in a fixed order, into a private column
 // in dynamic shared memory, conflict-free; the block sums the columns in a fixed tree, the
 // last block the blocks in block order (ff::histogram_weighted_lanes). More bins: per-warp
-// private sums in shared memory that only their warp writes, peers combined in lane order,
-// warps in warp order, blocks in block order by the last block (ff::histogram_weighted).
+// private sums in shared memory that only their warp writes, peers (__match_any_sync) added
+// in lane order, warps in warp order, blocks in block order by the last block (ff::histogram_weighted).
 // Weighted histograms whose per-warp sums do not fit in shared memory: histogram_rows.cpp.
 // A filter feeding a histogram is a mask (KernelContext::key): its dropped elements have bin -1.
 #include <algorithm>
@@ -198,7 +198,7 @@ KernelSpec emit_weighted_histogram(const KernelContext& g) {
   k.args = args;
   k.summary = "histogram, weighted (deterministic): " + std::to_string(op.bins) + " bins of " + sum_type.name() +
               " sums, a private copy per warp in shared memory (" + std::to_string(smem) +
-              " bytes), peers added in lane order, warps in warp order, blocks in block order by the last block; "
+              " bytes), peers matched by __match_any_sync and added in lane order, warps in warp order, blocks in block order by the last block; "
               "block " + std::to_string(kBlock) + ", grid <= " + std::to_string(max_grid);
   k.why = "weights are summed in a fixed order, with no atomics, so that float sums are the same bits on every run";
   k.source = kernel_source(name, g.program_text(), "strategy: " + k.summary + "\nBins outside [0, kBins) are dropped.",
