@@ -110,6 +110,10 @@ struct HistogramPolicy {
                                             // merging its private counts is spread over enough elements
   std::size_t shared_limit = 48 * 1024;     // bytes of private counts a block may hold
   std::size_t copies_budget = 16 * 1024;    // bytes for the copies of small histograms
+  // Weighted histograms whose sums fit one column per thread (ff::histogram_weighted_lanes):
+  int lane_block = 256;                     // threads per block at most
+  int lane_min_block = 128;                 // fewer threads' columns fit: per-warp sums instead
+  int lane_unroll = 4;                      // vector loads per input per batch (two batches in flight)
 };
 
 // Counting sort (counting_sort.cpp): the tile the three kernels share, the count scan.

@@ -95,6 +95,7 @@ struct Hooks {  // must match emulator_prelude.hpp's ff_emu::Hooks
   unsigned (*shuffle)(unsigned, int);
   unsigned (*ballot)(int);
   void (*spin)();
+  unsigned (*match)(unsigned);
 };
 
 // What a switched-out fiber waits for: a barrier, a warp step, its next turn (spin: an
@@ -161,6 +162,19 @@ unsigned ballot(int predicate) {
   unsigned mask = 0;
   for (int l = 0; l < 32 && warp_base + l < static_cast<int>(s.fibers.size()); ++l)
     if (s.exchange[static_cast<std::size_t>(warp_base + l)]) mask |= 1u << l;
+  yield(Wait::warp);
+  return mask;
+}
+
+// __match_any_sync on one 32-bit word: the mask of the warp's lanes that offered `value`.
+unsigned match(unsigned value) {
+  Scheduler& s = scheduler();
+  const int me = s.current, warp_base = me / 32 * 32;
+  s.exchange[static_cast<std::size_t>(me)] = value;
+  yield(Wait::warp);
+  unsigned mask = 0;
+  for (int l = 0; l < 32 && warp_base + l < static_cast<int>(s.fibers.size()); ++l)
+    if (s.exchange[static_cast<std::size_t>(warp_base + l)] == value) mask |= 1u << l;
   yield(Wait::warp);
   return mask;
 }
@@ -782,7 +796,7 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction function, unsigned int grid_x, unsign
     void* m = mmap(nullptr, kStackBytes * kMaxThreads, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
     s.stacks = static_cast<char*>(m);
-    s.hooks = Hooks{&s.current_index, &s.block_idx, &s.block_dim, &s.grid_dim, sync_block, sync_warp, shuffle, ballot, spin};
+    s.hooks = Hooks{&s.current_index, &s.block_idx, &s.block_dim, &s.grid_dim, sync_block, sync_warp, shuffle, ballot, spin, match};
   }
   const auto* f = reinterpret_cast<const Function*>(function);
   s.entry = f->entry;

@@ -55,6 +55,8 @@ struct Hooks {
   // The thread waits for something other threads of the block do (an mbarrier's phase):
   // it yields, and runs again after every other thread has had its turn.
   void (*spin)();
+  // Every lane offers `value` and gets the mask of the lanes that offered the same word.
+  unsigned (*match)(unsigned value);
 };
 inline const Hooks* hooks = nullptr;
 
@@ -116,6 +118,16 @@ inline unsigned __ballot_sync(unsigned, int predicate) { return ::ff_emu::hooks-
 inline int __any_sync(unsigned, int predicate) { return ::ff_emu::hooks->ballot(predicate) != 0; }
 inline int __all_sync(unsigned, int predicate) { return ::ff_emu::hooks->ballot(predicate) == 0xffffffffu; }
 inline unsigned __activemask() { return 0xffffffffu; }
+// The lanes holding the same value (4 or 8 bytes): one match per 32-bit word, masks ANDed.
+template <class T>
+inline unsigned __match_any_sync(unsigned, T value) {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "__match_any_sync takes 32- or 64-bit values");
+  unsigned words[sizeof(T) / 4];
+  std::memcpy(words, &value, sizeof(T));
+  unsigned mask = 0xffffffffu;
+  for (unsigned w : words) mask &= ::ff_emu::hooks->match(w);
+  return mask;
+}
 
 // Atomics: one OS thread runs every fiber, so a plain read-modify-write is atomic.
 template <class T, class U>

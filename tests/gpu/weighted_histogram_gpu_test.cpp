@@ -2,11 +2,13 @@
 // filter feeding a histogram (a masked histogram). Fresh random inputs, outputs poisoned
 // (the shared Runtime's RuntimeOptions::poison), compared with the CPU reference: integer
 // sums exactly, float sums by relative error against the reference's f64 sums; float sums
-// are also checked to be the same bits on a second run (no float atomics).
+// are also checked to be the same bits on a second run (no float atomics), with every element
+// in one bin, with NaN and inf weights, and over misaligned inputs.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include <fuseflow/fuseflow.hpp>
 
@@ -158,5 +160,87 @@ TEST_CASE("index() beside a filter's result in a histogram is the position among
                           {{x, xs}}, host, 1e-4);
     check_weighted<float>(ff::histogram(ff::cast<int>(ff::index() % 20000) + ff::cast<int>(kept * 0.0f), kept, 20000),
                           {{x, xs}}, host, 1e-4);
+  }
+}
+
+// Few bins take a private column of sums per thread in shared memory, each thread adding its
+// elements in a fixed order (ff::histogram_weighted_lanes); more take per-warp sums. Either
+// way the float sums are the same bits on every run: with every element in one bin (the
+// longest chain of adds into one sum), with NaN and inf weights, and whether the inputs
+// are aligned to whole vectors (vector loads) or not (element loads of the same elements
+// in the same order).
+TEST_CASE("weighted histograms are the same bits on every run: one bin, NaN and inf weights, misaligned inputs") {
+  auto x = ff::input<float>("x");
+  auto w = ff::input<float>("w");
+  for (std::int64_t n : ff::test::capped({33, 4097, 70001, (1 << 20) + 7})) {
+    INFO("n = " << n);
+    // n + 1 elements: the last n are also bound misaligned (one float past a whole vector).
+    const std::vector<float> xh = ff::test::random_values<float>(n + 1, 0, 1);
+    std::vector<float> wh = ff::test::random_values<float>(n + 1, -1, 1);
+    const std::vector<float> x0(xh.begin(), xh.begin() + n), w0(wh.begin(), wh.begin() + n);
+    ff::HostBindings host;
+    host.bind(x, ff::HostArray::from(x0));
+    host.bind(w, ff::HostArray::from(w0));
+    ff::DeviceArray<float> xs = runtime().upload(x0), ws = runtime().upload(w0);
+    const ff::Bindings dev = {{x, xs}, {w, ws}};
+    // Every element in bin 5 of 256; the bench's 256 bins (a column of 1 KB per thread); 3000
+    // bins (per-warp sums), all elements in two of them.
+    check_weighted<float>(ff::histogram(ff::cast<int>(x * 0.0f) + 5, w, 256), dev, host, 1e-4);
+    check_weighted<float>(ff::histogram(ff::cast<int>((x + 0.5f) * (256.0f / 1.5f)), w, 256), dev, host, 1e-4);
+    check_weighted<float>(ff::histogram(ff::cast<int>(x * 2.0f) * 2999, w * w, 3000), dev, host, 1e-4);
+    check_weighted<double>(ff::histogram(ff::cast<int>(x * 0.0f) + 1, ff::cast<double>(w), 4), dev, host, 1e-12);
+
+    // The same elements bound one float past a whole vector: the same bits.
+    const std::vector<float> x1(xh.begin() + 1, xh.end()), w1(wh.begin() + 1, wh.end());
+    ff::DeviceArray<float> xa = runtime().upload(xh), wa = runtime().upload(wh);
+    ff::DeviceArray<float> x1s = runtime().upload(x1), w1s = runtime().upload(w1);
+    const ff::device_span<float> xm(xa.data() + sizeof(float), static_cast<std::size_t>(n));
+    const ff::device_span<float> wm(wa.data() + sizeof(float), static_cast<std::size_t>(n));
+    for (const std::int64_t bins : {std::int64_t{16}, std::int64_t{256}, std::int64_t{3000}}) {
+      INFO(bins << " bins, misaligned");
+      const ff::Expr h = ff::histogram(ff::cast<int>(x * static_cast<float>(bins)), w, bins);
+      const std::vector<float> aligned = runtime().run(h, {{x, x1s}, {w, w1s}}).download<float>();
+      const std::vector<float> shifted = runtime().run(h, {{x, xm}, {w, wm}}).download<float>();
+      CHECK(std::memcmp(aligned.data(), shifted.data(), aligned.size() * sizeof(float)) == 0);
+      ff::HostBindings h1;
+      h1.bind(x, ff::HostArray::from(x1));
+      h1.bind(w, ff::HostArray::from(w1));
+      compare(shifted, ff::evaluate(ff::Program(h), h1).at(0).array.to_vector<float>(), 1e-4);
+    }
+
+    // NaN and inf weights: a NaN makes its bin NaN, +inf and -inf in one bin too, a lone
+    // +inf its bin +inf; the other bins as the reference's, and the same bits twice.
+    wh = w0;
+    std::vector<float> xn = x0;
+    xn[0] = 0.01f;                                    // bin 0: NaN
+    wh[0] = std::numeric_limits<float>::quiet_NaN();
+    xn[n / 2] = 0.51f;                                // bin 8: +inf and -inf
+    wh[n / 2] = std::numeric_limits<float>::infinity();
+    xn[n - 1] = 0.52f;
+    wh[n - 1] = -std::numeric_limits<float>::infinity();
+    xn[1] = 0.99f;                                    // bin 15: +inf
+    wh[1] = std::numeric_limits<float>::infinity();
+    ff::DeviceArray<float> xns = runtime().upload(xn), wns = runtime().upload(wh);
+    const ff::Expr h = ff::histogram(ff::cast<int>(x * 16.0f), w, 16);
+    const std::vector<float> got = runtime().run(h, {{x, xns}, {w, wns}}).download<float>();
+    const std::vector<float> again = runtime().run(h, {{x, xns}, {w, wns}}).download<float>();
+    CHECK(std::memcmp(got.data(), again.data(), got.size() * sizeof(float)) == 0);
+    ff::HostBindings hn;
+    hn.bind(x, ff::HostArray::from(xn));
+    hn.bind(w, ff::HostArray::from(wh));
+    const std::vector<float> want = ff::evaluate(ff::Program(h), hn).at(0).array.to_vector<float>();
+    REQUIRE(got.size() == 16);
+    CHECK(std::isnan(got[0]));
+    CHECK(std::isnan(got[8]));
+    CHECK(got[15] == std::numeric_limits<float>::infinity());
+    for (std::size_t b = 0; b < got.size(); ++b) {
+      INFO("bin " << b << ": got " << got[b] << ", want " << want[b]);
+      if (std::isnan(want[b]))
+        CHECK(std::isnan(got[b]));
+      else if (std::isinf(want[b]))
+        CHECK(got[b] == want[b]);
+      else
+        CHECK(std::fabs(double(got[b]) - double(want[b])) <= 1e-4 * (1.0 + std::fabs(double(want[b]))));
+    }
   }
 }

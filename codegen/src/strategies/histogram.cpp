@@ -12,8 +12,12 @@
 // ff::histogram_shared and ff::histogram_global (<fuseflow/histogram.cuh>); this file
 // chooses between them and writes the fused bin expression.
 // "weighted" (histogram(bin, weights, nbins)): sums of the weights, deterministic for floats
-// too: per-warp private sums in shared memory that only their warp writes, peers combined in
-// lane order, warps in warp order, blocks in block order by the last block (ff::histogram_weighted).
+// too. Few bins (a column of sums per thread fits, at least HistogramPolicy::lane_min_block
+// threads' worth): every thread adds its elements, in a fixed order, into a private column
+// in dynamic shared memory, conflict-free; the block sums the columns in a fixed tree, the
+// last block the blocks in block order (ff::histogram_weighted_lanes). More bins: per-warp
+// private sums in shared memory that only their warp writes, peers (__match_any_sync) added
+// in lane order, warps in warp order, blocks in block order by the last block (ff::histogram_weighted).
 // Weighted histograms whose per-warp sums do not fit in shared memory: histogram_rows.cpp.
 // A filter feeding a histogram is a mask (KernelContext::key): its dropped elements have bin -1.
 #include <algorithm>
@@ -63,8 +67,83 @@ int weighted_histogram_warps(const KernelContext& g) {
 
 namespace {
 
+// Threads per block of the "weighted lanes" kernel: as many whole warps (up to the policy's
+// block) as have a column of sums each in the opt-in shared memory, less 2 KB for static
+// shared memory; 0 when fewer than the policy's minimum fit (per-warp sums then).
+int weighted_lane_block(const KernelContext& g) {
+  const HistogramPolicy& p = g.policies().histogram;
+  const std::size_t column = static_cast<std::size_t>(g.op->bins) * weighted_histogram_acc(g.op->output_types[0]).size();
+  const std::size_t room = g.target().shared_per_block_optin - 2048;
+  const int block = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(p.lane_block), room / column) / 32 * 32);
+  return block >= p.lane_min_block ? block : 0;
+}
+
+// Few bins: a private column of sums per thread in dynamic shared memory (ff::histogram_weighted_lanes).
+KernelSpec emit_weighted_lanes(const KernelContext& g, int block) {
+  const OpNode& op = *g.op;
+  const Target& t = g.target();
+  const Type& sum_type = op.output_types[0];
+  const Type acc = weighted_histogram_acc(sum_type);
+  const int kBlock = block, kVec = vector_load_width(g), kUnroll = g.policies().histogram.lane_unroll;
+  const std::size_t smem = static_cast<std::size_t>(op.bins) * acc.size() * static_cast<std::size_t>(kBlock);
+  const int by_smem = static_cast<int>(std::max<std::size_t>(1, t.shared_per_block_optin / (smem + 2048)));
+  const int blocks_per_sm = std::max(1, std::min(t.max_threads_per_sm / kBlock, by_smem));
+  const int max_grid = t.sm_count * blocks_per_sm;
+  const int kItems = 16;  // elements per thread before another block is worth its merge
+
+  CudaTypes types;
+  std::vector<std::string> names;
+  std::vector<Arg> args = elementwise_args(g, names);
+  args.push_back({Arg::Kind::Output, g.output_ids.at(0), "sums", sum_type});
+  args.push_back({Arg::Kind::Scratch, 0, "partials", acc});
+  args.push_back({Arg::Kind::Ticket, kTicketLastBlock, "ticket", ScalarType::U32});
+
+  const std::string name = "ff_histogram_weighted_lanes_" + short_type_name(sum_type);
+  SourceWriter w;
+  w.line("namespace {");
+  w.line("constexpr int kBlock = " + std::to_string(kBlock) + ";  // one column of sums per thread");
+  w.line("constexpr int kVec = " + std::to_string(kVec) + ";  // elements per vector load");
+  w.line("constexpr int kUnroll = " + std::to_string(kUnroll) + ";  // vector loads per input per batch");
+  w.line("constexpr long long kBins = " + std::to_string(op.bins) + ";");
+  w.line("}  // namespace");
+  w.line();
+  open_elementwise_kernel(w, types, name, kBlock, args, g);
+  emit_bin_and_weight(w, types, g, names, acc);
+  std::string pointers;
+  for (const auto& n : names) pointers += ", in_" + n;
+  w.line();
+  w.comment("Bin b of thread t at b * kBlock + t: kBins * kBlock sums of dynamic shared memory.");
+  w.line("extern __shared__ __align__(16) unsigned char lane_storage[];");
+  w.line("ff::histogram_weighted_lanes<kBlock, kVec, kUnroll, kBins, " + types.name(acc) +
+         ">(n, bin_of, weight_of, sums, partials, ticket,");
+  w.line("    reinterpret_cast<" + types.name(acc) + "*>(lane_storage)" + pointers + ");");
+  w.close();
+
+  KernelSpec k;
+  k.name = name;
+  k.block = kBlock;
+  k.max_grid = max_grid;
+  k.shared_bytes = smem;
+  k.items_per_block_step = kBlock * kItems;
+  k.any_grid = false;  // float sums round by the grid: it stays the plan's
+  k.tuning = {{"block", kBlock}, {"vec", kVec}, {"unroll", kUnroll}, {"items", kItems}};
+  k.args = args;
+  k.summary = "histogram, weighted (deterministic, per-thread sums): " + std::to_string(op.bins) + " bins of " +
+              sum_type.name() + " sums, a private column per thread in shared memory (" + std::to_string(smem) +
+              " bytes, conflict-free), each thread's elements in a fixed order, " + std::to_string(kVec) +
+              "-element vector loads " + std::to_string(kUnroll) +
+              " per input per batch; threads in a fixed tree, blocks in block order by the last block; block " +
+              std::to_string(kBlock) + ", grid <= " + std::to_string(max_grid);
+  k.why = "weights are summed in a fixed order, with no atomics, so that float sums are the same bits on every run; "
+          "the bins are few enough for a column of sums per thread";
+  k.source = kernel_source(name, g.program_text(), "strategy: " + k.summary + "\nBins outside [0, kBins) are dropped.",
+                           {"histogram.cuh"}, types, w.str());
+  return k;
+}
+
 // The weighted histogram: warps of sums in shared memory (as many warps as fit, up to the block's).
 KernelSpec emit_weighted_histogram(const KernelContext& g) {
+  if (const int lanes = weighted_lane_block(g)) return emit_weighted_lanes(g, lanes);
   const OpNode& op = *g.op;
   const int output = g.output_ids.at(0);
   const Target& t = g.target();
@@ -119,7 +198,7 @@ KernelSpec emit_weighted_histogram(const KernelContext& g) {
   k.args = args;
   k.summary = "histogram, weighted (deterministic): " + std::to_string(op.bins) + " bins of " + sum_type.name() +
               " sums, a private copy per warp in shared memory (" + std::to_string(smem) +
-              " bytes), peers added in lane order, warps in warp order, blocks in block order by the last block; "
+              " bytes), peers matched by __match_any_sync and added in lane order, warps in warp order, blocks in block order by the last block; "
               "block " + std::to_string(kBlock) + ", grid <= " + std::to_string(max_grid);
   k.why = "weights are summed in a fixed order, with no atomics, so that float sums are the same bits on every run";
   k.source = kernel_source(name, g.program_text(), "strategy: " + k.summary + "\nBins outside [0, kBins) are dropped.",
@@ -219,7 +298,8 @@ class Histogram final : public RegisteredStrategy {
     const HistogramPolicy& h = p.histogram;
     return {{"block", h.block}, {"unroll", h.unroll}, {"passes", h.passes},
             {"shared_limit", static_cast<std::int64_t>(h.shared_limit)},
-            {"copies_budget", static_cast<std::int64_t>(h.copies_budget)}};
+            {"copies_budget", static_cast<std::int64_t>(h.copies_budget)}, {"lane_block", h.lane_block},
+            {"lane_min_block", h.lane_min_block}, {"lane_unroll", h.lane_unroll}};
   }
   std::vector<KernelSpec> emit(const KernelContext& g) const override { return {emit_histogram(g)}; }
   // No launch for n = 0: the zeroed output is the answer.
