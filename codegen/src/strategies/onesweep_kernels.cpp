@@ -124,8 +124,8 @@ std::int64_t tuning_of(const KernelSpec& k, const std::string& name) {
 }
 }  // namespace
 
-void onesweep_launches(const Plan& plan, int first, int passes, std::int64_t n, ScheduleBuilder& b) {
-  if (n == 0) return;
+SortedScratch onesweep_launches(const Plan& plan, int first, int passes, std::int64_t n, ScheduleBuilder& b) {
+  if (n == 0) return {};
   const KernelSpec& histogram = plan.kernels.at(static_cast<std::size_t>(first));
   const KernelSpec& pass0 = plan.kernels.at(static_cast<std::size_t>(first) + 1);
   const std::int64_t tile = pass0.items_per_block_step, bins = tuning_of(pass0, "bins");
@@ -139,10 +139,14 @@ void onesweep_launches(const Plan& plan, int first, int passes, std::int64_t n, 
     for (const Arg& a : plan.kernels.at(static_cast<std::size_t>(first + 1 + p)).args)
       for (int e = 0; e < 4; ++e)
         if (a.kind == Arg::Kind::Scratch && a.name == element_names[e]) element_bytes[e] = a.type.size();
-  // The keys and values between passes: two arrays each, used in turn (one for two passes).
+  // The keys and values between passes: two arrays each, used in turn (one for two passes,
+  // unless the last pass writes scratch too).
+  bool last_to_scratch = false;
+  for (const Arg& a : plan.kernels.at(static_cast<std::size_t>(first + passes)).args)
+    last_to_scratch = last_to_scratch || (a.kind == Arg::Kind::Scratch && a.name == "keys_out");
   const auto un = static_cast<std::size_t>(n);
   std::size_t keys[2] = {0, 0}, values[2] = {0, 0};
-  for (int i = 0; i < std::min(passes - 1, 2); ++i) {
+  for (int i = 0; i < std::min(last_to_scratch ? passes : passes - 1, 2); ++i) {
     keys[i] = b.allocate(un * element_bytes[2]);
     if (element_bytes[3]) values[i] = b.allocate(un * element_bytes[3]);
   }
@@ -169,6 +173,8 @@ void onesweep_launches(const Plan& plan, int first, int passes, std::int64_t n, 
     for (std::int64_t q = 0; q < portions; ++q)
       b.launch({first + 1 + p, n, static_cast<int>(std::min(portion_tiles, tiles - q * portion_tiles)), scratch});
   }
+  if (!last_to_scratch) return {};
+  return {keys[(passes - 1) % 2], values[(passes - 1) % 2]};
 }
 
 }  // namespace fuseflow::codegen
