@@ -130,11 +130,6 @@ std::vector<ScratchBuffer> describe(const StepSpec& step, const KernelSpec& k, i
                                size, Per::Element));
         }
         break;
-      case StepSpec::Kind::HistogramRows:  // one buffer: the first kernel writes it, the second reads it
-        out.push_back(buffer(a, nth == 0 ? "a row of " + std::to_string(step.bins) + " sums per block"
-                                         : "the first kernel's rows, summed by column (the same buffer)",
-                             size * static_cast<std::size_t>(step.bins), Per::Block));
-        break;
     }
   }
   if (step.kind == StepSpec::Kind::Lookback) add_status(k, step.value_bytes, out);

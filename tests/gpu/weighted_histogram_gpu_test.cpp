@@ -169,7 +169,8 @@ TEST_CASE("weighted histograms of 2^12 to 2^20 bins with skewed bins match the r
   auto x = ff::input<float>("x");
   auto d = ff::input<double>("d");
   auto k = ff::input<int>("k");
-  for (std::int64_t n : ff::test::capped({1, 4097, 70001, (1 << 20) + 7})) {
+  // Up to 70001 elements: the sizes past the pieces of 4096 (the large ones are in the case above).
+  for (std::int64_t n : ff::test::capped({1, 4097, 70001})) {
     INFO("n = " << n);
     const Inputs in(x, d, k, n, -1.0f, -1.0);
     const ff::HostBindings& host = in.host;

@@ -41,26 +41,52 @@ __device__ __forceinline__ void histogram_sorted_runs(long long n, const unsigne
   }
 }
 
-// The second kernel: each bin's sum, one warp per bin (the bins strided over the grid's
-// warps). Bin b's run [start, end) is its elements in the piece where it starts (up to the
-// next piece's start), then the piece sums of the pieces that start inside it (each the
-// run's elements in that piece). Each lane adds its elements, then its piece sums, in
-// order (a stride of 32), then the lanes in a fixed tree; lane 0 writes the sum as T (0 for
-// an empty bin). So a bin's sum is the same bits on every run of the same n.
+// Bin b's run [start, end) added by the whole warp (a long run): its elements in the piece
+// where it starts (up to the next piece's start), then the piece sums of the pieces that
+// start inside it (each the run's elements in that piece); each lane adds its share in order
+// (a stride of 32), then the lanes in a fixed tree. Every lane gets the sum.
+template <int kPiece, typename Acc>
+__device__ __forceinline__ Acc histogram_sorted_long_run(const Acc* values, const Acc* piece_sums, long long start,
+                                                         long long end, int lane) {
+  const long long next_piece = (start + kPiece - 1) / kPiece;  // the first piece starting at or after start
+  const long long head_end = next_piece * kPiece < end ? next_piece * kPiece : end;
+  Acc sum = Acc(0);
+  for (long long i = start + lane; i < head_end; i += 32) sum += values[i];
+  for (long long q = next_piece + lane; q * kPiece < end; q += 32) sum += piece_sums[q];
+  sum = warp_reduce(sum, [](const Acc& a, const Acc& x) { return Acc(a + x); });
+  return shfl_idx(sum, 0);
+}
+
+// The second kernel: every bin's sum, written as T (0 for an empty bin). A warp takes 32
+// consecutive bins (strided over the grid's warps), a lane each: a lane adds a run of at
+// most kShort elements alone, in element order; the runs longer than that the warp adds
+// together, one after another (histogram_sorted_long_run). Whether a run is long depends
+// only on its length, so each bin's sum is the same bits on every run of the same n.
 template <int kBlock, int kPiece, long long kBins, typename Acc, typename T>
 __device__ __forceinline__ void histogram_sorted_bins(const Acc* values, const long long* runs, const Acc* piece_sums,
                                                       T* sums) {
   constexpr int kWarps = kBlock / 32;
+  constexpr long long kShort = 128;
   const int lane = threadIdx.x % 32;
-  for (long long b = (long long)blockIdx.x * kWarps + threadIdx.x / 32; b < kBins; b += (long long)gridDim.x * kWarps) {
-    const long long start = runs[2 * b], end = runs[2 * b + 1];
-    const long long next_piece = (start + kPiece - 1) / kPiece;  // the first piece starting at or after start
-    const long long head_end = next_piece * kPiece < end ? next_piece * kPiece : end;
+  // The loop is warp-uniform: a warp's lanes take 32 consecutive bins.
+  for (long long first = ((long long)blockIdx.x * kWarps + threadIdx.x / 32) * 32; first < kBins;
+       first += (long long)gridDim.x * kWarps * 32) {
+    const long long b = first + lane;
+    long long start = 0, end = 0;
+    if (b < kBins) {
+      start = runs[2 * b];
+      end = runs[2 * b + 1];
+    }
+    const bool is_long = end - start > kShort;
     Acc sum = Acc(0);
-    for (long long i = start + lane; i < head_end; i += 32) sum += values[i];
-    for (long long q = next_piece + lane; q * kPiece < end; q += 32) sum += piece_sums[q];
-    sum = warp_reduce(sum, [](const Acc& a, const Acc& x) { return Acc(a + x); });
-    if (lane == 0) sums[b] = (T)sum;
+    if (!is_long)
+      for (long long i = start; i < end; ++i) sum += values[i];
+    for (unsigned long_lanes = __ballot_sync(0xffffffffu, is_long); long_lanes != 0u; long_lanes &= long_lanes - 1u) {
+      const int l = __ffs((int)long_lanes) - 1;
+      const Acc run = histogram_sorted_long_run<kPiece>(values, piece_sums, shfl_idx(start, l), shfl_idx(end, l), lane);
+      if (lane == l) sum = run;
+    }
+    if (b < kBins) sums[b] = (T)sum;
   }
 }
 

@@ -12,13 +12,14 @@
 //   2. ff_histogram_sorted_runs_<T>: each bin's run [start, end) of the sorted pairs (its
 //      head and tail write it; a zeroed table of 2 x bins), and each piece of 4096 sorted
 //      elements its part of the run it starts in (ff::histogram_sorted_runs);
-//   3. ff_histogram_sorted_bins_<T>: one warp per bin adds its run, the elements before
-//      the first piece starting inside it and then those pieces' sums, lanes in a stride of
-//      32 and then a fixed tree, and writes every bin, zeros included
-//      (ff::histogram_sorted_bins, <fuseflow/histogram_sorted.cuh>).
+//   3. ff_histogram_sorted_bins_<T>: a lane per bin adds a run of at most 128 in element
+//      order; the warp adds a longer one together (the elements before the first piece
+//      starting inside it, then those pieces' sums; lanes in a stride of 32, then a fixed
+//      tree); every bin is written, zeros included (ff::histogram_sorted_bins,
+//      <fuseflow/histogram_sorted.cuh>).
 // A stable sort keeps each bin's weights in element order, so every bin is added in a
 // fixed order. Scratch: about 2 x n (bin, weight) pairs, 16 bytes a bin and a sum per piece
-// (no cap but the device's memory; histogram_rows.cpp's rows were grid x bins).
+// (no cap but the device's memory; the rows this replaced were grid x bins, at most 256 MiB).
 // Speed: the sort's histogram reads the inputs once, each pass reads and writes the pairs
 // (8 or 12 bytes an element), the run kernel reads the keys and the bin kernel the weights.
 // Integer weights take the same path (summed in their unsigned twin, so they wrap).
@@ -35,7 +36,7 @@ namespace fuseflow::codegen {
 
 namespace {
 
-constexpr int kFoldBlock = 256;  // threads of the run and bin kernels: 8 warps, a piece or a bin each
+constexpr int kFoldBlock = 256;  // threads of the run and bin kernels: 8 warps, a piece each, or a bin a lane
 constexpr int kPiece = 4096;     // sorted elements per piece (one warp each in the run kernel)
 
 Expr constant_of(long long v, ScalarType t) { return Expr::constant(Value(v).cast(t)); }
@@ -121,13 +122,13 @@ std::vector<KernelSpec> emit_histogram_sorted(const KernelContext& g) {
   KernelSpec sums = fold_kernel(
       g, "ff_histogram_sorted_bins_" + t, bin_args,
       "ff::histogram_sorted_bins<kBlock, kPiece, kBins>(values_in, runs, piece_sums, sums);",
-      "histogram, weighted sorted, bins: each of " + bins + " bins adds its run of " + sorted + " (its elements up to "
-      "the first piece starting inside it, then those pieces' sums; lanes in a stride, then a fixed tree) and writes "
-      "its sum, 0 for an empty bin");
-  sums.max_grid = static_cast<int>(std::min<std::int64_t>((op.bins + 7) / 8, 1 << 20));
-  sums.items_per_block_step = kFoldBlock / 32;
+      "histogram, weighted sorted, bins: each of " + bins + " bins adds its run of " + sorted + " (a lane a run of at "
+      "most 128 in element order, the warp a longer one: lanes in a stride over its elements and the sums of the pieces "
+      "it spans, then a fixed tree) and writes its sum, 0 for an empty bin");
+  sums.max_grid = static_cast<int>(std::min<std::int64_t>((op.bins + kFoldBlock - 1) / kFoldBlock, 1 << 20));
+  sums.items_per_block_step = kFoldBlock;
   sums.summary = "histogram, weighted sorted, bins: " + bins + " sums of " + sum_type.name() +
-                 ", a warp per bin adding its run in a fixed order; block " + std::to_string(kFoldBlock);
+                 ", a lane per bin adding its run in element order (a warp for a run over 128); block " + std::to_string(kFoldBlock);
   sums.why = "a stable sort put each bin's weights in one run, in element order: adding it in a fixed order gives "
              "the same bits on every run, with no atomics";
   kernels.push_back(runs);
