@@ -60,11 +60,11 @@ Expr survivor_position_input();
 Expr with_survivor_position(const Expr& e, const Expr& position);
 int plan_survivor_positions(const PlanContext& c, const Expr& mask, const Expr& position, KernelContext& g, Plan& plan);
 void bind_survivor_positions(Plan& plan, int first, int k);
-// Shared by the weighted histograms (histogram.cpp, histogram_rows.cpp): bin_of(inputs..., i)
+// Shared by the weighted histograms (histogram.cpp, histogram_sorted.cpp): bin_of(inputs..., i)
 // and, with a weight (g.value), weight_of(inputs..., i) returning `acc`, the fused
 // expressions of element i (`names`: the inputs' C names, elementwise_args); the type sums
 // are added in (an integer's unsigned twin, so they wrap); and how many warps' private sums
-// the shared-memory kernel keeps (0: they do not fit, histogram_rows.cpp plans it).
+// the shared-memory kernel keeps (0: they do not fit, histogram_sorted.cpp plans it).
 void emit_bin_and_weight(SourceWriter& w, CudaTypes& types, const KernelContext& g, const std::vector<std::string>& names,
                          const Type& acc);
 Type weighted_histogram_acc(const Type& sum_type);

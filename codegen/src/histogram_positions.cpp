@@ -12,7 +12,7 @@
 // The scan writes 8 bytes per element that the histogram reads back: about 16 bytes per
 // element more than a histogram without index(). Folding the histogram into the scan's own
 // pass (as reductions over such an index() are, passes/scans.cpp) would save them; counts
-// could take that, float sums would need the fixed-order merge histogram_rows.cpp does.
+// could take that, float sums would need a fixed order of additions (histogram_sorted.cpp sorts by bin).
 #include <map>
 
 #include "array_ops.hpp"

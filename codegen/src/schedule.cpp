@@ -19,7 +19,7 @@ const char* step_kind_name(StepSpec::Kind kind) {
     case StepSpec::Kind::SegmentedReduce: return "segmented reduce";
     case StepSpec::Kind::RadixSort: return "radix sort";
     case StepSpec::Kind::Broadcast: return "broadcast";
-    case StepSpec::Kind::HistogramRows: return "histogram rows";
+    case StepSpec::Kind::HistogramSorted: return "histogram sorted";
   }
   return "?";
 }
@@ -72,7 +72,7 @@ void append(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuil
     case StepSpec::Kind::SegmentedReduce: return segmented_reduce_launches(plan, step, n, b);
     case StepSpec::Kind::RadixSort: return radix_sort_launches(plan, step, n, b);
     case StepSpec::Kind::Broadcast: return broadcast_launches(plan, step, n, b);
-    case StepSpec::Kind::HistogramRows: return histogram_rows_launches(plan, step, n, b);
+    case StepSpec::Kind::HistogramSorted: return histogram_sorted_launches(plan, step, n, b);
   }
   throw InternalError("schedule: a step of unknown kind " + std::to_string(static_cast<int>(step.kind)));
 }

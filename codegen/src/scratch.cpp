@@ -115,10 +115,20 @@ std::vector<ScratchBuffer> describe(const StepSpec& step, const KernelSpec& k, i
           out.push_back(buffer(a, "one carry per block, for the largest grid (" + std::to_string(k.max_grid) + ")",
                                size * static_cast<std::size_t>(k.max_grid), Per::Fixed));
         break;
-      case StepSpec::Kind::HistogramRows:  // one buffer: the first kernel writes it, the second reads it
-        out.push_back(buffer(a, nth == 0 ? "a row of " + std::to_string(step.bins) + " sums per block"
-                                         : "the first kernel's rows, summed by column (the same buffer)",
-                             size * static_cast<std::size_t>(step.bins), Per::Block));
+      case StepSpec::Kind::HistogramSorted:  // the sort's, then the run and bin kernels' (histogram_sorted.cpp)
+        if (onesweep_scratch(k, a, out)) break;
+        if (a.name == "runs") {
+          ScratchBuffer r = buffer(a, "each bin's run [start, end) of the sorted pairs, shared by the run and bin kernels",
+                                   2 * size * static_cast<std::size_t>(step.bins), Per::Fixed);
+          r.zeroed = true;
+          out.push_back(r);
+        } else if (a.name == "piece_sums") {
+          out.push_back(buffer(a, "each piece's part of its first run, shared by the run and bin kernels", size,
+                               Per::Element, histogram_sorted_piece()));
+        } else {
+          out.push_back(buffer(a, "the sorted keys or weights the sort's last pass wrote (its keys_out, values_out)",
+                               size, Per::Element));
+        }
         break;
     }
   }

@@ -231,7 +231,7 @@ TEST_CASE("explain prints each spec: registered strategy and why, policy values,
   CHECK(text.find("     waits on: nothing") != std::string::npos);
 }
 
-TEST_CASE("a weighted histogram of many bins: a row of sums per block, then the column sums, one buffer") {
+TEST_CASE("a weighted histogram of many bins: a radix sort of (bin, weight) by bin, then each bin's run added") {
   auto x = ff::input<float>("x");
   auto d = ff::input<double>("d");
   auto k = ff::input<int>("k");
@@ -239,44 +239,70 @@ TEST_CASE("a weighted histogram of many bins: a row of sums per block, then the 
   const ff::codegen::Plan few = ff::codegen::plan(ff::Program(ff::histogram(k & 1023, x, 1000)), sm90());
   REQUIRE(few.kernels.size() == 1);
   CHECK(few.kernels[0].registered == "histogram");
-  // 20000 bins of f32 (80000 bytes per warp) do not: rows, then columns.
+  // 20000 bins of f32 (80000 bytes per warp) do not: bins need 15 bits, so the sort's
+  // histogram and two Onesweep passes (bits 0..8, 8..15), then the run and bin kernels.
   const std::int64_t bins = 20000;
   const ff::codegen::Plan many = ff::codegen::plan(ff::Program(ff::histogram(k % 20000, x, bins)), sm90());
-  REQUIRE(many.kernels.size() == 2);
-  CHECK(many.kernels[0].name == "ff_histogram_weighted_rows_f32");
-  CHECK(many.kernels[1].name == "ff_histogram_weighted_columns_f32");
-  CHECK(many.kernels[0].registered == "histogram weighted rows");
+  REQUIRE(many.kernels.size() == 5);
+  CHECK(many.kernels[0].name == "ff_histogram_sort_histograms_u32_bits0_15");
+  CHECK(many.kernels[1].name == "ff_histogram_sort_onesweep_u32_f32_bits0_8");
+  CHECK(many.kernels[2].name == "ff_histogram_sort_onesweep_u32_f32_bits8_15");
+  CHECK(many.kernels[3].name == "ff_histogram_sorted_runs_f32");
+  CHECK(many.kernels[4].name == "ff_histogram_sorted_bins_f32");
+  for (const auto& kernel : many.kernels) {
+    CHECK(kernel.registered == "histogram weighted sorted");
+    CHECK(kernel.source.find("atomicAdd") == std::string::npos);  // no atomics on the sums
+  }
   CHECK(many.kernels[0].chosen.find("first histogram strategy that applies") != std::string::npos);
-  CHECK_FALSE(many.kernels[0].any_grid);  // float sums round by the grid
-  const ScratchBuffer& rows = scratch_named(many.kernels[0], "rows");
-  CHECK(rows.per == ScratchBuffer::Per::Block);
-  CHECK(rows.bytes == static_cast<std::size_t>(bins) * 4);
-  CHECK_FALSE(rows.zeroed);  // each block zeroes its own row
-  // Both kernels bind the same rows; the column sums take the rows kernel's grid as n.
+  REQUIRE(many.steps.size() == 1);
+  CHECK(many.steps[0].kind == ff::codegen::StepSpec::Kind::HistogramSorted);
+  CHECK(many.steps[0].kernels == 5);
+  // A dropped bin sorts as the last bin with weight 0, in the sort's key and value.
+  CHECK(many.kernels[0].source.find("? v3 : 19999u") != std::string::npos);
+  // The run table: 16 bytes a bin, zeroed (an empty bin is [0, 0)); a sum per piece.
+  const ScratchBuffer& runs = scratch_named(many.kernels[3], "runs");
+  CHECK(runs.per == ScratchBuffer::Per::Fixed);
+  CHECK(runs.bytes == static_cast<std::size_t>(bins) * 16);
+  CHECK(runs.zeroed);
+  const ScratchBuffer& pieces = scratch_named(many.kernels[4], "piece_sums");
+  CHECK(pieces.per == ScratchBuffer::Per::Element);
+  CHECK(pieces.divisor == 4096);
   for (const std::int64_t n : {std::int64_t{1}, std::int64_t{100000}, std::int64_t{1} << 26}) {
+    INFO("n = " << n);
     const ff::codegen::Schedule s = many.schedule(n);
-    REQUIRE(s.launches.size() == 2);
-    CHECK(s.launches[0].n == n);
-    CHECK(s.launches[0].grid >= 1);
-    CHECK(s.launches[0].grid <= many.kernels[0].max_grid);
-    CHECK(s.launches[1].n == s.launches[0].grid);
-    CHECK(s.launches[1].scratch.at(0) == s.launches[0].scratch.at(0));
-    CHECK(s.scratch_bytes >= static_cast<std::size_t>(s.launches[0].grid * bins * 4));
-    CHECK(static_cast<std::int64_t>(s.launches[1].grid) * many.kernels[1].block >= bins);
+    // The histogram, each pass over one portion of tiles, the run and bin kernels.
+    REQUIRE(s.launches.size() == 5);
+    const ff::codegen::Launch& last_pass = s.launches[2];
+    const ff::codegen::Launch& run = s.launches[3];
+    const ff::codegen::Launch& bin = s.launches[4];
+    CHECK(run.kernel == 3);
+    CHECK(bin.kernel == 4);
+    // The run kernel reads the sorted keys and weights the last pass wrote (its keys_out,
+    // values_out: scratch 2 and 3); the bin kernel the same weights, run table and piece sums.
+    CHECK(run.scratch.at(0) == last_pass.scratch.at(2));
+    CHECK(run.scratch.at(1) == last_pass.scratch.at(3));
+    CHECK(bin.scratch.at(0) == run.scratch.at(1));
+    CHECK(bin.scratch.at(1) == run.scratch.at(2));
+    CHECK(bin.scratch.at(2) == run.scratch.at(3));
+    // The last pass does not write over the keys it reads (keys_in, scratch 0).
+    CHECK(last_pass.scratch.at(2) != last_pass.scratch.at(0));
+    // A warp per piece of 4096 and a lane per bin, on every piece and bin.
+    CHECK(static_cast<std::int64_t>(run.grid) * 8 * 4096 >= std::min<std::int64_t>(n, 65535LL * 8 * 4096));
+    CHECK(static_cast<std::int64_t>(bin.grid) * 256 >= bins);
+    CHECK(s.scratch_bytes >= static_cast<std::size_t>(n) * 16 + static_cast<std::size_t>(bins) * 16);
   }
   CHECK(many.schedule(0).launches.empty());  // n = 0: the zeroed output is the answer
-  // f64 sums over 2^22 bins: 32 MiB a row, so at most 8 rows in the 256 MiB budget.
+  // f64 sums over 2^22 bins (past the old 256 MiB of rows per grid): 22 bits, three passes,
+  // scratch of about the pairs, not grid x bins.
   const ff::codegen::Plan wide = ff::codegen::plan(ff::Program(ff::histogram(k & ((1 << 22) - 1), d, 1 << 22)), sm90());
-  REQUIRE(wide.kernels.size() == 2);
-  CHECK(wide.kernels[0].max_grid == 8);
-  CHECK(wide.schedule(std::int64_t{1} << 28).launches.at(0).grid == 8);
-  // Past the budget (one row over 256 MiB): a GraphError naming the limit.
-  std::string error;
-  try {
-    ff::codegen::plan(ff::Program(ff::histogram(k, d, (std::int64_t{1} << 25) + 1)), sm90());
-  } catch (const ff::GraphError& e) {
-    error = e.what();
-  }
-  CHECK(error.find("a weighted histogram keeps a row of 33554433 sums of f64 per block in at most 256 MiB of "
-                   "scratch, so it takes at most 33554432 bins of f64") != std::string::npos);
+  REQUIRE(wide.kernels.size() == 6);
+  CHECK(wide.kernels[3].name == "ff_histogram_sort_onesweep_u32_f64_bits16_22");
+  CHECK(wide.kernels[5].name == "ff_histogram_sorted_bins_f64");
+  const ff::codegen::Schedule ws = wide.schedule(std::int64_t{1} << 20);
+  CHECK(ws.scratch_bytes < (std::size_t{1} << 20) * 32 + (std::size_t{1} << 22) * 16 + (std::size_t{8} << 20));
+  // 2^25 + 1 bins of f64, which the rows refused: planned (26 bits, four passes).
+  const ff::codegen::Plan huge =
+      ff::codegen::plan(ff::Program(ff::histogram(k, d, (std::int64_t{1} << 25) + 1)), sm90());
+  CHECK(huge.kernels.size() == 7);
+  CHECK(huge.kernels[0].name == "ff_histogram_sort_histograms_u32_bits0_26");
 }

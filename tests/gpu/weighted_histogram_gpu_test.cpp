@@ -108,10 +108,10 @@ TEST_CASE("a filter feeding a histogram bins only the survivors") {
   }
 }
 
-// Many bins: the per-warp sums do not fit in shared memory, so every block adds into a row
-// of its own in global scratch and a second kernel sums the rows by column (histogram_rows.cpp).
+// Many bins: the per-warp sums do not fit in shared memory, so the (bin, weight) pairs are
+// sorted by bin and each bin's run added in a fixed order (histogram_sorted.cpp).
 // Float sums twice: the same bits (check_weighted).
-TEST_CASE("weighted histograms of many bins (rows in scratch, summed by column) match the reference") {
+TEST_CASE("weighted histograms of many bins (sorted by bin, runs added) match the reference") {
   auto x = ff::input<float>("x");
   auto d = ff::input<double>("d");
   auto k = ff::input<int>("k");
@@ -241,6 +241,36 @@ TEST_CASE("weighted histograms are the same bits on every run: one bin, NaN and 
         CHECK(got[b] == want[b]);
       else
         CHECK(std::fabs(double(got[b]) - double(want[b])) <= 1e-4 * (1.0 + std::fabs(double(want[b]))));
+    }
+  }
+}
+
+// Many bins (sorted by bin, histogram_sorted.cpp) from 2^12 to 2^20 bins, with skewed
+// inputs: every element in one bin (one run over every piece), most in a few bins, and bins
+// far apart (long stretches of empty bins), dropped bins among them. Float sums twice, the
+// same bits.
+TEST_CASE("weighted histograms of 2^12 to 2^20 bins with skewed bins match the reference") {
+  auto x = ff::input<float>("x");
+  auto d = ff::input<double>("d");
+  auto k = ff::input<int>("k");
+  // Up to 70001 elements: the sizes past the pieces of 4096 (the large ones are in the case above).
+  for (std::int64_t n : ff::test::capped({1, 4097, 70001})) {
+    INFO("n = " << n);
+    const Inputs in(x, d, k, n, -1.0f, -1.0);
+    const ff::HostBindings& host = in.host;
+    const ff::Bindings xk = {{x, in.xs}, {k, in.ks}}, dk = {{d, in.ds}, {k, in.ks}};
+    for (const int log_bins : {12, 14, 16, 18, 20}) {
+      const int bins = 1 << log_bins;
+      INFO("bins = " << bins);
+      // Uniform over [-bins / 8, bins): an eighth of the elements dropped.
+      check_weighted<float>(ff::histogram(k % (bins + bins / 8) - bins / 8, x, bins), xk, host, 1e-4);
+      // Every element in one bin, the last: one run through every piece.
+      check_weighted<float>(ff::histogram(ff::cast<int>(x * 0.0f) + (bins - 1), x, bins), {{x, in.xs}}, host, 1e-4);
+      // Most in bin 0 (k & 7 != 0), the rest spread 64 apart, some past the end.
+      check_weighted<double>(ff::histogram(ff::select((k & 7) == 0, (k & (bins - 1)) * 64, k & 0), d, bins), dk, host,
+                             1e-12);
+      // Integer weights wrap alike.
+      check_weighted<int>(ff::histogram(k & (bins - 1), k, bins), {{k, in.ks}}, host, 0);
     }
   }
 }

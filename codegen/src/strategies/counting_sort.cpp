@@ -60,7 +60,10 @@ std::vector<KernelSpec> emit_counting_sort(const OpNode& op, const KernelContext
 }
 
 void counting_sort_launches(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuilder& b) {
-  if (step.kernels == 2) return onesweep_launches(plan, step.kernel, 1, n, b);
+  if (step.kernels == 2) {
+    onesweep_launches(plan, step.kernel, 1, n, b);
+    return;
+  }
   if (n == 0) return;
   const int first = step.kernel;
   const std::int64_t tile = plan.kernels.at(static_cast<std::size_t>(first)).items_per_block_step;

@@ -18,7 +18,7 @@
 // last block the blocks in block order (ff::histogram_weighted_lanes). More bins: per-warp
 // private sums in shared memory that only their warp writes, peers (__match_any_sync) added
 // in lane order, warps in warp order, blocks in block order by the last block (ff::histogram_weighted).
-// Weighted histograms whose per-warp sums do not fit in shared memory: histogram_rows.cpp.
+// Weighted histograms whose per-warp sums do not fit in shared memory: histogram_sorted.cpp (a sort by bin, then each bin's run added).
 // A filter feeding a histogram is a mask (KernelContext::key): its dropped elements have bin -1.
 #include <algorithm>
 
@@ -289,7 +289,7 @@ class Histogram final : public RegisteredStrategy {
  public:
   Histogram() : RegisteredStrategy("histogram", "histogram") {}
   Applies applies(const KernelContext& g) const override {
-    if (g.value.valid() && weighted_histogram_warps(g) < 1)  // histogram_rows.cpp takes it
+    if (g.value.valid() && weighted_histogram_warps(g) < 1)  // histogram_sorted.cpp takes it
       return {false, "keeps a weighted histogram's sums in shared memory, and " + std::to_string(g.op->bins) +
                          " bins of them do not fit in " + std::to_string(g.policies().histogram.shared_limit) + " bytes"};
     return {true, "one pass counts each element's bin (private counts per block where they fit)"};

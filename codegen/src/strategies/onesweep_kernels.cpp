@@ -4,6 +4,7 @@
 // are in <fuseflow/onesweep.cuh>.
 #include <algorithm>
 #include <bit>
+#include <vector>
 
 #include "sort_kernel_parts.hpp"
 
@@ -124,32 +125,51 @@ std::int64_t tuning_of(const KernelSpec& k, const std::string& name) {
 }
 }  // namespace
 
-void onesweep_launches(const Plan& plan, int first, int passes, std::int64_t n, ScheduleBuilder& b) {
-  if (n == 0) return;
+SortedScratch onesweep_launches(const Plan& plan, int first, int passes, std::int64_t n, ScheduleBuilder& b) {
+  if (n == 0) return {};
   const KernelSpec& histogram = plan.kernels.at(static_cast<std::size_t>(first));
-  const KernelSpec& pass0 = plan.kernels.at(static_cast<std::size_t>(first) + 1);
-  const std::int64_t tile = pass0.items_per_block_step, bins = tuning_of(pass0, "bins");
-  const std::int64_t tiles = (n + tile - 1) / tile, portion_tiles = tuning_of(pass0, "portion_tiles");
-  const std::int64_t portions = (tiles + portion_tiles - 1) / portion_tiles;
-  if (tiles > UINT32_MAX)
-    throw GraphError("sort: " + std::to_string(n) + " elements are more tiles than a 32-bit tile counter counts");
+  // Each pass has its own tile (a narrower last digit needs less shared memory for its
+  // bins, so its tile may hold more elements) and so its own tile and portion counts: the
+  // kernel counts its tiles from its tile, and its launches must cover exactly those (a
+  // block past them would draw a tile id after the counter was reset, and the next launch's
+  // tiles would wait on entries nobody writes). The look-back entries and the portions'
+  // bin starts are sized for the pass that needs the most.
+  struct PassTiles {
+    std::int64_t tiles, portion_tiles, portions;
+  };
+  std::vector<PassTiles> pass_tiles;
+  std::int64_t status_entries = 0, start_entries = 0;
+  for (int p = 0; p < passes; ++p) {
+    const KernelSpec& k = plan.kernels.at(static_cast<std::size_t>(first + 1 + p));
+    const std::int64_t tile = k.items_per_block_step, bins = tuning_of(k, "bins");
+    const std::int64_t tiles = (n + tile - 1) / tile, portion_tiles = tuning_of(k, "portion_tiles");
+    if (tiles > UINT32_MAX)
+      throw GraphError("sort: " + std::to_string(n) + " elements are more tiles than a 32-bit tile counter counts");
+    pass_tiles.push_back({tiles, portion_tiles, (tiles + portion_tiles - 1) / portion_tiles});
+    status_entries = std::max(status_entries, tiles * bins);
+    start_entries = std::max(start_entries, pass_tiles.back().portions * bins);
+  }
   std::size_t element_bytes[4] = {0, 0, 0, 0};  // keys_in, values_in, keys_out, values_out
   const char* element_names[4] = {"keys_in", "values_in", "keys_out", "values_out"};
   for (int p = 0; p < passes; ++p)
     for (const Arg& a : plan.kernels.at(static_cast<std::size_t>(first + 1 + p)).args)
       for (int e = 0; e < 4; ++e)
         if (a.kind == Arg::Kind::Scratch && a.name == element_names[e]) element_bytes[e] = a.type.size();
-  // The keys and values between passes: two arrays each, used in turn (one for two passes).
+  // The keys and values between passes: two arrays each, used in turn (one for two passes,
+  // unless the last pass writes scratch too).
+  bool last_to_scratch = false;
+  for (const Arg& a : plan.kernels.at(static_cast<std::size_t>(first + passes)).args)
+    last_to_scratch = last_to_scratch || (a.kind == Arg::Kind::Scratch && a.name == "keys_out");
   const auto un = static_cast<std::size_t>(n);
   std::size_t keys[2] = {0, 0}, values[2] = {0, 0};
-  for (int i = 0; i < std::min(passes - 1, 2); ++i) {
+  for (int i = 0; i < std::min(last_to_scratch ? passes : passes - 1, 2); ++i) {
     keys[i] = b.allocate(un * element_bytes[2]);
     if (element_bytes[3]) values[i] = b.allocate(un * element_bytes[3]);
   }
   const std::size_t digit_counts =
       b.allocate(static_cast<std::size_t>(tuning_of(histogram, "digits") * tuning_of(histogram, "bins")) * 8, true);
-  const std::size_t status = b.allocate(static_cast<std::size_t>(tiles * bins) * 4, true);
-  const std::size_t starts = b.allocate(static_cast<std::size_t>(portions * bins) * 8);
+  const std::size_t status = b.allocate(static_cast<std::size_t>(status_entries) * 4, true);
+  const std::size_t starts = b.allocate(static_cast<std::size_t>(start_entries) * 8);
   const std::int64_t chunk = histogram.items_per_block_step;
   b.launch({first, n, static_cast<int>(std::min<std::int64_t>((n + chunk - 1) / chunk, histogram.max_grid)), {digit_counts}});
   for (int p = 0; p < passes; ++p) {
@@ -166,9 +186,12 @@ void onesweep_launches(const Plan& plan, int first, int passes, std::int64_t n, 
       else if (a.name == "lookback") scratch.push_back(status);
       else throw InternalError("sort: a Onesweep pass has an unknown scratch argument " + a.name);
     }
-    for (std::int64_t q = 0; q < portions; ++q)
-      b.launch({first + 1 + p, n, static_cast<int>(std::min(portion_tiles, tiles - q * portion_tiles)), scratch});
+    const PassTiles& t = pass_tiles[static_cast<std::size_t>(p)];
+    for (std::int64_t q = 0; q < t.portions; ++q)
+      b.launch({first + 1 + p, n, static_cast<int>(std::min(t.portion_tiles, t.tiles - q * t.portion_tiles)), scratch});
   }
+  if (!last_to_scratch) return {};
+  return {keys[(passes - 1) % 2], values[(passes - 1) % 2]};
 }
 
 }  // namespace fuseflow::codegen

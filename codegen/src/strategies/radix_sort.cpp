@@ -28,10 +28,11 @@ std::vector<std::pair<int, int>> digits(int begin_bit, int end_bit) {
   return d;
 }
 
-SortPass radix_pass(const OpNode& op, int pass, int passes, int shift, int width) {
+SortPass radix_pass(const OpNode& op, const std::string& prefix, int pass, int passes, int shift, int width,
+                    bool last_to_scratch) {
   const std::string lo = std::to_string(shift), hi = std::to_string(shift + width);
   SortPass p;
-  p.prefix = "ff_radix_sort";
+  p.prefix = prefix;
   p.suffix = "_bits" + lo + "_" + hi;
   p.bin_constants = {"constexpr int kShift = " + lo + ";  // this pass sorts by key bits [" + lo + ", " + hi +
                          ") of their ordered form",
@@ -45,18 +46,21 @@ SortPass radix_pass(const OpNode& op, int pass, int passes, int shift, int width
           ", " + std::to_string(op.end_bit) + "): every digit's histogram in one read, then " + std::to_string(passes) +
           " Onesweep passes of at most 8 bits, each stable, least significant digit first";
   p.from_scratch = pass > 0;
-  p.to_scratch = pass + 1 < passes;
+  p.to_scratch = pass + 1 < passes || last_to_scratch;
   p.step = "radix sort pass " + std::to_string(pass + 1) + " of " + std::to_string(passes) + ":";
   return p;
 }
 
-std::vector<KernelSpec> emit_radix_sort(const KernelContext& g, const OnesweepPolicy& policy) {
+}  // namespace
+
+std::vector<KernelSpec> emit_radix_sort(const KernelContext& g, const OnesweepPolicy& policy, const std::string& prefix,
+                                        bool last_to_scratch) {
   const OpNode& op = *g.op;
-  const std::vector<SortOutput> outputs = sort_outputs(g);
+  const std::vector<SortOutput> outputs = last_to_scratch ? std::vector<SortOutput>{} : sort_outputs(g);
   const auto d = digits(op.begin_bit, op.end_bit);
   const int passes = static_cast<int>(d.size());
   const std::int64_t row_bins = std::int64_t{1} << std::min(kDigitBits, op.end_bit - op.begin_bit);
-  SortPass histogram = radix_pass(op, 0, passes, op.begin_bit, 0);
+  SortPass histogram = radix_pass(op, prefix, 0, passes, op.begin_bit, 0, last_to_scratch);
   histogram.suffix = "_bits" + std::to_string(op.begin_bit) + "_" + std::to_string(op.end_bit);
   histogram.step = "radix sort";
   std::vector<KernelSpec> kernels = {emit_onesweep_histogram(
@@ -64,14 +68,13 @@ std::vector<KernelSpec> emit_radix_sort(const KernelContext& g, const OnesweepPo
       "ff::sort::RadixDigits<" + std::to_string(op.begin_bit) + ", " + std::to_string(op.end_bit) + ">", passes,
       row_bins, policy, histogram)};
   for (int i = 0; i < passes; ++i) {
-    const SortPass pass = radix_pass(op, i, passes, d[static_cast<std::size_t>(i)].first, d[static_cast<std::size_t>(i)].second);
+    const SortPass pass = radix_pass(op, prefix, i, passes, d[static_cast<std::size_t>(i)].first,
+                                     d[static_cast<std::size_t>(i)].second, last_to_scratch);
     const OnesweepTuning s = onesweep_tuning(op, std::int64_t{1} << d[static_cast<std::size_t>(i)].second, policy);
     kernels.push_back(emit_onesweep_pass(op, g, outputs, s, pass, i, row_bins, i % 2));
   }
   return kernels;
 }
-
-}  // namespace
 
 // The histogram, then each pass (onesweep_kernels.cpp): the keys (and values) go back and
 // forth between two scratch arrays of n (one when there are two passes).
@@ -94,7 +97,9 @@ class RadixSort final : public RegisteredStrategy {
                   "per 8-bit digit"};
   }
   TuningValues tuning(const Policies&) const override { return onesweep_tuning_values(kOnesweepPolicy); }
-  std::vector<KernelSpec> emit(const KernelContext& g) const override { return emit_radix_sort(g, kOnesweepPolicy); }
+  std::vector<KernelSpec> emit(const KernelContext& g) const override {
+    return emit_radix_sort(g, kOnesweepPolicy, "ff_radix_sort", false);
+  }
   std::vector<StepSpec> schedule(const KernelContext&, const std::vector<KernelSpec>& kernels, int first) const override {
     return {{StepSpec::Kind::RadixSort, first, static_cast<int>(kernels.size()), -1, 0, INT64_MAX, 0, false}};
   }

@@ -32,7 +32,7 @@ const RegisteredStrategy& scalar_epilogue_strategy();           // scalar_epilog
 const RegisteredStrategy& radix_sort_strategy();                // radix_sort.cpp
 const RegisteredStrategy& rows_strategy();                      // rows.cpp
 const RegisteredStrategy& broadcast_strategy();                 // broadcast.cpp
-const RegisteredStrategy& histogram_rows_strategy();            // histogram_rows.cpp
+const RegisteredStrategy& histogram_sorted_strategy();          // histogram_sorted.cpp
 
 const std::vector<const RegisteredStrategy*>& registered_strategies() {
   static const std::vector<const RegisteredStrategy*> all = {
@@ -58,7 +58,7 @@ const std::vector<const RegisteredStrategy*>& registered_strategies() {
       &scalar_epilogue_strategy(),  // outputs from reductions' results, after every kernel
       &rows_strategy(),             // per-row programs over ff::rows: one kernel when a row fits a block
       &broadcast_strategy(),        // other broadcasts: segmented reductions, then a map finding segments
-      &histogram_rows_strategy(),   // weighted histograms whose per-warp sums do not fit in shared memory
+      &histogram_sorted_strategy(),  // weighted histograms whose per-warp sums do not fit in shared memory
   };
   return all;
 }

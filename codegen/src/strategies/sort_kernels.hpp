@@ -100,8 +100,19 @@ KernelSpec emit_onesweep_pass(const OpNode& op, const KernelContext& leaves, con
                               const OnesweepTuning& s, const SortPass& pass, int digit, std::int64_t row_bins,
                               int parity);
 // The launches: the histogram over n, then per pass one launch per portion of the tiles.
-// `kernels` are the histogram's index then the passes'.
-void onesweep_launches(const Plan& plan, int first, int passes, std::int64_t n, ScheduleBuilder& b);
+// `kernels` are the histogram's index then the passes'. Returns where the last pass wrote
+// its keys and values when it writes scratch (keys_out, values_out), else zeros.
+struct SortedScratch {
+  std::size_t keys = 0, values = 0;
+};
+SortedScratch onesweep_launches(const Plan& plan, int first, int passes, std::int64_t n, ScheduleBuilder& b);
+
+// The radix sort of g's op (radix_sort.cpp): the histogram and one Onesweep pass per 8-bit
+// digit of [begin_bit, end_bit), kernels named prefix + "_histograms_..." and prefix +
+// "_onesweep_..."; last_to_scratch: the last pass writes scratch keys_out, values_out (a
+// step after the sort reads them: histogram_sorted.cpp) instead of the program outputs.
+std::vector<KernelSpec> emit_radix_sort(const KernelContext& g, const OnesweepPolicy& policy, const std::string& prefix,
+                                        bool last_to_scratch);
 
 // The registry blocks' shared pieces: a context reading what the keys alone read (the tile
 // counts), the program outputs that are the sort's results, the policy values by name.

@@ -207,8 +207,8 @@ struct StepSpec {
     RadixSort,        // kernels / 3 counting-sort passes (tile counts, scan, scatter), keys ping-ponged in scratch
     Broadcast,        // `bins` segmented reductions over the offsets of `domain` (each its kernels, as SegmentedReduce),
                       // then the map reading their per-segment results (scratch the step's kernels share)
-    HistogramRows,    // kernel over n (grid as OnePass) writing a row of `bins` sums per block, then kernel + 1
-                      // summing each bin's column of rows (its n: the row count); nothing for n = 0
+    HistogramSorted,  // a radix sort of (bin, weight) pairs (kernels - 3 Onesweep passes after its histogram, the
+                      // last into scratch), then the run kernel over n and the bin kernel over `bins`; nothing for n = 0
   };
   Kind kind = Kind::OnePass;
   int kernel = 0;               // the first kernel it launches
