@@ -18,7 +18,8 @@
 // last block the blocks in block order (ff::histogram_weighted_lanes). More bins: per-warp
 // private sums in shared memory that only their warp writes, peers (__match_any_sync) added
 // in lane order, warps in warp order, blocks in block order by the last block (ff::histogram_weighted).
-// Weighted histograms whose per-warp sums do not fit in shared memory: histogram_sorted.cpp (a sort by bin, then each bin's run added).
+// Weighted histograms whose per-warp sums do not fit in shared memory: histogram_sorted.cpp
+// (a sort by bin, then each bin's run added).
 // A filter feeding a histogram is a mask (KernelContext::key): its dropped elements have bin -1.
 #include <algorithm>
 
