@@ -162,11 +162,15 @@ std::vector<std::pair<std::string, std::vector<long long>>> spmv_shapes() {
   add("300 per row (32 lanes)", 200, [](std::int64_t) { return 300LL; });
   add("random 10..50", 2000, [&](std::int64_t) { return 10LL + u(rng()) % 41; });
   // Mostly rows of 1, a few long ones (left to the merge path), some medium.
-  add("power law", 20000, [&](std::int64_t r) { return r % 997 == 0 ? 2000LL + u(rng()) % 3000 : r % 13 == 0 ? 20LL : 1LL; });
+  add("power law", 20000,
+      [&](std::int64_t r) { return r % 997 == 0 ? 2000LL + u(rng()) % 3000 : r % 13 == 0 ? 20LL : 1LL; });
   add("many empty", 5000, [&](std::int64_t r) { return r % 7 == 0 ? 40LL + u(rng()) % 80 : 0LL; });
   add("a huge row among tiny ones", 3000, [&](std::int64_t r) { return r == 1500 ? 60000LL : u(rng()) % 4; });
   // Around the limits with 4 lanes (average near 30): 8 | 9 (thread / subwarp), 128 | 129 (subwarp / merge path).
-  add("limits", 4000, [&](std::int64_t r) { const long long l[] = {8, 9, 128, 129, 0, 1, 7, 33, 32, 31}; return l[r % 10] / (r % 20 < 10 ? 1 : 4); });
+  add("limits", 4000, [&](std::int64_t r) {
+    const long long l[] = {8, 9, 128, 129, 0, 1, 7, 33, 32, 31};
+    return l[r % 10] / (r % 20 < 10 ? 1 : 4);
+  });
   add("one row", 1, [](std::int64_t) { return 100000LL; });
   add("one short row", 1, [](std::int64_t) { return 5LL; });
   return shapes;
