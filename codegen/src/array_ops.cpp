@@ -93,10 +93,10 @@ int offsets_domain(const PlanContext& c, const Leaves& offsets, const std::strin
 }
 
 // The segmented reduce's launches: with s segments (s + 1 offsets), the short-segment pass
-// over s segments when they average at most kShortSegment elements, or more where it folds
-// medium segments too (segmented_short_pass_runs: the merge path's kernel makes the same
-// test, and takes every segment when it fails), then the merge path over n + s items
-// (elements + segment ends); nothing without segments. The two share the mask of segments the first leaves to the second.
+// over s segments when they average at most kShortSegment elements (n <= kShortSegment x
+// s: the merge path's kernel makes the same test, and takes every segment when it fails),
+// then the merge path over n + s items (elements + segment ends); nothing without
+// segments. The two share the mask of segments the first leaves to the second.
 void segmented_reduce_launches(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuilder& b) {
   const bool short_pass = step.kernels == 2;
   const int first = step.kernel, merge_index = step.kernel + step.kernels - 1;
@@ -112,8 +112,8 @@ void segmented_reduce_launches(const Plan& plan, const StepSpec& step, std::int6
   const LaunchExtents extents{m.grid, 0, n, segments};
   for (std::size_t j = 0; j < merge.scratch.size(); ++j)  // the per-block carries (not the mask)
     if (merge.scratch[j].name != "deferred") m.scratch.push_back(allocate_scratch(b, merge, j, extents));
-  const KernelSpec& s = plan.kernels.at(static_cast<std::size_t>(first));
-  if (short_pass && segmented_short_pass_runs(s, n, segments)) {
+  if (short_pass && n <= kShortSegment * segments) {
+    const KernelSpec& s = plan.kernels.at(static_cast<std::size_t>(first));
     const std::size_t mask = allocate_scratch(b, s, 0, extents);
     m.scratch.push_back(mask);
     b.launch({first, n, grid_for(segments, s.items_per_block_step, s.max_grid), {mask}});

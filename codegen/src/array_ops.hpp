@@ -112,20 +112,4 @@ SegmentedTuning segmented_tuning(const Type& acc, const SegmentedPolicy& policy)
 // The static shared memory of a merge-path tile of `s` over accumulators of type `acc`.
 std::size_t segmented_shared_bytes(const SegmentedTuning& s, const Type& acc);
 
-// The short pass's medium segments (segmented_reduce_tuning.cpp; segmented_short.cuh's
-// fold_medium_segments): for a commutative monoid whose values gather, segments longer
-// than kShortSegment are folded by a subwarp each, `loads` loads per lane per round, up to
-// `rounds` rounds; the pass then runs when the segments average at most `average`
-// elements (n <= average x segments). loads == 0: none (the short pass alone, up to
-// kShortSegment on average).
-struct SegmentedMedium {
-  int loads = 0;
-  int rounds = 0;
-  std::int64_t average = kShortSegment;
-};
-SegmentedMedium segmented_medium(const KernelContext& g);
-// Whether the short pass `first` (a KernelSpec of emit_segmented_reduce) runs for n
-// elements over `segments` segments; the merge path makes the same test.
-bool segmented_short_pass_runs(const KernelSpec& first, std::int64_t n, std::int64_t segments);
-
 }  // namespace fuseflow::codegen

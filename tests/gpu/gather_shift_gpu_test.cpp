@@ -7,7 +7,6 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
-#include <cstring>
 #include <random>
 
 #include <fuseflow/fuseflow.hpp>
@@ -142,80 +141,6 @@ TEST_CASE("CSR SpMV is a segmented reduce of vals * gather(x, cols)") {
     check<float>(spmv, {{vals, vd}, {cols, cd}, {offs, od}, {x, xd}}, host, 1e-5,
                  "rows = " + std::to_string(rows) + ", nnz = " + std::to_string(nnz),
                  ff::segmented_reduce(ff::cast<double>(vals * ff::gather(x, cols)), offs, ff::plus));
-  }
-}
-
-// Row shapes for SpMV's short pass with medium rows (segmented_short.cuh): a thread per
-// row of at most 8, a subwarp per row of up to lanes x 8 x 4 (lanes 4..32 from the average
-// length), the longer rows left to the merge path; and the merge path alone when rows
-// average over 1024. Each as row lengths (offsets are their running sums).
-std::vector<std::pair<std::string, std::vector<long long>>> spmv_shapes() {
-  std::vector<std::pair<std::string, std::vector<long long>>> shapes;
-  const auto add = [&](const std::string& name, std::int64_t rows, auto length) {
-    std::vector<long long> lens(static_cast<std::size_t>(rows));
-    for (std::int64_t r = 0; r < rows; ++r) lens[static_cast<std::size_t>(r)] = length(r);
-    shapes.emplace_back(name, std::move(lens));
-  };
-  std::uniform_int_distribution<int> u(0, 1 << 20);
-  add("30 per row (4 lanes)", 3000, [](std::int64_t) { return 30LL; });
-  add("100 per row (16 lanes)", 700, [](std::int64_t) { return 100LL; });
-  add("300 per row (32 lanes)", 200, [](std::int64_t) { return 300LL; });
-  add("random 10..50", 2000, [&](std::int64_t) { return 10LL + u(rng()) % 41; });
-  // Mostly rows of 1, a few long ones (left to the merge path), some medium.
-  add("power law", 20000,
-      [&](std::int64_t r) { return r % 997 == 0 ? 2000LL + u(rng()) % 3000 : r % 13 == 0 ? 20LL : 1LL; });
-  add("many empty", 5000, [&](std::int64_t r) { return r % 7 == 0 ? 40LL + u(rng()) % 80 : 0LL; });
-  add("a huge row among tiny ones", 3000, [&](std::int64_t r) { return r == 1500 ? 60000LL : u(rng()) % 4; });
-  // Around the limits with 4 lanes (average near 30): 8 | 9 (thread / subwarp), 128 | 129 (subwarp / merge path).
-  add("limits", 4000, [&](std::int64_t r) {
-    const long long l[] = {8, 9, 128, 129, 0, 1, 7, 33, 32, 31};
-    return l[r % 10] / (r % 20 < 10 ? 1 : 4);
-  });
-  add("one row", 1, [](std::int64_t) { return 100000LL; });
-  add("one short row", 1, [](std::int64_t) { return 5LL; });
-  return shapes;
-}
-
-TEST_CASE("CSR SpMV over row shapes: threads, subwarps and the merge path, the same bits every run") {
-  auto vals = ff::input<float>("vals");
-  auto cols = ff::input<int>("cols");
-  auto offs = ff::input<int>("offs");
-  auto x = ff::input<float>("x");
-  const ff::Expr spmv = ff::segmented_reduce(vals * ff::gather(x, cols), offs, ff::plus);
-  const ff::Expr spmv64 = ff::segmented_reduce(ff::cast<double>(vals * ff::gather(x, cols)), offs, ff::plus);
-  auto xi = ff::input<int>("xi");  // integers: exact, whatever the order of the adds
-  const ff::Expr isum = ff::segmented_reduce(ff::gather_unchecked(xi, cols) * 3 - 1, offs, ff::plus);
-  const int m = 1 << 16;
-  for (const auto& [name, lens] : spmv_shapes()) {
-    std::vector<int> oh{0};
-    for (long long l : lens) oh.push_back(oh.back() + static_cast<int>(l));
-    const std::int64_t nnz = oh.back();
-    auto vh = ff::test::random_values<float>(nnz, 0, 1);
-    auto ch = indices(nnz, m);
-    auto xh = ff::test::random_values<float>(m, 0, 1);
-    auto vd = runtime().upload(vh);
-    auto cd = runtime().upload(ch);
-    auto od = runtime().upload(oh);
-    auto xd = runtime().upload(xh);
-    auto xih = indices(m, 1 << 20);
-    auto xid = runtime().upload(xih);
-    ff::HostBindings host;
-    host.bind(vals, ff::HostArray::from(vh)).bind(cols, ff::HostArray::from(ch));
-    host.bind(offs, ff::HostArray::from(oh)).bind(x, ff::HostArray::from(xh)).bind(xi, ff::HostArray::from(xih));
-    const ff::Bindings dev{{vals, vd}, {cols, cd}, {offs, od}, {x, xd}};
-    const std::string what = name + ", rows = " + std::to_string(lens.size()) + ", nnz = " + std::to_string(nnz);
-    check<float>(spmv, dev, host, 1e-5, what, spmv64);
-    check<int>(isum, {{cols, cd}, {offs, od}, {xi, xid}}, host, 0, what + ", i32");
-    // The short pass runs (with its subwarps) unless the rows average over 1024 elements.
-    const std::string launches = runtime().explain(ff::Program(spmv), dev);
-    INFO(launches);
-    const bool short_pass = nnz <= 1024 * static_cast<std::int64_t>(lens.size());
-    CHECK((launches.find("  ff_segmented_short_", launches.find("a run with n =")) != std::string::npos) == short_pass);
-    // The same bits on every run: the fold's shape depends on n and the offsets alone.
-    const std::vector<float> a = runtime().run(spmv, dev).download<float>();
-    const std::vector<float> b = runtime().run(spmv, dev).download<float>();
-    REQUIRE(a.size() == b.size());
-    CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
   }
 }
 

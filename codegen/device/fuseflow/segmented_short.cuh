@@ -64,86 +64,15 @@ struct DeferredSegments {
   __device__ __forceinline__ void reset() const { *any_deferred = 0u; }
 };
 
-// ---- Medium segments: a subwarp each ---------------------------------------------------
-//
-// For commutative monoids whose values gather (SpMV: vals * gather(x, cols)), the merge
-// path's tiles wait on chains of loads (the index, then the table in L2) with few of them in
-// flight. A segment of medium length is better folded by a subwarp of `lanes` lanes (CSR
-// vector): the lanes read the segment's elements coalesced, kLoads each, all issued before
-// the first combine, then combine across the subwarp by a fixed butterfly. The fold's shape
-// depends on the segment's length and `lanes` alone, and `lanes` on n and the number of
-// segments alone, so a segment gives the same bits on every run. Elements are combined out
-// of index order: commutative monoids only (the emitter asks for kLoads > 0 only then).
-
-// The subwarp's width (4..32 lanes, a power of two) and the longest segment it folds.
-struct MediumSegments {
-  int lanes;
-  long long longest;
-};
-
-// The policy, from the average segment length (n / segments): the fewest lanes whose kLoads
-// loads each cover an average segment, so that most segments take one round of loads; a
-// segment of more than kRounds rounds is left to the merge path (which splits it over blocks).
-template <int kLoads, int kRounds>
-__device__ __forceinline__ MediumSegments medium_segments(const long long n, const long long segments) {
-  int lanes = 4;
-  while (lanes < kWarpSize && (long long)lanes * kLoads * max(segments, 1LL) < n) lanes *= 2;
-  return MediumSegments{lanes, (long long)lanes * kLoads * kRounds};
-}
-
-// Folds the warp's medium segments: lane L of the warp holds segment base + L ([start,
-// start + length)), and bit L of `medium` says it is one. The k-th medium segment (in lane
-// order) goes to subwarp k % (32 / lanes) in pass k / (32 / lanes); its first lane writes
-// its value to out[base + L]. Called by the whole warp (converged).
-template <int kLoads, typename T, typename ValueAt, typename Combine>
-__device__ __forceinline__ void fold_medium_segments(const unsigned medium, const long long base, const long long start,
-                                                     const long long length, const int lanes, ValueAt value_at,
-                                                     Combine combine, const T identity, T* out) {
-  if (medium == 0u) return;
-  const int lane = threadIdx.x % kWarpSize;
-  const int slot = lane / lanes, sub = lane % lanes, per_pass = kWarpSize / lanes;
-  // holder: the lane of the medium segment of rank `lane` (lane order).
-  unsigned rest = medium;
-  for (int r = 0; r < lane && rest != 0u; ++r) rest &= rest - 1u;
-  const int holder = rest != 0u ? __ffs((int)rest) - 1 : 0;
-  const int count = __popc(medium);
-  for (int first = 0; first < count; first += per_pass) {  // the same for the whole warp
-    const int rank = first + slot;
-    const int from = shfl_idx(holder, rank < kWarpSize ? rank : 0);
-    const long long at = shfl_idx(start, from), len = shfl_idx(length, from);
-    const bool active = rank < count;
-    const long long mine = active ? len : 0;  // elements this subwarp folds
-    // Rounds of lanes x kLoads elements: as many as the warp's longest segment in this pass needs.
-    long long rounds = (mine + (long long)lanes * kLoads - 1) / ((long long)lanes * kLoads);
-    for (int d = 1; d < kWarpSize; d *= 2) rounds = max(rounds, shfl_idx(rounds, lane ^ d));
-    T acc = identity;
-    for (long long r = 0; r < rounds; ++r) {
-      T v[kLoads];
-#pragma unroll
-      for (int k = 0; k < kLoads; ++k) {
-        const long long e = (r * kLoads + k) * lanes + sub;
-        v[k] = e < mine ? value_at(at + e) : identity;
-      }
-#pragma unroll
-      for (int k = 0; k < kLoads; ++k) acc = combine(acc, v[k]);
-    }
-    for (int d = lanes / 2; d > 0; d /= 2) {
-      const T other = shfl_idx(acc, lane ^ d);
-      acc = sub & d ? combine(other, acc) : combine(acc, other);  // lower lanes on the left
-    }
-    if (active && sub == 0) store_streaming(out + base + from, acc);
-  }
-}
-
 // One warp's share of the short-segment pass: chunks of kPerThread x 32 consecutive
 // segments, thread `lane` taking segments chunk + lane + 32 j. Offsets are handled as
 // `Offset`: int when every offset fits (n < 2^31), which halves the shuffles and the
 // arithmetic per segment. Returns whether this warp left a segment.
-template <typename Offset, int kThreads, int kPerThread, int kShort, int kLoads, typename T, typename ValueAt,
-          typename OffsetAt, typename Combine>
+template <typename Offset, int kThreads, int kPerThread, int kShort, typename T, typename ValueAt, typename OffsetAt,
+          typename Combine>
 __device__ __forceinline__ bool fold_short_segments(const long long segments, ValueAt value_at, OffsetAt offset_at,
                                                     Combine combine, const T identity, T* out, unsigned* deferred_mask,
-                                                    unsigned* invalid, const MediumSegments medium) {
+                                                    unsigned* invalid) {
   constexpr int kChunk = kWarpSize * kPerThread;
   constexpr int kWarps = kThreads / kWarpSize;
   const int lane = threadIdx.x % kWarpSize;
@@ -189,14 +118,7 @@ __device__ __forceinline__ bool fold_short_segments(const long long segments, Va
     for (int j = 0; j < kPerThread; ++j) {
       const long long s = chunk + lane + kWarpSize * j;
       if (folded[j]) store_streaming(out + s, sum[j]);
-      bool by_subwarp = false;  // a medium segment, folded below by a subwarp
-      if constexpr (kLoads > 0) {
-        const Offset length = end[j] - start[j];
-        by_subwarp = s < segments && length > kShort && length <= medium.longest;
-        fold_medium_segments<kLoads>(__ballot_sync(kFullMask, by_subwarp), chunk + kWarpSize * j, (long long)start[j],
-                                     (long long)length, medium.lanes, value_at, combine, identity, out);
-      }
-      const unsigned left = __ballot_sync(kFullMask, s < segments && !folded[j] && !by_subwarp && end[j] >= start[j]);
+      const unsigned left = __ballot_sync(kFullMask, s < segments && !folded[j] && end[j] >= start[j]);
       if (lane == 0 && chunk + kWarpSize * j < segments) deferred_mask[(chunk >> 5) + j] = left;
       deferred = deferred || left != 0u;
     }
@@ -208,27 +130,20 @@ __device__ __forceinline__ bool fold_short_segments(const long long segments, Va
 // The short-segment pass, called by every thread of every block of the grid (any grid:
 // warps stride over chunks of segments). offset_at(s) is offsets[s] clamped to [0, n]; a
 // segment whose end is below its start sets *invalid (and is neither folded nor left).
-//
-// kLoads > 0 (commutative monoids whose values gather, e.g. SpMV): segments longer than
-// kShort, up to medium_segments<kLoads, kRounds>(...).longest elements, are folded here too, a subwarp each
-// (fold_medium_segments); only the longer ones are left to the merge path.
-template <int kThreads, int kPerThread, int kShort, int kLoads = 0, int kRounds = 0, typename T, typename ValueAt, typename OffsetAt,
-          typename Combine>
+template <int kThreads, int kPerThread, int kShort, typename T, typename ValueAt, typename OffsetAt, typename Combine>
 __device__ __forceinline__ void reduce_short_segments(const long long n, const long long segments, ValueAt value_at,
                                                       OffsetAt offset_at, Combine combine, const T identity, T* out,
                                                       unsigned* deferred_mask, unsigned* any_deferred,
                                                       unsigned* invalid) {
   static_assert(kThreads % kWarpSize == 0, "whole warps");
-  const MediumSegments medium = kLoads > 0 ? medium_segments<kLoads, kRounds>(n, segments) : MediumSegments{kWarpSize, 0};
   constexpr int kWarps = kThreads / kWarpSize;
   __shared__ bool warp_deferred[kWarps];
   const bool deferred =
       n <= 0x7fffffffLL
-          ? fold_short_segments<int, kThreads, kPerThread, kShort, kLoads>(segments, value_at, offset_at, combine, identity,
-                                                                           out, deferred_mask, invalid, medium)
-          : fold_short_segments<long long, kThreads, kPerThread, kShort, kLoads>(segments, value_at, offset_at, combine,
-                                                                                 identity, out, deferred_mask, invalid,
-                                                                                 medium);
+          ? fold_short_segments<int, kThreads, kPerThread, kShort>(segments, value_at, offset_at, combine, identity, out,
+                                                                    deferred_mask, invalid)
+          : fold_short_segments<long long, kThreads, kPerThread, kShort>(segments, value_at, offset_at, combine, identity,
+                                                                          out, deferred_mask, invalid);
   // `deferred` is the same in the whole warp (it comes from ballots): one flag per warp, one
   // store per block at most.
   if (threadIdx.x % kWarpSize == 0) warp_deferred[threadIdx.x / kWarpSize] = deferred;

@@ -65,7 +65,7 @@ void broadcast_launches(const Plan& plan, const StepSpec& step, std::int64_t n, 
     std::map<std::string, std::size_t> own;
     Launch m{merge_index, n, grid_for(n + segs, merge.items_per_block_step, merge.max_grid), {}};
     const LaunchExtents extents{m.grid, 0, n, segs};
-    if (per_op == 2 && segmented_short_pass_runs(plan.kernels.at(static_cast<std::size_t>(first)), n, segs)) {
+    if (per_op == 2 && n <= kShortSegment * segs) {
       const KernelSpec& s = plan.kernels.at(static_cast<std::size_t>(first));
       Launch l{first, n, grid_for(segs, s.items_per_block_step, s.max_grid), bind(s, op, extents, own)};
       b.launch(std::move(l));

@@ -73,30 +73,17 @@ KernelSpec emit_short_pass(const KernelContext& g) {
   args.push_back({Arg::Kind::Ticket, 2, "any_deferred", ScalarType::U32});
   args.push_back({Arg::Kind::InvalidFlag, g.offsets->check, "offsets_invalid", ScalarType::U32});
 
-  const SegmentedMedium medium = segmented_medium(g);
   SourceWriter w;
-  std::vector<std::string> constants = {
-      "constexpr int kBlock = " + std::to_string(kShortBlock) + ";",
-      "constexpr int kPerThread = " + std::to_string(per_thread) + ";  // segments per thread per step (32 apart)",
-      "constexpr int kShort = " + std::to_string(kShortSegment) + ";  // the longest segment a thread folds"};
-  if (medium.loads > 0) {
-    constants.push_back("constexpr int kLoads = " + std::to_string(medium.loads) +
-                        ";  // longer segments: a subwarp each, loads per lane issued before the adds");
-    constants.push_back("constexpr int kRounds = " + std::to_string(medium.rounds) +
-                        ";  // rounds of loads a subwarp takes at most; longer segments go to the merge path");
-  }
-  emit_constants(w, constants);
+  emit_constants(w, {"constexpr int kBlock = " + std::to_string(kShortBlock) + ";",
+                     "constexpr int kPerThread = " + std::to_string(per_thread) + ";  // segments per thread per step (32 apart)",
+                     "constexpr int kShort = " + std::to_string(kShortSegment) + ";  // the longest segment a thread folds"});
   w.line("extern \"C\" __global__ void __launch_bounds__(kBlock) " + name + "(");
   emit_kernel_parameters(w, k.types(), args);
   k.emit_functions(w);
   w.line("bool out_of_range = false;  // stored once, at the end: a store in the loop would slow it by 10%");
   emit_offset_at(w, k.types(), op, g.offsets->leaves, "a segment ending before its start is flagged too", "out_of_range = true");
   w.line("const auto value_at = [&](const long long i) -> " + k.acc() + " { return " + k.element_at("i") + "; };");
-  if (medium.loads > 0)
-    w.comment("Segments of kShort elements or fewer: a thread each, in order; longer ones up to kRounds rounds:\n"
-              "a subwarp each (4..32 lanes, from the average length n / segments), the rest left to the merge path.");
-  w.line(std::string("ff::segmented::reduce_short_segments<kBlock, kPerThread, kShort") +
-         (medium.loads > 0 ? ", kLoads, kRounds" : "") + ">(n, offsets_count - 1, value_at, offset_at, combine,");
+  w.line("ff::segmented::reduce_short_segments<kBlock, kPerThread, kShort>(n, offsets_count - 1, value_at, offset_at, combine,");
   w.line("                                                                 identity, out, deferred, any_deferred,");
   w.line("                                                                 offsets_invalid);");
   w.line("if (out_of_range) *offsets_invalid = 1u;");
@@ -111,21 +98,13 @@ KernelSpec emit_short_pass(const KernelContext& g) {
   out.any_grid = false;
   out.items_per_block_step = kShortBlock * per_thread;  // segments
   out.tuning = {{"block", kShortBlock}, {"segments_per_thread", per_thread}, {"short_segment", kShortSegment}};
-  if (medium.loads > 0)  // read by segmented_short_pass_runs: when the pass is launched
-    out.tuning.insert(out.tuning.end(), {{"medium_loads", medium.loads}, {"medium_rounds", medium.rounds},
-                                         {"short_pass_average", medium.average}});
   out.args = args;
   out.summary = "segmented reduce, short segments first: a thread per segment of at most " + std::to_string(kShortSegment) +
                 " elements (" + std::to_string(per_thread) + " per thread per step, each warp reading 32 consecutive "
                 "offsets once), folded in order with unrolled loads; longer segments are left to the merge path "
-                "(a bit each in `deferred`), which returns at once if none was left; " +
-                (medium.loads > 0 ? "longer segments of up to " + std::to_string(medium.rounds) + " rounds of " +
-                                        std::to_string(medium.loads) + " loads per lane: a subwarp each (4..32 lanes, "
-                                        "from the average length), the values combined by a fixed butterfly; "
-                                  : std::string()) +
-                "launched when the segments average at most " + std::to_string(medium.average) + " elements (n <= " +
-                std::to_string(medium.average) + " x segments), else the merge path takes every segment; a block of " +
-                std::to_string(kShortBlock) +
+                "(a bit each in `deferred`), which returns at once if none was left; launched when the segments "
+                "average at most " + std::to_string(kShortSegment) + " elements (n <= " + std::to_string(kShortSegment) +
+                " x segments), else the merge path takes every segment; a block of " + std::to_string(kShortBlock) +
                 " per " + std::to_string(kShortBlock * per_thread) + " segments";
   out.why = "millions of short segments are faster one per thread than through the merge path's tiles; the bits "
             "leave skewed lengths to the load-balanced kernel";
@@ -172,7 +151,7 @@ KernelSpec emit_merge_path(const KernelContext& g, bool after_short) {
       "constexpr int kVec = " + std::to_string(vec) + ";  // elements per vector load in tiles with no segment end",
       "constexpr int kMinBlocks = " + std::to_string(blocks_per_sm) + ";  // resident blocks per SM (the grid is sized for them)"};
   if (after_short)
-    constants.push_back("constexpr long long kShortAverage = " + std::to_string(segmented_medium(g).average) +
+    constants.push_back("constexpr long long kShortAverage = " + std::to_string(kShortSegment) +
                         ";  // the short pass ran when n <= this x segments");
   emit_constants(w, constants);
   w.line("extern \"C\" __global__ void __launch_bounds__(kBlock, kMinBlocks) " + name + "(");

@@ -40,33 +40,4 @@ SegmentedTuning segmented_tuning(const Type& acc, const SegmentedPolicy& p) {
   return s;
 }
 
-// The medium segments of the short pass (array_ops.hpp). SpMV's tiles on the merge path
-// wait on chains of loads (cols, then x in L2): ncu on the H100 (RESULTS.md, seventeenth
-// run) found 77% of its stalls on L1TEX at 50% occupancy. A subwarp per row (CSR vector)
-// has every lane issue `loads` independent gathers before its first add, with no shared
-// memory (the L1 left to cache x) and no barrier. Only for commutative monoids (lanes fold
-// strided elements) whose values read a table (a gather: without one, the merge path's
-// vector loads stream at the copy's speed). The subwarp's width is chosen on the device
-// from n / segments (segmented_short.cuh's medium_segments: the fewest lanes, 4 to 32,
-// whose `loads` loads each cover an average segment); a segment needing more than `rounds`
-// rounds goes to the merge path, which splits a long row over blocks. Above 32 x loads x
-// rounds elements on average, most segments would be left over anyway: the short pass
-// does not run then.
-SegmentedMedium segmented_medium(const KernelContext& g) {
-  SegmentedMedium m;
-  const bool gathers = !g.leaves.tables.empty();
-  if (!gathers || !g.op->monoid.is_commutative() || !g.policies().segmented.short_pass) return m;
-  m.loads = 8;
-  m.rounds = 4;
-  m.average = 32LL * m.loads * m.rounds;
-  return m;
-}
-
-bool segmented_short_pass_runs(const KernelSpec& first, std::int64_t n, std::int64_t segments) {
-  std::int64_t average = kShortSegment;
-  for (const auto& [key, value] : first.tuning)
-    if (key == "short_pass_average") average = value;
-  return n <= average * segments;
-}
-
 }  // namespace fuseflow::codegen
