@@ -12,7 +12,6 @@
 // Other maps keep the plain map kernel.
 #include <algorithm>
 #include <functional>
-#include <limits>
 #include <set>
 
 #include "../kernel_context.hpp"
@@ -190,20 +189,13 @@ KernelSpec emit_map_stencil(const KernelContext& g, int vec) {
   k.name = name;
   k.strategy = Strategy::Automatic;
   k.block = kBlock;
-  // The adjacent difference (one_shift) launches a block per step's elements, as a copy
-  // does: each warp loads, computes, stores and exits, and the SM's next block loads while
-  // the stores drain (the grid-strided loop waited on each step's loads with every warp of
-  // its 4 resident blocks: 2.83 TB/s, 0.29 eligible warps). Other stencils grid-stride.
-  k.max_grid = one_shift ? std::numeric_limits<int>::max() : t.sm_count * blocks_per_sm;
+  k.max_grid = t.sm_count * blocks_per_sm;
   k.items_per_block_step = kBlock * vec * unroll;
   k.tuning = {{"block", kBlock}, {"vec", vec}, {"unroll", unroll}, {"min_blocks", min_blocks}};
   k.args = args;
   k.summary = "stencil map: block " + std::to_string(kBlock) + ", " + std::to_string(unroll) + " x " +
               std::to_string(vec) + " elements per thread per step (16-byte vectors, all loaded before any use, "
-              "streaming stores), " +
-              (one_shift ? std::string("one warp-uniform step per block (a block per ") +
-                               std::to_string(k.items_per_block_step) + " elements)"
-                         : "warp-uniform grid-strided steps, grid <= " + std::to_string(k.max_grid));
+              "streaming stores), warp-uniform grid-strided steps, grid <= " + std::to_string(k.max_grid);
   k.why = "an output reads a neighbour (shift): each warp holds chunks of 32 vectors of consecutive elements and the "
           "few halo lanes around them, so neighbours come from registers and shuffles, and x is read once";
   k.source = kernel_source(name, g.program_text(), "strategy: " + k.summary, {"stencil.cuh"}, types, w.str());
