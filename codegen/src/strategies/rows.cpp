@@ -68,10 +68,7 @@ KernelSpec emit_rows(const KernelContext& g) {
                          ";  // consecutive elements of the row per thread, in registers"});
   const RowsPolicy& rp = g.policies().rows;
   const int budget = columns > rp.long_row && t.items == rp.long_items ? rp.long_registers : rp.registers;
-  // Rows of at most 1024 elements ask for no budget: softmax 1024 at 56 registers (9 blocks
-  // of 128 per SM) measured 198.2 us against 194.9 before the budget and the reciprocal
-  // (speed idea: the budget's share of the 3 us).
-  const int min_blocks = columns <= 1024 ? 0 : 65536 / (std::max(1, budget) * t.block);  // by the register budget
+  const int min_blocks = 65536 / (std::max(1, budget) * t.block);  // by the register budget
   open_elementwise_kernel(w, types, name, t.block, args, g, min_blocks);
   for (std::size_t r = 0; r < ops.size(); ++r) {
     const std::string k = std::to_string(r), acc = types.name(ops[r]->monoid.type());
