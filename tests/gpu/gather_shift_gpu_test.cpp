@@ -190,6 +190,9 @@ TEST_CASE("shift reads neighbours with the fill outside, across the tiles of eve
     const ff::Expr diff = x - ff::shift(x, -1, 0.0f);
     const ff::Expr stencil = ff::shift(x, -1, 0.0f) + 2.0f * x + ff::shift(x, 1, 0.0f) + ff::shift(x, 300, 1.0f);
     check<float>(diff, {{x, xd}}, host, 0, "adjacent difference, " + at);
+    // The forward difference: one input, one output, one shift by +1, the fill after the
+    // last element.
+    check<float>(ff::shift(x, 1, 3.0f) - x, {{x, xd}}, host, 0, "forward difference, " + at);
     check<float>(stencil, {{x, xd}}, host, 1e-6, "stencil, " + at);
     check<int>(k - ff::shift(k, 5, -1), {{k, kd}}, host, 0, "i32 shift by 5, " + at);
     check<float>(ff::reduce(diff * diff, ff::plus, ff::Strategy::Chunked), {{x, xd}}, host, 1e-5, "reduce chunked, " + at,
