@@ -343,3 +343,47 @@ TEST_CASE("Onesweep passes split into portions of tiles (one launch each) sort a
     CHECK(wrong == 0);
   }
 }
+
+TEST_CASE("passes of different tiles (8-byte values, a narrow last digit) launch their own tiles, run after run") {
+  // Bits [0, 20) of u32 keys with f64 values: the last pass's digit has 16 bins, whose
+  // smaller shared-memory counts leave room for a larger tile than the 256-bin pass's. Each
+  // pass must launch exactly its own tiles: a block past them would draw a tile id after
+  // the pass reset its counter, and the next launch would wait on entries nobody writes
+  // (the weighted histogram of many bins hung so on its second run).
+  const auto k = ff::input<std::uint32_t>("k");
+  const auto d = ff::input<double>("d");
+  const ff::KeyedResult sorted = ff::sort_by_key(k, d, {0, 20});
+  const ff::Program program = ff::outputs(sorted.keys, sorted.values);
+  const ff::codegen::Plan plan = ff::codegen::plan(program, ff::codegen::Target::preset("sm_90"));
+  REQUIRE(plan.kernels.size() == 4);  // the histogram, three passes (8, 8 and 4 bits)
+  const std::int64_t tile0 = plan.kernels[1].items_per_block_step, tile1 = plan.kernels[3].items_per_block_step;
+  CHECK(tile0 != tile1);  // the case this test is about
+  for (const std::int64_t n : ff::test::capped({1, 3 * std::max(tile0, tile1), 10 * std::max(tile0, tile1)})) {
+    INFO("n = " << n << ", tiles of " << tile0 << " and " << tile1);
+    const ff::codegen::Schedule s = plan.schedule(n);
+    std::int64_t blocks[2] = {0, 0};
+    for (const auto& l : s.launches)
+      if (l.kernel == 1 || l.kernel == 3) blocks[l.kernel == 1 ? 0 : 1] += l.grid;
+    CHECK(blocks[0] == (n + tile0 - 1) / tile0);
+    CHECK(blocks[1] == (n + tile1 - 1) / tile1);
+    std::vector<std::uint32_t> keys(static_cast<std::size_t>(n));
+    std::vector<double> values(keys.size());
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      keys[i] = static_cast<std::uint32_t>(rng()());  // bits past 20 ignored by the sort
+      values[i] = static_cast<double>(i) + 0.5;
+    }
+    ff::HostBindings host;
+    host.bind(k, ff::HostArray::from(keys));
+    host.bind(d, ff::HostArray::from(values));
+    const std::vector<ff::HostResult> want = ff::evaluate(program, host);
+    const auto dk = runtime().upload(keys);
+    const auto dd = runtime().upload(values);
+    for (int run = 0; run < 3; ++run) {  // the same runtime, scratch and counters again
+      INFO("run " << run);
+      std::vector<ff::Result> got = runtime().run(program, {{k, dk}, {d, dd}});
+      REQUIRE(got.size() == 2);
+      CHECK(got[0].download<std::uint32_t>() == want[0].array.to_vector<std::uint32_t>());
+      CHECK(got[1].download<double>() == want[1].array.to_vector<double>());
+    }
+  }
+}
