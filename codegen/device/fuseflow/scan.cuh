@@ -47,9 +47,13 @@ __device__ __forceinline__ T warp_inclusive_scan(T value, Combine combine) {
 // Exclusive scan across a block of kThreads threads in thread order: returns the
 // combination of the values of the lower threads (identity in thread 0) and sets
 // `aggregate`, in every thread, to the combination of all of them. `scratch` holds
-// kThreads / 32 values. Ends with a barrier so scratch can be reused.
+// kThreads / 32 values. Each warp scans with shuffles, the last lane's total goes to
+// `scratch`, one barrier, each thread folds the warp totals before its own in warp order (a
+// fixed tree: the same bits every run). No barrier after it: `scratch` may not be written
+// again until one (block_exclusive_scan below adds it).
 template <int kThreads, typename T, typename Combine>
-__device__ __forceinline__ T block_exclusive_scan(T value, Combine combine, T identity, T* scratch, T& aggregate) {
+__device__ __forceinline__ T block_exclusive_scan_once(T value, Combine combine, T identity, T* scratch,
+                                                       T& aggregate) {
   constexpr int kWarps = kThreads / kWarpSize;
   const int lane = threadIdx.x % kWarpSize;
   const int warp = threadIdx.x / kWarpSize;
@@ -66,8 +70,15 @@ __device__ __forceinline__ T block_exclusive_scan(T value, Combine combine, T id
     if (w == warp) warp_prefix = aggregate;
     aggregate = combine(aggregate, scratch[w]);
   }
-  __syncthreads();
   return combine(warp_prefix, exclusive);
+}
+
+// block_exclusive_scan_once, then a barrier so `scratch` can be reused.
+template <int kThreads, typename T, typename Combine>
+__device__ __forceinline__ T block_exclusive_scan(T value, Combine combine, T identity, T* scratch, T& aggregate) {
+  const T exclusive = block_exclusive_scan_once<kThreads>(value, combine, identity, scratch, aggregate);
+  __syncthreads();
+  return exclusive;
 }
 
 // ---- decoupled look-back -------------------------------------------------------------

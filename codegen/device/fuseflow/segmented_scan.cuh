@@ -299,32 +299,9 @@ __device__ __forceinline__ void warp_tile_store(unsigned char* stages, T* scanne
 // Windows of 32 group aggregates (pieces) the look-back may keep in its stash.
 constexpr int kPieceStashWindows = 4;
 
-// scan.cuh's block_exclusive_scan (each warp scans with shuffles, the last lane's total goes
-// to `scratch`, one barrier, each thread folds the warp totals before its own in warp order:
-// the same fixed tree, the same bits) without its second barrier, which only lets a caller
-// write `scratch` again: tile_pieces writes its warp totals once per block, and its
-// look-back's barrier follows, so each warp goes on to its look-back or its wait as soon as
-// it has read the totals.
-template <int kThreads, typename T, typename Combine>
-__device__ __forceinline__ T block_exclusive_scan_once(T value, Combine combine, T identity, T* scratch,
-                                                       T& aggregate) {
-  constexpr int kWarps = kThreads / kWarpSize;
-  const int lane = threadIdx.x % kWarpSize;
-  const int warp = threadIdx.x / kWarpSize;
-  const T inclusive = warp_inclusive_scan(value, combine);
-  T exclusive = shfl_up(inclusive, 1);
-  if (lane == 0) exclusive = identity;
-  if (lane == kWarpSize - 1) scratch[warp] = inclusive;
-  __syncthreads();
-  T warp_prefix = identity;
-  aggregate = identity;
-#pragma unroll
-  for (int w = 0; w < kWarps; ++w) {
-    if (w == warp) warp_prefix = aggregate;
-    aggregate = combine(aggregate, scratch[w]);
-  }
-  return combine(warp_prefix, exclusive);
-}
+// tile_pieces uses scan.cuh's block_exclusive_scan_once (no second barrier): it writes its
+// warp totals once per block, and its look-back's barrier follows, so each warp goes on to
+// its look-back or its wait as soon as it has read the totals.
 
 // One tile of pieces, up to its look-back (block_exclusive_scan_once, then
 // tile_exclusive_prefix, whose one fixed form gives float results the same bits on every

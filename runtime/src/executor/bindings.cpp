@@ -272,11 +272,9 @@ void check_output_bindings(const Program& program, const codegen::Plan& plan, co
 
 namespace {
 
-// The CPU reference's error for the whole program on the bound inputs (the offsets of a
-// segmented op over a filter's result index the survivors, a count only the reference
-// knows here), or `otherwise` where it finds none.
-[[noreturn]] void throw_reference_error(const Program& program, const BoundLeaves& leaves, DeviceContext& context,
-                                        const std::string& otherwise) {
+// The program's bound inputs copied to the host and its parameters, for the CPU reference
+// to say what the device flagged.
+HostBindings host_bindings(const Program& program, const BoundLeaves& leaves, DeviceContext& context) {
   HostBindings host;
   for (std::size_t i = 0; i < program.inputs().size(); ++i) {
     const Expr& in = program.inputs()[i];
@@ -285,6 +283,15 @@ namespace {
     host.bind(in, std::move(data));
   }
   for (std::size_t i = 0; i < program.params().size(); ++i) host.bind(program.params()[i], leaves.params.at(i));
+  return host;
+}
+
+// The CPU reference's error for the whole program on the bound inputs (the offsets of a
+// segmented op over a filter's result index the survivors, a count only the reference
+// knows here), or `otherwise` where it finds none.
+[[noreturn]] void throw_reference_error(const Program& program, const BoundLeaves& leaves, DeviceContext& context,
+                                        const std::string& otherwise) {
+  const HostBindings host = host_bindings(program, leaves, context);
   (void)evaluate(program, host);
   throw GraphError(otherwise);
 }
@@ -327,14 +334,7 @@ void throw_invalid_offsets(const Program& program, const OpNode& op, const Bound
 }
 
 void throw_invalid_gather(const Program& program, const BoundLeaves& leaves, DeviceContext& context) {
-  HostBindings host;
-  for (std::size_t i = 0; i < program.inputs().size(); ++i) {
-    const Expr& in = program.inputs()[i];
-    HostArray data(in.type(), static_cast<std::size_t>(leaves.input_lengths.at(i)));
-    context.copy_to_host(data.data(), leaves.input_ptrs.at(i), data.size() * in.type().size());
-    host.bind(in, std::move(data));
-  }
-  for (std::size_t i = 0; i < program.params().size(); ++i) host.bind(program.params()[i], leaves.params.at(i));
+  const HostBindings host = host_bindings(program, leaves, context);
   try {
     (void)evaluate(program, host);
   } catch (const GraphError& e) {
