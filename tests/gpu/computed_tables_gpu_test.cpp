@@ -116,6 +116,24 @@ TEST_CASE("a shifted map, and a scan's result gathered and shifted (staged)") {
   }
 }
 
+TEST_CASE("a map shifted backwards beside a filter's result is read at each survivor's own position") {
+  // The fused shift tests the element's position (index() >= 2); beside a filter's result
+  // that must be the position in the filter's input, not among the survivors (fuzz seed 1481
+  // got the fill for survivors near the start).
+  auto x = ff::input<float>("x");
+  for (std::int64_t n : kSizes) {
+    auto xh = ff::test::random_values<float>(n, -1, 1);
+    auto xd = runtime().upload(xh);
+    ff::HostBindings host;
+    host.bind(x, ff::HostArray::from(xh));
+    const std::string at = "n = " + std::to_string(n);
+    const ff::Expr kept = ff::filter(x, x > 0.0f);
+    check<float>(kept + ff::shift(x * 2.0f, -2, 5.0f), {{x, xd}}, host, 0, "survivors plus a shifted map, " + at);
+    check<float>(ff::reduce(kept * ff::shift(x + x, -1, 0.5f), ff::plus), {{x, xd}}, host, 1e-5,
+                 "a reduction of survivors times a shifted map, " + at);
+  }
+}
+
 TEST_CASE("a sort's result gathered and shifted (staged)") {
   auto k = ff::input<int>("k");
   auto idx = ff::input<int>("idx");

@@ -22,6 +22,7 @@
 // offsets of ff::rows, fills of a length of their own.
 #include <algorithm>
 
+#include "fuseflow/frontend/filter_lift.hpp"
 #include "passes.hpp"
 
 namespace fuseflow::codegen {
@@ -229,7 +230,11 @@ void find_row_broadcasts(const Expr& e, std::set<const void*>& seen, std::set<co
 
 }  // namespace
 
-std::optional<FusedTables> fuse_table_maps(const Program& program) {
+std::optional<FusedTables> fuse_table_maps(const Program& original) {
+  // Filters' results mixed with other arrays are lifted onto one filter first: a fused shift
+  // tests the element's position (index() >= -k), which must be the position in the
+  // filter's input, not among its survivors, as index() beside a filter's result would be.
+  const Program program = lift_filters(original);
   Fuser f;
   std::vector<Expr> outputs;
   for (const Expr& o : program.outputs()) outputs.push_back(f.expr(o));
