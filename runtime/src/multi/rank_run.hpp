@@ -21,6 +21,7 @@
 #include "fuseflow/runtime/sharded.hpp"
 #include "check_bindings.hpp"
 #include "gather.hpp"
+#include "halo.hpp"
 #include "keyed.hpp"
 #include "segments.hpp"
 #include "shard_plan.hpp"
@@ -56,7 +57,8 @@ struct CachedPlan {
   Program program;
   ShardPlan plan;
   std::optional<Program> totals;              // the scans' per-shard totals (none: no scan)
-  bool main_uses_offset = false, main_uses_rank = false;
+  bool main_uses_offset = false, main_uses_rank = false, main_uses_size = false, main_uses_global_size = false;
+  bool exchange_first = false;                // an exchange before the main pass: scans' totals or shifts' halos
   bool host_carry = false;                    // a carry is folded on the host (waits between the passes)
   std::vector<std::vector<bool>> carry_used;  // per scan, per carry field: main uses it
   std::vector<std::optional<DeviceFold>> folds;  // per output: a Reduce folded on the device
@@ -123,6 +125,10 @@ class RankRun {
   std::vector<Histo> histos_;
   std::vector<std::size_t> item_of_;
   std::size_t extra_ = 0;
+  std::size_t halo_at_ = 0;                     // the halos' first item among titems_
+  std::vector<DeviceArray<std::byte>> halo_tables_;
+  std::vector<DeviceArray<std::byte>> tables_;  // per gather table: its whole copy on this rank
+  std::vector<std::size_t> table_item_;         // per gather table bound to a sharded array: its item, else SIZE_MAX
   Gathered totals_all_, all_;
 };
 
