@@ -132,3 +132,32 @@ TEST_CASE("sharded epilogues: integer reductions in an epilogue are exact; a his
   CHECK_THROWS_WITH_AS(srt.run(ff::reduce(k, ff::plus) * 2, {{k, dk}, {unused, 1}}),
                        doctest::Contains("parameter 'unused' is bound but not used"), ff::GraphError);
 }
+
+TEST_CASE("sharded weighted histogram: the weights' sums per bin, all-reduced (not the counts)") {
+  auto k = ff::input<int>("k");
+  auto wt = ff::input<int>("wt");
+  auto x = ff::input<float>("x");
+  auto program = ff::outputs(ff::histogram(k, wt, 13), ff::histogram(k, x, 13));
+  for (int w : worlds())
+    for (std::size_t n : sizes()) {
+      CAPTURE(w);
+      CAPTURE(n);
+      auto& srt = world(w);
+      std::vector<int> ks = random_ints(n, -2, 14), ws = random_ints(n, -100, 100);
+      std::vector<float> xs = random_floats(n);
+      auto got = srt.run(program, {{k, srt.scatter(ks)}, {wt, srt.scatter(ws)}, {x, srt.scatter(xs)}});
+      ff::HostBindings hb;
+      hb.bind(k, ff::HostArray::from(ks)).bind(wt, ff::HostArray::from(ws)).bind(x, ff::HostArray::from(xs));
+      auto want = reference(program, hb);
+      CHECK(got[0].download<int>() == want[0].array.to_vector<int>());
+      std::vector<double> sums(13, 0.0), scale(13, 0.0);
+      for (std::size_t i = 0; i < n; ++i)
+        if (ks[i] >= 0 && ks[i] < 13) {
+          sums[static_cast<std::size_t>(ks[i])] += xs[i];
+          scale[static_cast<std::size_t>(ks[i])] += std::fabs(xs[i]);
+        }
+      const std::vector<float> h = got[1].download<float>();
+      REQUIRE(h.size() == 13);
+      for (std::size_t b = 0; b < 13; ++b) CHECK(std::fabs(h[b] - sums[b]) <= 1e-5 * scale[b] + 1e-6);
+    }
+}

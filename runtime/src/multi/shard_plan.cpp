@@ -185,7 +185,10 @@ struct Rewriter {
     switch (op.kind) {
       case OpKind::Reduce: out = reduce(rewrite(op.values), op.monoid, op.strategy); break;
       case OpKind::Filter: out = filter(rewrite(op.values), rewrite(op.predicate)); break;
-      case OpKind::Histogram: out = histogram(rewrite(op.keys), op.bins, op.output_types.at(0)); break;
+      case OpKind::Histogram:  // weighted: the weights' sums (all-reduced like counts)
+        out = op.values.valid() ? histogram(rewrite(op.keys), rewrite(op.values), op.bins)
+                                : histogram(rewrite(op.keys), op.bins, op.output_types.at(0));
+        break;
       case OpKind::Scan: {
         if (in_scan_values)
           throw GraphError("sharded run: a scan of a scan's result is not supported over shards yet");
