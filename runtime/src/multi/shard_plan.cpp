@@ -169,7 +169,9 @@ struct Rewriter {
                             : Expr::binary(BinaryOp::Ge, Expr::binary(BinaryOp::Add, i, kk), size);
     Expr j = k < 0 ? i : Expr::binary(BinaryOp::Sub, Expr::binary(BinaryOp::Add, i, kk), size);
     j = Expr::call(MathFn::Min, {Expr::call(MathFn::Max, {j, Expr(Value(0LL))}), Expr(Value(count - 1))});
-    return Expr::select(from_table, Expr::gather(table, j, false), Expr::shift(x, k, Expr(0)));
+    const std::vector<std::byte> zero(x.type().size(), std::byte{0});  // any fill: never selected
+    return Expr::select(from_table, Expr::gather(table, j, false),
+                        Expr::shift(x, k, Expr::constant(Value::from_bytes(x.type(), zero.data()))));
   }
 
   Expr rewrite_result(const Expr& e) {
