@@ -8,6 +8,13 @@
 
 namespace fuseflow::detail {
 
+bool halos_on_device(const std::vector<ShardHalo>& halos, const ShardLayout& layout) {
+  for (const ShardHalo& h : halos)
+    for (int r = 0; r < layout.world(); ++r)
+      if (static_cast<long long>(layout.size(r)) < (h.k < 0 ? -static_cast<long long>(h.k) : h.k)) return false;
+  return true;
+}
+
 GatherItem halo_item(Runtime& rt, const ShardHalo& h, const DeviceBytes& shard) {
   const std::size_t elem = h.input.type().size();
   const auto count = static_cast<std::size_t>(h.k < 0 ? -static_cast<long long>(h.k) : h.k);

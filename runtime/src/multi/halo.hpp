@@ -16,6 +16,11 @@ namespace fuseflow::detail {
 // at the start for k > 0) and staged through the host.
 GatherItem halo_item(Runtime& rt, const ShardHalo& h, const DeviceBytes& shard);
 
+// Whether every shard holds at least |k| elements for every halo: then rank r's table is
+// rank r - 1's part (k < 0) or rank r + 1's (k > 0) of the gathered block, read where it
+// lies in device memory (no wait, no copy); else the tables are made on the host.
+bool halos_on_device(const std::vector<ShardHalo>& halos, const ShardLayout& layout);
+
 // The halo table of `rank`: entry j is the input at global element off + j + k (k < 0) or
 // off + size + j (k > 0), taken from the rank that holds it (any rank: a shift longer than
 // the shards reads several), zero outside the array (a shift's fill is selected there).

@@ -1,6 +1,8 @@
 // One local rank's part of a sharded run, step by step (rank_run.hpp).
 #include "rank_run.hpp"
 
+#include <algorithm>
+
 #include "fuseflow/frontend/reference.hpp"
 
 namespace fuseflow::detail {
@@ -140,7 +142,11 @@ void RankRun::main_pass() {
     // come back first (a wait on this rank's stream).
     bool sharded_tables = false;
     for (std::size_t item : table_item_) sharded_tables = sharded_tables || item != SIZE_MAX;
-    if (c.host_carry || sharded_tables) totals_all_.finish(rt_, buf_.totals, buf_.pinned_totals);
+    // Shifts whose every shard holds |k| elements read the neighbour's part of the gathered
+    // block where it lies in device memory; shorter shards need a table made on the host.
+    const bool halo_on_device = halos_on_device(plan.halos, s_->checked.layout);
+    if (c.host_carry || sharded_tables || (!plan.halos.empty() && !halo_on_device))
+      totals_all_.finish(rt_, buf_.totals, buf_.pinned_totals);
     const Gathered& all = totals_all_;
     for (std::size_t k = 0, sc = plan.scans.size(); k < plan.segs.size(); ++k) {
       const ShardSegmented& sg = plan.segs[k];
@@ -184,6 +190,14 @@ void RankRun::main_pass() {
     halo_tables_.resize(plan.halos.size());
     for (std::size_t h = 0; h < plan.halos.size(); ++h) {
       const ShardHalo& hl = plan.halos[h];
+      if (halo_on_device) {  // rank r - 1's last |k| (k < 0) or rank r + 1's first k, queued behind the gather
+        const std::size_t elem = hl.input.type().size();
+        const auto count = static_cast<std::size_t>(hl.k < 0 ? -static_cast<long long>(hl.k) : hl.k);
+        const int q = std::clamp(hl.k < 0 ? rank_ - 1 : rank_ + 1, 0, s_->world - 1);  // none: never selected
+        const CUdeviceptr at = buf_.totals.data() + all.block[halo_at_ + h] + static_cast<std::size_t>(q) * count * elem;
+        main_.emplace_back(hl.table, Binding(DeviceBytes{at, count, elem}, hl.input.type()));
+        continue;
+      }
       const std::vector<std::byte> table = halo_table(hl, s_->checked.layout, rank_, all, halo_at_ + h);
       DeviceArray<std::byte>& d = halo_tables_[h];
       if (d.size() != table.size()) d = rt_.alloc<std::byte>(table.size());

@@ -286,8 +286,9 @@ std::shared_ptr<CachedPlan> make_plan(const Program& program, bool device_fold, 
   made->main_uses_size = uses_param(p.main, p.size_param);
   made->main_uses_global_size = uses_param(p.main, p.global_size_param);
   made->exchange_first = made->totals.has_value() || !p.halos.empty() || !p.tables.empty();
-  // The halo tables (and gather tables bound to sharded arrays: RankRun) are made on the host.
-  made->host_carry = !p.halos.empty();
+  // Halo tables of short shards and gather tables bound to sharded arrays are made on the
+  // host (RankRun::main_pass waits for them).
+  made->host_carry = false;
   for (const detail::ShardScan& sc : p.scans) {
     std::vector<bool> used;
     for (const Expr& c : sc.carry_params) used.push_back(uses_param(p.main, c));
