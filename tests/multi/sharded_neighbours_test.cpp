@@ -163,6 +163,10 @@ TEST_CASE("sharded gather: the first bad index names its global position; what c
   CHECK_THROWS_WITH_AS(srt.run(ff::gather(x, idx) + x, {{x, dx}, {idx, di}}),
                        doctest::Contains("is the table of a gather and is read element by element too"),
                        ff::GraphError);
+  CHECK_THROWS_WITH_AS(srt.run(ff::gather(t, idx), {{idx, di}}), doctest::Contains("input 't' is not bound"),
+                       ff::GraphError);
+  CHECK_THROWS_WITH_AS(srt.run(ff::gather(t, idx), {{idx, di}, {t, 2.0f}}),
+                       doctest::Contains("input 't' is bound to the scalar"), ff::GraphError);
   CHECK_THROWS_WITH_AS(srt.run(ff::gather_unchecked(x * 2.0f, idx), {{x, dx}, {idx, di}}),
                        doctest::Contains("must be an input"), ff::GraphError);
   CHECK_THROWS_WITH_AS(srt.run(ff::reduce(x, ff::plus), {{x, ff::HostArray::from(std::vector<float>(10, 1.0f))}}),

@@ -257,16 +257,23 @@ std::vector<ShardedResult> run_stages(const Staging& st, const ShardedBindings& 
                        (e.valid() ? e.node().name : std::string()) + "' is bound but not used by this program");
   }
   ShardedBindings all = bindings;
-  if (st.check) {  // the first bad index of every checked gather, before anything else runs
-    ShardedBindings sub = bindings_of(st.check->program, bindings);
+  // The first bad index of every checked gather, before anything else runs (a table not
+  // bound to an array: the program's own run below says so).
+  bool tables_bound = true;
+  ShardedBindings sub;
+  if (st.check) {
+    sub = bindings_of(st.check->program, bindings);
     for (std::size_t j = 0; j < st.check->gathers.size(); ++j) {
       const Expr& table = st.check->gathers[j].args()[0];
-      long long length = 0;
+      long long length = -1;
       for (const auto& [e, b] : bindings)
-        if (same_node(e, table))
-          length = static_cast<long long>(b.is_replicated() ? b.host().size() : b.is_array() ? b.layout().global_size() : 0);
+        if (same_node(e, table) && (b.is_replicated() || b.is_array()))
+          length = static_cast<long long>(b.is_replicated() ? b.host().size() : b.layout().global_size());
+      tables_bound = tables_bound && length >= 0;
       sub.emplace_back(st.check->table_sizes[j], ShardedBinding(Value(length)));
     }
+  }
+  if (st.check && tables_bound) {
     const std::vector<ShardedResult> firsts = run(st.check->program, sub);
     for (std::size_t j = 0; j < firsts.size(); ++j) {
       const Value v = firsts[j].value();
