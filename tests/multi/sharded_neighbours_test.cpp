@@ -130,6 +130,14 @@ TEST_CASE("sharded gather: a table on the host (uploaded to every rank) or shard
           CHECK(std::fabs(got[2].as<float>() - sum) <= 1e-5 * scale + 1e-6);
           CHECK(got[3].value() == want[3].scalar);
         }
+        // New contents of the same length: uploaded again (the host tables are cached by bytes).
+        std::vector<float> ts2 = ts;
+        for (float& v : ts2) v += 2.0f;
+        hb.bind(t, ff::HostArray::from(ts2));
+        auto want2 = reference(program, hb);
+        auto got2 = srt.run(program, {{x, dx}, {idx, di}, {t, ff::HostArray::from(ts2)}});
+        CHECK(got2[1].download<float>() == want2[1].array.to_vector<float>());
+        CHECK(got2[3].value() == want2[3].scalar);
       }
 }
 

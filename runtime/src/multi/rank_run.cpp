@@ -47,17 +47,21 @@ void RankRun::start() {
     for (const ShardPiece& p : b.pieces())
       if (p.rank == rank_ && !table) base_.emplace_back(in, Binding(p.bytes, in.type()));
   }
-  // Gathers' tables bound to host arrays: uploaded whole to every rank (each run).
+  // Gathers' tables bound to host arrays: whole on every rank, uploaded when their bytes
+  // changed since the last run (TableCache).
   tables_.resize(plan.tables.size());
   table_item_.assign(plan.tables.size(), SIZE_MAX);
   for (std::size_t t = 0; t < plan.tables.size(); ++t) {
     const Expr& in = plan.tables[t];
-    const ShardedBinding& b = *s_->checked.bound.at(in.get());
-    if (!b.is_replicated()) continue;
-    const std::size_t bytes = b.host().size() * in.type().size();
-    if (tables_[t].size() != bytes) tables_[t] = rt_.alloc<std::byte>(bytes);
-    if (bytes) tables_[t].upload(std::span<const std::byte>(b.host().data(), bytes));
-    base_.emplace_back(in, Binding(DeviceBytes{tables_[t].data(), b.host().size(), in.type().size()}, in.type()));
+    if (!s_->checked.bound.at(in.get())->is_replicated()) continue;
+    TableCache& cache = c.tables[t];
+    DeviceArray<std::byte>& d = cache.device[local_];
+    if (cache.uploaded[local_] != cache.version) {
+      if (d.size() != cache.bytes.size()) d = rt_.alloc<std::byte>(cache.bytes.size());
+      if (!cache.bytes.empty()) d.upload(std::span<const std::byte>(cache.bytes));
+      cache.uploaded[local_] = cache.version;
+    }
+    base_.emplace_back(in, Binding(DeviceBytes{d.data(), cache.bytes.size() / in.type().size(), in.type().size()}, in.type()));
   }
   for (const Expr& p : s_->program.params()) base_.emplace_back(p, Binding(s_->checked.bound.at(p.get())->scalar()));
   if (c.main_uses_offset)

@@ -278,7 +278,7 @@ bool same_outputs(const Program& a, const Program& b) {
 
 std::shared_ptr<CachedPlan> make_plan(const Program& program, bool device_fold, int world, std::size_t locals) {
   auto made = std::make_shared<CachedPlan>(CachedPlan{program, detail::plan_sharded(program, device_fold), std::nullopt,
-                                                      false, false, false, false, false, false, {}, {}, {}, 0, {}});
+                                                      false, false, false, false, false, false, {}, {}, {}, 0, {}, {}});
   const detail::ShardPlan& p = made->plan;
   if (!p.totals.empty()) made->totals.emplace(p.totals);
   made->main_uses_offset = uses_param(p.main, p.offset_param);
@@ -314,6 +314,11 @@ std::shared_ptr<CachedPlan> make_plan(const Program& program, bool device_fold, 
     Expr folded = scan(partials, p.monoids[o], ScanKind::Inclusive);
     made->folds[o].emplace(DeviceFold{partials, folded, Program(folded)});
   }
+  made->tables.resize(p.tables.size());
+  for (detail::TableCache& t : made->tables) {
+    t.device.resize(locals);
+    t.uploaded.assign(locals, 0);
+  }
   made->segments.resize(p.segs.size());
   for (detail::SegmentCache& c : made->segments) {
     c.offsets.resize(locals);
@@ -341,6 +346,21 @@ void refresh_segments(const CachedPlan& cached, const Checked& checked) {
     c.bytes.assign(o.data(), o.data() + bytes);
     c.type = o.type().scalar();
     c.layout = checked.layout;
+    ++c.version;
+  }
+}
+
+// Gathers' tables bound to host arrays: compared with the cached copy (memcmp); changed
+// (or first seen), kept and marked for upload (RankRun::start uploads to each rank).
+void refresh_tables(const CachedPlan& cached, const Checked& checked) {
+  for (std::size_t t = 0; t < cached.plan.tables.size(); ++t) {
+    const ShardedBinding& b = *checked.bound.at(cached.plan.tables[t].get());
+    if (!b.is_replicated()) continue;
+    detail::TableCache& c = cached.tables[t];
+    const std::size_t bytes = b.host().size() * b.type().size();
+    if (c.version != 0 && c.bytes.size() == bytes && (bytes == 0 || std::memcmp(c.bytes.data(), b.host().data(), bytes) == 0))
+      continue;
+    c.bytes.assign(b.host().data(), b.host().data() + bytes);
     ++c.version;
   }
 }
@@ -390,6 +410,7 @@ std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const Sha
                            "', bound to a sharded array; over shards bind the table to a host array "
                            "(ff::HostArray) for that");
   refresh_segments(*cached, checked);
+  refresh_tables(*cached, checked);
   const std::size_t outputs = program.outputs().size();
   const int world = world_size();
 
