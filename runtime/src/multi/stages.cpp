@@ -247,8 +247,8 @@ ShardedBindings bindings_of(const Program& p, const ShardedBindings& all) {
 }  // namespace
 
 std::vector<ShardedResult> run_stages(const Staging& st, const ShardedBindings& bindings, const RunSharded& run) {
-  for (const auto& [e, b] : bindings) {
-    (void)b;
+  for (const auto& binding : bindings) {
+    const Expr& e = binding.first;
     bool used = false;
     for (const Expr& x : st.original.inputs()) used = used || same_node(x, e);
     for (const Expr& x : st.original.params()) used = used || same_node(x, e);
