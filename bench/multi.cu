@@ -169,6 +169,34 @@ void measure_fuseflow(int w, std::size_t scale_down, int reps, std::map<MultiKey
       sync_all(srt);
     });
   }
+  {  // log-sum-exp over shards: two stages (the max, then the sum of exp(x - max)), the epilogue on the host
+    const std::size_t n = (std::size_t{1} << 28) / scale_down;
+    auto xs = make_shards<float>(srt, n, value_f);
+    const ff::Expr m = ff::reduce(x, ff::max);
+    const ff::Program lse = m + ff::log(ff::reduce(ff::exp(x - m), ff::plus));
+    double mx = -1e30, e = 0;
+    for (std::size_t i = 0; i < n; ++i) mx = std::max(mx, (double)value_f(i));
+    for (std::size_t i = 0; i < n; ++i) e += std::exp((double)value_f(i) - mx);
+    const float got = srt.run(lse, {{x, xs}}).at(0).as<float>();
+    if (!close_rel(got, mx + std::log(e), 1e-4)) report_mismatch("multi strong_lse w=" + std::to_string(w));
+    out[{"strong_lse", w}] = time_median(warmup, reps, [&] { (void)srt.run(lse, {{x, xs}}).at(0).value(); });
+  }
+  {  // adjacent difference over shards: the halo of one element exchanged before the map
+    const std::size_t n = (std::size_t{1} << 28) / scale_down;
+    auto xs = make_shards<float>(srt, n, value_f);
+    const ff::Program diff = x - ff::shift(x, -1, 0.0f);
+    std::vector<ff::ShardedResult> r = srt.run(diff, {{x, xs}});
+    std::vector<float> got = r.at(0).download<float>();
+    std::size_t bad = got.size() == n ? 0 : 1;
+    for (std::size_t i = 0; i < n && !bad; i += 65537)
+      if (got[i] != value_f(i) - (i ? value_f(i - 1) : 0.0f)) ++bad;
+    if (bad) report_mismatch("multi strong_diff w=" + std::to_string(w) + ": sampled elements off");
+    r.clear();
+    out[{"strong_diff", w}] = time_median(warmup, reps, [&] {
+      std::vector<ff::ShardedResult> res = srt.run(diff, {{x, xs}});
+      sync_all(srt);
+    });
+  }
   {  // the combine of an integer sum: all-reduced
     auto k = ff::input<int>("k");
     const ff::Program isum = ff::reduce(k, ff::plus);
@@ -282,7 +310,8 @@ void bench_multi(const Context&, const Options& opt) {
   measure_torch(worlds, scale_down, reps, torch_us);
 
   const char* cases[] = {"weak_sum", "weak_sum_one_thread", "strong_sum",    "strong_scan",  "strong_mssp",
-                         "combine",  "combine_one_thread",  "combine_hostfold", "strong_segsum", "combine_i32"};
+                         "combine",  "combine_one_thread",  "combine_hostfold", "strong_segsum", "combine_i32",
+                         "strong_lse", "strong_diff"};
   std::printf("\n  %-20s %5s %12s %12s %10s %10s\n", "case", "GPUs", "fuseflow us", "torch us", "ff scale", "torch scale");
   const std::string path = out_dir() + "/bench_multi.csv";
   FILE* csv = std::fopen(path.c_str(), "w");

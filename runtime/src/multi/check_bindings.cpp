@@ -13,7 +13,7 @@ std::string describe(const Expr& leaf) {
 
 Checked check_sharded_bindings(const Program& program, const ShardedBindings& bindings, int world,
                                const std::vector<std::pair<int, Runtime*>>& local,
-                               const std::vector<ShardSegmented>& segs) {
+                               const std::vector<ShardSegmented>& segs, const std::vector<Expr>& tables) {
   Checked c;
   for (const auto& [expr, b] : bindings) {
     if (expr.kind() != ExprKind::Input && expr.kind() != ExprKind::Param)
@@ -27,14 +27,16 @@ Checked check_sharded_bindings(const Program& program, const ShardedBindings& bi
     auto it = c.bound.find(in.get());
     if (it == c.bound.end()) throw GraphError("sharded run: " + describe(in) + " is not bound");
     const ShardedBinding& b = *it->second;
-    bool is_offsets = false;
+    bool is_offsets = false, is_table = false;
     for (const ShardSegmented& sg : segs) is_offsets = is_offsets || same_node(sg.offsets, in);
-    if (is_offsets != b.is_replicated())
+    for (const Expr& t : tables) is_table = is_table || same_node(t, in);
+    if (is_offsets != b.is_replicated() && !is_table)
       throw GraphError("sharded run: " + describe(in) +
                        (is_offsets ? " holds the offsets of a segmented op: bind it to a host array (ff::HostArray) "
                                      "that every rank reads whole"
-                                   : " is bound to a host array; only the offsets of a segmented op can be"));
-    if (is_offsets) {
+                                   : " is bound to a host array; only the offsets of a segmented op and the table "
+                                     "of a gather can be"));
+    if (is_offsets || (is_table && b.is_replicated())) {
       if (b.type() != in.type())
         throw GraphError("sharded run: " + describe(in) + " holds " + in.type().name() +
                          " but was bound to a host array of " + b.type().name());
@@ -49,7 +51,8 @@ Checked check_sharded_bindings(const Program& program, const ShardedBindings& bi
     if (b.layout().world() != world)
       throw GraphError("sharded run: " + describe(in) + " is sharded over " + std::to_string(b.layout().world()) +
                        " ranks, but this runtime's world has " + std::to_string(world));
-    if (!first) {
+    if (is_table) {  // whole on every rank (all-gathered): any layout
+    } else if (!first) {
       first = &in;
       c.layout = b.layout();
     } else if (b.layout() != c.layout) {

@@ -16,9 +16,10 @@ struct Checked {
 
 // Every check before anything runs, the same on every rank: all inputs bound to sharded
 // arrays of their type and of one layout over this world (a segmented op's offsets to a
-// host array), parameters to scalars. Throws GraphError naming what is wrong.
+// host array; a gather's table to a host array or a sharded array of any layout),
+// parameters to scalars. Throws GraphError naming what is wrong.
 Checked check_sharded_bindings(const Program& program, const ShardedBindings& bindings, int world,
                                const std::vector<std::pair<int, Runtime*>>& local,
-                               const std::vector<ShardSegmented>& segs);
+                               const std::vector<ShardSegmented>& segs, const std::vector<Expr>& tables);
 
 }  // namespace fuseflow::detail

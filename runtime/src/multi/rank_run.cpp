@@ -1,6 +1,8 @@
 // One local rank's part of a sharded run, step by step (rank_run.hpp).
 #include "rank_run.hpp"
 
+#include <algorithm>
+
 #include "fuseflow/frontend/reference.hpp"
 
 namespace fuseflow::detail {
@@ -39,14 +41,37 @@ void RankRun::start() {
   const ShardPlan& plan = c.plan;
   base_.clear();
   for (const Expr& in : s_->program.inputs()) {
+    bool table = false;
+    for (const Expr& t : plan.tables) table = table || same_node(t, in);
     const ShardedBinding& b = *s_->checked.bound.at(in.get());
     for (const ShardPiece& p : b.pieces())
-      if (p.rank == rank_) base_.emplace_back(in, Binding(p.bytes, in.type()));
+      if (p.rank == rank_ && !table) base_.emplace_back(in, Binding(p.bytes, in.type()));
+  }
+  // Gathers' tables bound to host arrays: whole on every rank, uploaded when their bytes
+  // changed since the last run (TableCache).
+  tables_.resize(plan.tables.size());
+  table_item_.assign(plan.tables.size(), SIZE_MAX);
+  for (std::size_t t = 0; t < plan.tables.size(); ++t) {
+    const Expr& in = plan.tables[t];
+    if (!s_->checked.bound.at(in.get())->is_replicated()) continue;
+    TableCache& cache = c.tables[t];
+    DeviceArray<std::byte>& d = cache.device[local_];
+    if (cache.uploaded[local_] != cache.version) {
+      if (d.size() != cache.bytes.size()) d = rt_.alloc<std::byte>(cache.bytes.size());
+      if (!cache.bytes.empty()) d.upload(std::span<const std::byte>(cache.bytes));
+      cache.uploaded[local_] = cache.version;
+    }
+    base_.emplace_back(in, Binding(DeviceBytes{d.data(), cache.bytes.size() / in.type().size(), in.type().size()}, in.type()));
   }
   for (const Expr& p : s_->program.params()) base_.emplace_back(p, Binding(s_->checked.bound.at(p.get())->scalar()));
   if (c.main_uses_offset)
     base_.emplace_back(plan.offset_param, Binding(Value(static_cast<long long>(s_->checked.layout.offset(rank_)))));
   if (c.main_uses_rank) base_.emplace_back(plan.rank_param, Binding(Value(static_cast<long long>(rank_))));
+  if (c.main_uses_size)
+    base_.emplace_back(plan.size_param, Binding(Value(static_cast<long long>(s_->checked.layout.size(rank_)))));
+  if (c.main_uses_global_size)
+    base_.emplace_back(plan.global_size_param,
+                       Binding(Value(static_cast<long long>(s_->checked.layout.global_size()))));
 
   // Segmented ops: the offsets cut to this shard (and a scan's tail piece, for the
   // totals), uploaded when they changed since the last run (SegmentCache).
@@ -78,19 +103,37 @@ void RankRun::start() {
   titems_.clear();
   runs_.clear();
   mine_.clear();
-  if (!c.totals) return;
-  Bindings tb = tails_;
-  for (const auto& [e, b] : base_)
-    if (uses_leaf(*c.totals, e)) tb.emplace_back(e, b);
-  mine_ = rt_.run_async(*c.totals, tb);
-  for (std::size_t sc = 0; sc < plan.scans.size(); ++sc) titems_.push_back(scalar_item(mine_[sc]));
-  for (const DeviceArray<std::byte>& t : seg_totals_) titems_.push_back(device_item(t.data(), t.size()));
-  for (const ShardKeyScan& ks : plan.keyscans)
-    runs_.push_back(keyscan_items(mine_[ks.totals_at], mine_[ks.totals_at + 1], mine_[ks.totals_at + 2], titems_));
+  if (c.totals) {
+    Bindings tb = tails_;
+    for (const auto& [e, b] : base_)
+      if (uses_leaf(*c.totals, e)) tb.emplace_back(e, b);
+    mine_ = rt_.run_async(*c.totals, tb);
+    for (std::size_t sc = 0; sc < plan.scans.size(); ++sc) titems_.push_back(scalar_item(mine_[sc]));
+    for (const DeviceArray<std::byte>& t : seg_totals_) titems_.push_back(device_item(t.data(), t.size()));
+    for (const ShardKeyScan& ks : plan.keyscans)
+      runs_.push_back(keyscan_items(mine_[ks.totals_at], mine_[ks.totals_at + 1], mine_[ks.totals_at + 2], titems_));
+  }
+  // Shifts: the shard's end elements of each shifted input, gathered with the totals.
+  halo_at_ = titems_.size();
+  for (const ShardHalo& h : plan.halos) {
+    const ShardedBinding& b = *s_->checked.bound.at(h.input.get());
+    for (const ShardPiece& p : b.pieces())
+      if (p.rank == rank_) titems_.push_back(halo_item(rt_, h, p.bytes));
+  }
+  // Gathers' tables bound to sharded arrays: every shard, padded to the largest.
+  for (std::size_t t = 0; t < plan.tables.size(); ++t) {
+    const ShardedBinding& b = *s_->checked.bound.at(plan.tables[t].get());
+    if (!b.is_array()) continue;
+    for (const ShardPiece& p : b.pieces())
+      if (p.rank == rank_) {
+        table_item_[t] = titems_.size();
+        titems_.push_back(table_item(rt_, b.layout(), plan.tables[t].type().size(), p.bytes));
+      }
+  }
 }
 
 void RankRun::gather_totals() {
-  if (s_->cached.totals)
+  if (s_->cached.exchange_first)
     totals_all_ = gather(rt_, comm_, titems_, {}, s_->cached.carry_bytes, buf_.send, buf_.totals);
 }
 
@@ -98,10 +141,16 @@ void RankRun::main_pass() {
   const CachedPlan& c = s_->cached;
   const ShardPlan& plan = c.plan;
   const std::size_t outputs = s_->program.outputs().size();
-  if (c.totals) {
+  if (c.exchange_first) {
     // Carries folded on the host (tuple scans, segmented and by-key scans): the totals
     // come back first (a wait on this rank's stream).
-    if (c.host_carry) totals_all_.finish(rt_, buf_.totals, buf_.pinned_totals);
+    bool sharded_tables = false;
+    for (std::size_t item : table_item_) sharded_tables = sharded_tables || item != SIZE_MAX;
+    // Shifts whose every shard holds |k| elements read the neighbour's part of the gathered
+    // block where it lies in device memory; shorter shards need a table made on the host.
+    const bool halo_on_device = halos_on_device(plan.halos, s_->checked.layout);
+    if (c.host_carry || sharded_tables || (!plan.halos.empty() && !halo_on_device))
+      totals_all_.finish(rt_, buf_.totals, buf_.pinned_totals);
     const Gathered& all = totals_all_;
     for (std::size_t k = 0, sc = plan.scans.size(); k < plan.segs.size(); ++k) {
       const ShardSegmented& sg = plan.segs[k];
@@ -138,6 +187,37 @@ void RankRun::main_pass() {
       flatten_value(fold_host(scan.monoid, before), fields);
       for (std::size_t f = 0; f < fields.size(); ++f)
         if (c.carry_used[sc][f]) main_.emplace_back(scan.carry_params[f], Binding(fields[f]));
+    }
+    // Shifts: the halo tables, made from the gathered end elements and uploaded. The wait
+    // above (host_carry) has finished this rank's earlier kernels, so the tables they
+    // read can be written over.
+    halo_tables_.resize(plan.halos.size());
+    for (std::size_t h = 0; h < plan.halos.size(); ++h) {
+      const ShardHalo& hl = plan.halos[h];
+      if (halo_on_device) {  // rank r - 1's last |k| (k < 0) or rank r + 1's first k, queued behind the gather
+        const std::size_t elem = hl.input.type().size();
+        const auto count = static_cast<std::size_t>(hl.k < 0 ? -static_cast<long long>(hl.k) : hl.k);
+        const int q = std::clamp(hl.k < 0 ? rank_ - 1 : rank_ + 1, 0, s_->world - 1);  // none: never selected
+        const CUdeviceptr at = buf_.totals.data() + all.block[halo_at_ + h] + static_cast<std::size_t>(q) * count * elem;
+        main_.emplace_back(hl.table, Binding(DeviceBytes{at, count, elem}, hl.input.type()));
+        continue;
+      }
+      const std::vector<std::byte> table = halo_table(hl, s_->checked.layout, rank_, all, halo_at_ + h);
+      DeviceArray<std::byte>& d = halo_tables_[h];
+      if (d.size() != table.size()) d = rt_.alloc<std::byte>(table.size());
+      d.upload(std::span<const std::byte>(table));
+      const std::size_t elem = hl.input.type().size();
+      main_.emplace_back(hl.table, Binding(DeviceBytes{d.data(), table.size() / elem, elem}, hl.input.type()));
+    }
+    // Gathers' tables bound to sharded arrays: the gathered shards, concatenated.
+    for (std::size_t t = 0; t < plan.tables.size(); ++t) {
+      if (table_item_[t] == SIZE_MAX) continue;
+      const Expr& in = plan.tables[t];
+      const ShardLayout& layout = s_->checked.bound.at(in.get())->layout();
+      const std::vector<std::byte> whole = table_whole(layout, in.type().size(), all, table_item_[t]);
+      if (tables_[t].size() != whole.size()) tables_[t] = rt_.alloc<std::byte>(whole.size());
+      if (!whole.empty()) tables_[t].upload(std::span<const std::byte>(whole));
+      main_.emplace_back(in, Binding(DeviceBytes{tables_[t].data(), layout.global_size(), in.type().size()}, in.type()));
     }
   }
 

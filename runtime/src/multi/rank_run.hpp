@@ -21,6 +21,7 @@
 #include "fuseflow/runtime/sharded.hpp"
 #include "check_bindings.hpp"
 #include "gather.hpp"
+#include "halo.hpp"
 #include "keyed.hpp"
 #include "segments.hpp"
 #include "shard_plan.hpp"
@@ -50,13 +51,23 @@ struct SegmentCache {
   std::vector<std::uint64_t> uploaded;
 };
 
+// A gather's table bound to a host array, as the last run saw it: a run compares the bound
+// bytes with `bytes` (memcmp) and uploads to each local rank only when they changed.
+struct TableCache {
+  std::vector<std::byte> bytes;
+  std::uint64_t version = 0;  // counts the changes
+  std::vector<DeviceArray<std::byte>> device;  // per local rank
+  std::vector<std::uint64_t> uploaded;         // per local rank: the version it holds
+};
+
 // A program's sharded rewrite and what a run needs to know of it, made once per program
 // (the caller's Program is kept, so its nodes' addresses stay unique while cached).
 struct CachedPlan {
   Program program;
   ShardPlan plan;
   std::optional<Program> totals;              // the scans' per-shard totals (none: no scan)
-  bool main_uses_offset = false, main_uses_rank = false;
+  bool main_uses_offset = false, main_uses_rank = false, main_uses_size = false, main_uses_global_size = false;
+  bool exchange_first = false;                // an exchange before the main pass: scans' totals or shifts' halos
   bool host_carry = false;                    // a carry is folded on the host (waits between the passes)
   std::vector<std::vector<bool>> carry_used;  // per scan, per carry field: main uses it
   std::vector<std::optional<DeviceFold>> folds;  // per output: a Reduce folded on the device
@@ -65,6 +76,7 @@ struct CachedPlan {
   std::vector<std::optional<DeviceFold>> carry_folds;
   std::size_t carry_bytes = 0;  // the carries' room after the gathered totals
   mutable std::vector<SegmentCache> segments;    // per segmented op
+  mutable std::vector<TableCache> tables;        // per gather table (ShardPlan::tables)
 };
 
 // Per local rank, kept for the runtime's life: the device buffers of the exchanges and
@@ -123,6 +135,10 @@ class RankRun {
   std::vector<Histo> histos_;
   std::vector<std::size_t> item_of_;
   std::size_t extra_ = 0;
+  std::size_t halo_at_ = 0;                     // the halos' first item among titems_
+  std::vector<DeviceArray<std::byte>> halo_tables_;
+  std::vector<DeviceArray<std::byte>> tables_;  // per gather table bound to a sharded array: its whole copy
+  std::vector<std::size_t> table_item_;         // per gather table bound to a sharded array: its item, else SIZE_MAX
   Gathered totals_all_, all_;
 };
 

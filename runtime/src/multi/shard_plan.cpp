@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 
 namespace fuseflow::detail {
@@ -40,6 +41,12 @@ Expr substitute_operands(const Expr& e, const Expr& a, const Expr& b, std::map<c
 struct Rewriter {
   Expr offset = Expr::param("ff_shard_offset", ScalarType::I64);
   Expr rank = Expr::param("ff_shard_rank", ScalarType::I64);
+  Expr size = Expr::param("ff_shard_size", ScalarType::I64);
+  Expr global_size = Expr::param("ff_global_size", ScalarType::I64);
+  std::vector<ShardHalo> halos;
+  std::vector<Expr> tables;                   // the gathers' tables (inputs)
+  std::set<const ExprNode*> elementwise;      // inputs read element by element
+  std::map<std::pair<const ExprNode*, int>, Expr> at_memo;  // (node, k) -> its value at i + k
   std::map<const ExprNode*, Expr> memo;
   std::map<const OpNode*, Expr> ops;  // old op -> its rewritten result (output 0)
   std::vector<ShardScan> scans;
@@ -58,6 +65,9 @@ struct Rewriter {
     switch (e.kind()) {
       case ExprKind::Index: out = Expr::binary(BinaryOp::Add, e, offset); break;
       case ExprKind::Input:
+        elementwise.insert(e.get());
+        out = e;
+        break;
       case ExprKind::Constant:
       case ExprKind::Param:
       case ExprKind::Operand: out = e; break;
@@ -68,10 +78,18 @@ struct Rewriter {
                            "split yet; run the program on one GPU");
         out = e.with_args({rewrite(e.args()[0]), rewrite(e.args()[1])});
         break;
-      case ExprKind::Gather:
-      case ExprKind::Shift:  // they read other shards' elements
-        throw GraphError("sharded run: " + to_string(e) + " reads elements at other positions, which a sharded "
-                         "run does not support yet; run the program on one GPU");
+      case ExprKind::Shift: out = shifted(e, 0); break;
+      case ExprKind::Gather: {  // the table is whole on every rank
+        const Expr& table = e.args()[0];
+        if (table.kind() != ExprKind::Input)
+          throw GraphError("sharded run: the table of " + to_string(e) + " must be an input (bound to a host array "
+                           "or a sharded array), not a computed array; output it and bind it to a second run");
+        bool known = false;
+        for (const Expr& t : tables) known = known || same_node(t, table);
+        if (!known) tables.push_back(table);
+        out = Expr::gather(table, rewrite(e.args()[1]), e.node().index == 0);
+        break;
+      }
       case ExprKind::Broadcast:
       case ExprKind::Rows:  // per-segment values and row offsets span shards
         throw GraphError("sharded run: " + to_string(e) + " (a per-segment broadcast or row offsets) is not "
@@ -84,6 +102,76 @@ struct Rewriter {
     }
     memo.emplace(e.get(), out);
     return out;
+  }
+
+  // Whether global element g + k (g the global index) lies inside the array.
+  Expr inside(std::int64_t k) {
+    Expr at = Expr::binary(BinaryOp::Add, Expr::binary(BinaryOp::Add, Expr::index(), offset), Expr(Value(static_cast<long long>(k))));
+    return Expr::binary(BinaryOp::And, Expr::binary(BinaryOp::Ge, at, Expr(Value(0LL))),
+                        Expr::binary(BinaryOp::Lt, at, global_size));
+  }
+
+  // The value of element-wise `e` at element i + k (global positions; a shift's fill
+  // where a shift inside it reads outside the array). Inputs read their own shard where
+  // i + k lies in it, else the halo table of (input, k); index() is the global index + k.
+  Expr shifted(const Expr& e, std::int64_t k) {
+    const auto key = std::make_pair(e.get(), static_cast<int>(k));
+    if (auto it = at_memo.find(key); it != at_memo.end()) return it->second;
+    Expr out;
+    switch (e.kind()) {
+      case ExprKind::Input:
+        elementwise.insert(e.get());
+        out = k == 0 ? e : halo_read(e, static_cast<int>(k));
+        break;
+      case ExprKind::Index: out = Expr::binary(BinaryOp::Add, rewrite(e), Expr(Value(static_cast<long long>(k)))); break;
+      case ExprKind::Constant:
+      case ExprKind::Param: out = e; break;
+      case ExprKind::Shift: {
+        const std::int64_t j = k + e.node().index;
+        if (j > INT32_MAX || j < INT32_MIN) throw GraphError("sharded run: shifts by more than 2^31 elements in all");
+        out = Expr::select(inside(j), shifted(e.args()[0], j), rewrite(e.args()[1]));
+        break;
+      }
+      case ExprKind::Result:
+      case ExprKind::Gather:
+      case ExprKind::Broadcast:
+      case ExprKind::Rows:
+      case ExprKind::Fill:
+        throw GraphError("sharded run: a shift of " + to_string(e) + " is not supported over shards yet: the "
+                         "shifted array must be an element-wise expression of inputs (its halo is the inputs' "
+                         "elements on the neighbouring ranks); output it and shift it in a second run");
+      default: {
+        std::vector<Expr> args;
+        for (const Expr& a : e.args()) args.push_back(shifted(a, k));
+        out = e.with_args(std::move(args));
+      }
+    }
+    at_memo.emplace(key, out);
+    return out;
+  }
+
+  // Input x at element i + k, k != 0: x's own shard where local i + k is inside it, else
+  // entry j of the halo table: k < 0: j = i (table: x at off + j + k); k > 0:
+  // j = i + k - size (table: x at off + size + j). The table's index is clamped, so that
+  // the branch select does not take never reads outside it.
+  Expr halo_read(const Expr& x, int k) {
+    Expr table;
+    for (const ShardHalo& h : halos)
+      if (same_node(h.input, x) && h.k == k) table = h.table;
+    if (!table.valid()) {
+      table = Expr::input("ff_halo" + std::to_string(halos.size()), x.type());
+      halos.push_back({x, k, table});
+    }
+    const auto count = static_cast<long long>(k < 0 ? -static_cast<std::int64_t>(k) : k);
+    Expr i = Expr::index();  // the local index
+    Expr kk = Expr(Value(static_cast<long long>(k)));
+    Expr from_table = k < 0 ? Expr::binary(BinaryOp::Lt, i, Expr(Value(count)))
+                            : Expr::binary(BinaryOp::Ge, Expr::binary(BinaryOp::Add, i, kk), size);
+    Expr j = k < 0 ? i : Expr::binary(BinaryOp::Sub, Expr::binary(BinaryOp::Add, i, kk), size);
+    j = Expr::call(MathFn::Min, {Expr::call(MathFn::Max, {j, Expr(Value(0LL))}), Expr(Value(count - 1))});
+    const std::vector<std::byte> zero(x.type().size(), std::byte{0});  // any fill: never selected
+    return Expr::select(from_table, Expr::gather(table, j, false),
+                        Expr::shift(x, k, Expr::constant(Value::from_bytes(x.type(), zero.data()))));
   }
 
   Expr rewrite_result(const Expr& e) {
@@ -99,7 +187,10 @@ struct Rewriter {
     switch (op.kind) {
       case OpKind::Reduce: out = reduce(rewrite(op.values), op.monoid, op.strategy); break;
       case OpKind::Filter: out = filter(rewrite(op.values), rewrite(op.predicate)); break;
-      case OpKind::Histogram: out = histogram(rewrite(op.keys), op.bins, op.output_types.at(0)); break;
+      case OpKind::Histogram:  // weighted: the weights' sums (all-reduced like counts)
+        out = op.values.valid() ? histogram(rewrite(op.keys), rewrite(op.values), op.bins)
+                                : histogram(rewrite(op.keys), op.bins, op.output_types.at(0));
+        break;
       case OpKind::Scan: {
         if (in_scan_values)
           throw GraphError("sharded run: a scan of a scan's result is not supported over shards yet");
@@ -333,7 +424,24 @@ ShardPlan plan_sharded(const Program& program, bool device_carry) {
   totals.insert(totals.end(), rw.keyscan_totals.begin(), rw.keyscan_totals.end());
   ShardPlan plan{Program(std::move(outputs)), std::move(rw.scans), std::move(totals), rw.offset, rw.rank,
                  std::move(kinds),           std::move(monoids),  std::move(all_bins), std::move(rw.segs),
-                 std::move(seg_of),          std::move(keyed),    std::move(keyed_of), std::move(rw.keyscans)};
+                 std::move(seg_of),          std::move(keyed),    std::move(keyed_of), std::move(rw.keyscans),
+                 {},                         {},                  rw.size,             rw.global_size};
+  for (const Expr& t : rw.tables)
+    if (rw.elementwise.count(t.get()))
+      throw GraphError("sharded run: input '" + t.node().name + "' is the table of a gather and is read element by "
+                       "element too; over shards a table is whole on every rank: bind a second input to it");
+  plan.tables = std::move(rw.tables);
+  plan.halos = std::move(rw.halos);
+  // The halos are exchanged after the scans' totals pass, which cannot read them.
+  if (!plan.halos.empty() && !plan.totals.empty()) {
+    const Program first(plan.totals);
+    for (const Expr& in : first.inputs())
+      for (const ShardHalo& h : plan.halos)
+        if (same_node(in, h.table))
+          throw GraphError("sharded run: a scan of a shifted array (" + to_string(h.input) + " shifted by " +
+                           std::to_string(h.k) + ") is not supported over shards yet; output the shifted array "
+                           "and scan it in a second run");
+  }
   // The offsets are replaced by each shard's own: read anywhere else, they would be an
   // array of another length than the shards.
   for (const ShardSegmented& s : plan.segs)

@@ -50,6 +50,16 @@ struct ShardSegmented {
   std::vector<Expr> carry_params;
 };
 
+// A shift over shards reads elements of other ranks (the halo): the value of `input` at
+// element i + k for the shard's first |k| elements (k < 0) or its last k (k > 0) comes from
+// `table` (an input of |k| elements), which every run fills from the ranks' end elements,
+// all-gathered before the main pass (halo.cpp). Shifts of a shift compose their k.
+struct ShardHalo {
+  Expr input;  // the program's input
+  int k = 0;
+  Expr table;
+};
+
 struct ShardScan {
   Monoid monoid;
   ScanKind kind = ScanKind::Inclusive;
@@ -79,6 +89,13 @@ struct ShardPlan {
   std::vector<ShardKeyed> keyed;
   std::vector<int> keyed_of;  // per output: the reduce_by_key it is a result of (Keyed outputs, else -1)
   std::vector<ShardKeyScan> keyscans;
+  std::vector<ShardHalo> halos;
+  // The gathers' tables: inputs bound to a host array (uploaded to every rank) or to a
+  // sharded array of any layout (all-gathered before the main pass, halo.cpp). Checked
+  // gathers are checked by a stage before (stages.cpp) and read unchecked here.
+  std::vector<Expr> tables;
+  Expr size_param;         // i64: the shard's length (used by forward shifts)
+  Expr global_size_param;  // i64: the global length (used by shifts)
 };
 
 // Throws GraphError naming what cannot run sharded (counting

@@ -29,6 +29,7 @@
 #include "rank_run.hpp"
 #include "segments.hpp"
 #include "shard_plan.hpp"
+#include "stages.hpp"
 
 namespace fuseflow {
 
@@ -64,6 +65,8 @@ struct ShardedRuntime::State {
   std::mutex plans_mutex;
   std::map<std::vector<const ExprNode*>, std::shared_ptr<const CachedPlan>> plans;
   std::shared_ptr<const CachedPlan> last;  // the last run's: found without the map
+  // Programs that read a reduction's result inside an expression: their stages (stages.hpp).
+  std::map<std::vector<const ExprNode*>, std::shared_ptr<const detail::Staging>> staged;
   std::vector<detail::RankOutput> outputs;  // per local rank, reused
   std::vector<detail::RankRun> ranks;       // per local rank, reused
   // FUSEFLOW_SHARDED_FOLD=host folds every reduction's partials on the host (after the
@@ -275,11 +278,17 @@ bool same_outputs(const Program& a, const Program& b) {
 
 std::shared_ptr<CachedPlan> make_plan(const Program& program, bool device_fold, int world, std::size_t locals) {
   auto made = std::make_shared<CachedPlan>(CachedPlan{program, detail::plan_sharded(program, device_fold), std::nullopt,
-                                                      false, false, false, {}, {}, {}, 0, {}});
+                                                      false, false, false, false, false, false, {}, {}, {}, 0, {}, {}});
   const detail::ShardPlan& p = made->plan;
   if (!p.totals.empty()) made->totals.emplace(p.totals);
   made->main_uses_offset = uses_param(p.main, p.offset_param);
   made->main_uses_rank = uses_param(p.main, p.rank_param);
+  made->main_uses_size = uses_param(p.main, p.size_param);
+  made->main_uses_global_size = uses_param(p.main, p.global_size_param);
+  made->exchange_first = made->totals.has_value() || !p.halos.empty() || !p.tables.empty();
+  // Halo tables of short shards and gather tables bound to sharded arrays are made on the
+  // host (RankRun::main_pass waits for them).
+  made->host_carry = false;
   for (const detail::ShardScan& sc : p.scans) {
     std::vector<bool> used;
     for (const Expr& c : sc.carry_params) used.push_back(uses_param(p.main, c));
@@ -304,6 +313,11 @@ std::shared_ptr<CachedPlan> make_plan(const Program& program, bool device_fold, 
     Expr partials = Expr::input("ff_rank_partials", t);
     Expr folded = scan(partials, p.monoids[o], ScanKind::Inclusive);
     made->folds[o].emplace(DeviceFold{partials, folded, Program(folded)});
+  }
+  made->tables.resize(p.tables.size());
+  for (detail::TableCache& t : made->tables) {
+    t.device.resize(locals);
+    t.uploaded.assign(locals, 0);
   }
   made->segments.resize(p.segs.size());
   for (detail::SegmentCache& c : made->segments) {
@@ -336,10 +350,26 @@ void refresh_segments(const CachedPlan& cached, const Checked& checked) {
   }
 }
 
+// Gathers' tables bound to host arrays: compared with the cached copy (memcmp); changed
+// (or first seen), kept and marked for upload (RankRun::start uploads to each rank).
+void refresh_tables(const CachedPlan& cached, const Checked& checked) {
+  for (std::size_t t = 0; t < cached.plan.tables.size(); ++t) {
+    const ShardedBinding& b = *checked.bound.at(cached.plan.tables[t].get());
+    if (!b.is_replicated()) continue;
+    detail::TableCache& c = cached.tables[t];
+    const std::size_t bytes = b.host().size() * b.type().size();
+    if (c.version != 0 && c.bytes.size() == bytes && (bytes == 0 || std::memcmp(c.bytes.data(), b.host().data(), bytes) == 0))
+      continue;
+    c.bytes.assign(b.host().data(), b.host().data() + bytes);
+    ++c.version;
+  }
+}
+
 }  // namespace
 
 std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const ShardedBindings& bindings) {
   std::shared_ptr<const CachedPlan> cached;
+  std::shared_ptr<const detail::Staging> staging;
   {
     std::lock_guard lock(state_->plans_mutex);
     if (state_->last && same_outputs(state_->last->program, program)) {
@@ -350,19 +380,37 @@ std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const Sha
       auto it = state_->plans.find(key);
       if (it != state_->plans.end()) {
         cached = it->second;
+      } else if (auto st = state_->staged.find(key); st != state_->staged.end()) {
+        staging = st->second;
+      } else if ((staging = detail::plan_stages(program))) {
+        if (state_->staged.size() >= 64) state_->staged.clear();
+        state_->staged.emplace(std::move(key), staging);
       } else {
         cached = make_plan(program, state_->device_fold, state_->world, local_count());
         if (state_->plans.size() >= 64) state_->plans.clear();  // a bound, not an LRU: programs are few
         state_->plans.emplace(std::move(key), cached);
       }
-      state_->last = cached;
+      if (cached) state_->last = cached;
     }
   }
+  // A reduction read inside an expression: its stages, each a sharded run of its own.
+  if (staging)
+    return detail::run_stages(*staging, bindings,
+                              [this](const Program& p, const ShardedBindings& b) { return run(p, b); });
   const detail::ShardPlan& plan = cached->plan;
   std::vector<std::pair<int, Runtime*>> local;
   for (std::size_t i = 0; i < local_count(); ++i) local.emplace_back(local_rank(i), &runtime(i));
-  const Checked checked = detail::check_sharded_bindings(program, bindings, world_size(), local, plan.segs);
+  const Checked checked = detail::check_sharded_bindings(program, bindings, world_size(), local, plan.segs, plan.tables);
+  // A table bound to a sharded array is all-gathered after the scans' totals pass.
+  for (const Expr& t : plan.tables)
+    if (cached->totals && checked.bound.at(t.get())->is_array())
+      for (const Expr& in : cached->totals->inputs())
+        if (same_node(in, t))
+          throw GraphError("sharded run: a scan reads a gather from input '" + t.node().name +
+                           "', bound to a sharded array; over shards bind the table to a host array "
+                           "(ff::HostArray) for that");
   refresh_segments(*cached, checked);
+  refresh_tables(*cached, checked);
   const std::size_t outputs = program.outputs().size();
   const int world = world_size();
 
@@ -393,7 +441,7 @@ std::vector<ShardedResult> ShardedRuntime::run(const Program& program, const Sha
     };
     try {
       each(&detail::RankRun::start);
-      if (cached->totals) {
+      if (cached->exchange_first) {
         WorldGroup group(communicator(0));
         each(&detail::RankRun::gather_totals);
       }

@@ -47,6 +47,15 @@
 //     into the shard's first run is the fold, in rank order, of the last runs of the ranks
 //     before that it continues (through one-run shards), folded into that run's elements
 //     only. The result is sharded like the inputs.
+//   a reduction read inside an expression (a scalar epilogue such as log-sum-exp, a map or
+//     scan of its value, another reduction's values): stages (multi/stages.hpp), each a
+//     sharded run whose combined values are parameters of the next; scalar epilogues are
+//     computed on the host from the combined bits (the same on every rank).
+//   shift(x, k, fill) of element-wise expressions of inputs: each rank's |k| end elements
+//     all-gathered before the main pass into a halo table per rank (multi/halo.hpp).
+//   gather(table, idx): the table (an input) bound to a host array, uploaded to every rank,
+//     or to a sharded array of any layout, all-gathered; a checked gather is checked by a
+//     pass of its own first (the first bad global position).
 // Counting sort is not sharded (GraphError): README "Multi-GPU" says what it would take.
 //
 // Two ways to start: one process driving all GPUs of a host (ShardedRuntime::nccl_all) and
@@ -135,7 +144,7 @@ class ShardedArray {
 
 // What a program's inputs are bound to in a sharded run: a ShardedArray (inputs), a host
 // scalar (parameters, the same on every rank), or a host array every rank reads whole
-// (the global offsets of a segmented op).
+// (the global offsets of a segmented op, a gather's table).
 class ShardedBinding {
  public:
   ShardedBinding(HostArray replicated)  // NOLINT: implicit by design
