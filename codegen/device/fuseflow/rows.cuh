@@ -74,6 +74,70 @@ __device__ __forceinline__ void store(T* __restrict__ row, const T (&y)[kItems],
     if (first + k < count) row[first + k] = y[k];
 }
 
+// Where a thread's items lie in the row: kStripe 0, blocked (thread t holds the kItems
+// consecutive elements [t * kItems, t * kItems + kItems): a thread's fold then the block's
+// reduction in thread order combine the row in element order); kStripe > 0, striped
+// (vectors of kStripe elements kThreads apart: the thread's vector v is the row's vector
+// v * kThreads + t, so every load and store of a warp is 32 consecutive 16-byte vectors,
+// where the blocked layout's lanes are kItems elements apart and each 16-byte access fills
+// half a sector, the other half coming back from L1 or L2 on the next one). Striped rows
+// combine out of element order: only for commutative monoids.
+// The row element of the thread's item k.
+template <int kThreads, int kItems, int kStripe>
+__device__ __forceinline__ int position(const int k) {
+  if constexpr (kStripe == 0) return (int)threadIdx.x * kItems + k;
+  else return ((k / kStripe) * kThreads + (int)threadIdx.x) * kStripe + k % kStripe;
+}
+
+// The thread's items of a row of `count` elements at `row` in the layout kStripe (load
+// above when blocked): 16-byte vectors where whole and aligned, elements otherwise, T{}
+// past the row's end.
+template <int kThreads, int kStripe, int kItems, typename T>
+__device__ __forceinline__ void load_items(T (&x)[kItems], const T* __restrict__ row, int count) {
+  if constexpr (kStripe == 0) {
+    load(x, row, count);
+  } else {
+    static_assert(kItems % kStripe == 0 && kStripe == VecWidth<T>::value, "whole 16-byte vectors");
+    const bool aligned = ff::misalignment<kStripe>(row) == 0;
+#pragma unroll
+    for (int v = 0; v < kItems / kStripe; ++v) {
+      const int p = (v * kThreads + (int)threadIdx.x) * kStripe;
+      if (aligned && p + kStripe <= count) {
+        const ff::Vec<T, kStripe> a = ff::load_vec<kStripe>(row + p);
+#pragma unroll
+        for (int k = 0; k < kStripe; ++k) x[v * kStripe + k] = a.v[k];
+      } else {
+#pragma unroll
+        for (int k = 0; k < kStripe; ++k) x[v * kStripe + k] = p + k < count ? row[p + k] : T{};
+      }
+    }
+  }
+}
+
+// Stores the thread's items inside the row in the layout kStripe (store above when blocked).
+template <int kThreads, int kStripe, int kItems, typename T>
+__device__ __forceinline__ void store_items(T* __restrict__ row, const T (&y)[kItems], int count) {
+  if constexpr (kStripe == 0) {
+    store(row, y, count);
+  } else {
+    const bool aligned = ff::misalignment<kStripe>(row) == 0;
+#pragma unroll
+    for (int v = 0; v < kItems / kStripe; ++v) {
+      const int p = (v * kThreads + (int)threadIdx.x) * kStripe;
+      if (aligned && p + kStripe <= count) {
+        ff::Vec<T, kStripe> a;
+#pragma unroll
+        for (int k = 0; k < kStripe; ++k) a.v[k] = y[v * kStripe + k];
+        *reinterpret_cast<ff::Vec<T, kStripe>*>(row + p) = a;
+      } else {
+#pragma unroll
+        for (int k = 0; k < kStripe; ++k)
+          if (p + k < count) row[p + k] = y[v * kStripe + k];
+      }
+    }
+  }
+}
+
 // e^d for f32 (the rows kernel's exp(a - row result), d <= 0 in softmax): 2^(d log2 e) by
 // the SFU (ex2.approx.ftz), one multiply and one MUFU.EX2 where expf takes about ten
 // instructions. Relative error about |d| 2^-24 + 2 ulps (under 4e-6 for |d| <= 60;
