@@ -189,10 +189,7 @@ KernelSpec emit_map_stencil(const KernelContext& g, int vec) {
   k.name = name;
   k.strategy = Strategy::Automatic;
   k.block = kBlock;
-  // One wave: with a register budget (min_blocks resident per SM), a grid of the SM's
-  // thread limit would run in two waves of grid-strided blocks, the second starting as the
-  // first drains.
-  k.max_grid = t.sm_count * (min_blocks > 0 ? min_blocks : blocks_per_sm);
+  k.max_grid = t.sm_count * blocks_per_sm;
   k.items_per_block_step = kBlock * vec * unroll;
   k.tuning = {{"block", kBlock}, {"vec", vec}, {"unroll", unroll}, {"min_blocks", min_blocks}};
   k.args = args;
