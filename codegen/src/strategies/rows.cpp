@@ -61,34 +61,11 @@ KernelSpec emit_rows(const KernelContext& g) {
     return elementwise_leaf(g, names, l, "a per-row kernel");
   };
 
-  // Striped items (coalesced 16-byte vectors, <fuseflow/rows.cuh>) when every reduction is
-  // commutative (the fold is out of element order) and every input and output is a scalar
-  // of one size whose 16-byte vectors divide the thread's items; else blocked. Measured on
-  // an H200 (softmax, rows of 1024): the blocked layout's 16-byte accesses 32 bytes apart
-  // fetched twice the sectors (the profile's excessive sectors, 50%; L1 hit rate 39%).
-  int stripe = 0;
-  {
-    std::size_t size = 0;
-    bool one_size = true;
-    std::vector<Type> all;
-    for (const Expr& in : g.leaves.inputs) all.push_back(in.type());
-    for (const Expr& o : g.outputs) all.push_back(o.type());
-    for (const Type& ty : all) {
-      if (!ty.is_scalar() || (size != 0 && ty.size() != size)) one_size = false;
-      size = ty.size();
-    }
-    const bool commutative =
-        std::all_of(ops.begin(), ops.end(), [](const auto& op) { return op->monoid.is_commutative(); });
-    if (one_size && commutative && size >= 1 && 16 % size == 0 && t.items % static_cast<int>(16 / size) == 0)
-      stripe = static_cast<int>(16 / size);
-  }
   SourceWriter w;
   emit_constants(w, {"constexpr long long kColumns = " + std::to_string(columns) + ";  // elements per row (ff::rows)",
                      "constexpr int kBlock = " + std::to_string(t.block) + ";  // threads per row",
-                     "constexpr int kItems = " + std::to_string(t.items) + ";  // elements of the row per thread, in registers",
-                     "constexpr int kStripe = " + std::to_string(stripe) +
-                         (stripe ? ";  // striped: the thread's vectors of kStripe elements kBlock apart (coalesced)"
-                                 : ";  // blocked: the thread's kItems consecutive elements (element order)")});
+                     "constexpr int kItems = " + std::to_string(t.items) +
+                         ";  // consecutive elements of the row per thread, in registers"});
   const RowsPolicy& rp = g.policies().rows;
   const int budget = columns > rp.long_row && t.items == rp.long_items ? rp.long_registers : rp.registers;
   const int min_blocks = 65536 / (std::max(1, budget) * t.block);  // by the register budget
@@ -102,12 +79,12 @@ KernelSpec emit_rows(const KernelContext& g) {
   w.line("const auto count_of = [&](long long r) {  // elements of row r: the last may be shorter");
   w.line("  return (int)(n - r * kColumns < kColumns ? n - r * kColumns : kColumns);");
   w.line("};");
-  w.line("const auto position = [](const int k) { return ff::rows::position<kBlock, kItems, kStripe>(k); };  // item k's element");
+  w.line("const int first = threadIdx.x * kItems;");
   // The block's next row is loaded while this one is reduced (x_ holds this row, nx_ the
   // next): twice the bytes in flight per block. No other block writes it (in place too).
   for (std::size_t j = 0; j < names.size(); ++j) {
     w.line(types.name(g.leaves.inputs[j].type()) + " x_" + names[j] + "[kItems], nx_" + names[j] + "[kItems];");
-    w.line("if (blockIdx.x < rows) ff::rows::load_items<kBlock, kStripe>(x_" + names[j] + ", in_" + names[j] +
+    w.line("if (blockIdx.x < rows) ff::rows::load(x_" + names[j] + ", in_" + names[j] +
            " + blockIdx.x * kColumns, count_of(blockIdx.x));");
   }
   w.line("unsigned parity = 0u;  // rows done by the block: all_reduce's scratch alternates halves");
@@ -116,8 +93,7 @@ KernelSpec emit_rows(const KernelContext& g) {
   w.line("const int count = count_of(row);");
   w.line("const long long next = row + gridDim.x;");
   w.open("if (next < rows)");
-  for (const auto& nm : names)
-    w.line("ff::rows::load_items<kBlock, kStripe>(nx_" + nm + ", in_" + nm + " + next * kColumns, count_of(next));");
+  for (const auto& nm : names) w.line("ff::rows::load(nx_" + nm + ", in_" + nm + " + next * kColumns, count_of(next));");
   w.close();
   // The row's reductions, outputs and stores, compiled twice: for a full row (every row
   // but a short last one) the element checks compare with a constant, none at all when
@@ -179,8 +155,8 @@ KernelSpec emit_rows(const KernelContext& g) {
     w.line(acc + " acc" + k + " = identity" + k + ";");
     w.line("#pragma unroll");
     w.open("for (int k = 0; k < kItems; ++k)");
-    w.open("if (kWhole || position(k) < count_in)");
-    if (reads_index({ops[r]->values})) w.line("const long long i = begin + position(k);");
+    w.open("if (kWhole || first + k < count_in)");
+    if (reads_index({ops[r]->values})) w.line("const long long i = begin + first + k;");
     ExprEmitter e(w, types, leaf, "v" + k + "_");
     bind_kept(e);
     bind_exps(e, {ops[r]->values});
@@ -209,8 +185,8 @@ KernelSpec emit_rows(const KernelContext& g) {
     w.line(types.name(g.outputs[j].type()) + " y" + std::to_string(g.output_ids[j]) + "[kItems];");
   w.line("#pragma unroll");
   w.open("for (int k = 0; k < kItems; ++k)");
-  w.open("if (kWhole || position(k) < count_in)");
-  if (reads_index(g.outputs)) w.line("const long long i = begin + position(k);");
+  w.open("if (kWhole || first + k < count_in)");
+  if (reads_index(g.outputs)) w.line("const long long i = begin + first + k;");
   ExprEmitter e(w, types, leaf, "o");
   bind_kept(e);
   bind_exps(e, g.outputs);
@@ -220,7 +196,7 @@ KernelSpec emit_rows(const KernelContext& g) {
   w.close();
   w.close();
   for (int id : g.output_ids)
-    w.line("ff::rows::store_items<kBlock, kStripe>(out" + std::to_string(id) + " + begin, y" + std::to_string(id) +
+    w.line("ff::rows::store(out" + std::to_string(id) + " + begin, y" + std::to_string(id) +
            ", count_in);");
   w.close("};");
   w.line("if (count == kColumns) row_program(ff::rows::Full<true>{});");
@@ -241,7 +217,7 @@ KernelSpec emit_rows(const KernelContext& g) {
   k.max_grid = target.sm_count * std::max(1, target.max_threads_per_sm / t.block);
   k.items_per_block_step = static_cast<int>(columns);
   k.in_place = true;  // a block loads its row before the barriers of its reductions, then stores it
-  k.tuning = {{"block", t.block}, {"items", t.items}, {"columns", columns}, {"min_blocks", min_blocks}, {"stripe", stripe}};
+  k.tuning = {{"block", t.block}, {"items", t.items}, {"columns", columns}, {"min_blocks", min_blocks}};
   k.args = args;
   k.summary = "per-row program: a block per row of " + std::to_string(columns) + " elements (" + std::to_string(t.block) +
               " threads x " + std::to_string(t.items) + " in registers), " + std::to_string(ops.size()) +
