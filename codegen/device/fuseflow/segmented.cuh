@@ -125,30 +125,6 @@ __device__ __forceinline__ bool vectors_aligned(const In*... in) {
   return (0ull | ... | ff::misalignment<kVec>(in)) == 0;
 }
 
-// No L2 prefetch (reduce_by_offsets' `prefetch` where the values read no table).
-struct NoPrefetch {
-  __device__ __forceinline__ void operator()(long long, int) const {}
-};
-
-// The L2 prefetch of the elements [i, i + count) of each input (`in...`, read element by
-// element), the block's threads a 128-byte line each in turn: reduce_by_offsets issues it
-// for the tile after the next one when the values gather (SpMV's vals * gather(x, cols)),
-// so that the next tile's loads, index then table, start from L2 instead of DRAM (the
-// index's DRAM latency sat in front of every gather: the profile's long scoreboard).
-template <typename... In>
-__device__ __forceinline__ void prefetch_l2(const long long i, const int count, const In*... in) {
-#ifdef __CUDA_ARCH__
-  const auto one = [&](const auto* p) {
-    const unsigned long long begin = (unsigned long long)(p + i) & ~127ull, end = (unsigned long long)(p + i + count);
-    for (unsigned long long a = begin + 128ull * threadIdx.x; a < end; a += 128ull * blockDim.x)
-      asm volatile("prefetch.global.L2 [%0];" ::"l"(a));
-  };
-  (one(in), ...);
-#else
-  (void)i, (void)count, ((void)in, ...);
-#endif
-}
-
 // The whole reduction, called by every thread of every block of the grid.
 //   segments: m; value_at(i): the (mapped) value of element i; vector_at(i, v): the mapped
 //   values of elements i .. i + kVec - 1 into v (i a multiple of kVec; used only when
@@ -158,9 +134,7 @@ __device__ __forceinline__ void prefetch_l2(const long long i, const int count, 
 //   ticket: a zeroed counter, left zeroed; invalid: set to 1 when an offset is less than
 //   the one before it (the segments concerned get unspecified values); which:
 //   EverySegment, or DeferredSegments after reduce_short_segments (then a tile holding no
-//   segment it left is skipped, and only those segments are written); prefetch(i, count):
-//   NoPrefetch, or an L2 prefetch of the inputs' elements [i, i + count) (prefetch_l2),
-//   issued for the tile after the next one.
+//   segment it left is skipped, and only those segments are written).
 //
 // Per tile (kThreads x kItems items), software-pipelined: the next tile's values and
 // segment ends are loaded into registers while this one is reduced, so a block always has
@@ -185,12 +159,12 @@ __device__ __forceinline__ void prefetch_l2(const long long i, const int count, 
 // with its predecessor. Decreasing offsets either leave that so (and the loads find
 // them) or make some tile's range run backwards, which is flagged too.
 template <int kThreads, int kItems, int kVec, typename T, typename ValueAt, typename VectorAt, typename OffsetAt,
-          typename Combine, typename Which = EverySegment, typename Prefetch = NoPrefetch>
+          typename Combine, typename Which = EverySegment>
 __device__ __forceinline__ void reduce_by_offsets(const long long segments, ValueAt value_at, VectorAt vector_at,
                                                   const bool vectors_aligned, OffsetAt offset_at, Combine combine,
                                                   const T identity, T* out, long long* carry_segment, T* carry_value,
                                                   T* head_value, unsigned* ticket, unsigned* invalid,
-                                                  const Which which = Which{}, const Prefetch prefetch = Prefetch{}) {
+                                                  const Which which = Which{}) {
   // After the short-segment pass: nothing to do when it left no segment (the whole grid
   // returns, so no ticket is drawn and the flag stays zero).
   if (!which.any()) return;
@@ -309,15 +283,8 @@ __device__ __forceinline__ void reduce_by_offsets(const long long segments, Valu
             which.any_in(tile_segment[threadIdx.x], min(tile_segment[threadIdx.x + 1], segments - 1));
       __syncthreads();
     }
-    // The tile after `t` whose loads are issued next: its inputs' lines into L2 (NoPrefetch: nothing).
-    const auto prefetch_tile = [&](const int t) {
-      if (t >= batch_tiles) return;
-      const TileSpan s = span_of(batch, t);
-      if (s.valid && s.needed && s.elements > 0) prefetch(first + s.j0, s.elements);
-    };
     TileSpan next = span_of(batch, 0);
     if (batch_tiles > 0) load(next);
-    prefetch_tile(1);
     for (int t = 0; t < batch_tiles; ++t) {
       const TileSpan cur = next;
       // This thread's elements: kItems consecutive ones (blocked), p0 .. p0 + kItems - 1.
@@ -353,7 +320,6 @@ __device__ __forceinline__ void reduce_by_offsets(const long long segments, Valu
       if (t + 1 < batch_tiles) {
         next = span_of(batch, t + 1);
         load(next);
-        prefetch_tile(t + 2);
       }
       if (!cur.valid) {
         if (threadIdx.x == 0) *invalid = 1u;

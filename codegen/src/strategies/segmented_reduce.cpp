@@ -120,7 +120,6 @@ KernelSpec emit_merge_path(const KernelContext& g, bool after_short) {
   const std::string name = "ff_segmented_reduce_" + short_type_name(acc) + "_" + sanitize(op.monoid.name());
   ReduceKernelWriter k(g, name, ReduceKernelWriter::Partials::None);
   const bool gathers = !g.leaves.tables.empty() && !policy.tile;  // a smaller tile, more blocks
-  const bool prefetches = !g.leaves.tables.empty();  // the tile after the next one into L2
   SegmentedTuning tuning = segmented_tuning(acc, policy);
   if (gathers) tuning.items = std::min(tuning.items, policy.gather_items);
   // Tiles holding no segment end load vectors (1: they are staged like the others).
@@ -174,20 +173,8 @@ KernelSpec emit_merge_path(const KernelContext& g, bool after_short) {
   }
   w.line("ff::segmented::reduce_by_offsets<kBlock, kItems, kVec>(offsets_count - 1, value_at, vector_at, vectors_aligned, offset_at,");
   w.line("                                                       combine, identity, out, carry_segment, carry_value, head_value,");
-  // With a gather, the tile after the next one is prefetched into L2 (its index loads then
-  // start from L2, not DRAM, in front of the gathers that need them).
-  const std::string which = after_short ? "ff::segmented::DeferredSegments{deferred, any_deferred, every}"
-                                        : "ff::segmented::EverySegment{}";
-  if (prefetches) {
-    w.line("                                                       ticket, offsets_invalid, " + which + ",");
-    w.line("                                                       [&](const long long i, const int count) {");
-    w.line("                                                         ff::segmented::prefetch_l2(i, count" +
-           k.input_pointers() + ");");
-    w.line("                                                       });");
-  } else {
-    w.line(std::string("                                                       ticket, offsets_invalid") +
-           (after_short ? ", " + which + ");" : ");"));
-  }
+  w.line(std::string("                                                       ticket, offsets_invalid") +
+         (after_short ? ", ff::segmented::DeferredSegments{deferred, any_deferred, every});" : ");"));
   w.close();
 
   KernelSpec out;
@@ -202,9 +189,7 @@ KernelSpec emit_merge_path(const KernelContext& g, bool after_short) {
                 " items (elements + segment ends), " + std::to_string(smem) + " bytes of shared memory, " +
                 (vector_tiles ? std::to_string(vec) + "-element vector loads in tiles with no segment end"
                               : std::string("every tile staged")) +
-                ", the next tile prefetched into registers" +
-                (prefetches ? std::string(" (and the one after it into L2: the values gather)") : std::string()) +
-                ", grid <= " +
+                ", the next tile prefetched into registers, grid <= " +
                 std::to_string(max_grid) + " (" + std::to_string(blocks_per_sm) + " x " + std::to_string(t.sm_count) +
                 " SMs), each block a contiguous range of tiles" +
                 (after_short ? "; only the segments the short pass left, tiles without one skipped" : "");
