@@ -81,8 +81,8 @@ NodeRef Generator::neighbour() {
   return k == 0 ? x : make_shift(x, k, fill);
 }
 
-// A computed array to gather from or shift (issue 25): x + x, a map of the input (a
-// gather fuses it, a shift computes it into an intermediate first).
+// A computed array to gather from or shift (issue 25): x + x, a map of the input (gathers
+// and shifts, backwards and forwards, fuse it: the map applied to what they read).
 NodeRef Generator::computed(const NodeRef& x) { return make_binary(BinaryOp::Add, x, x); }
 
 // ---- expressions --------------------------------------------------------------------

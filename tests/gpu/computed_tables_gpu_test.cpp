@@ -1,6 +1,6 @@
 // GPU execution tests for gather and shift of computed arrays (issue 25;
 // codegen/src/passes/computed_tables.cpp): a gather of a map of inputs and a map shifted
-// backwards fused into their consumer, a map shifted forwards, a scan's and a sort's result gathered and shifted (computed into an
+// backwards or forwards fused into their consumer, a scan's and a sort's result gathered and shifted (computed into an
 // intermediate by stage 1). Fresh random inputs, outputs poisoned (the shared Runtime's
 // RuntimeOptions::poison), each result compared with the CPU reference: integers exactly,
 // floats by relative error (expf on the device may differ from the host's in the last bit).
@@ -104,7 +104,7 @@ TEST_CASE("a shifted map, and a scan's result gathered and shifted (staged)") {
     const std::string at = "n = " + std::to_string(n);
     const ff::Expr y = x * 2.0f + 1.0f;
     check<float>(x - ff::shift(y, -1, 0.0f), {{x, xd}}, host, 0, "map shifted backwards (fused), " + at);
-    check<float>(x - ff::shift(y, 1, 0.0f), {{x, xd}}, host, 0, "map shifted forwards (staged), " + at);
+    check<float>(x - ff::shift(y, 1, 0.0f), {{x, xd}}, host, 0, "map shifted forwards (fused), " + at);
     check<float>(ff::shift(y * ff::cast<float>(ff::index()), -3, 2.0f), {{x, xd}}, host, 0, "index() in a shifted map, " + at);
     check<float>(ff::reduce(ff::shift(x * x, -1, 0.5f), ff::max), {{x, xd}}, host, 0, "reduction of a shifted map, " + at);
     check<float>(ff::shift(x * x, 3, -1.0f) + ff::shift(x * x, -2, 5.0f), {{x, xd}}, host, 0, "stencil of a map, " + at);
@@ -129,8 +129,37 @@ TEST_CASE("a map shifted backwards beside a filter's result is read at each surv
     const std::string at = "n = " + std::to_string(n);
     const ff::Expr kept = ff::filter(x, x > 0.0f);
     check<float>(kept + ff::shift(x * 2.0f, -2, 5.0f), {{x, xd}}, host, 0, "survivors plus a shifted map, " + at);
+    check<float>(kept - ff::shift(x * 2.0f, 3, -5.0f), {{x, xd}}, host, 0, "survivors minus a map shifted forwards, " + at);
     check<float>(ff::reduce(kept * ff::shift(x + x, -1, 0.5f), ff::plus), {{x, xd}}, host, 1e-5,
                  "a reduction of survivors times a shifted map, " + at);
+TEST_CASE("a map shifted forwards (fused): n below k, n equal to k, k = 1, in a map, a reduction and a scan") {
+  auto x = ff::input<float>("x");
+  auto w = ff::input<int>("w");
+  auto t = ff::input<float>("t");
+  const auto sizes = ff::test::capped({1, 2, 3, 4, 5, 7, 33, 1025, 4099});
+  for (std::int64_t n : sizes) {
+    auto xh = ff::test::random_values<float>(n, -1, 1);
+    std::vector<int> wh(static_cast<std::size_t>(n));
+    std::uniform_int_distribution<int> d(0, 9);
+    for (auto& v : wh) v = d(rng());
+    auto th = ff::test::random_values<float>(10, -1, 1);
+    auto xd = runtime().upload(xh);
+    auto wd = runtime().upload(wh);
+    auto td = runtime().upload(th);
+    ff::HostBindings host;
+    host.bind(x, ff::HostArray::from(xh)).bind(w, ff::HostArray::from(wh)).bind(t, ff::HostArray::from(th));
+    for (int k : {1, 3, 4}) {  // sizes 1..5: n < k, n = k and n > k
+      const std::string at = "n = " + std::to_string(n) + ", k = " + std::to_string(k);
+      const ff::Expr y = x * ff::cast<float>(w) + ff::cast<float>(ff::index());
+      check<float>(ff::shift(y, k, -2.0f) - x, {{x, xd}, {w, wd}}, host, 0, "stencil map, " + at);
+      check<float>(ff::shift(x * x, k, 3.0f) + ff::shift(x * x, -k, 5.0f), {{x, xd}}, host, 0,
+                   "both directions, " + at);
+      check<float>(ff::reduce(ff::shift(y, k, 100.0f), ff::max), {{x, xd}, {w, wd}}, host, 0, "reduction, " + at);
+      check<float>(ff::scan(ff::shift(x * 2.0f, k, 1.0f), ff::max), {{x, xd}}, host, 0, "scan, " + at);
+      // A checked gather inside (the plain map, not the stencil): only positions inside are read.
+      check<float>(ff::shift(ff::gather(t, w) * x, k, 0.5f), {{x, xd}, {w, wd}, {t, td}}, host, 0,
+                   "gather inside, " + at);
+    }
   }
 }
 

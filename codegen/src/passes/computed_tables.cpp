@@ -9,9 +9,12 @@
 //           a checked gather checks each input's read, the first bad index the same);
 //           shift(f(x, ...), k, fill) with k < 0 (an element before): rewritten to
 //           select(index() >= -k, f(shift(x, k, 0), ...), fill), index() + k in f, so the
-//           stencil applies the map to the neighbours it loads;
-//   staged  anything else (a map shifted forwards, a scan's, a sort's or another op's result of n
-//           elements, a map of one): the staging pass (stages.cpp) computes it in stage 1
+//           stencil applies the map to the neighbours it loads; with k > 0 (an element
+//           after) the test is index() + k < n, n spelled as the length of the first input
+//           f reads element by element (tab_<x>_n, a kernel argument wherever shift(x, k, 0)
+//           is read: the inputs of f have the program's n elements);
+//   staged  anything else (a scan's, a sort's or another op's result of n elements, a map
+//           of one): the staging pass (stages.cpp) computes it in stage 1
 //           into an intermediate of n elements, which stage 2 reads as the table.
 //
 // A broadcast over ff::rows beside other ops than the row reductions is staged the same way:
@@ -23,6 +26,7 @@
 #include <algorithm>
 
 #include "fuseflow/frontend/filter_lift.hpp"
+#include "../expr_emitter.hpp"
 #include "passes.hpp"
 
 namespace fuseflow::codegen {
@@ -70,25 +74,27 @@ Expr at(const Expr& e, const Expr& idx, bool checked, std::map<const ExprNode*, 
 }
 
 // The map `e` at the element k after (k < 0: before) each: its inputs shifted by k (their
-// fill unused), index() + k. Nothing when an input is not of a scalar type.
-Expr shifted(const Expr& e, int k, std::map<const ExprNode*, Expr>& memo) {
+// fill unused), index() + k. Nothing when an input is not of a scalar type. `first` is set
+// to the first input shifted (read element by element: not a gather's table).
+Expr shifted(const Expr& e, int k, std::map<const ExprNode*, Expr>& memo, Expr& first) {
   if (auto it = memo.find(e.get()); it != memo.end()) return it->second;
   Expr r = e;
   switch (e.kind()) {
     case ExprKind::Input:
       if (!e.type().is_scalar()) return Expr();
       r = Expr::shift(e, k, Expr::constant(Value(0LL).cast(e.type().scalar())));
+      if (!first.valid()) first = e;
       break;
     case ExprKind::Index: r = Expr::binary(BinaryOp::Add, e, Expr(static_cast<long long>(k))); break;
     case ExprKind::Gather:
-      r = shifted(e.args()[1], k, memo);
+      r = shifted(e.args()[1], k, memo, first);
       if (r.valid()) r = Expr::gather(e.args()[0], r, e.node().index == 0);
       break;
     default:
       if (element_wise(e.kind())) {
         std::vector<Expr> args;
         for (const Expr& a : e.args()) {
-          args.push_back(shifted(a, k, memo));
+          args.push_back(shifted(a, k, memo, first));
           if (!args.back().valid()) return Expr();
         }
         r = e.with_args(std::move(args));
@@ -97,16 +103,22 @@ Expr shifted(const Expr& e, int k, std::map<const ExprNode*, Expr>& memo) {
   return memo.emplace(e.get(), r).first->second;
 }
 
-// shift(f, k, fill) for a map f of inputs and k < 0 (i + k >= 0 is i >= -k; the test for
-// k > 0, i + k < n, has no expression of n, so such shifts are staged).
+// shift(f, k, fill) for a map f of inputs: k < 0, i + k >= 0 is i >= -k; k > 0, i + k < n,
+// n the length of f's first input read element by element (x: tab_x_n, which every kernel
+// reading shift(x, k, 0) has, as the shift's own test reads it). k = 0 is f itself
+// (Expr::shift keeps it as a shift; nothing to fuse).
 Expr fused_shift(const Expr& s) {
   bool reads = false;
   const int k = s.node().index;
-  if (k >= 0 || !map_of_inputs(s.args()[0], reads) || !reads) return Expr();
+  if (k == 0 || !map_of_inputs(s.args()[0], reads) || !reads) return Expr();
   std::map<const ExprNode*, Expr> memo;
-  const Expr at = shifted(s.args()[0], k, memo);
-  if (!at.valid()) return Expr();
-  const Expr inside = Expr::binary(BinaryOp::Ge, Expr::index(), Expr(static_cast<long long>(-k)));
+  Expr first;
+  const Expr at = shifted(s.args()[0], k, memo, first);
+  if (!at.valid() || (k > 0 && !first.valid())) return Expr();
+  const Expr inside =
+      k < 0 ? Expr::binary(BinaryOp::Ge, Expr::index(), Expr(static_cast<long long>(-k)))
+            : Expr::raw_cuda("$0 < " + table_name(first) + "_n", Type(ScalarType::Bool),
+                             {Expr::binary(BinaryOp::Add, Expr::index(), Expr(static_cast<long long>(k)))});
   return Expr::select(inside, at, s.args()[1]);
 }
 
@@ -116,7 +128,7 @@ void map_inputs(const Expr& e, std::set<const ExprNode*>& out) {
   for (std::size_t i = e.kind() == ExprKind::Gather ? 1 : 0; i < e.args().size(); ++i) map_inputs(e.args()[i], out);
 }
 
-// Rewrites every gather of a map of inputs, and shift of one backwards (fused above), in
+// Rewrites every gather of a map of inputs, and shift of one (fused above), in
 // expressions and ops alike.
 class Fuser {
  public:
@@ -283,7 +295,7 @@ Plan plan_fused_tables(const Program& original, const FusedTables& tables, const
   std::string text;
   for (const char ch : to_string(fused)) text += ch == '\n' ? std::string("; ") : std::string(1, ch);
   if (text.size() >= 2) text.resize(text.size() - 2);
-  p.notes.push_back("computed tables: a gather (or a shift backwards) of a map of inputs reads the inputs and applies "
+  p.notes.push_back("computed tables: a gather (or a shift) of a map of inputs reads the inputs and applies "
                     "the map to what it reads, planned as: " + text);
   return p;
 }
