@@ -1,5 +1,5 @@
 // Histogram: 256 bins of i32 values in [0, 256), beside CUB's DeviceHistogram; weighted
-// histograms of 256 and 2^20 bins beside torch.bincount(k, weights=w) (histogram_anchors.py).
+// histograms of 256, 4096 and 2^20 bins beside torch.bincount(k, weights=w) (histogram_anchors.py).
 #include <cuda_runtime.h>
 
 #include <cub/cub.cuh>
@@ -84,11 +84,12 @@ void bench_histogram(const Context& c, std::size_t n) {
   add_row(r);
 }
 
-// --- weighted histograms (issue 25): 2^26 f32 weights, 256 and 2^20 bins ----------------
+// --- weighted histograms (issue 25): 2^26 f32 weights, 256, 4096 and 2^20 bins ---------
 // fuseflow: histogram(cast<i32>((u + 0.5) * bins / 1.5), w, bins) over u, w uniform in
 // (-0.5, 1] (the harness's fill: bins uniform in [0, bins], bin `bins` dropped): 256 bins
-// keep per-warp sums in shared memory; 2^20 take a row per block in scratch and the column
-// sums (histogram_rows.cpp). Both deterministic (no float atomics). Beside a copy of u (8
+// keep a column of sums per thread in shared memory; 4096 per-warp sums (__match_any_sync);
+// 2^20 one stable pass by bucket (bin >> 12) and a bucket's sums per warp in shared memory
+// (histogram_bucketed.cpp). Both deterministic (no float atomics). Beside a copy of u (8
 // bytes per element moved, as the histogram reads) and torch.bincount(k, weights=w,
 // minlength=bins) over its own int32 bins and f32 weights (histogram_anchors.py, same run;
 // float atomics, not deterministic). Checked bin by bin against a double histogram on the
@@ -105,7 +106,7 @@ void bench_weighted_histogram(const Context& base, const Options& opt) {
   CK(cudaStreamSynchronize(c.stream));
   std::map<std::int64_t, double> ff_us, copy_us;
   std::map<std::int64_t, std::string> checks;
-  for (const std::int64_t bins : {std::int64_t{256}, std::int64_t{1} << 20}) {
+  for (const std::int64_t bins : {std::int64_t{256}, std::int64_t{4096}, std::int64_t{1} << 20}) {
     auto us = ff::input<float>("u");
     auto ws = ff::input<float>("w");
     const float scale = static_cast<float>(bins) / 1.5f;

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The weighted histograms' anchors (issue 25): torch.bincount(k, weights=w, minlength=bins)
-over 2^26 int32 bins uniform in [0, bins) and f32 weights, for 256 and 2^20 bins. Device time
+over 2^26 int32 bins uniform in [0, bins) and f32 weights, for 256, 4096 and 2^20 bins. Device time
 per call: CUDA events around --reps back-to-back calls after a warm-up, median of 5 such
 batches. fuseflow-bench (histogram.cu) runs this and reads its lines:
 
@@ -29,7 +29,7 @@ def main():
         return 0
     u = torch.rand(N, device="cuda")
     w = torch.rand(N, device="cuda")
-    for bins in (256, 1 << 20):
+    for bins in (256, 4096, 1 << 20):
         k = (u * bins).to(torch.int32)
         us = timed("torch", lambda: torch.bincount(k, weights=w, minlength=bins), args.reps)
         print(f"row torch weighted_hist{bins} {us:.2f}", flush=True)

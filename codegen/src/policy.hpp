@@ -116,6 +116,14 @@ struct HistogramPolicy {
   int lane_block = 256;                     // threads per block at most
   int lane_min_block = 128;                 // fewer threads' columns fit: per-warp sums instead
   int lane_unroll = 4;                      // vector loads per input per batch (two batches in flight)
+  // Weighted histograms of many bins by coarse buckets (histogram_bucketed.cpp): one stable
+  // Onesweep pass by bin >> bucket_bits (at most 256 buckets), then per-warp sums of a
+  // bucket's bins in shared memory over slices of the bucket's pairs.
+  int bucket_warps = 8;                     // warps (private copies of a bucket's sums) per block at most
+  int bucket_min_warps = 4;                 // fewer copies fit: the sorted path (histogram_sorted.cpp) instead
+  int bucket_unroll = 4;                    // steps of 32 pairs a warp loads before adding them
+  int bucket_slice_bins = 16;               // a slice is this many times a bucket's bins of pairs ...
+  int bucket_slice_min = 16384;             // ... and at least this many
 };
 
 // Counting sort (counting_sort.cpp): the tile the three kernels share, the count scan.

@@ -20,7 +20,12 @@ void radix_sort_launches(const Plan& plan, const StepSpec& step, std::int64_t n,
 void segmented_reduce_launches(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuilder& b);
 void broadcast_launches(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuilder& b);  // broadcast_launches.cpp
 void histogram_sorted_launches(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuilder& b);  // histogram_sorted.cpp
-int histogram_sorted_piece();  // sorted elements per piece of the run kernel (histogram_sorted.cpp)
+int histogram_sorted_piece();
+// The bucketed weighted histogram shares the HistogramSorted step (histogram_bucketed.cpp): is it this step's plan.
+bool is_histogram_bucketed(const Plan& plan, const StepSpec& step);
+// Its slice and bin kernels' scratch (scratch.cpp); false for another kernel's.
+bool histogram_bucketed_scratch(const KernelSpec& k, const Arg& a, std::vector<ScratchBuffer>& out);
+void histogram_bucketed_launches(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuilder& b);  // sorted elements per piece of the run kernel (histogram_sorted.cpp)
 
 // Allocates Scratch argument `j` of `k` (its ScratchBuffer, KernelSpec::scratch[j]) for a
 // launch of `extents`, and returns its offset.

@@ -117,6 +117,7 @@ std::vector<ScratchBuffer> describe(const StepSpec& step, const KernelSpec& k, i
         break;
       case StepSpec::Kind::HistogramSorted:  // the sort's, then the run and bin kernels' (histogram_sorted.cpp)
         if (onesweep_scratch(k, a, out)) break;
+        if (histogram_bucketed_scratch(k, a, out)) break;  // histogram_bucketed.cpp's slice and bin kernels
         if (a.name == "runs") {
           ScratchBuffer r = buffer(a, "each bin's run [start, end) of the sorted pairs, shared by the run and bin kernels",
                                    2 * size * static_cast<std::size_t>(step.bins), Per::Fixed);

@@ -239,16 +239,18 @@ TEST_CASE("a weighted histogram of many bins: a radix sort of (bin, weight) by b
   const ff::codegen::Plan few = ff::codegen::plan(ff::Program(ff::histogram(k & 1023, x, 1000)), sm90());
   REQUIRE(few.kernels.size() == 1);
   CHECK(few.kernels[0].registered == "histogram");
-  // 20000 bins of f32 (80000 bytes per warp) do not: bins need 15 bits, so the sort's
-  // histogram and two Onesweep passes (bits 0..8, 8..15), then the run and bin kernels.
-  const std::int64_t bins = 20000;
-  const ff::codegen::Plan many = ff::codegen::plan(ff::Program(ff::histogram(k % 20000, x, bins)), sm90());
-  REQUIRE(many.kernels.size() == 5);
-  CHECK(many.kernels[0].name == "ff_histogram_sort_histograms_u32_bits0_15");
+  // 2^22 bins of f32 do not, nor do 4 warps' copies of a bucket of 2^14 (histogram_bucketed.cpp):
+  // bins need 22 bits, so the sort's histogram and three Onesweep passes (bits 0..8, 8..16,
+  // 16..22), then the run and bin kernels.
+  const std::int64_t bins = std::int64_t{1} << 22;
+  const ff::codegen::Plan many = ff::codegen::plan(ff::Program(ff::histogram(k % (1 << 22), x, bins)), sm90());
+  REQUIRE(many.kernels.size() == 6);
+  CHECK(many.kernels[0].name == "ff_histogram_sort_histograms_u32_bits0_22");
   CHECK(many.kernels[1].name == "ff_histogram_sort_onesweep_u32_f32_bits0_8");
-  CHECK(many.kernels[2].name == "ff_histogram_sort_onesweep_u32_f32_bits8_15");
-  CHECK(many.kernels[3].name == "ff_histogram_sorted_runs_f32");
-  CHECK(many.kernels[4].name == "ff_histogram_sorted_bins_f32");
+  CHECK(many.kernels[2].name == "ff_histogram_sort_onesweep_u32_f32_bits8_16");
+  CHECK(many.kernels[3].name == "ff_histogram_sort_onesweep_u32_f32_bits16_22");
+  CHECK(many.kernels[4].name == "ff_histogram_sorted_runs_f32");
+  CHECK(many.kernels[5].name == "ff_histogram_sorted_bins_f32");
   for (const auto& kernel : many.kernels) {
     CHECK(kernel.registered == "histogram weighted sorted");
     CHECK(kernel.source.find("atomicAdd") == std::string::npos);  // no atomics on the sums
@@ -256,27 +258,27 @@ TEST_CASE("a weighted histogram of many bins: a radix sort of (bin, weight) by b
   CHECK(many.kernels[0].chosen.find("first histogram strategy that applies") != std::string::npos);
   REQUIRE(many.steps.size() == 1);
   CHECK(many.steps[0].kind == ff::codegen::StepSpec::Kind::HistogramSorted);
-  CHECK(many.steps[0].kernels == 5);
+  CHECK(many.steps[0].kernels == 6);
   // A dropped bin sorts as the last bin with weight 0, in the sort's key and value.
-  CHECK(many.kernels[0].source.find("? v3 : 19999u") != std::string::npos);
+  CHECK(many.kernels[0].source.find("? v3 : 4194303u") != std::string::npos);
   // The run table: 16 bytes a bin, zeroed (an empty bin is [0, 0)); a sum per piece.
-  const ScratchBuffer& runs = scratch_named(many.kernels[3], "runs");
+  const ScratchBuffer& runs = scratch_named(many.kernels[4], "runs");
   CHECK(runs.per == ScratchBuffer::Per::Fixed);
   CHECK(runs.bytes == static_cast<std::size_t>(bins) * 16);
   CHECK(runs.zeroed);
-  const ScratchBuffer& pieces = scratch_named(many.kernels[4], "piece_sums");
+  const ScratchBuffer& pieces = scratch_named(many.kernels[5], "piece_sums");
   CHECK(pieces.per == ScratchBuffer::Per::Element);
   CHECK(pieces.divisor == 4096);
   for (const std::int64_t n : {std::int64_t{1}, std::int64_t{100000}, std::int64_t{1} << 26}) {
     INFO("n = " << n);
     const ff::codegen::Schedule s = many.schedule(n);
     // The histogram, each pass over one portion of tiles, the run and bin kernels.
-    REQUIRE(s.launches.size() == 5);
-    const ff::codegen::Launch& last_pass = s.launches[2];
-    const ff::codegen::Launch& run = s.launches[3];
-    const ff::codegen::Launch& bin = s.launches[4];
-    CHECK(run.kernel == 3);
-    CHECK(bin.kernel == 4);
+    REQUIRE(s.launches.size() == 6);
+    const ff::codegen::Launch& last_pass = s.launches[3];
+    const ff::codegen::Launch& run = s.launches[4];
+    const ff::codegen::Launch& bin = s.launches[5];
+    CHECK(run.kernel == 4);
+    CHECK(bin.kernel == 5);
     // The run kernel reads the sorted keys and weights the last pass wrote (its keys_out,
     // values_out: scratch 2 and 3); the bin kernel the same weights, run table and piece sums.
     CHECK(run.scratch.at(0) == last_pass.scratch.at(2));
@@ -305,4 +307,58 @@ TEST_CASE("a weighted histogram of many bins: a radix sort of (bin, weight) by b
       ff::codegen::plan(ff::Program(ff::histogram(k, d, (std::int64_t{1} << 25) + 1)), sm90());
   CHECK(huge.kernels.size() == 7);
   CHECK(huge.kernels[0].name == "ff_histogram_sort_histograms_u32_bits0_26");
+}
+
+TEST_CASE("a weighted histogram of 2^14 to 2^21 bins: one pass by bucket, then a bucket's sums per warp in shared memory") {
+  auto x = ff::input<float>("x");
+  auto k = ff::input<int>("k");
+  // 20000 bins of f32: 15 bits, buckets of 2^7 bins (bits 7..15, 256 buckets, one pass).
+  const ff::codegen::Plan p = ff::codegen::plan(ff::Program(ff::histogram(k % 20000, x, 20000)), sm90());
+  REQUIRE(p.kernels.size() == 4);
+  CHECK(p.kernels[0].name == "ff_histogram_bucket_histograms_u32_bits7_15");
+  CHECK(p.kernels[1].name == "ff_histogram_bucket_onesweep_u32_f32_bits7_15");
+  CHECK(p.kernels[2].name == "ff_histogram_bucketed_slices_f32");
+  CHECK(p.kernels[3].name == "ff_histogram_bucketed_bins_f32");
+  for (const auto& kernel : p.kernels) {
+    CHECK(kernel.registered == "histogram weighted bucketed");
+    CHECK(kernel.source.find("atomicAdd") == std::string::npos);  // no atomics on the sums
+  }
+  REQUIRE(p.steps.size() == 1);
+  CHECK(p.steps[0].kind == ff::codegen::StepSpec::Kind::HistogramSorted);
+  CHECK(p.kernels[2].block == 256);                      // 8 warps' copies of 128 sums
+  CHECK(p.kernels[2].shared_bytes == 8 * 128 * 4);
+  const ScratchBuffer& rows = scratch_named(p.kernels[2], "slice_rows");
+  CHECK(rows.per == ScratchBuffer::Per::Element);
+  CHECK(rows.divisor == 16384);
+  CHECK(scratch_named(p.kernels[2], "bucket_rows").bytes == 256 * 128 * 4);
+  for (const std::int64_t n : {std::int64_t{1}, std::int64_t{100000}, std::int64_t{1} << 26}) {
+    INFO("n = " << n);
+    const ff::codegen::Schedule s = p.schedule(n);
+    REQUIRE(s.launches.size() == 4);  // the histogram, the pass (one portion), slices, bins
+    const ff::codegen::Launch& pass = s.launches[1];
+    const ff::codegen::Launch& slices = s.launches[2];
+    const ff::codegen::Launch& bins = s.launches[3];
+    CHECK(slices.kernel == 2);
+    CHECK(bins.kernel == 3);
+    // The slice kernel reads the pairs the pass wrote and the histogram's counts (the pass's too).
+    CHECK(slices.scratch.at(0) == pass.scratch.at(0));
+    CHECK(slices.scratch.at(1) == pass.scratch.at(1));
+    CHECK(slices.scratch.at(2) == pass.scratch.at(2));
+    CHECK(bins.scratch.at(0) == slices.scratch.at(3));
+    CHECK(bins.scratch.at(1) == slices.scratch.at(4));
+    CHECK(bins.scratch.at(2) == slices.scratch.at(5));
+    CHECK(static_cast<std::int64_t>(bins.grid) * 256 >= 20000);
+    CHECK(slices.grid >= 1);
+  }
+  CHECK(p.schedule(0).launches.empty());
+  // 2^20 bins: buckets of 2^12 (bits 12..20); 2^21: 2^13, 6 warps of 32 KB; 2^22 and f64 2^21: the sort.
+  const ff::codegen::Plan m = ff::codegen::plan(ff::Program(ff::histogram(k & ((1 << 20) - 1), x, 1 << 20)), sm90());
+  REQUIRE(m.kernels.size() == 4);
+  CHECK(m.kernels[1].name == "ff_histogram_bucket_onesweep_u32_f32_bits12_20");
+  const ff::codegen::Plan m21 = ff::codegen::plan(ff::Program(ff::histogram(k & ((1 << 21) - 1), x, 1 << 21)), sm90());
+  REQUIRE(m21.kernels.size() == 4);
+  CHECK(m21.kernels[2].block == 6 * 32);
+  auto d = ff::input<double>("d");
+  const ff::codegen::Plan d21 = ff::codegen::plan(ff::Program(ff::histogram(k & ((1 << 21) - 1), d, 1 << 21)), sm90());
+  CHECK(d21.kernels.back().registered == "histogram weighted sorted");
 }

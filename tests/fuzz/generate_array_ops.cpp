@@ -80,7 +80,8 @@ OpDesc Generator::histogram_op() {
   op.keys = bin_expression(op.bins);
   op.count_type = rng_.chance(0.5) ? ScalarType::U32 : ScalarType::U64;
   // Weighted: integer weights, so that the sums compare exactly (they wrap alike). Up to
-  // 6000 bins the sums fit in shared memory; more are sorted by bin (histogram_sorted.cpp).
+  // 6000 bins the sums fit in shared memory; more (up to 2^17 here) are sorted by coarse
+  // bucket and a bucket's sums kept in shared memory (histogram_bucketed.cpp).
   if (op.bins <= 6000 ? rng_.chance(0.3) : rng_.chance(0.2)) {
     op.values = ensure_input(integer(depth()));
     if (st(op.values) == ScalarType::Bool) op.values = coerce(op.values, ScalarType::I32);

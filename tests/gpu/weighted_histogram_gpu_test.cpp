@@ -274,3 +274,77 @@ TEST_CASE("weighted histograms of 2^12 to 2^20 bins with skewed bins match the r
     }
   }
 }
+
+// Many bins by coarse buckets (histogram_bucketed.cpp: one stable pass by bin >> bits, then a
+// bucket's bins in shared memory, slice by slice) from 2^14 to 2^21 bins of f32 (2^20 of
+// f64); 2^12 bins take the per-warp kernel and 2^22 the sort by bin (histogram_sorted.cpp),
+// checked alike. Skewed inputs: every element in one bin (one slice after another of one
+// bucket), most in bin 0, bins 64 apart with long empty stretches, dropped bins among them;
+// f32, f64, i32 and i64 weights. Float sums twice, the same bits.
+TEST_CASE("weighted histograms of 2^12 to 2^22 bins by coarse buckets match the reference") {
+  auto x = ff::input<float>("x");
+  auto d = ff::input<double>("d");
+  auto k = ff::input<int>("k");
+  for (std::int64_t n : ff::test::capped({1, 4097, 70001, (1 << 20) + 7})) {
+    INFO("n = " << n);
+    const Inputs in(x, d, k, n, -1.0f, -1.0);
+    const ff::HostBindings& host = in.host;
+    const ff::Bindings xk = {{x, in.xs}, {k, in.ks}}, dk = {{d, in.ds}, {k, in.ks}};
+    for (const int log_bins : {12, 14, 17, 20, 21, 22}) {
+      const int bins = 1 << log_bins;
+      INFO("bins = " << bins);
+      check_weighted<float>(ff::histogram(k % (bins + bins / 8) - bins / 8, x, bins), xk, host, 1e-4);
+      check_weighted<float>(ff::histogram(ff::cast<int>(x * 0.0f) + (bins / 3), x, bins), {{x, in.xs}}, host, 1e-4);
+      check_weighted<double>(ff::histogram(ff::select((k & 7) == 0, (k & (bins - 1)) * 64, k & 0), d, bins), dk, host,
+                             1e-12);
+      check_weighted<int>(ff::histogram(k & (bins - 1), k, bins), {{k, in.ks}}, host, 0);
+      check_weighted<long long>(ff::histogram((k >> 3) & (bins - 1), ff::cast<long long>(k), bins), {{k, in.ks}}, host, 0);
+    }
+    // Bins not a power of two: the last bucket part empty.
+    check_weighted<float>(ff::histogram(ff::cast<int>((x + 1.0f) * 50000.0f), x, 100001), {{x, in.xs}}, host, 1e-4);
+  }
+}
+
+// The bucketed path's sums are the same bits with NaN and inf weights and over misaligned
+// inputs (its pass reads the same elements either way).
+TEST_CASE("weighted histograms by coarse buckets: NaN and inf weights, misaligned inputs, the same bits") {
+  auto x = ff::input<float>("x");
+  auto w = ff::input<float>("w");
+  const std::int64_t bins = 1 << 16;
+  for (std::int64_t n : ff::test::capped({33, 70001, (1 << 20) + 7})) {
+    INFO("n = " << n);
+    const std::vector<float> xh = ff::test::random_values<float>(n + 1, 0, 1);
+    std::vector<float> wh = ff::test::random_values<float>(n + 1, -1, 1);
+    wh[1] = std::numeric_limits<float>::quiet_NaN();  // element 0 of the misaligned view
+    wh[2] = std::numeric_limits<float>::infinity();
+    wh[3] = -std::numeric_limits<float>::infinity();
+    const ff::Expr h = ff::histogram(ff::cast<int>(x * static_cast<float>(bins)), w, bins);
+    const std::vector<float> x1(xh.begin() + 1, xh.end()), w1(wh.begin() + 1, wh.end());
+    ff::DeviceArray<float> xa = runtime().upload(xh), wa = runtime().upload(wh);
+    ff::DeviceArray<float> x1s = runtime().upload(x1), w1s = runtime().upload(w1);
+    const ff::device_span<float> xm(xa.data() + sizeof(float), static_cast<std::size_t>(n));
+    const ff::device_span<float> wm(wa.data() + sizeof(float), static_cast<std::size_t>(n));
+    const std::vector<float> aligned = runtime().run(h, {{x, x1s}, {w, w1s}}).download<float>();
+    const std::vector<float> shifted = runtime().run(h, {{x, xm}, {w, wm}}).download<float>();
+    const std::vector<float> again = runtime().run(h, {{x, xm}, {w, wm}}).download<float>();
+    CHECK(std::memcmp(aligned.data(), shifted.data(), aligned.size() * sizeof(float)) == 0);
+    CHECK(std::memcmp(shifted.data(), again.data(), shifted.size() * sizeof(float)) == 0);
+    ff::HostBindings h1;
+    h1.bind(x, ff::HostArray::from(x1));
+    h1.bind(w, ff::HostArray::from(w1));
+    const std::vector<float> want = ff::evaluate(ff::Program(h), h1).at(0).array.to_vector<float>();
+    REQUIRE(shifted.size() == want.size());
+    std::size_t wrong = 0, first = 0;
+    for (std::size_t b = 0; b < want.size(); ++b) {
+      const float g = shifted[b];
+      const bool ok = std::isnan(want[b])   ? std::isnan(g)
+                      : std::isinf(want[b]) ? g == want[b]
+                                            : std::fabs(double(g) - double(want[b])) <= 1e-4 * (1.0 + std::fabs(double(want[b])));
+      if (!ok && wrong++ == 0) first = b;
+    }
+    INFO(wrong << " wrong; first bin " << first << ": got " << shifted[first] << ", want " << want[first]);
+    CHECK(wrong == 0);
+    const std::size_t nan_bin = static_cast<std::size_t>(x1[0] * static_cast<float>(bins));
+    CHECK(std::isnan(shifted[nan_bin]));
+  }
+}

@@ -143,6 +143,7 @@ int histogram_sorted_piece() { return kPiece; }
 // The sort (its last pass into scratch; no launch for n = 0: the zeroed output is the
 // answer), then the run kernel over the sorted pairs and the bin kernel over the bins.
 void histogram_sorted_launches(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuilder& b) {
+  if (is_histogram_bucketed(plan, step)) return histogram_bucketed_launches(plan, step, n, b);
   if (n <= 0) return;
   const int passes = step.kernels - 3;  // the sort's histogram, its passes, the run and bin kernels
   const SortedScratch sorted = onesweep_launches(plan, step.kernel, passes, n, b);

@@ -191,7 +191,7 @@ SortedScratch onesweep_launches(const Plan& plan, int first, int passes, std::in
       b.launch({first + 1 + p, n, static_cast<int>(std::min(t.portion_tiles, t.tiles - q * t.portion_tiles)), scratch});
   }
   if (!last_to_scratch) return {};
-  return {keys[(passes - 1) % 2], values[(passes - 1) % 2]};
+  return {keys[(passes - 1) % 2], values[(passes - 1) % 2], digit_counts};
 }
 
 }  // namespace fuseflow::codegen

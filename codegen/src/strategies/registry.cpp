@@ -33,6 +33,7 @@ const RegisteredStrategy& radix_sort_strategy();                // radix_sort.cp
 const RegisteredStrategy& rows_strategy();                      // rows.cpp
 const RegisteredStrategy& broadcast_strategy();                 // broadcast.cpp
 const RegisteredStrategy& histogram_sorted_strategy();          // histogram_sorted.cpp
+const RegisteredStrategy& histogram_bucketed_strategy();        // histogram_bucketed.cpp
 
 const std::vector<const RegisteredStrategy*>& registered_strategies() {
   static const std::vector<const RegisteredStrategy*> all = {
@@ -58,6 +59,7 @@ const std::vector<const RegisteredStrategy*>& registered_strategies() {
       &scalar_epilogue_strategy(),  // outputs from reductions' results, after every kernel
       &rows_strategy(),             // per-row programs over ff::rows: one kernel when a row fits a block
       &broadcast_strategy(),        // other broadcasts: segmented reductions, then a map finding segments
+      &histogram_bucketed_strategy(),  // weighted histograms whose bucket of <= 2^21 bins fits in shared memory
       &histogram_sorted_strategy(),  // weighted histograms whose per-warp sums do not fit in shared memory
   };
   return all;

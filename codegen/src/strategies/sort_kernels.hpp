@@ -104,6 +104,7 @@ KernelSpec emit_onesweep_pass(const OpNode& op, const KernelContext& leaves, con
 // its keys and values when it writes scratch (keys_out, values_out), else zeros.
 struct SortedScratch {
   std::size_t keys = 0, values = 0;
+  std::size_t digit_counts = 0;  // the histogram's counts (histogram_bucketed.cpp reads its buckets' counts)
 };
 SortedScratch onesweep_launches(const Plan& plan, int first, int passes, std::int64_t n, ScheduleBuilder& b);
 
