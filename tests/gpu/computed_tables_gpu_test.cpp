@@ -132,6 +132,9 @@ TEST_CASE("a map shifted backwards beside a filter's result is read at each surv
     check<float>(kept - ff::shift(x * 2.0f, 3, -5.0f), {{x, xd}}, host, 0, "survivors minus a map shifted forwards, " + at);
     check<float>(ff::reduce(kept * ff::shift(x + x, -1, 0.5f), ff::plus), {{x, xd}}, host, 1e-5,
                  "a reduction of survivors times a shifted map, " + at);
+  }
+}
+
 TEST_CASE("a map shifted forwards (fused): n below k, n equal to k, k = 1, in a map, a reduction and a scan") {
   auto x = ff::input<float>("x");
   auto w = ff::input<int>("w");
