@@ -124,7 +124,10 @@ std::string explain(const Program& program, const Target& target, const PlanOpti
   for (std::size_t i = 0; i < p.intermediates.size(); ++i) {
     const Intermediate& im = p.intermediates[i];
     os << "intermediate " << i << ": " << to_string(im.type) << " x "
-       << (im.counted ? "at most n, counted" : im.domain ? "one per offset of domain " + std::to_string(im.domain) : "n")
+       << (im.counted      ? "at most n, counted"
+           : im.own_length ? "the length of domain " + std::to_string(im.domain)
+           : im.domain     ? "one per offset of domain " + std::to_string(im.domain)
+                           : "n")
        << ", " << im.role << ", in " << (im.output >= 0 ? "output " + std::to_string(im.output) : std::string("scratch"))
        << "\n";
   }
@@ -135,6 +138,7 @@ std::string explain(const Program& program, const Target& target, const PlanOpti
        << s.kernel + 1;
     if (s.kernels > 1) os << ".." << s.kernel + s.kernels;
     if (s.from != INT64_MAX) os << " (kernel " << s.kernel + 2 << " from " << s.from << " elements)";
+    if (s.over != 0) os << ", over domain " << s.over;
     os << "\n";
   }
   for (std::int64_t n : {std::int64_t{1} << 16, std::int64_t{1} << 26}) explain_schedule(os, p, n);

@@ -78,6 +78,7 @@ class Builder {
       case OpKind::SegmentedReduce:
       case OpKind::SegmentedScan: {
         Expr offsets = op.rows > 0 ? rows(inputs_[0], op.rows) : inputs_[static_cast<std::size_t>(op.offsets_input)];
+        if (op.offsets_scan) offsets = scan(offsets, monoid(MonoidChoice::Plus), ScanKind::Exclusive);
         offsets_[static_cast<int>(results_.size())] = offsets;
         if (op.offsets_cast) offsets = Expr::cast(ScalarType::I64, offsets);
         results_.push_back(op.kind == OpKind::SegmentedReduce
@@ -266,6 +267,8 @@ HostArray fill_offsets(std::int64_t n, const InputSpec& s, std::uint64_t seed) {
   }
   std::vector<T> out(off.size());
   for (std::size_t i = 0; i < off.size(); ++i) out[i] = static_cast<T>(off[i]);
+  if (s.lengths)  // each segment's length, then 0: their exclusive scan is the offsets
+    for (std::size_t i = 0; i < off.size(); ++i) out[i] = static_cast<T>(i + 1 < off.size() ? off[i + 1] - off[i] : 0);
   return HostArray::from(out);
 }
 

@@ -55,7 +55,8 @@ std::string describe(const Case& c) {
   for (const auto& in : c.inputs) {
     if (in.offsets) {
       os << "  input " << in.name << ": " << scalar_name(in.type) << " segment offsets, pattern " << pattern_name(in.pattern)
-         << (in.partial ? ", segments inside (0, n)" : "") << "\n";
+         << (in.partial ? ", segments inside (0, n)" : "")
+         << (in.lengths ? ", given as lengths (the offsets their exclusive scan)" : "") << "\n";
       continue;
     }
     if (in.walk) {
@@ -86,7 +87,9 @@ std::string describe(const Case& c) {
     }
     if (is_segmented(op.kind)) {
       os << "  op " << k << ": " << op_name(op.kind) << " " << monoid_name(op.monoid) << ", offsets "
-         << c.inputs[static_cast<std::size_t>(op.offsets_input)].name << (op.offsets_cast ? " (cast to i64)" : "")
+         << (op.offsets_scan ? "scan(plus, " + c.inputs[static_cast<std::size_t>(op.offsets_input)].name + ", exclusive)"
+                             : c.inputs[static_cast<std::size_t>(op.offsets_input)].name)
+         << (op.offsets_cast ? " (cast to i64)" : "")
          << (op.kind == OpKind::SegmentedScan ? kind : "")
          << (op.predicate ? ", of filter(values, index() % " +
                                 std::to_string(c.inputs[static_cast<std::size_t>(op.offsets_input)].every) + " == 0)"

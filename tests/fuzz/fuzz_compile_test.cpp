@@ -423,3 +423,30 @@ TEST_CASE("seeds meet a reduction beside a broadcast over rows, and broadcasts b
   CHECK(both >= 2);
   CHECK(rows_60 + both_60 >= 1);
 }
+
+// Segment offsets computed in the program (issues 21 and 25): an exclusive scan of segment
+// lengths as a segmented op's offsets, or under a broadcast beside a reduction, staged over
+// the lengths' own length; the programs of the emulator's run (1..60) and the GPU run
+// (1..250) have them, and every such seed plans.
+TEST_CASE("seeds meet offsets computed by a scan of segment lengths, and they plan") {
+  int in_60 = 0, in_250 = 0, broadcasts = 0;
+  for (std::uint64_t seed = 1; seed <= 250; ++seed) {
+    const ff::Program p = fz::build(fz::generate(seed), fz::Mode::Narrow).program;
+    const std::string text = ff::to_string(p);
+    bool scanned = false;
+    for (const auto& op : p.ops())
+      if (op->offsets.valid())
+        for (const ff::Expr& leaf : ff::array_leaves(op->offsets))
+          scanned = scanned || (leaf.kind() == ff::ExprKind::Result && leaf.node().op->kind == ff::OpKind::Scan);
+    if (!scanned) continue;
+    in_250 += 1;
+    in_60 += seed <= 60 ? 1 : 0;
+    broadcasts += text.find("broadcast(") != std::string::npos ? 1 : 0;
+    INFO("seed " << seed << ": " << text);
+    CHECK_NOTHROW((void)ff::codegen::plan(p, ff::codegen::Target::preset("sm_90")));
+  }
+  INFO("seeds with scanned offsets: " << in_60 << " of 1..60, " << in_250 << " of 1..250, " << broadcasts << " under a broadcast");
+  CHECK(in_60 >= 1);
+  CHECK(in_250 >= 5);
+  CHECK(broadcasts >= 1);
+}

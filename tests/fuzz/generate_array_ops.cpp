@@ -398,12 +398,13 @@ void Generator::make_array_op_shape() {
       if (rng_.chance(0.3)) return offsets_broadcast();
       if (rng_.chance(0.2)) return rows_beside();
       if (rng_.chance(0.2)) return offsets_and_key_broadcasts();
-      c_.ops.push_back(segmented_op(offsets_input()));
+      if (rng_.chance(0.25)) return offsets_broadcast(true);
+      c_.ops.push_back(rng_.chance(0.3) ? scanned_offsets_op(false) : segmented_op(offsets_input()));
       break;
     case 2: c_.ops.push_back(sort_op(false)); break;
     case 3: c_.ops.push_back(sort_op(true)); break;
     case 5: c_.ops.push_back(filter_op()); break;
-    case 6: c_.ops.push_back(segmented_scan_op(offsets_input())); break;
+    case 6: c_.ops.push_back(rng_.chance(0.3) ? scanned_offsets_op(true) : segmented_scan_op(offsets_input())); break;
     case 7: c_.ops.push_back(by_key_op(OpKind::ScanByKey)); break;
     case 8:
       c_.ops.push_back(by_key_op(OpKind::ReduceByKey));
@@ -435,13 +436,17 @@ void Generator::make_array_op_shape() {
 // A broadcast over an offsets input (covering every element) read by another op beside it
 // (issue 25: staged, the segmented reduction first): a reduction (max or min, exact; plus of
 // integers) of an element-wise map of the broadcast and an input, the map an output too.
-void Generator::offsets_broadcast() {
+// `scanned`: over the exclusive scan of segment lengths (issue 25: offsets that are an
+// expression, staged into an intermediate of their own length before the broadcast's stages).
+void Generator::offsets_broadcast(bool scanned) {
   const int o = offsets_input();
   InputSpec& offsets = c_.inputs[static_cast<std::size_t>(o)];
   offsets.partial = false;  // a broadcast needs every element in a segment
+  offsets.lengths = scanned;
   if (offsets.pattern == SegmentPattern::None) offsets.pattern = SegmentPattern::Between;
   OpDesc op;
   op.offsets_input = o;
+  op.offsets_scan = scanned;
   const int k = push_exact_segmented(op);
   const NodeRef m = beside_broadcast(k);
   OpDesc beside;
@@ -529,6 +534,22 @@ void Generator::offsets_and_key_broadcasts() {
   const std::size_t before = c_.outputs.size();
   by_key_broadcast(k);
   if (c_.outputs.size() == before) c_.outputs.push_back({k, nullptr, 1});
+}
+
+// A segmented reduce or scan by offsets computed in the program (issue 21): the exclusive
+// scan of segment lengths (CSR from row lengths), staged over the lengths' own length before
+// the segmented op. Integer values and exact monoids, so every output compares exactly.
+OpDesc Generator::scanned_offsets_op(bool scan) {
+  const int o = offsets_input();
+  InputSpec& lengths = c_.inputs[static_cast<std::size_t>(o)];
+  lengths.partial = false;  // the scan starts at 0
+  lengths.lengths = true;
+  if (lengths.pattern == SegmentPattern::None) lengths.pattern = SegmentPattern::Tiny;
+  OpDesc op = scan ? segmented_scan_op(o) : segmented_op(o);
+  op.offsets_scan = true;
+  op.monoid = rng_.pick(std::vector<MonoidChoice>{MonoidChoice::Plus, MonoidChoice::Min, MonoidChoice::Max});
+  op.values = ensure_input(integer(depth()));
+  return op;
 }
 
 }  // namespace fuseflow::fuzz::detail

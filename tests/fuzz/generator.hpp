@@ -107,7 +107,8 @@ class Generator {
   void array_op_outputs(int k);
   static bool op_reads_op(const OpDesc& d, int op);
   void make_array_op_shape();
-  void offsets_broadcast();
+  void offsets_broadcast(bool scanned = false);
+  OpDesc scanned_offsets_op(bool scan);
   void rows_beside();
   void offsets_and_key_broadcasts();
   void by_key_broadcast(int k);

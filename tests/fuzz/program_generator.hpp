@@ -129,6 +129,7 @@ struct OpDesc {
   ScalarType count_type = ScalarType::U32;   // Histogram
   int offsets_input = -1;                    // SegmentedReduce / Scan: the InputSpec of its offsets
   bool offsets_cast = false;                 // SegmentedReduce / Scan: offsets read as cast<i64>(o)
+  bool offsets_scan = false;                 // SegmentedReduce / Scan: offsets scan(o, plus, exclusive) of lengths o
   int begin_bit = 0, end_bit = 0;            // CountingSort with bins == 0: a radix sort (ff::sort) by these key bits
   std::int64_t rows = 0;  // SegmentedReduce: when > 0, over ff::rows(input 0, rows) (offsets_input -1), read
                           // through broadcasts only (a per-row program)
@@ -171,6 +172,10 @@ struct InputSpec {
   // Offsets of a segmented op over a filter's survivors index() % every == 0: drawn over
   // ceil(n / every) elements, the survivors' count (a variant of shape "filtered_keyed").
   std::int64_t every = 1;
+  // Offsets given as segment lengths (with `offsets`): the differences of the drawn offsets
+  // (which start at 0), a 0 after them, so that their exclusive scan is the offsets
+  // (OpDesc::offsets_scan; issues 21 and 25: offsets computed in the program).
+  bool lengths = false;
 };
 
 struct ParamSpec {

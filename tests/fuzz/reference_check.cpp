@@ -347,8 +347,19 @@ Reference compute_reference(const Case& c, const std::vector<HostArray>& narrow_
       if (is_segmented(op.kind) && op.rows > 0) continue;  // read through broadcasts only
       if (is_segmented(op.kind)) {
         const auto o = static_cast<std::size_t>(op.offsets_input);
-        ref.segments[k] = segment_bounds(op_name(op.kind), c.inputs[o].type, narrow_inputs[o].data(),
-                                         narrow_inputs[o].size(), static_cast<std::size_t>(c.n));
+        if (op.offsets_scan) {  // segment lengths: the offsets are their exclusive scan
+          std::vector<long long> off;
+          long long at = 0;
+          for (std::size_t j = 0; j < narrow_inputs[o].size(); ++j) {
+            off.push_back(at);
+            at += narrow_inputs[o].at(j).as_int();
+          }
+          ref.segments[k] = segment_bounds(op_name(op.kind), ScalarType::I64, reinterpret_cast<const std::byte*>(off.data()),
+                                           off.size(), static_cast<std::size_t>(c.n));
+        } else {
+          ref.segments[k] = segment_bounds(op_name(op.kind), c.inputs[o].type, narrow_inputs[o].data(),
+                                           narrow_inputs[o].size(), static_cast<std::size_t>(c.n));
+        }
       } else if (is_by_key(op.kind)) {
         // The runs of equal consecutive keys (integers: the same in both programs).
         const HostArray keys = std::move(evaluate(Program(b.keys[k]), hb)[0].array);

@@ -167,6 +167,40 @@ struct FeedCut {
 };
 FeedCut feed_cut(const std::shared_ptr<const OpNode>& op, const Expr& staged, const Expr& count);
 
+// stage_domains.cpp: segment offsets the program computes (a scan of row lengths, a sort's
+// keys, a map of an offsets input under a broadcast), staged alone into an intermediate of
+// their own length, over their own domain (StepSpec::over).
+// The offsets expressions to stage: those of segmented ops that read an array result, and
+// those of broadcasts that are not an input (nor ff::rows); GraphError for offsets that read
+// a filter's or reduce_by_key's result (their length only the device counts).
+std::set<const ExprNode*> staged_offsets(const Program& program);
+// A part of stage 1, planned as a program of its own: the cut's results `members`, on the
+// broadcast path (`spread`), or an array of its own length alone over its own domain (`own`).
+struct StagePart {
+  std::vector<std::size_t> members;
+  bool spread = false;
+  bool own = false;
+};
+// The parts, in launch order: each own-length result alone, the spread reductions, the rest.
+std::vector<StagePart> stage_parts(std::size_t results, const std::function<bool(std::size_t)>& spread,
+                                   const std::set<int>& own_lengths);
+// GraphError where an own-length part has no input's length: a fill's, a histogram's bins,
+// segments, a count.
+void check_own_length(const Plan& part, const OutputShape& shape, const std::string& what);
+// The GraphError text for an input read as elements and as the source of computed offsets.
+std::string mixed_lengths(const Expr& input, const std::string& offsets);
+// The program inputs that own-length parts read as their elements: the domain each is in,
+// and the offsets it makes (in words).
+using OwnInputs = std::map<int, std::pair<int, std::string>>;
+// The program domain an own-length part `stage` runs over (`stage_domain`: its plan's domain
+// of each of its inputs): that of the program inputs it reads as elements (an earlier such
+// part's), else a new one of `joined`, which they are put in. GraphError when it reads no
+// input as elements, or one an earlier part put in another domain.
+int own_domain(const Program& program, const Program& stage, const std::vector<int>& stage_domain, Plan& joined,
+               OwnInputs& own);
+// A program in one line (its statements joined by "; "), for the staging pass's note.
+std::string one_line(const Program& p);
+
 // computed_tables.cpp: a gather's table or a shift's array that the program computes.
 // The program with every gather of a map of inputs rewritten to the map of the gathered
 // inputs (nothing when there is none).

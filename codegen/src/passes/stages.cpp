@@ -34,6 +34,11 @@
 // (ExprEmitter::segment_value), fused into that kernel. broadcast_by_key(r, keys): stage 1
 // also numbers each element's run of keys (key_runs.cpp, a scan), stage 2 reads
 // gather_unchecked(ff_stage_<r>, run - 1), the runs a table of n.
+//
+// Segment offsets the program computes (a scan of row lengths, a sort's keys; a broadcast's
+// offsets that are an expression): stage 1 computes each alone into an intermediate of its
+// own length, over the domain of the inputs it reads (stage_domains.cpp); stage 2 reads it
+// as an offsets input of that domain.
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -51,9 +56,10 @@ class Cut {
  public:
   // `avoid`: a program whose input names the cut's own inputs must not take (null: none);
   // `tables`: computed gather tables and shifted arrays (computed_tables.cpp).
+  // `offsets`: segment offsets the program computes, of their own length (stage_domains.cpp).
   Cut(std::set<const OpNode*> read, std::set<const OpNode*> feeds, const Program* avoid,
-      std::set<const ExprNode*> tables = {})
-      : read_(std::move(read)), feeds_(std::move(feeds)), tables_(std::move(tables)) {
+      std::set<const ExprNode*> tables = {}, std::set<const ExprNode*> offsets = {})
+      : read_(std::move(read)), feeds_(std::move(feeds)), tables_(std::move(tables)), offsets_(std::move(offsets)) {
     if (avoid)
       for (const Expr& in : avoid->inputs()) taken_.insert(in.node().name);
   }
@@ -68,13 +74,14 @@ class Cut {
   std::vector<Expr> segments;
   std::set<int> run_tables;  // reduce_by_key's results read by broadcast_by_key: tables of n (the capacity)
   std::set<int> computed_tables;  // gather tables and shifted arrays computed by stage 1: n elements
+  std::set<int> own_lengths;  // computed segment offsets: arrays of their own length, over a domain of their own
 
   Expr expr(const Expr& e) {
     if (!e.valid()) return e;
     if (auto it = exprs_.find(e.get()); it != exprs_.end()) return it->second;
     Expr r = e;
-    if (tables_.count(e.get())) {
-      r = computed_table(e);
+    if (tables_.count(e.get()) || offsets_.count(e.get())) {
+      r = computed_table(e, offsets_.count(e.get()) > 0);
     } else if (e.kind() == ExprKind::Result) {
       const OpNode* op = e.node().op.get();
       r = feeds_.count(op) ? feed(e) : read_.count(op) ? intermediate(e) : result(e);
@@ -108,6 +115,7 @@ class Cut {
     return Expr::input(name, t);
   }
   std::set<const ExprNode*> tables_;  // computed gather tables and shifted arrays (computed_tables.cpp)
+  std::set<const ExprNode*> offsets_;  // computed segment offsets (stage_domains.cpp)
   std::map<const OpNode*, std::vector<Expr>> feed_views_;  // per op: what stage 2 reads each result by
   std::map<const ExprNode*, Expr> exprs_;
   std::map<const OpNode*, std::shared_ptr<const OpNode>> ops_;
@@ -207,15 +215,17 @@ class Cut {
     return it->second.at(static_cast<std::size_t>(e.node().index));
   }
 
-  // A computed gather table or shifted array, a broadcast over rows: stage 1 computes it into intermediate k.
-  Expr computed_table(const Expr& e) {
+  // A computed gather table or shifted array, a broadcast over rows, computed segment offsets
+  // (`own`: of their own length): stage 1 computes it into intermediate k.
+  Expr computed_table(const Expr& e, bool own) {
     const int k = static_cast<int>(results.size());
     results.push_back(e);
-    labels.push_back("the array " + to_string(e) +
-                     (e.kind() == ExprKind::Broadcast ? " over rows" : " read at computed positions"));
+    labels.push_back((own ? "the segment offsets " : "the array ") + to_string(e) +
+                     (own ? ", of their own length"
+                      : e.kind() == ExprKind::Broadcast ? " over rows" : " read at computed positions"));
     inputs.push_back(stage_input("ff_stage_", k, e.type()));
     segments.push_back(Expr());
-    computed_tables.insert(k);
+    (own ? own_lengths : computed_tables).insert(k);
     return inputs.back();
   }
 
@@ -254,11 +264,12 @@ class Joiner {
  public:
   Joiner(const Program& program, const Cut& cut, Plan& joined) : program_(program), cut_(cut), joined_(joined) {}
 
-  void join(const Program& stage, Plan p, const std::vector<Arg>& as_output) {
+  // `own`: a part of stage 1 computing segment offsets of their own length, over their domain.
+  void join(const Program& stage, Plan p, const std::vector<Arg>& as_output, bool own = false) {
     const int base = static_cast<int>(joined_.kernels.size());
     const int slots = static_cast<int>(joined_.scalars.size());
     const int flags = static_cast<int>(joined_.checked_offsets.size());
-    const std::vector<int> domain = domains(stage, p);
+    const std::vector<int> domain = domains(stage, p, own);
     // Intermediates of the stage's own cut: the one of ours it is written as, or a new one.
     std::vector<int> intermediate;
     for (const Intermediate& im : p.intermediates) {
@@ -270,6 +281,10 @@ class Joiner {
       intermediate.push_back(static_cast<int>(joined_.intermediates.size()));
       joined_.intermediates.push_back(im);
       joined_.intermediates.back().output = home.kind == Arg::Kind::Output ? home.index : -1;
+      joined_.intermediates.back().domain = mapped(domain, im.domain);  // a part over its own domain: that one
+      if (im.counted && joined_.intermediates.back().domain != 0)
+        throw GraphError("codegen: segment offsets computed from " + im.role + " (as many as the device counts); "
+                         "offsets computed in the program need a length their inputs give");
     }
     for (KernelSpec& k : p.kernels) {
       for (Arg& a : k.args) a = arg(stage, a, as_output, domain, intermediate, slots, flags);
@@ -283,6 +298,7 @@ class Joiner {
     for (StepSpec s : p.steps) {
       s.kernel += base;
       if (s.domain > 0) s.domain = mapped(domain, s.domain);
+      s.over = mapped(domain, s.over);
       joined_.steps.push_back(s);
     }
     const std::size_t at = (joined_.scalar_bytes + 15) / 16 * 16;
@@ -304,8 +320,12 @@ class Joiner {
         Intermediate& im = joined_.intermediates[static_cast<std::size_t>(to.index)];
         im.counted = shape.counted;
         const bool per_segment = cut_.segments.at(static_cast<std::size_t>(to.index)).valid();
+        if (cut_.own_lengths.count(to.index))
+          check_own_length(p, shape, to_string(cut_.results.at(static_cast<std::size_t>(to.index))));
         if (per_segment && shape.domain > 0 && shape.less == 1 && shape.fixed < 0 && !shape.counted)
           im.domain = shape.domain;  // one per segment: room for one per offset
+        else if (cut_.own_lengths.count(to.index))
+          im.domain = shape.domain, im.own_length = true;  // its elements: the length of its part's domain
         else if (shape.domain != 0 || shape.less != 0 || shape.fixed >= 0)
           throw InternalError("stages: intermediate " + std::to_string(to.index) + " is not of n elements");
         if (im.output >= 0 && (shape.counted || im.domain > 0)) {
@@ -329,6 +349,7 @@ class Joiner {
   const Program& program_;
   const Cut& cut_;
   Plan& joined_;
+  OwnInputs own_inputs_;  // the program inputs own-length parts read as their elements
 
   static int mapped(const std::vector<int>& domain, int d) {
     const int to = domain.at(static_cast<std::size_t>(d));
@@ -337,26 +358,46 @@ class Joiner {
   }
 
   // The program's domain of each of the stage's: that of its inputs (a new one if no stage
-  // before had them), -1 for a domain of none (a run count's table).
-  std::vector<int> domains(const Program& stage, const Plan& p) {
+  // before had them), -1 for a domain of none (a run count's table). The cut's inputs first,
+  // whose domains are those of their intermediates, then the program's.
+  std::vector<int> domains(const Program& stage, const Plan& p, bool own) {
     std::vector<int> to(static_cast<std::size_t>(p.domains), -1);
+    const auto domain_of = [&](std::size_t s) { return p.input_domain.empty() ? 0 : p.input_domain[s]; };
     to[0] = 0;
-    for (std::size_t s = 0; s < p.input_domain.size(); ++s) {
-      const int d = p.input_domain[s];
+    if (own) {  // over the domain of the inputs it reads as elements
+      std::vector<int> of(stage.inputs().size());
+      for (std::size_t s = 0; s < of.size(); ++s) of[s] = domain_of(s);
+      to[0] = own_domain(program_, stage, of, joined_, own_inputs_);
+    }
+    for (std::size_t s = 0; s < stage.inputs().size(); ++s) {
+      const int d = domain_of(s);
+      const int k = index_of(program_.inputs(), stage.inputs()[s]) < 0 ? index_of(cut_.inputs, stage.inputs()[s]) : -1;
+      if (k < 0) continue;
+      const Intermediate& im = joined_.intermediates.at(static_cast<std::size_t>(k));
+      if (cut_.own_lengths.count(k) && d == 0)
+        throw GraphError("codegen: the segment offsets " + to_string(cut_.results.at(static_cast<std::size_t>(k))) +
+                         " are read as elements too (of the program's elements' length, not theirs); read them as "
+                         "offsets only, or output them and bind them as an input of a second program");
+      if (d == 0) continue;
+      if (cut_.segments.at(static_cast<std::size_t>(k)).valid() || cut_.own_lengths.count(k)) {
+        to[static_cast<std::size_t>(d)] = im.domain;  // read by broadcasts, or as offsets of their own length
+      } else if (cut_.run_tables.count(k) || cut_.computed_tables.count(k)) {
+        to[static_cast<std::size_t>(d)] = 0;  // runs read by broadcast_by_key (room for n), a computed table of n
+      } else {
+        unsupported("reading a sort's or reduce_by_key's result in a program as a gather table");
+      }
+    }
+    for (std::size_t s = 0; s < stage.inputs().size(); ++s) {
+      const int d = domain_of(s);
       const int i = index_of(program_.inputs(), stage.inputs()[s]);
-      if (d == 0 || i < 0) {
-        const int k = i < 0 ? index_of(cut_.inputs, stage.inputs()[s]) : -1;
-        if (d != 0 && k >= 0 && cut_.segments.at(static_cast<std::size_t>(k)).valid()) {  // read by broadcasts
-          to[static_cast<std::size_t>(d)] = joined_.intermediates.at(static_cast<std::size_t>(k)).domain;
-        } else if (d != 0 && k >= 0 && cut_.run_tables.count(k)) {  // runs read by broadcast_by_key: room for n
-          to[static_cast<std::size_t>(d)] = 0;
-        } else if (d != 0 && k >= 0 && cut_.computed_tables.count(k)) {  // a computed table: n elements
-          to[static_cast<std::size_t>(d)] = 0;
-        } else if (d != 0 && k >= 0) {
-          unsupported("reading a sort's or reduce_by_key's result in a program as segment offsets or a table");
-        }
+      if (i < 0) continue;
+      if (auto it = own_inputs_.find(i); it != own_inputs_.end()) {  // an own-length part reads it as its elements
+        if (to[static_cast<std::size_t>(d)] >= 0 && to[static_cast<std::size_t>(d)] != it->second.first)
+          throw GraphError(mixed_lengths(program_.inputs()[static_cast<std::size_t>(i)], it->second.second));
+        to[static_cast<std::size_t>(d)] = it->second.first;
         continue;
       }
+      if (d == 0) continue;
       if (joined_.input_domain.empty()) joined_.input_domain.assign(program_.inputs().size(), 0);
       int& mine = joined_.input_domain[static_cast<std::size_t>(i)];
       if (mine == 0) mine = to[static_cast<std::size_t>(d)] >= 0 ? to[static_cast<std::size_t>(d)] : joined_.domains++;
@@ -387,12 +428,12 @@ class Joiner {
                                          : Arg{Arg::Kind::Length, d, a.name, a.type};
         } else if (k >= 0 && a.kind == Arg::Kind::Input) {
           a = {Arg::Kind::Intermediate, k, a.name, a.type};
-        } else if (k >= 0 && cut_.computed_tables.count(k)) {  // a computed table of n elements
+        } else if (k >= 0 && (cut_.computed_tables.count(k) || cut_.run_tables.count(k) || cut_.own_lengths.count(k))) {
+          // A computed table (n), the runs gathered at each element's run (broadcast_by_key: n),
+          // computed offsets (their own domain's length).
+          const int d = joined_.intermediates.at(static_cast<std::size_t>(k)).domain;
           a = a.kind == Arg::Kind::Table ? Arg{Arg::Kind::Intermediate, k, a.name, a.type}
-                                         : Arg{Arg::Kind::Length, 0, a.name, a.type};
-        } else if (k >= 0 && cut_.run_tables.count(k)) {  // gathered at each element's run (broadcast_by_key)
-          a = a.kind == Arg::Kind::Table ? Arg{Arg::Kind::Intermediate, k, a.name, a.type}
-                                         : Arg{Arg::Kind::Length, 0, a.name, a.type};
+                                         : Arg{Arg::Kind::Length, d, a.name, a.type};
         } else if (auto c = cut_.count_inputs.find(in.get()); c != cut_.count_inputs.end()) {
           // An unchecked table of one element: its pointer the count, its length unused (n).
           a = a.kind == Arg::Kind::Table ? Arg{Arg::Kind::IntermediateCount, c->second, a.name, a.type}
@@ -430,13 +471,6 @@ class Joiner {
   }
 };
 
-std::string one_line(const Program& p) {
-  std::string s;
-  for (const char ch : to_string(p)) s += ch == '\n' ? std::string("; ") : std::string(1, ch);
-  if (s.size() >= 2) s.resize(s.size() - 2);
-  return s;
-}
-
 }  // namespace
 
 std::optional<Plan> plan_in_stages(const Program& program, const Target& target, const PlanOptions& options) {
@@ -451,13 +485,15 @@ std::optional<Plan> plan_in_stages(const Program& program, const Target& target,
   std::set<const OpNode*> read;
   std::set<const OpNode*> spread;
   std::set<const ExprNode*> tables;  // computed gather tables and shifted arrays (computed_tables.cpp)
+  std::set<const ExprNode*> offsets;  // computed segment offsets (stage_domains.cpp)
   if (feeds.empty()) {
     tables = computed_tables(program);
+    offsets = staged_offsets(program);
     for (const Expr& o : program.outputs()) find_reads(o, true, false, seen, read);
     spread = spread_ops(program);
     read.insert(spread.begin(), spread.end());
   }
-  if (read.empty() && feeds.empty() && tables.empty()) return std::nullopt;
+  if (read.empty() && feeds.empty() && tables.empty() && offsets.empty()) return std::nullopt;
   std::set<const void*> checked;
   for (const Expr& o : program.outputs()) {
     if (o.kind() != ExprKind::Result) check_runs_alone({o}, read);
@@ -466,7 +502,7 @@ std::optional<Plan> plan_in_stages(const Program& program, const Target& target,
 
   // Stage 2: the outputs over the intermediates; an output that is one of them is written
   // by stage 1 straight into its memory (its first occurrence), not copied.
-  auto cutting = std::make_unique<Cut>(read, feeds, nullptr, tables);
+  auto cutting = std::make_unique<Cut>(read, feeds, nullptr, tables, offsets);
   std::vector<Expr> later;
   std::vector<Arg> later_as;
   for (std::size_t i = 0; i < program.outputs().size(); ++i) {
@@ -474,7 +510,7 @@ std::optional<Plan> plan_in_stages(const Program& program, const Target& target,
     later_as.push_back(to(Arg::Kind::Output, static_cast<int>(i)));
   }
   if (names_clash(later)) {  // inside a stage 2 cut again: the outer cut's names taken
-    cutting = std::make_unique<Cut>(read, feeds, &program, tables);
+    cutting = std::make_unique<Cut>(read, feeds, &program, tables, offsets);
     for (std::size_t i = 0; i < program.outputs().size(); ++i) later[i] = cutting->expr(program.outputs()[i]);
   }
   Cut& cut = *cutting;
@@ -501,38 +537,36 @@ std::optional<Plan> plan_in_stages(const Program& program, const Target& target,
     }
   if (second.empty()) throw InternalError("stages: no output is left to the stage after the cut");
   const Program second_stage(second);
-  // Stage 1's broadcast segmented reductions on the broadcast path (which checks the offsets),
-  // then its other results (broadcast_by_key's, a sort's; the feeds' compactions are filters).
-  const auto spread_result = [&](const Expr& r) {
-    return r.kind() == ExprKind::Result && r.node().op->kind == OpKind::SegmentedReduce &&
-           spread.count(r.node().op.get()) > 0;
-  };
-  std::vector<Expr> parts[2];
-  std::vector<Arg> parts_as[2];
-  for (std::size_t k = 0; k < cut.results.size(); ++k) {
-    const int part = spread_result(cut.results[k]) ? 0 : 1;
-    parts[part].push_back(cut.results[k]);
-    parts_as[part].push_back(first_as[k]);
-  }
+  // Stage 1's parts: each computed offsets array alone (over its own domain), the broadcast
+  // segmented reductions on the broadcast path (which checks the offsets), then the other
+  // results (broadcast_by_key's, a sort's; the feeds' compactions are filters).
+  const std::vector<StagePart> parts = stage_parts(cut.results.size(), [&](std::size_t k) {
+    const Expr& r = cut.results[k];
+    return r.kind() == ExprKind::Result && r.node().op->kind == OpKind::SegmentedReduce && spread.count(r.node().op.get()) > 0;
+  }, cut.own_lengths);
   std::vector<Program> firsts;
   std::vector<Plan> plans;
-  std::vector<int> used;  // the parts planned, in order
+  std::vector<std::vector<Arg>> firsts_as;
   std::size_t kernels = 0;
-  for (int part : {0, 1}) {
-    if (parts[part].empty()) continue;
-    firsts.emplace_back(parts[part]);
-    used.push_back(part);
-    plans.push_back(part == 0 ? plan_segment_results(firsts.back(), target, options) : plan(firsts.back(), target, options));
+  std::string written;
+  for (const StagePart& part : parts) {
+    std::vector<Expr> results;
+    firsts_as.emplace_back();
+    for (const std::size_t k : part.members) {
+      results.push_back(cut.results[k]);
+      firsts_as.back().push_back(first_as[k]);
+    }
+    firsts.emplace_back(results);
+    plans.push_back(part.spread ? plan_segment_results(firsts.back(), target, options) : plan(firsts.back(), target, options));
     kernels += plans.back().kernels.size();
+    written += (written.empty() ? "" : ", then ") + one_line(firsts.back());
   }
   joined.notes.push_back("stages: " + std::to_string(cut.results.size()) +
                          (cut.results.size() == 1 ? " array result" : " array results") +
                          " read later in the program cut it in two; stage 1 (kernels 1.." + std::to_string(kernels) +
-                         ") writes the intermediates: " + one_line(firsts[0]) +
-                         (firsts.size() > 1 ? ", then " + one_line(firsts[1]) : std::string()) +
-                         "; stage 2 reads them: " + one_line(second_stage));
+                         ") writes the intermediates: " + written + "; stage 2 reads them: " + one_line(second_stage));
   Joiner joiner(program, cut, joined);
-  for (std::size_t i = 0; i < firsts.size(); ++i) joiner.join(firsts[i], std::move(plans[i]), parts_as[used[i]]);
+  for (std::size_t i = 0; i < firsts.size(); ++i) joiner.join(firsts[i], std::move(plans[i]), firsts_as[i], parts[i].own);
   joiner.join(second_stage, plan(second_stage, target, options), second_as);
   return joined;
 }

@@ -165,6 +165,10 @@ struct Intermediate {
   // per-segment results that a later stage reads through ff::broadcast, its offsets' domain
   // (room for one per offset).
   int domain = 0;
+  // Segment offsets the program computes (passes/stage_domains.cpp): an array of domain
+  // `domain`'s own length (its elements, not one per segment), which stage 1 writes over that
+  // domain and stage 2 reads as offsets.
+  bool own_length = false;
   // Its bytes in scratch for n elements, and where its count is (from its start).
   std::size_t count_offset(std::int64_t n) const { return (static_cast<std::size_t>(n) * type.size() + 7) / 8 * 8; }
   std::size_t bytes(std::int64_t n) const { return count_offset(n) + (counted ? 8 : 0); }
@@ -220,6 +224,10 @@ struct StepSpec {
                                 // each Scratch argument (a weighted histogram's sums), 0 for one; Broadcast: reductions
   bool launch_empty = true;     // launches for n = 0 (a compaction writes its count 0; reductions
                                 // write the identity); false: nothing to do
+  // Last, after the fields the strategies set in aggregate order: the input domain whose length
+  // is the step's n: 0, the elements; another, a stage over arrays of another length
+  // (computed segment offsets, passes/stage_domains.cpp).
+  int over = 0;
 };
 const char* step_kind_name(StepSpec::Kind kind);
 
