@@ -21,7 +21,10 @@ std::vector<std::pair<std::string, std::int64_t>> onesweep_tuning_values(const O
           {"histogram_block", p.histogram_block},
           {"histogram_items", p.histogram_items},
           {"histogram_grid", p.histogram_grid},
-          {"onesweep_max_bins", p.max_bins}};
+          {"onesweep_max_bins", p.max_bins},
+          {"onesweep_keys_only_items", p.keys_only_items},
+          {"onesweep_keys_only_float_items", p.keys_only_float_items},
+          {"onesweep_keys_only_blocks_per_sm", p.keys_only_blocks_per_sm}};
 }
 
 OnesweepTuning onesweep_tuning(const OpNode& op, std::int64_t bins, const OnesweepPolicy& policy) {
@@ -33,6 +36,12 @@ OnesweepTuning onesweep_tuning(const OpNode& op, std::int64_t bins, const Oneswe
   s.bins = bins;
   s.items = static_cast<int>(
       std::clamp<std::size_t>(policy.thread_bytes / (key + value), 1, static_cast<std::size_t>(policy.max_items)));
+  if (value == 0) {
+    // Keys alone: the tile and register budget of more blocks per SM (more warps to hide
+    // the ranking's and the look-back's latency; nothing else to keep in registers).
+    s.items = std::min(s.items, op.keys.type().scalar() == ScalarType::F32 ? policy.keys_only_float_items : policy.keys_only_items);
+    s.blocks_per_sm = policy.keys_only_blocks_per_sm;
+  }
   // The tile's keys or values staged (the per-warp 32-bit counts share those bytes), the
   // bins' output distances, the block scan's warp totals (BinCounts), the tile id.
   const auto bytes = [&] {
