@@ -211,10 +211,24 @@ __device__ __forceinline__ void onesweep_pass(const long long n, const unsigned 
   // compiler has no reason to hold the bins in registers of their own), then its tile
   // position.
   unsigned slots[kItems];
+  // A counting sort by 2^m keys has 2^m + 1 bins, and only the last (keys outside, and
+  // items past n) needs bit m: when the histogram counted no key outside, a full tile's
+  // bins all fit m bits, and its ranks take m ballots per item, not m + 1.
+  constexpr int kNarrowBits = bit_width(kBins - 2);
+  bool narrow = false;
+  if constexpr (kNarrowBits < kBits) narrow = full && digit_counts[kDigit * kRowBins + kBins - 1] == 0ull;
+  if (narrow) {
 #pragma unroll
-  for (int k = 0; k < kItems; ++k) {
-    const int bin = item_bin(k);
-    slots[k] = rank_in_warp<kBits>(counters + t.warp * kBins, bin) | static_cast<unsigned>(bin) << 16;
+    for (int k = 0; k < kItems; ++k) {
+      const int bin = item_bin(k);
+      slots[k] = rank_in_warp<kNarrowBits>(counters + t.warp * kBins, bin) | static_cast<unsigned>(bin) << 16;
+    }
+  } else {
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) {
+      const int bin = item_bin(k);
+      slots[k] = rank_in_warp<kBits>(counters + t.warp * kBins, bin) | static_cast<unsigned>(bin) << 16;
+    }
   }
 
   // Thread b: bin b's count in the tile (the items past n counted in the last bin are
