@@ -113,21 +113,34 @@ __device__ __forceinline__ unsigned lookback_word(const bool inclusive, const in
 // The exclusive count of bin `bin` in the tiles of this tile's portion before it, read
 // from their entries (spinning while one is not yet written this pass), then this tile's
 // inclusive count published. One thread per bin; the tile's own partial count is already
-// published.
+// published. The entries are read kLookbackWindow at a time (independent loads, one
+// round trip to L2 for the window, not one per tile), then folded nearest first up to
+// the first inclusive one: the same sum as reading them one by one; an entry found not
+// yet written is read again alone until it is.
+constexpr int kLookbackWindow = 4;
 __device__ __forceinline__ unsigned look_back(unsigned* status, const int bins, const long long tile,
                                               const long long first, const int bin, const int parity,
                                               const unsigned count) {
   const unsigned partial = parity == 0 ? 1u : 3u, inclusive = parity == 0 ? 2u : 0u;
   unsigned exclusive = 0u;
-  for (long long t = tile - 1; t >= first; --t) {
-    const volatile unsigned* entry = status + t * bins + bin;
-    unsigned word, flag;
-    do {
-      word = *entry;
-      flag = word >> kLookbackCountBits;
-    } while (flag != partial && flag != inclusive);
-    exclusive += word & kLookbackCountMask;
-    if (flag == inclusive) break;
+  bool done = false;
+  const volatile unsigned* entry = status + (tile - 1) * bins + bin;  // tile t's entry of the bin
+  for (long long t = tile - 1; t >= first && !done; t -= kLookbackWindow, entry -= kLookbackWindow * bins) {
+    const int window = static_cast<int>(min(static_cast<long long>(kLookbackWindow), t - first + 1));
+    unsigned words[kLookbackWindow];
+#pragma unroll
+    for (int j = 0; j < kLookbackWindow; ++j) words[j] = j < window ? entry[-j * bins] : 0u;
+#pragma unroll
+    for (int j = 0; j < kLookbackWindow; ++j) {
+      if (done || j >= window) break;
+      unsigned word = words[j], flag = word >> kLookbackCountBits;
+      while (flag != partial && flag != inclusive) {
+        word = entry[-j * bins];
+        flag = word >> kLookbackCountBits;
+      }
+      exclusive += word & kLookbackCountMask;
+      done = flag == inclusive;
+    }
   }
   if (tile != first)
     *reinterpret_cast<volatile unsigned*>(status + tile * bins + bin) = lookback_word(true, parity, exclusive + count);
