@@ -61,41 +61,54 @@ struct CountingDigits {
 
 // ---- 1. every digit's histogram, one read of the keys --------------------------------
 
+// One chunk's keys counted into `shared_counts`: kFull chunks (every element inside) load
+// and count without a bounds check per key; the last, partial chunk checks each. A thread
+// adds a run of equal digits once (equal keys cost one shared atomic per thread and chunk,
+// not one per element).
+template <bool kFull, int kThreads, int kItems, typename Digits, typename KeyAt>
+__device__ __forceinline__ void count_digit_chunk(const long long base, const int valid, KeyAt key_at,
+                                                  unsigned* shared_counts) {
+  using Key = decltype(key_at(0LL));
+  const auto inside = [&](const int k) { return kFull || k * kThreads + static_cast<int>(threadIdx.x) < valid; };
+  const long long first = base + threadIdx.x;
+  Key keys[kItems];
+#pragma unroll
+  for (int k = 0; k < kItems; ++k)
+    if (inside(k)) keys[k] = key_at(first + k * kThreads);
+#pragma unroll
+  for (int d = 0; d < Digits::kDigits; ++d) {
+    int run_bin = -1;
+    unsigned run = 0u;
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) {
+      if (!inside(k)) continue;
+      const int bin = Digits{}(keys[k], d);
+      if (bin != run_bin) {
+        if (run != 0u) atomicAdd(&shared_counts[d * Digits::kBins + run_bin], run);
+        run_bin = bin;
+        run = 0u;
+      }
+      ++run;
+    }
+    if (run != 0u) atomicAdd(&shared_counts[d * Digits::kBins + run_bin], run);
+  }
+}
+
 // Blocks take chunks of kThreads * kItems elements, grid-stride; each counts its keys'
-// digits in shared memory (a thread adds a run of equal digits once, so equal keys cost
-// one shared atomic per thread and chunk, not one per element), then adds its nonzero
-// counts into `counts` ([Digits::kDigits x Digits::kBins], zeroed before the launch).
+// digits in shared memory (count_digit_chunk), then adds its nonzero counts into `counts`
+// ([Digits::kDigits x Digits::kBins], zeroed before the launch).
 template <int kThreads, int kItems, typename Digits, typename KeyAt>
 __device__ __forceinline__ void digit_histograms(const long long n, KeyAt key_at, unsigned long long* counts) {
-  using Key = decltype(key_at(0LL));
   constexpr int kEntries = Digits::kDigits * Digits::kBins;
   constexpr long long kChunk = static_cast<long long>(kThreads) * kItems;
   __shared__ unsigned shared_counts[kEntries];
   for (int e = threadIdx.x; e < kEntries; e += kThreads) shared_counts[e] = 0u;
   __syncthreads();
   for (long long base = static_cast<long long>(blockIdx.x) * kChunk; base < n; base += kChunk * gridDim.x) {
-    Key keys[kItems];
-    const int valid = static_cast<int>(min(kChunk, n - base));
-#pragma unroll
-    for (int k = 0; k < kItems; ++k)
-      if (k * kThreads + static_cast<int>(threadIdx.x) < valid) keys[k] = key_at(base + k * kThreads + threadIdx.x);
-#pragma unroll
-    for (int d = 0; d < Digits::kDigits; ++d) {
-      int run_bin = -1;
-      unsigned run = 0u;
-#pragma unroll
-      for (int k = 0; k < kItems; ++k) {
-        if (k * kThreads + static_cast<int>(threadIdx.x) >= valid) continue;
-        const int bin = Digits{}(keys[k], d);
-        if (bin != run_bin) {
-          if (run != 0u) atomicAdd(&shared_counts[d * Digits::kBins + run_bin], run);
-          run_bin = bin;
-          run = 0u;
-        }
-        ++run;
-      }
-      if (run != 0u) atomicAdd(&shared_counts[d * Digits::kBins + run_bin], run);
-    }
+    if (n - base >= kChunk)
+      count_digit_chunk<true, kThreads, kItems, Digits>(base, static_cast<int>(kChunk), key_at, shared_counts);
+    else
+      count_digit_chunk<false, kThreads, kItems, Digits>(base, static_cast<int>(n - base), key_at, shared_counts);
   }
   __syncthreads();
   for (int e = threadIdx.x; e < kEntries; e += kThreads)
