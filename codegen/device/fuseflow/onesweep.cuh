@@ -62,9 +62,8 @@ struct CountingDigits {
 // ---- 1. every digit's histogram, one read of the keys --------------------------------
 
 // One chunk's keys counted into `shared_counts`: kFull chunks (every element inside) load
-// and count without a bounds check per key; the last, partial chunk checks each. A thread
-// adds a run of equal digits once (equal keys cost one shared atomic per thread and chunk,
-// not one per element).
+// and count without a bounds check per key, one shared atomic per key and digit; the
+// last, partial chunk checks each key and adds a run of equal digits once.
 template <bool kFull, int kThreads, int kItems, typename Digits, typename KeyAt>
 __device__ __forceinline__ void count_digit_chunk(const long long base, const int valid, KeyAt key_at,
                                                   unsigned* shared_counts) {
@@ -75,22 +74,32 @@ __device__ __forceinline__ void count_digit_chunk(const long long base, const in
 #pragma unroll
   for (int k = 0; k < kItems; ++k)
     if (inside(k)) keys[k] = key_at(first + k * kThreads);
+  if constexpr (kFull) {
+    // CUB's histogram: one shared atomic per key and digit, no run bookkeeping (on random
+    // keys every run is one key long; the compare and branch per key and digit cost more
+    // than the atomics they would save).
 #pragma unroll
-  for (int d = 0; d < Digits::kDigits; ++d) {
-    int run_bin = -1;
-    unsigned run = 0u;
+    for (int k = 0; k < kItems; ++k)
 #pragma unroll
-    for (int k = 0; k < kItems; ++k) {
-      if (!inside(k)) continue;
-      const int bin = Digits{}(keys[k], d);
-      if (bin != run_bin) {
-        if (run != 0u) atomicAdd(&shared_counts[d * Digits::kBins + run_bin], run);
-        run_bin = bin;
-        run = 0u;
+      for (int d = 0; d < Digits::kDigits; ++d) atomicAdd(&shared_counts[d * Digits::kBins + Digits{}(keys[k], d)], 1u);
+  } else {
+#pragma unroll
+    for (int d = 0; d < Digits::kDigits; ++d) {
+      int run_bin = -1;
+      unsigned run = 0u;
+#pragma unroll
+      for (int k = 0; k < kItems; ++k) {
+        if (!inside(k)) continue;
+        const int bin = Digits{}(keys[k], d);
+        if (bin != run_bin) {
+          if (run != 0u) atomicAdd(&shared_counts[d * Digits::kBins + run_bin], run);
+          run_bin = bin;
+          run = 0u;
+        }
+        ++run;
       }
-      ++run;
+      if (run != 0u) atomicAdd(&shared_counts[d * Digits::kBins + run_bin], run);
     }
-    if (run != 0u) atomicAdd(&shared_counts[d * Digits::kBins + run_bin], run);
   }
 }
 
