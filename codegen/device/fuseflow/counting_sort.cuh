@@ -326,18 +326,28 @@ __device__ __forceinline__ void write_staged_tile(const Tile& t, const bool full
                                                   StoreValue store_value, const unsigned long long* bin_delta) {
   using Value = decltype(value_at(0LL));
   static_assert(Tile::kTile <= 65536 && Bins::kCount <= 65536, "a tile position and a bin share 32 bits");
-#pragma unroll
-  for (int k = 0; k < kItems; ++k) {
+  const auto write_key = [&](const int k) {
     const int j = k * kThreads + threadIdx.x;
-    if (full || j < t.valid) {
-      const Key key = stage[j];
-      const int bin = Bins{}(key);
-      // The bin of position j beside the tile position of item k, in one register: the
-      // values need both, and three arrays of kItems would not fit the registers.
-      slots[k] |= static_cast<unsigned>(bin) << 16;
-      store_key(bin_delta[bin] + j, key);
+    const Key key = stage[j];
+    const int bin = Bins{}(key);
+    // The bin of position j beside the tile position of item k, in one register: the
+    // values need both, and three arrays of kItems would not fit the registers.
+    slots[k] |= static_cast<unsigned>(bin) << 16;
+    store_key(bin_delta[bin] + j, key);
+  };
+  // A full tile's copy-out has no check (and no branch around each key) per key.
+  if (full) {
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) {
+      write_key(k);
+      __syncwarp();  // keeps the compiler from hoisting every item's reads ahead (registers)
     }
-    __syncwarp();  // keeps the compiler from hoisting every item's reads ahead (registers)
+  } else {
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) {
+      if (k * kThreads + static_cast<int>(threadIdx.x) < t.valid) write_key(k);
+      __syncwarp();
+    }
   }
   if constexpr (HasValues<Value>::value) {
     // The values are loaded straight into the stage once every key is read from it: only
