@@ -363,11 +363,22 @@ __device__ __forceinline__ void write_staged_tile(const Tile& t, const bool full
         if (t.item(k) < t.valid) stage_values[slots[k] & 0xffffu] = value_at(t.base + t.item(k));
     }
     __syncthreads();
-#pragma unroll
-    for (int k = 0; k < kItems; ++k) {
+    const auto write_value = [&](const int k) {
       const int j = k * kThreads + threadIdx.x;
-      if (full || j < t.valid) store_value(bin_delta[slots[k] >> 16] + j, stage_values[j]);
-      __syncwarp();
+      store_value(bin_delta[slots[k] >> 16] + j, stage_values[j]);
+    };
+    if (full) {
+#pragma unroll
+      for (int k = 0; k < kItems; ++k) {
+        write_value(k);
+        __syncwarp();
+      }
+    } else {
+#pragma unroll
+      for (int k = 0; k < kItems; ++k) {
+        if (k * kThreads + static_cast<int>(threadIdx.x) < t.valid) write_value(k);
+        __syncwarp();
+      }
     }
   }
 }
