@@ -143,15 +143,28 @@ __device__ __forceinline__ void exclusive_scan_counts(const unsigned* counts, un
 
 // ---- 3. ranks and the scatter --------------------------------------------------------
 
-// The lanes of the warp whose bin equals this lane's: one ballot per bit of the bin.
+// The lanes of the warp whose bin equals this lane's: one ballot per bit of the bin. On
+// the device CUB's MatchAny sequence (a predicate from one AND, the ballot, the ballot
+// inverted under the predicate, one AND into the peers: 4 SASS instructions per bit),
+// where the C++ form compiles to about 7 (the bit extracted twice, once for the ballot's
+// predicate, once for a select mask).
 template <int kBits>
 __device__ __forceinline__ unsigned lanes_with_bin(const unsigned bin) {
   unsigned peers = kFullMask;
 #pragma unroll
   for (int b = 0; b < kBits; ++b) {
+#ifdef __CUDA_ARCH__
+    unsigned same;
+    asm("{\n\t.reg .pred p;\n\tand.b32 %0, %1, %2;\n\tsetp.ne.u32 p, %0, 0;\n\t"
+        "vote.sync.ballot.b32 %0, p, 0xffffffff;\n\t@!p not.b32 %0, %0;\n\t}"
+        : "=r"(same)
+        : "r"(bin), "r"(1u << b));
+    peers &= same;
+#else
     const bool bit = (bin >> b) & 1u;
     const unsigned ones = __ballot_sync(kFullMask, bit);
     peers &= bit ? ones : ~ones;
+#endif
   }
   return peers;
 }
@@ -313,18 +326,28 @@ __device__ __forceinline__ void write_staged_tile(const Tile& t, const bool full
                                                   StoreValue store_value, const unsigned long long* bin_delta) {
   using Value = decltype(value_at(0LL));
   static_assert(Tile::kTile <= 65536 && Bins::kCount <= 65536, "a tile position and a bin share 32 bits");
-#pragma unroll
-  for (int k = 0; k < kItems; ++k) {
+  const auto write_key = [&](const int k) {
     const int j = k * kThreads + threadIdx.x;
-    if (full || j < t.valid) {
-      const Key key = stage[j];
-      const int bin = Bins{}(key);
-      // The bin of position j beside the tile position of item k, in one register: the
-      // values need both, and three arrays of kItems would not fit the registers.
-      slots[k] |= static_cast<unsigned>(bin) << 16;
-      store_key(bin_delta[bin] + j, key);
+    const Key key = stage[j];
+    const int bin = Bins{}(key);
+    // The bin of position j beside the tile position of item k, in one register: the
+    // values need both, and three arrays of kItems would not fit the registers.
+    slots[k] |= static_cast<unsigned>(bin) << 16;
+    store_key(bin_delta[bin] + j, key);
+  };
+  // A full tile's copy-out has no check (and no branch around each key) per key.
+  if (full) {
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) {
+      write_key(k);
+      __syncwarp();  // keeps the compiler from hoisting every item's reads ahead (registers)
     }
-    __syncwarp();  // keeps the compiler from hoisting every item's reads ahead (registers)
+  } else {
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) {
+      if (k * kThreads + static_cast<int>(threadIdx.x) < t.valid) write_key(k);
+      __syncwarp();
+    }
   }
   if constexpr (HasValues<Value>::value) {
     // The values are loaded straight into the stage once every key is read from it: only
@@ -340,11 +363,22 @@ __device__ __forceinline__ void write_staged_tile(const Tile& t, const bool full
         if (t.item(k) < t.valid) stage_values[slots[k] & 0xffffu] = value_at(t.base + t.item(k));
     }
     __syncthreads();
-#pragma unroll
-    for (int k = 0; k < kItems; ++k) {
+    const auto write_value = [&](const int k) {
       const int j = k * kThreads + threadIdx.x;
-      if (full || j < t.valid) store_value(bin_delta[slots[k] >> 16] + j, stage_values[j]);
-      __syncwarp();
+      store_value(bin_delta[slots[k] >> 16] + j, stage_values[j]);
+    };
+    if (full) {
+#pragma unroll
+      for (int k = 0; k < kItems; ++k) {
+        write_value(k);
+        __syncwarp();
+      }
+    } else {
+#pragma unroll
+      for (int k = 0; k < kItems; ++k) {
+        if (k * kThreads + static_cast<int>(threadIdx.x) < t.valid) write_value(k);
+        __syncwarp();
+      }
     }
   }
 }

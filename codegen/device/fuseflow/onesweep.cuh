@@ -61,31 +61,35 @@ struct CountingDigits {
 
 // ---- 1. every digit's histogram, one read of the keys --------------------------------
 
-// Blocks take chunks of kThreads * kItems elements, grid-stride; each counts its keys'
-// digits in shared memory (a thread adds a run of equal digits once, so equal keys cost
-// one shared atomic per thread and chunk, not one per element), then adds its nonzero
-// counts into `counts` ([Digits::kDigits x Digits::kBins], zeroed before the launch).
-template <int kThreads, int kItems, typename Digits, typename KeyAt>
-__device__ __forceinline__ void digit_histograms(const long long n, KeyAt key_at, unsigned long long* counts) {
+// One chunk's keys counted into `shared_counts`: kFull chunks (every element inside) load
+// and count without a bounds check per key, one shared atomic per key and digit; the
+// last, partial chunk checks each key and adds a run of equal digits once.
+template <bool kFull, int kThreads, int kItems, typename Digits, typename KeyAt>
+__device__ __forceinline__ void count_digit_chunk(const long long base, const int valid, KeyAt key_at,
+                                                  unsigned* shared_counts) {
   using Key = decltype(key_at(0LL));
-  constexpr int kEntries = Digits::kDigits * Digits::kBins;
-  constexpr long long kChunk = static_cast<long long>(kThreads) * kItems;
-  __shared__ unsigned shared_counts[kEntries];
-  for (int e = threadIdx.x; e < kEntries; e += kThreads) shared_counts[e] = 0u;
-  __syncthreads();
-  for (long long base = static_cast<long long>(blockIdx.x) * kChunk; base < n; base += kChunk * gridDim.x) {
-    Key keys[kItems];
-    const int valid = static_cast<int>(min(kChunk, n - base));
+  const auto inside = [&](const int k) { return kFull || k * kThreads + static_cast<int>(threadIdx.x) < valid; };
+  const long long first = base + threadIdx.x;
+  Key keys[kItems];
+#pragma unroll
+  for (int k = 0; k < kItems; ++k)
+    if (inside(k)) keys[k] = key_at(first + k * kThreads);
+  if constexpr (kFull) {
+    // CUB's histogram: one shared atomic per key and digit, no run bookkeeping (on random
+    // keys every run is one key long; the compare and branch per key and digit cost more
+    // than the atomics they would save).
 #pragma unroll
     for (int k = 0; k < kItems; ++k)
-      if (k * kThreads + static_cast<int>(threadIdx.x) < valid) keys[k] = key_at(base + k * kThreads + threadIdx.x);
+#pragma unroll
+      for (int d = 0; d < Digits::kDigits; ++d) atomicAdd(&shared_counts[d * Digits::kBins + Digits{}(keys[k], d)], 1u);
+  } else {
 #pragma unroll
     for (int d = 0; d < Digits::kDigits; ++d) {
       int run_bin = -1;
       unsigned run = 0u;
 #pragma unroll
       for (int k = 0; k < kItems; ++k) {
-        if (k * kThreads + static_cast<int>(threadIdx.x) >= valid) continue;
+        if (!inside(k)) continue;
         const int bin = Digits{}(keys[k], d);
         if (bin != run_bin) {
           if (run != 0u) atomicAdd(&shared_counts[d * Digits::kBins + run_bin], run);
@@ -96,6 +100,24 @@ __device__ __forceinline__ void digit_histograms(const long long n, KeyAt key_at
       }
       if (run != 0u) atomicAdd(&shared_counts[d * Digits::kBins + run_bin], run);
     }
+  }
+}
+
+// Blocks take chunks of kThreads * kItems elements, grid-stride; each counts its keys'
+// digits in shared memory (count_digit_chunk), then adds its nonzero counts into `counts`
+// ([Digits::kDigits x Digits::kBins], zeroed before the launch).
+template <int kThreads, int kItems, typename Digits, typename KeyAt>
+__device__ __forceinline__ void digit_histograms(const long long n, KeyAt key_at, unsigned long long* counts) {
+  constexpr int kEntries = Digits::kDigits * Digits::kBins;
+  constexpr long long kChunk = static_cast<long long>(kThreads) * kItems;
+  __shared__ unsigned shared_counts[kEntries];
+  for (int e = threadIdx.x; e < kEntries; e += kThreads) shared_counts[e] = 0u;
+  __syncthreads();
+  for (long long base = static_cast<long long>(blockIdx.x) * kChunk; base < n; base += kChunk * gridDim.x) {
+    if (n - base >= kChunk)
+      count_digit_chunk<true, kThreads, kItems, Digits>(base, static_cast<int>(kChunk), key_at, shared_counts);
+    else
+      count_digit_chunk<false, kThreads, kItems, Digits>(base, static_cast<int>(n - base), key_at, shared_counts);
   }
   __syncthreads();
   for (int e = threadIdx.x; e < kEntries; e += kThreads)
@@ -113,21 +135,34 @@ __device__ __forceinline__ unsigned lookback_word(const bool inclusive, const in
 // The exclusive count of bin `bin` in the tiles of this tile's portion before it, read
 // from their entries (spinning while one is not yet written this pass), then this tile's
 // inclusive count published. One thread per bin; the tile's own partial count is already
-// published.
+// published. The entries are read kLookbackWindow at a time (independent loads, one
+// round trip to L2 for the window, not one per tile), then folded nearest first up to
+// the first inclusive one: the same sum as reading them one by one; an entry found not
+// yet written is read again alone until it is.
+constexpr int kLookbackWindow = 4;
 __device__ __forceinline__ unsigned look_back(unsigned* status, const int bins, const long long tile,
                                               const long long first, const int bin, const int parity,
                                               const unsigned count) {
   const unsigned partial = parity == 0 ? 1u : 3u, inclusive = parity == 0 ? 2u : 0u;
   unsigned exclusive = 0u;
-  for (long long t = tile - 1; t >= first; --t) {
-    const volatile unsigned* entry = status + t * bins + bin;
-    unsigned word, flag;
-    do {
-      word = *entry;
-      flag = word >> kLookbackCountBits;
-    } while (flag != partial && flag != inclusive);
-    exclusive += word & kLookbackCountMask;
-    if (flag == inclusive) break;
+  bool done = false;
+  const volatile unsigned* entry = status + (tile - 1) * bins + bin;  // tile t's entry of the bin
+  for (long long t = tile - 1; t >= first && !done; t -= kLookbackWindow, entry -= kLookbackWindow * bins) {
+    const int window = static_cast<int>(min(static_cast<long long>(kLookbackWindow), t - first + 1));
+    unsigned words[kLookbackWindow];
+#pragma unroll
+    for (int j = 0; j < kLookbackWindow; ++j) words[j] = j < window ? entry[-j * bins] : 0u;
+#pragma unroll
+    for (int j = 0; j < kLookbackWindow; ++j) {
+      if (done || j >= window) break;
+      unsigned word = words[j], flag = word >> kLookbackCountBits;
+      while (flag != partial && flag != inclusive) {
+        word = entry[-j * bins];
+        flag = word >> kLookbackCountBits;
+      }
+      exclusive += word & kLookbackCountMask;
+      done = flag == inclusive;
+    }
   }
   if (tile != first)
     *reinterpret_cast<volatile unsigned*>(status + tile * bins + bin) = lookback_word(true, parity, exclusive + count);
@@ -211,10 +246,24 @@ __device__ __forceinline__ void onesweep_pass(const long long n, const unsigned 
   // compiler has no reason to hold the bins in registers of their own), then its tile
   // position.
   unsigned slots[kItems];
+  // A counting sort by 2^m keys has 2^m + 1 bins, and only the last (keys outside, and
+  // items past n) needs bit m: when the histogram counted no key outside, a full tile's
+  // bins all fit m bits, and its ranks take m ballots per item, not m + 1.
+  constexpr int kNarrowBits = bit_width(kBins - 2);
+  bool narrow = false;
+  if constexpr (kNarrowBits < kBits) narrow = full && digit_counts[kDigit * kRowBins + kBins - 1] == 0ull;
+  if (narrow) {
 #pragma unroll
-  for (int k = 0; k < kItems; ++k) {
-    const int bin = item_bin(k);
-    slots[k] = rank_in_warp<kBits>(counters + t.warp * kBins, bin) | static_cast<unsigned>(bin) << 16;
+    for (int k = 0; k < kItems; ++k) {
+      const int bin = item_bin(k);
+      slots[k] = rank_in_warp<kNarrowBits>(counters + t.warp * kBins, bin) | static_cast<unsigned>(bin) << 16;
+    }
+  } else {
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) {
+      const int bin = item_bin(k);
+      slots[k] = rank_in_warp<kBits>(counters + t.warp * kBins, bin) | static_cast<unsigned>(bin) << 16;
+    }
   }
 
   // Thread b: bin b's count in the tile (the items past n counted in the last bin are

@@ -21,7 +21,10 @@ std::vector<std::pair<std::string, std::int64_t>> onesweep_tuning_values(const O
           {"histogram_block", p.histogram_block},
           {"histogram_items", p.histogram_items},
           {"histogram_grid", p.histogram_grid},
-          {"onesweep_max_bins", p.max_bins}};
+          {"onesweep_max_bins", p.max_bins},
+          {"onesweep_keys_only_items", p.keys_only_items},
+          {"onesweep_keys_only_float_items", p.keys_only_float_items},
+          {"onesweep_keys_only_blocks_per_sm", p.keys_only_blocks_per_sm}};
 }
 
 OnesweepTuning onesweep_tuning(const OpNode& op, std::int64_t bins, const OnesweepPolicy& policy) {
@@ -33,6 +36,12 @@ OnesweepTuning onesweep_tuning(const OpNode& op, std::int64_t bins, const Oneswe
   s.bins = bins;
   s.items = static_cast<int>(
       std::clamp<std::size_t>(policy.thread_bytes / (key + value), 1, static_cast<std::size_t>(policy.max_items)));
+  if (value == 0) {
+    // Keys alone: the tile and register budget of more blocks per SM (more warps to hide
+    // the ranking's and the look-back's latency; nothing else to keep in registers).
+    s.items = std::min(s.items, op.keys.type().scalar() == ScalarType::F32 ? policy.keys_only_float_items : policy.keys_only_items);
+    s.blocks_per_sm = policy.keys_only_blocks_per_sm;
+  }
   // The tile's keys or values staged (the per-warp 32-bit counts share those bytes), the
   // bins' output distances, the block scan's warp totals (BinCounts), the tile id.
   const auto bytes = [&] {
@@ -76,6 +85,17 @@ KernelSpec emit_onesweep_histogram(const OpNode& op, const KernelContext& g, con
   return k;
 }
 
+namespace {
+// Bins whose last alone needs the top bit (a counting sort by 2^m keys: 2^m + 1 bins):
+// full tiles rank by one ballot fewer when the histogram counted nothing in that bin.
+std::string narrow_note(std::int64_t bins) {
+  const auto wide = std::bit_width(static_cast<std::uint64_t>(bins - 1));
+  const auto narrow = std::bit_width(static_cast<std::uint64_t>(bins - 2));
+  if (narrow == wide) return "";
+  return " (" + std::to_string(narrow) + " in full tiles when no key falls in the last bin)";
+}
+}  // namespace
+
 KernelSpec emit_onesweep_pass(const OpNode& op, const KernelContext& g, const std::vector<SortOutput>& outputs,
                               const OnesweepTuning& s, const SortPass& pass, int digit, std::int64_t row_bins,
                               int parity) {
@@ -108,8 +128,8 @@ KernelSpec emit_onesweep_pass(const OpNode& op, const KernelContext& g, const st
   k.summary = pass.step + " Onesweep pass: tiles of " + std::to_string(s.tile()) + " elements (block " +
               std::to_string(s.block) + " x " + std::to_string(s.items) + ") in atomic-counter order, " +
               pass.bins_text + ", stable ranks within each warp's chunk by ballots over " +
-              std::to_string(std::bit_width(static_cast<std::uint64_t>(s.bins - 1))) +
-              " bits (one shared atomic per bin and round), decoupled look-back over per-bin tile counts (flag and "
+              std::to_string(std::bit_width(static_cast<std::uint64_t>(s.bins - 1))) + " bits" + narrow_note(s.bins) +
+              " (one shared atomic per bin and round), decoupled look-back over per-bin tile counts (flag and "
               "30-bit count in one word), the keys staged in shared memory before the look-back and written "
               "coalesced, the values after them, " + std::to_string(s.shared_bytes) +
               " bytes of shared memory, registers for " + std::to_string(s.blocks_per_sm) + " blocks per SM";

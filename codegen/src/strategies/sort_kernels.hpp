@@ -69,11 +69,19 @@ struct OnesweepPolicy {
   int histogram_items = 16;          // keys per thread per chunk of the histogram
   int histogram_grid = 1056;         // at most this many histogram blocks (8 per SM of an H100)
   std::int64_t max_bins = 384;       // a counting sort with more bins (plus one) keeps the three-kernel pass
+  // Keys alone (no values): a smaller tile and more blocks per SM, CUB's sm_90 choice for
+  // 32-bit keys alone (384 x 19 for f32, 384 x 20 for other keys, 56 registers: 3 blocks).
+  int keys_only_items = 20;
+  int keys_only_float_items = 19;
+  int keys_only_blocks_per_sm = 3;
 };
 // max_items: ptxas (CUDA 12, sm_90) fits 23 in the 80 registers of 2 blocks of 384 per SM
 // without spilling in every pass of a sort of u32 keys with u32 values, of f32 keys alone
 // and of a counting sort by 256 keys (counting_sort.cuh's write_staged_tile keeps the
 // compiler from hoisting every item's loads; without that, 18 and more spilled).
+// keys_only_*: ptxas (CUDA 13, sm_90) fits f32 keys alone at 19 items in the 56 registers
+// of 3 blocks of 384 (4 bytes spilled, as CUB's own keys-only pass: 56 registers, 8 bytes
+// of stack); at 23 items and 2 blocks a pass kept only 24 warps per SM where CUB keeps 36.
 inline constexpr OnesweepPolicy kOnesweepPolicy{};
 std::vector<std::pair<std::string, std::int64_t>> onesweep_tuning_values(const OnesweepPolicy& p);
 
