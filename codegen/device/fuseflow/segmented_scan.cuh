@@ -102,7 +102,7 @@ struct OffsetHeads {
   static constexpr int kFlagWords = (kTile / 4 + 2 + 3) / 4 * 4;
   unsigned int* flag_words;
   long long* tile_offsets;   // the offsets in this tile are those numbered [tile_offsets[0], tile_offsets[1])
-  long long first = 0, last = 0;  // offset_at(0) and offset_at(count - 1), after after_load
+  long long first = 0, last = 0;  // offset_at(0) and offset_at(count - 1), after before_load
 
   __device__ __forceinline__ OffsetHeads(OffsetAt offset_at_, long long count_, unsigned* invalid_)
       : offset_at(offset_at_), count(count_), invalid(invalid_) {
@@ -112,16 +112,24 @@ struct OffsetHeads {
     tile_offsets = offsets;
   }
 
-  // The tile's loads are the block's (tile_load): after_load's marks need its barrier.
+  // The tile's loads are the block's (after_load's marks need their barrier), but not the
+  // searching warps': threads [kSearchThreads, kBlock) load the whole tile
+  // (loaders_tile_load), so the barrier waits for the searches or the loads, whichever is
+  // slower, not for a search and then a load round trip behind it in warps 0 and 1.
   static constexpr bool kWarpLoads = false;
+  static constexpr int kSearchThreads = 64;
 
   // Warp 0 finds the first offset at or after the tile's start, warp 1 the first at or after
   // its end (128-way searches), while the block clears the flags.
   template <int kItems>
   __device__ __forceinline__ void before_load(long long base, long long /*n*/) {
+    // The first and last offsets, read here beside the searches and the loads (not one
+    // more round trip after the marks' barrier); thread_items needs them.
+    first = offset_at(0);
+    last = offset_at(count - 1);
     for (int j = threadIdx.x; j < kFlagWords / 4; j += kBlock)
       reinterpret_cast<uint4*>(flag_words)[j] = uint4{0u, 0u, 0u, 0u};
-    if (threadIdx.x < 64) {
+    if (threadIdx.x < kSearchThreads) {
       const long long s = warp_lower_bound(count, base + threadIdx.x / 32 * kTile, offset_at);
       if (threadIdx.x % 32 == 0) tile_offsets[threadIdx.x / 32] = s;
     }
@@ -134,20 +142,34 @@ struct OffsetHeads {
   // is checked: the tiles' ranges [a_t, a_(t+1)) chain from a_0 = 0 (no clamped offset is
   // below 0) to the last tile's end a_T, each boundary the same search in both tiles, so
   // they cover [0, a_T) even where unsorted offsets make the searches disagree with order.
+  //
+  // A thread marks its offsets kMarkBatch at a time, their reads (and their neighbours')
+  // issued together before any is used: a tile of short segments holds many offsets
+  // (segments of 1..3: about 2800 in a tile of 5632, 11 a thread), and one offset per
+  // round put a memory latency per offset on the path to the tile's barrier.
+  static constexpr int kMarkBatch = 4;
   __device__ __forceinline__ void after_load(long long base, long long n) {
     const long long begin = tile_offsets[0], end = tile_offsets[1];
-    for (long long s = begin + threadIdx.x; s < end; s += kBlock) {
-      const long long offset = offset_at(s);
-      const long long at = offset - base;
-      if (at >= 0 && at < kTile) reinterpret_cast<unsigned char*>(flag_words)[at] = 1;
-      if (s + 1 < count && offset > offset_at(s + 1)) *invalid = 1u;
+    for (long long s0 = begin + threadIdx.x; s0 < end; s0 += kBlock * kMarkBatch) {
+      long long offset[kMarkBatch], next[kMarkBatch];
+#pragma unroll
+      for (int u = 0; u < kMarkBatch; ++u) {
+        const long long s = s0 + u * kBlock;
+        offset[u] = s < end ? offset_at(s) : 0;
+        next[u] = s < end && s + 1 < count ? offset_at(s + 1) : offset[u];
+      }
+#pragma unroll
+      for (int u = 0; u < kMarkBatch; ++u) {
+        if (s0 + u * kBlock >= end) continue;
+        const long long at = offset[u] - base;
+        if (at >= 0 && at < kTile) reinterpret_cast<unsigned char*>(flag_words)[at] = 1;
+        if (offset[u] > next[u]) *invalid = 1u;
+      }
     }
     if (base + kTile >= n)
       for (long long s = end + threadIdx.x; s < count - 1; s += kBlock)
         if (offset_at(s) > offset_at(s + 1)) *invalid = 1u;
     __syncthreads();
-    first = offset_at(0);
-    last = offset_at(count - 1);
   }
 
   template <int kItems, typename T, typename Element>
@@ -204,6 +226,7 @@ struct KeyHeads {
   Key lane0_previous = {};  // lane 0: the key of the element before its first
 
   static constexpr bool kWarpLoads = true;
+  static constexpr int kSearchThreads = 0;
 
   template <int kItems>
   __device__ __forceinline__ void before_load(long long base, long long n) {
@@ -294,6 +317,26 @@ __device__ __forceinline__ void warp_tile_store(unsigned char* stages, T* scanne
   }
 }
 
+// The tile's coalesced load into the input stages by threads [kFirst, kBlock) alone, then a
+// barrier: in step k, loader j (thread kFirst + j) loads tile element k * (kBlock - kFirst)
+// + j. The threads below kFirst are left free for reads of their own beside the loads
+// (OffsetHeads' searches). kChecked: the last tile, which stops at n.
+template <int kBlock, int kTile, int kFirst, bool kChecked, typename Load>
+__device__ __forceinline__ void loaders_tile_load(unsigned char* stages, Load load, long long base, long long n) {
+  constexpr int kLoaders = kBlock - kFirst;
+  constexpr int kSteps = (kTile + kLoaders - 1) / kLoaders;
+  if (threadIdx.x >= kFirst) {
+    const int j = threadIdx.x - kFirst;
+#pragma unroll
+    for (int k = 0; k < kSteps; ++k) {
+      const int s = k * kLoaders + j;
+      const long long i = base + s;
+      if ((kTile % kLoaders == 0 || s < kTile) && (!kChecked || i < n)) load(stages, tile_slot(s), i);
+    }
+  }
+  __syncthreads();
+}
+
 // ---- the look-back tile over pieces --------------------------------------------------------
 
 // Windows of 32 group aggregates (pieces) the look-back may keep in its stash.
@@ -335,6 +378,11 @@ __device__ __forceinline__ Piece<T, HeadCount> tile_pieces(const long long n, un
   if constexpr (Heads::kWarpLoads) {
     if (base + kTile <= n) warp_tile_load<kItems, false>(stages, load, base, n);
     else warp_tile_load<kItems, true>(stages, load, base, n);
+  } else if constexpr (Heads::kSearchThreads > 0 && kBlock - Heads::kSearchThreads >= 128) {
+    // The searching threads load nothing (at least 4 warps load the tile).
+    constexpr int kFirst = Heads::kSearchThreads;
+    if (base + kTile <= n) loaders_tile_load<kBlock, kTile, kFirst, false>(stages, load, base, n);
+    else loaders_tile_load<kBlock, kTile, kFirst, true>(stages, load, base, n);
   } else {
     if (base + kTile <= n) tile_load<kBlock, kItems, false>(stages, load, base, n);
     else tile_load<kBlock, kItems, true>(stages, load, base, n);
