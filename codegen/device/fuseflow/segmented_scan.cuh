@@ -102,7 +102,7 @@ struct OffsetHeads {
   static constexpr int kFlagWords = (kTile / 4 + 2 + 3) / 4 * 4;
   unsigned int* flag_words;
   long long* tile_offsets;   // the offsets in this tile are those numbered [tile_offsets[0], tile_offsets[1])
-  long long first = 0, last = 0;  // offset_at(0) and offset_at(count - 1), after before_load
+  long long first = 0, last = 0;  // offset_at(0) and offset_at(count - 1), after after_load
 
   __device__ __forceinline__ OffsetHeads(OffsetAt offset_at_, long long count_, unsigned* invalid_)
       : offset_at(offset_at_), count(count_), invalid(invalid_) {
@@ -123,10 +123,6 @@ struct OffsetHeads {
   // its end (128-way searches), while the block clears the flags.
   template <int kItems>
   __device__ __forceinline__ void before_load(long long base, long long /*n*/) {
-    // The first and last offsets, read here beside the searches and the loads (not one
-    // more round trip after the marks' barrier); thread_items needs them.
-    first = offset_at(0);
-    last = offset_at(count - 1);
     for (int j = threadIdx.x; j < kFlagWords / 4; j += kBlock)
       reinterpret_cast<uint4*>(flag_words)[j] = uint4{0u, 0u, 0u, 0u};
     if (threadIdx.x < kSearchThreads) {
@@ -170,6 +166,8 @@ struct OffsetHeads {
       for (long long s = end + threadIdx.x; s < count - 1; s += kBlock)
         if (offset_at(s) > offset_at(s + 1)) *invalid = 1u;
     __syncthreads();
+    first = offset_at(0);
+    last = offset_at(count - 1);
   }
 
   template <int kItems, typename T, typename Element>
