@@ -112,12 +112,8 @@ struct OffsetHeads {
     tile_offsets = offsets;
   }
 
-  // The tile's loads are the block's (after_load's marks need their barrier), but not the
-  // searching warps': threads [kSearchThreads, kBlock) load the whole tile
-  // (loaders_tile_load), so the barrier waits for the searches or the loads, whichever is
-  // slower, not for a search and then a load round trip behind it in warps 0 and 1.
+  // The tile's loads are the block's (tile_load): after_load's marks need its barrier.
   static constexpr bool kWarpLoads = false;
-  static constexpr int kSearchThreads = 64;
 
   // Warp 0 finds the first offset at or after the tile's start, warp 1 the first at or after
   // its end (128-way searches), while the block clears the flags.
@@ -125,7 +121,7 @@ struct OffsetHeads {
   __device__ __forceinline__ void before_load(long long base, long long /*n*/) {
     for (int j = threadIdx.x; j < kFlagWords / 4; j += kBlock)
       reinterpret_cast<uint4*>(flag_words)[j] = uint4{0u, 0u, 0u, 0u};
-    if (threadIdx.x < kSearchThreads) {
+    if (threadIdx.x < 64) {
       const long long s = warp_lower_bound(count, base + threadIdx.x / 32 * kTile, offset_at);
       if (threadIdx.x % 32 == 0) tile_offsets[threadIdx.x / 32] = s;
     }
@@ -224,7 +220,6 @@ struct KeyHeads {
   Key lane0_previous = {};  // lane 0: the key of the element before its first
 
   static constexpr bool kWarpLoads = true;
-  static constexpr int kSearchThreads = 0;
 
   template <int kItems>
   __device__ __forceinline__ void before_load(long long base, long long n) {
@@ -315,26 +310,6 @@ __device__ __forceinline__ void warp_tile_store(unsigned char* stages, T* scanne
   }
 }
 
-// The tile's coalesced load into the input stages by threads [kFirst, kBlock) alone, then a
-// barrier: in step k, loader j (thread kFirst + j) loads tile element k * (kBlock - kFirst)
-// + j. The threads below kFirst are left free for reads of their own beside the loads
-// (OffsetHeads' searches). kChecked: the last tile, which stops at n.
-template <int kBlock, int kTile, int kFirst, bool kChecked, typename Load>
-__device__ __forceinline__ void loaders_tile_load(unsigned char* stages, Load load, long long base, long long n) {
-  constexpr int kLoaders = kBlock - kFirst;
-  constexpr int kSteps = (kTile + kLoaders - 1) / kLoaders;
-  if (threadIdx.x >= kFirst) {
-    const int j = threadIdx.x - kFirst;
-#pragma unroll
-    for (int k = 0; k < kSteps; ++k) {
-      const int s = k * kLoaders + j;
-      const long long i = base + s;
-      if ((kTile % kLoaders == 0 || s < kTile) && (!kChecked || i < n)) load(stages, tile_slot(s), i);
-    }
-  }
-  __syncthreads();
-}
-
 // ---- the look-back tile over pieces --------------------------------------------------------
 
 // Windows of 32 group aggregates (pieces) the look-back may keep in its stash.
@@ -376,11 +351,6 @@ __device__ __forceinline__ Piece<T, HeadCount> tile_pieces(const long long n, un
   if constexpr (Heads::kWarpLoads) {
     if (base + kTile <= n) warp_tile_load<kItems, false>(stages, load, base, n);
     else warp_tile_load<kItems, true>(stages, load, base, n);
-  } else if constexpr (Heads::kSearchThreads > 0 && kBlock - Heads::kSearchThreads >= 128) {
-    // The searching threads load nothing (at least 4 warps load the tile).
-    constexpr int kFirst = Heads::kSearchThreads;
-    if (base + kTile <= n) loaders_tile_load<kBlock, kTile, kFirst, false>(stages, load, base, n);
-    else loaders_tile_load<kBlock, kTile, kFirst, true>(stages, load, base, n);
   } else {
     if (base + kTile <= n) tile_load<kBlock, kItems, false>(stages, load, base, n);
     else tile_load<kBlock, kItems, true>(stages, load, base, n);
