@@ -134,29 +134,13 @@ struct OffsetHeads {
   // is checked: the tiles' ranges [a_t, a_(t+1)) chain from a_0 = 0 (no clamped offset is
   // below 0) to the last tile's end a_T, each boundary the same search in both tiles, so
   // they cover [0, a_T) even where unsorted offsets make the searches disagree with order.
-  //
-  // A thread marks its offsets kMarkBatch at a time, their reads (and their neighbours')
-  // issued together before any is used: a tile of short segments holds many offsets
-  // (segments of 1..3: about 2800 in a tile of 5632, 11 a thread), and one offset per
-  // round put a memory latency per offset on the path to the tile's barrier.
-  static constexpr int kMarkBatch = 4;
   __device__ __forceinline__ void after_load(long long base, long long n) {
     const long long begin = tile_offsets[0], end = tile_offsets[1];
-    for (long long s0 = begin + threadIdx.x; s0 < end; s0 += kBlock * kMarkBatch) {
-      long long offset[kMarkBatch], next[kMarkBatch];
-#pragma unroll
-      for (int u = 0; u < kMarkBatch; ++u) {
-        const long long s = s0 + u * kBlock;
-        offset[u] = s < end ? offset_at(s) : 0;
-        next[u] = s < end && s + 1 < count ? offset_at(s + 1) : offset[u];
-      }
-#pragma unroll
-      for (int u = 0; u < kMarkBatch; ++u) {
-        if (s0 + u * kBlock >= end) continue;
-        const long long at = offset[u] - base;
-        if (at >= 0 && at < kTile) reinterpret_cast<unsigned char*>(flag_words)[at] = 1;
-        if (offset[u] > next[u]) *invalid = 1u;
-      }
+    for (long long s = begin + threadIdx.x; s < end; s += kBlock) {
+      const long long offset = offset_at(s);
+      const long long at = offset - base;
+      if (at >= 0 && at < kTile) reinterpret_cast<unsigned char*>(flag_words)[at] = 1;
+      if (s + 1 < count && offset > offset_at(s + 1)) *invalid = 1u;
     }
     if (base + kTile >= n)
       for (long long s = end + threadIdx.x; s < count - 1; s += kBlock)
