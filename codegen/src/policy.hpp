@@ -82,11 +82,9 @@ struct SegmentedPolicy {
   // When the values read tables (a gather: SpMV's vals * gather(x, cols)), the tile's
   // loads are chains (index, then table) and the table reads hit L2: fewer items per
   // thread (no register spills, ptxas sm_90: 16 items spill at 64 registers, 8 at 48 do
-  // not) and more resident blocks keep more of them in flight. 4 items x 8 blocks of 256
-  // (every warp slot, 32 registers): on an H200 (FUSEFLOW_SEGMENTED_TILE=256x4x8 against
-  // 8 items x 5 blocks) SpMV power-law rows 176.0 -> 163.8 us, 30 per row 159.8 -> 159.8.
-  int gather_items = 4;
-  int gather_blocks_per_sm = 8;
+  // not) and more resident blocks (5 x 256 threads at 48 registers) keep more of them in flight.
+  int gather_items = 8;
+  int gather_blocks_per_sm = 5;
   bool short_pass = true;                    // PlanOptions::segmented_short
   int short_block = 256;
 };

@@ -20,7 +20,7 @@
 //
 // Where the merge path's time goes, and what keeps it down (the next tile prefetched into
 // registers, vector loads for tiles with no segment end, padded staging, a head byte per
-// element, a ballot-based join): <fuseflow/segmented.cuh>. Tiles of 256 x 16 items for 4-byte values (4 with a gather).
+// element, a ballot-based join): <fuseflow/segmented.cuh>. Tiles of 256 x 16 items for 4-byte values (8 with a gather).
 #include <algorithm>
 #include <limits>
 #include <string>
@@ -127,7 +127,7 @@ KernelSpec emit_merge_path(const KernelContext& g, bool after_short) {
   const bool vector_tiles = vec > 1 && tuning.items % vec == 0;
   const std::size_t smem = segmented_shared_bytes(tuning, acc);
   // Resident blocks per SM: by threads, by shared memory, and at most 4 so that each thread
-  // may hold the next tile in registers (64 registers at 4 x 256 threads); 8 with gathers (4 items).
+  // may hold the next tile in registers (64 registers at 4 x 256 threads); 5 with gathers.
   const int by_smem = static_cast<int>(std::max<std::size_t>(1, t.shared_per_block_optin / (smem + 1024)));
   const int most = gathers ? policy.gather_blocks_per_sm : policy.max_blocks_per_sm;
   const int blocks_per_sm = tuning.min_blocks > 0 ? tuning.min_blocks
