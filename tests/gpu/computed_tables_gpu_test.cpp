@@ -153,11 +153,12 @@ TEST_CASE("a map shifted forwards (fused): n below k, n equal to k, k = 1, in a 
     host.bind(x, ff::HostArray::from(xh)).bind(w, ff::HostArray::from(wh)).bind(t, ff::HostArray::from(th));
     for (int k : {1, 3, 4}) {  // sizes 1..5: n < k, n = k and n > k
       const std::string at = "n = " + std::to_string(n) + ", k = " + std::to_string(k);
+      // y may be one fused multiply-add on the device (one rounding where the host has two).
       const ff::Expr y = x * ff::cast<float>(w) + ff::cast<float>(ff::index());
-      check<float>(ff::shift(y, k, -2.0f) - x, {{x, xd}, {w, wd}}, host, 0, "stencil map, " + at);
+      check<float>(ff::shift(y, k, -2.0f) - x, {{x, xd}, {w, wd}}, host, 1e-6, "stencil map, " + at);
       check<float>(ff::shift(x * x, k, 3.0f) + ff::shift(x * x, -k, 5.0f), {{x, xd}}, host, 0,
                    "both directions, " + at);
-      check<float>(ff::reduce(ff::shift(y, k, 100.0f), ff::max), {{x, xd}, {w, wd}}, host, 0, "reduction, " + at);
+      check<float>(ff::reduce(ff::shift(y, k, 100.0f), ff::max), {{x, xd}, {w, wd}}, host, 1e-6, "reduction, " + at);
       check<float>(ff::scan(ff::shift(x * 2.0f, k, 1.0f), ff::max), {{x, xd}}, host, 0, "scan, " + at);
       // A checked gather inside (the plain map, not the stencil): only positions inside are read.
       check<float>(ff::shift(ff::gather(t, w) * x, k, 0.5f), {{x, xd}, {w, wd}, {t, td}}, host, 0,
