@@ -281,11 +281,14 @@ TEST_CASE("weighted histograms of 2^12 to 2^20 bins with skewed bins match the r
 // checked alike. Skewed inputs: every element in one bin (one slice after another of one
 // bucket), most in bin 0, bins 64 apart with long empty stretches, dropped bins among them;
 // f32, f64, i32 and i64 weights. Float sums twice, the same bits.
-TEST_CASE("weighted histograms of 2^12 to 2^22 bins by coarse buckets match the reference") {
+// Sizes up to 70001 run under the CTest label gpu, 2^20 + 7 under gpu-long (the doctest
+// suite "long"): the sweep over six bin counts and five histograms at 2^20 + 7 took most of
+// the test's minute on an H100.
+static void bucketed_sweep(const std::vector<std::int64_t>& sizes) {
   auto x = ff::input<float>("x");
   auto d = ff::input<double>("d");
   auto k = ff::input<int>("k");
-  for (std::int64_t n : ff::test::capped({1, 4097, 70001, (1 << 20) + 7})) {
+  for (std::int64_t n : sizes) {
     INFO("n = " << n);
     const Inputs in(x, d, k, n, -1.0f, -1.0);
     const ff::HostBindings& host = in.host;
@@ -305,13 +308,21 @@ TEST_CASE("weighted histograms of 2^12 to 2^22 bins by coarse buckets match the 
   }
 }
 
+TEST_CASE("weighted histograms of 2^12 to 2^22 bins by coarse buckets match the reference") {
+  bucketed_sweep(ff::test::capped({1, 4097, 70001}));
+}
+
+TEST_CASE("weighted histograms of 2^12 to 2^22 bins by coarse buckets at 2^20 + 7" * doctest::test_suite("long")) {
+  bucketed_sweep(ff::test::capped({(1 << 20) + 7}));
+}
+
 // The bucketed path's sums are the same bits with NaN and inf weights and over misaligned
 // inputs (its pass reads the same elements either way).
-TEST_CASE("weighted histograms by coarse buckets: NaN and inf weights, misaligned inputs, the same bits") {
+static void bucketed_same_bits(const std::vector<std::int64_t>& sizes) {
   auto x = ff::input<float>("x");
   auto w = ff::input<float>("w");
   const std::int64_t bins = 1 << 16;
-  for (std::int64_t n : ff::test::capped({33, 70001, (1 << 20) + 7})) {
+  for (std::int64_t n : sizes) {
     INFO("n = " << n);
     const std::vector<float> xh = ff::test::random_values<float>(n + 1, 0, 1);
     std::vector<float> wh = ff::test::random_values<float>(n + 1, -1, 1);
@@ -347,4 +358,12 @@ TEST_CASE("weighted histograms by coarse buckets: NaN and inf weights, misaligne
     const std::size_t nan_bin = static_cast<std::size_t>(x1[0] * static_cast<float>(bins));
     CHECK(std::isnan(shifted[nan_bin]));
   }
+}
+
+TEST_CASE("weighted histograms by coarse buckets: NaN and inf weights, misaligned inputs, the same bits") {
+  bucketed_same_bits(ff::test::capped({33, 70001}));
+}
+
+TEST_CASE("weighted histograms by coarse buckets: the same bits at 2^20 + 7" * doctest::test_suite("long")) {
+  bucketed_same_bits(ff::test::capped({(1 << 20) + 7}));
 }
