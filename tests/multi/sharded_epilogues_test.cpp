@@ -51,7 +51,9 @@ TEST_CASE("sharded scalar epilogues: log-sum-exp in two stages, a mean with a pa
       }
       CHECK(got[1].as<float>() == mx);  // a max is exact in any order
       CHECK(close(got[0].as<float>(), static_cast<double>(mx) + std::log(e), 1e-5));
-      CHECK(close(got[0].as<float>(), want[0].scalar.as<float>(), 1e-5));
+      // Against f64 above, not against the reference's f32 result: the reference adds 2^24
+      // exponentials one after another in f32, off by more than 1e-5 (on two H200s, session
+      // 10, n = 2^24 failed that check for 1 and 2 ranks while the f64 check passed).
       CHECK(std::fabs(got[2].as<float>() - 0.5 * s) <= 1e-5 * scale + 1e-6);
       CHECK(got[3].value() == want[3].scalar);  // the global index of the max, doubled
       CHECK(std::fabs(got[4].as<float>() - s) <= 1e-5 * scale + 1e-6);
