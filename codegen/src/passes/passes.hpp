@@ -217,5 +217,11 @@ Plan plan_fused_tables(const Program& original, const FusedTables& tables, const
 // ops, which the staging pass computes in stage 1 (n elements each); GraphError for a table
 // that has no n elements.
 std::set<const ExprNode*> computed_tables(const Program& program);
+// Whether a computed gather table has a length of its own that stage 1 gives it: every
+// array it reads a histogram's bins or a segmented reduction's results.
+bool own_length_table(const Expr& table);
+// Sizes the intermediate of such a table from its stage 1 part's output shape: a fixed count
+// (bins) or a domain's length less some (segments); GraphError for one only the device counts.
+void size_own_table(Intermediate& im, const Plan& part, const OutputShape& shape, const std::string& what);
 
 }  // namespace fuseflow::codegen
