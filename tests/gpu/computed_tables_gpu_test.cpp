@@ -278,7 +278,9 @@ TEST_CASE("a histogram's bins and a segmented_reduce's results gathered (tables 
     const int m = static_cast<int>(n % 97 + 1);  // segments; offsets of m + 1
     auto bh = indices(n, 16);
     auto wh = ff::test::random_values<float>(n, 0, 1);
-    auto xh = ff::test::random_values<float>(n, -1, 1);
+    // Small integers: every segment's sum exact in f32, in any order of additions.
+    auto xh = ff::test::random_values<float>(n, -8, 8);
+    for (auto& v : xh) v = std::round(v);
     auto oh = offsets_of(n, m);
     auto sh = indices(n, m);
     auto bd = runtime().upload(bh);
@@ -295,7 +297,7 @@ TEST_CASE("a histogram's bins and a segmented_reduce's results gathered (tables 
     check<float>(ff::gather(sums, b) * w, {{b, bd}, {w, wd}}, host, 1e-4, "weighted bins gathered, " + at);
     check<unsigned>(ff::reduce(ff::gather(counts, b), ff::max), {{b, bd}}, host, 0, "a reduction of them, " + at);
     const ff::Expr per_segment = ff::segmented_reduce(x, offs, ff::plus);
-    check<float>(ff::gather(per_segment, seg) - x, {{x, xd}, {offs, od}, {seg, sd}}, host, 1e-5,
+    check<float>(ff::gather(per_segment, seg) - x, {{x, xd}, {offs, od}, {seg, sd}}, host, 0,
                  "segment sums gathered, " + at);
     check<float>(ff::gather(ff::segmented_reduce(x, offs, ff::max) * 2.0f, seg),
                  {{x, xd}, {offs, od}, {seg, sd}}, host, 0, "a map of segment maxima gathered, " + at);
@@ -325,5 +327,35 @@ TEST_CASE("an index outside a histogram's bins or the segments is reported with 
           (void)runtime().run(ff::gather(ff::segmented_reduce(x, offs, ff::plus), seg), {{x, xd}, {offs, od}, {seg, sd}});
         },
         "position " + std::to_string(bad) + " is " + std::to_string(m), "segments, n = " + std::to_string(n));
+  }
+}
+
+TEST_CASE("bins and segments gathered beside other ops: a scan, a filter's histogram, a broadcast of the same segments") {
+  auto b = ff::input<int>("b");
+  auto x = ff::input<float>("x");
+  auto offs = ff::input<long long>("offs");
+  auto seg = ff::input<int>("seg");
+  for (std::int64_t n : ff::test::capped({0, 1, 255, 4097, 70001})) {
+    const int m = static_cast<int>(n % 31 + 1);
+    auto bh = indices(n, 8);
+    auto xh = ff::test::random_values<float>(n, -1, 1);
+    auto oh = offsets_of(n, m);
+    auto sh = indices(n, m);
+    auto bd = runtime().upload(bh);
+    auto xd = runtime().upload(xh);
+    auto od = runtime().upload(oh);
+    auto sd = runtime().upload(sh);
+    ff::HostBindings host;
+    host.bind(b, ff::HostArray::from(bh)).bind(x, ff::HostArray::from(xh));
+    host.bind(offs, ff::HostArray::from(oh)).bind(seg, ff::HostArray::from(sh));
+    const std::string at = "n = " + std::to_string(n) + ", " + std::to_string(m) + " segments";
+    const ff::Expr counts = ff::histogram(b, 8);
+    check<unsigned>(ff::scan(ff::gather(counts, 7 - b), ff::plus), {{b, bd}}, host, 0, "a scan of gathered bins, " + at);
+    const ff::Expr kept = ff::histogram(ff::filter(b, x > 0.0f), 8);
+    check<unsigned>(ff::gather(kept, b) + ff::gather(kept, 7 - b), {{b, bd}, {x, xd}}, host, 0,
+                    "a filter's histogram gathered twice, " + at);
+    const ff::Expr top = ff::segmented_reduce(x, offs, ff::max);
+    check<float>(ff::gather(top, seg) - ff::broadcast(top, offs), {{x, xd}, {offs, od}, {seg, sd}}, host, 0,
+                 "segment maxima gathered and broadcast, " + at);
   }
 }
