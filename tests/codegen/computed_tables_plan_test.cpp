@@ -223,6 +223,19 @@ TEST_CASE("a histogram's bins and a segmented_reduce's results as gather tables:
     CHECK(args_of(p.kernels.back(), Kind::IntermediateLength, 0) == 1);
     CHECK(args_of(p.kernels.back(), Kind::Intermediate, 0) == 1);
   }
+  SUBCASE("segments by offsets the program computes: the sums of the offsets' own domain less one") {
+    auto lengths = ff::input<int>("lengths");
+    const ff::Expr sums = ff::segmented_reduce(x, ff::scan(lengths, ff::plus, ff::exclusive), ff::plus);
+    const ff::codegen::Plan p = plan(ff::Program(ff::gather(sums, seg)));
+    REQUIRE(p.intermediates.size() == 2);  // the sums (the table), the offsets (their own length)
+    const auto& table = p.intermediates[0];
+    const auto& offsets = p.intermediates[1];
+    CHECK(offsets.own_length);
+    CHECK(table.less == 1);
+    CHECK(table.domain == offsets.domain);
+    CHECK(table.domain != 0);
+    CHECK(args_of(p.kernels.back(), Kind::IntermediateLength, 0) == 1);
+  }
 }
 
 TEST_CASE("computed tables without a length the run knows are refused, naming why") {
