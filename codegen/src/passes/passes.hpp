@@ -214,8 +214,8 @@ std::optional<FusedTables> fuse_table_maps(const Program& program);
 Plan plan_fused_tables(const Program& original, const FusedTables& tables, const Target& target,
                        const PlanOptions& options);
 // The tables and shifted arrays that are not inputs, and broadcasts over ff::rows beside other
-// ops, which the staging pass computes in stage 1 (n elements each); GraphError for a table
-// that has no n elements.
+// ops, which the staging pass computes in stage 1 (n elements each, or a gather table's own
+// length: bins, segments); GraphError for one of a length only the device counts.
 std::set<const ExprNode*> computed_tables(const Program& program);
 // Whether a computed gather table has a length of its own that stage 1 gives it: every
 // array it reads a histogram's bins or a segmented reduction's results.
