@@ -30,6 +30,7 @@ const char* role(Arg::Kind kind) {
     case Arg::Kind::TableLength: return "table length";
     case Arg::Kind::Intermediate: return "intermediate";
     case Arg::Kind::IntermediateCount: return "intermediate count";
+    case Arg::Kind::IntermediateLength: return "intermediate length";
   }
   return "?";
 }
@@ -125,10 +126,12 @@ std::string explain(const Program& program, const Target& target, const PlanOpti
     const Intermediate& im = p.intermediates[i];
     os << "intermediate " << i << ": " << to_string(im.type) << " x "
        << (im.counted      ? "at most n, counted"
+           : im.fixed >= 0 ? std::to_string(im.fixed)
+           : im.less       ? "the length of domain " + std::to_string(im.domain) + " - " + std::to_string(im.less)
            : im.own_length ? "the length of domain " + std::to_string(im.domain)
            : im.domain     ? "one per offset of domain " + std::to_string(im.domain)
                            : "n")
-       << ", " << im.role << ", in " << (im.output >= 0 ? "output " + std::to_string(im.output) : std::string("scratch"))
+       << ", " << im.role << (im.zeroed ? ", zeroed" : "") << ", in " << (im.output >= 0 ? "output " + std::to_string(im.output) : std::string("scratch"))
        << "\n";
   }
   os << "schedule:\n";

@@ -61,7 +61,8 @@ std::string arg_declaration(CudaTypes& types, const Arg& a) {
     case Arg::Kind::Table:
     case Arg::Kind::Scalar: return "const " + types.name(a.type) + "* __restrict__ " + a.name;
     case Arg::Kind::Length:
-    case Arg::Kind::TableLength: return "const long long " + a.name;
+    case Arg::Kind::TableLength:
+    case Arg::Kind::IntermediateLength: return "const long long " + a.name;
     case Arg::Kind::Param: return "const " + types.name(a.type) + " " + a.name;
     case Arg::Kind::Output:
     case Arg::Kind::OutputCount:

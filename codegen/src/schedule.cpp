@@ -81,7 +81,8 @@ void append(const Plan& plan, const StepSpec& step, std::int64_t n, ScheduleBuil
 
 Schedule Plan::schedule(std::int64_t n) const {
   ScheduleBuilder b(0);
-  for (const auto& im : intermediates) b.intermediate(im.output < 0 ? im.bytes(im.domain ? b.length(im.domain) : n) : 0);
+  for (const auto& im : intermediates)
+    b.intermediate(im.output < 0 ? im.bytes(im.fixed >= 0 ? im.fixed : im.domain ? b.length(im.domain) : n) : 0, im.zeroed);
   for (const auto& step : steps) append(*this, step, step.over ? b.length(step.over) : n, b);
   return b.take();
 }
@@ -89,7 +90,8 @@ Schedule Plan::schedule(std::int64_t n) const {
 Schedule Plan::schedule(const std::vector<std::int64_t>& lengths) const {
   ScheduleBuilder b(0, lengths);
   for (const auto& im : intermediates)
-    b.intermediate(im.output < 0 ? im.bytes(lengths.at(static_cast<std::size_t>(im.domain))) : 0);
+    b.intermediate(im.output < 0 ? im.bytes(im.fixed >= 0 ? im.fixed : lengths.at(static_cast<std::size_t>(im.domain))) : 0,
+                   im.zeroed);
   for (const auto& step : steps) append(*this, step, lengths.at(static_cast<std::size_t>(step.over)), b);
   return b.take();
 }

@@ -3,7 +3,9 @@
 // no intermediate), and so is a map of inputs shifted backwards or forwards; any other
 // computed table or shifted array (a scan's or a sort's result, a map of one) is computed
 // by stage 1 into an intermediate of n elements that stage 2's
-// kernel reads at computed positions; tables of another length than n are refused.
+// kernel reads at computed positions; a histogram's bins and a segmented_reduce's results
+// likewise, into an intermediate of their own length (the gather's length argument reads
+// it); tables of a length only the device counts are refused.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -161,18 +163,101 @@ TEST_CASE("a scan's and a sort's result as gather tables and shifted arrays: sta
   }
 }
 
-TEST_CASE("computed tables without an element per element are refused, naming why") {
+TEST_CASE("a histogram's bins and a segmented_reduce's results as gather tables: stage 1, their own length") {
+  auto b = ff::input<int>("b");
+  auto w = ff::input<float>("w");
+  auto x = ff::input<float>("x");
+  auto offs = ff::input<long long>("offs");
+  auto seg = ff::input<int>("seg");
+  SUBCASE("bins, counted and weighted: intermediates of 16, zeroed, the gather's length theirs") {
+    const ff::Expr counts = ff::histogram(b, 16);
+    const ff::codegen::Plan p =
+        plan(ff::Program(ff::cast<float>(ff::gather(counts, b)) + ff::gather(ff::histogram(b, w, 16), b)));
+    REQUIRE(p.intermediates.size() == 2);
+    for (const auto& im : p.intermediates) {
+      CHECK(im.fixed == 16);
+      CHECK(im.zeroed);
+      CHECK(im.output < 0);
+    }
+    REQUIRE(p.kernels.size() >= 3);
+    const ff::codegen::KernelSpec& last = p.kernels.back();
+    CHECK(args_of(last, Kind::Intermediate) == 2);
+    CHECK(args_of(last, Kind::IntermediateLength, 0) == 1);
+    CHECK(args_of(last, Kind::IntermediateLength, 1) == 1);
+    CHECK(args_of(last, Kind::InvalidFlag) == 1);
+    CHECK(p.intermediates[0].length({5}) == 16);
+    for (std::size_t i = 0; i + 1 < p.kernels.size(); ++i)  // the histograms write the tables, first
+      CHECK(args_of(p.kernels[i], Kind::IntermediateLength) == 0);
+    // Room for the bins, not n: 16 of 4 bytes each even where n is 0.
+    CHECK(p.schedule(std::int64_t{0}).scratch_bytes >= 64);
+  }
+  SUBCASE("bins that are an output as well: one intermediate, in the output, of 16") {
+    const ff::Expr counts = ff::histogram(b, 16);
+    const ff::codegen::Plan p = plan(ff::outputs(ff::gather(counts, b), counts));
+    REQUIRE(p.intermediates.size() == 1);
+    CHECK(p.intermediates[0].output == 1);
+    REQUIRE(p.output_shapes.size() == 2);
+    CHECK(p.output_shapes[1].fixed == 16);
+    CHECK(p.output_shapes[1].zeroed);
+  }
+  SUBCASE("a map of bins: fused, the map applied to the counts gathered from the staged bins") {
+    const ff::codegen::Plan p = plan(ff::Program(ff::gather(ff::cast<float>(ff::histogram(b, 16)) * 2.0f, b)));
+    CHECK(has_note(p, "computed tables: a gather (or a shift) of a map of inputs"));
+    REQUIRE(p.intermediates.size() == 1);
+    CHECK(p.intermediates[0].fixed == 16);
+    CHECK(args_of(p.kernels.back(), Kind::IntermediateLength, 0) == 1);
+    CHECK(p.kernels.back().source.find("(float)") != std::string::npos);  // the cast, after the gather
+  }
+  SUBCASE("segments: an intermediate of the offsets' domain less one") {
+    const ff::codegen::Plan p = plan(ff::Program(ff::gather(ff::segmented_reduce(x, offs, ff::plus), seg)));
+    REQUIRE(p.intermediates.size() == 1);
+    const auto& im = p.intermediates[0];
+    CHECK(im.fixed == -1);
+    CHECK(im.less == 1);
+    REQUIRE(p.input_domain.size() == 3);
+    CHECK(im.domain == p.input_domain[1]);  // offs's
+    CHECK(im.domain != 0);
+    CHECK(p.input_domain[2] == 0);  // seg: the elements
+    CHECK(im.length({100, 8}) == 7);
+    CHECK(im.length({100, 0}) == 0);
+    CHECK(args_of(p.kernels.back(), Kind::IntermediateLength, 0) == 1);
+    CHECK(args_of(p.kernels.back(), Kind::Intermediate, 0) == 1);
+  }
+  SUBCASE("segments by offsets the program computes: the sums of the offsets' own domain less one") {
+    auto lengths = ff::input<int>("lengths");
+    const ff::Expr sums = ff::segmented_reduce(x, ff::scan(lengths, ff::plus, ff::exclusive), ff::plus);
+    const ff::codegen::Plan p = plan(ff::Program(ff::gather(sums, seg)));
+    REQUIRE(p.intermediates.size() == 2);  // the sums (the table), the offsets (their own length)
+    const auto& table = p.intermediates[0];
+    const auto& offsets = p.intermediates[1];
+    CHECK(offsets.own_length);
+    CHECK(table.less == 1);
+    CHECK(table.domain == offsets.domain);
+    CHECK(table.domain != 0);
+    CHECK(args_of(p.kernels.back(), Kind::IntermediateLength, 0) == 1);
+  }
+}
+
+TEST_CASE("computed tables without a length the run knows are refused, naming why") {
   auto k = ff::input<int>("k");
   auto x = ff::input<float>("x");
   auto idx = ff::input<int>("idx");
   auto offs = ff::input<long long>("offs");
-  std::string e = plan_error(ff::Program(ff::gather(ff::histogram(k, 4), idx)));
+  std::string e = plan_error(ff::Program(ff::gather(ff::cast<float>(ff::histogram(k, 4)) + x, idx)));
   INFO(e);
-  CHECK(e.find("a gather's table histogram(") != std::string::npos);
-  CHECK(e.find("histogram's bins") != std::string::npos);
+  CHECK(e.find("a gather's table") != std::string::npos);
+  CHECK(e.find("histogram's bins mixed with arrays of another length") != std::string::npos);
   e = plan_error(ff::Program(ff::shift(ff::filter(x, x > 0.0f), 1, 0.0f)));
   CHECK(e.find("a shifted array") != std::string::npos);
   CHECK(e.find("as many elements as the device counts") != std::string::npos);
-  e = plan_error(ff::Program(ff::gather(ff::segmented_reduce(x, offs, ff::plus), idx)));
-  CHECK(e.find("one per segment") != std::string::npos);
+  e = plan_error(ff::Program(ff::gather(ff::filter(x, x > 0.0f), idx)));
+  CHECK(e.find("a gather's table") != std::string::npos);
+  CHECK(e.find("as many elements as the device counts") != std::string::npos);
+  e = plan_error(ff::Program(ff::gather(ff::reduce_by_key(k, x, ff::plus).values, idx)));
+  CHECK(e.find("the result of reduce_by_key, as many elements as the device counts") != std::string::npos);
+  e = plan_error(ff::Program(x + ff::shift(ff::segmented_reduce(x, offs, ff::plus), 1, 0.0f)));
+  CHECK(e.find("a shifted array") != std::string::npos);
+  CHECK(e.find("one per segment, not one per element") != std::string::npos);
+  e = plan_error(ff::Program(ff::gather(ff::fill(7, 1.0f), idx)));
+  CHECK(e.find("an array of a length of its own") != std::string::npos);
 }

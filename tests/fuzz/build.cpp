@@ -171,6 +171,8 @@ class Builder {
       case NodeKind::Gather: return Expr::gather(a[0], a[1]);
       case NodeKind::Fill: return fuseflow::fill(a[0], a[1]);
       case NodeKind::Broadcast:
+        if (c_.ops[static_cast<std::size_t>(n.index)].kind == OpKind::Histogram)  // its bins at args[0]
+          return gather(results_[static_cast<std::size_t>(n.index)], a[0]);
         if (c_.ops[static_cast<std::size_t>(n.index)].kind == OpKind::ReduceByKey)  // its run's key
           return broadcast_by_key(results_[static_cast<std::size_t>(n.index)], node(c_.ops[static_cast<std::size_t>(n.index)].keys));
         return broadcast(results_[static_cast<std::size_t>(n.index)], offsets_.at(n.index));

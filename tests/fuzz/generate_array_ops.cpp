@@ -392,7 +392,10 @@ void Generator::make_array_op_shape() {
   std::size_t k = draw_shape(kArrayWeights);
   c_.shape = kArrayShapes[k];
   switch (k) {
-    case 0: c_.ops.push_back(histogram_op()); break;
+    case 0:
+      c_.ops.push_back(histogram_op());
+      if (!c_.ops.back().values && rng_.chance(0.3)) return gathered_bins(0);
+      break;
     case 1:
       if (rng_.chance(0.35)) return rows_broadcast();
       if (rng_.chance(0.3)) return offsets_broadcast();
@@ -456,6 +459,21 @@ void Generator::offsets_broadcast(bool scanned) {
   c_.ops.push_back(beside);
   c_.outputs.push_back({k + 1, nullptr, 0});
   if (rng_.chance(0.5)) c_.outputs.push_back({-1, m, 0});
+}
+
+// The counts of histogram k gathered at index() % bins beside an input (issue 25: stage 1
+// writes the bins into an intermediate of their own length, which the gather checks its
+// index against), the counts an output too now and then.
+void Generator::gathered_bins(int k) {
+  const OpDesc& op = c_.ops[static_cast<std::size_t>(k)];
+  auto g = fresh(NodeKind::Broadcast, op.count_type);
+  g->index = k;
+  g->args = {make_binary(BinaryOp::Mod, index_, make_const(ScalarType::I64, static_cast<double>(op.bins)))};
+  g->bound = type_max(op.count_type);
+  g->exact = true;
+  g->reads_input = true;
+  if (rng_.chance(0.5)) c_.outputs.push_back({k, nullptr, 0});
+  c_.outputs.push_back({-1, tame(make_binary(BinaryOp::Add, g, coerce(input_leaf(), op.count_type))), 0});
 }
 
 // An output reading each element's run's key (broadcast_by_key of reduce_by_key's keys,

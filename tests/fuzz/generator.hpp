@@ -112,6 +112,7 @@ class Generator {
   void rows_beside();
   void offsets_and_key_broadcasts();
   void by_key_broadcast(int k);
+  void gathered_bins(int k);
   OpDesc filtered_segmented_op();
 
   // The shape comes from the seed's Weyl draw (shape_draw), not from the PRNG: first the

@@ -82,7 +82,8 @@ enum class NodeKind : std::uint8_t {
   Gather,  // gather(args[0] (an input), args[1] (an i64 index inside [0, n)))
   Fill,    // fill(args[0] (an input: its length), args[1] (index(), a constant or the parameter))
   Broadcast,  // broadcast(ops[index] (a segmented reduce over rows or offsets), its offsets): its segment's
-              // result; of a reduce_by_key, broadcast_by_key of its keys: the element's run's key
+              // result; of a reduce_by_key, broadcast_by_key of its keys: the element's run's key;
+              // of a histogram (counts), gather(its bins, args[0] (an i64 index inside the bins))
 };
 
 struct Node;

@@ -1,11 +1,13 @@
 // GPU execution tests for gather and shift of computed arrays (issue 25;
 // codegen/src/passes/computed_tables.cpp): a gather of a map of inputs and a map shifted
 // backwards or forwards fused into their consumer, a scan's and a sort's result gathered and shifted (computed into an
-// intermediate by stage 1). Fresh random inputs, outputs poisoned (the shared Runtime's
+// intermediate by stage 1), a histogram's bins and a segmented_reduce's results gathered (stage 1 writes
+// them into an intermediate of their own length, which the gather checks its indices against). Fresh random inputs, outputs poisoned (the shared Runtime's
 // RuntimeOptions::poison), each result compared with the CPU reference: integers exactly,
 // floats by relative error (expf on the device may differ from the host's in the last bit).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -234,5 +236,126 @@ TEST_CASE("the inputs of a gathered map must have one length") {
   } catch (const ff::GraphError& err) {
     INFO(err.what());
     CHECK(std::string(err.what()).find("arrays of different lengths") != std::string::npos);
+  }
+}
+
+namespace {
+
+// CSR offsets 0 = o[0] <= ... <= o[m] = n, m segments (some empty), and a segment per element.
+std::vector<long long> offsets_of(std::int64_t n, int m) {
+  std::vector<long long> o(static_cast<std::size_t>(m) + 1);
+  std::uniform_int_distribution<long long> d(0, n);
+  for (auto& v : o) v = d(rng());
+  std::sort(o.begin(), o.end());
+  o.front() = 0;
+  o.back() = n;
+  return o;
+}
+
+template <class F>
+void expect_outside(F&& run, const std::string& want, const std::string& what) {
+  INFO(what);
+  try {
+    run();
+    FAIL("no error for an index outside the table");
+  } catch (const ff::GraphError& err) {
+    INFO(err.what());
+    CHECK(std::string(err.what()).find(want) != std::string::npos);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a histogram's bins and a segmented_reduce's results gathered (tables of their own length, staged)") {
+  auto b = ff::input<int>("b");
+  auto w = ff::input<float>("w");
+  auto x = ff::input<float>("x");
+  auto offs = ff::input<long long>("offs");
+  auto seg = ff::input<int>("seg");
+  const ff::Expr counts = ff::histogram(b, 16);
+  const ff::Expr sums = ff::histogram(b, w, 16);
+  for (std::int64_t n : ff::test::capped({0, 1, 33, 255, 257, 1025, 4097, 70001})) {
+    const int m = static_cast<int>(n % 97 + 1);  // segments; offsets of m + 1
+    auto bh = indices(n, 16);
+    auto wh = ff::test::random_values<float>(n, 0, 1);
+    // Small integers: every segment's sum exact in f32, in any order of additions.
+    auto xh = ff::test::random_values<float>(n, -8, 8);
+    for (auto& v : xh) v = std::round(v);
+    auto oh = offsets_of(n, m);
+    auto sh = indices(n, m);
+    auto bd = runtime().upload(bh);
+    auto wd = runtime().upload(wh);
+    auto xd = runtime().upload(xh);
+    auto od = runtime().upload(oh);
+    auto sd = runtime().upload(sh);
+    ff::HostBindings host;
+    host.bind(b, ff::HostArray::from(bh)).bind(w, ff::HostArray::from(wh)).bind(x, ff::HostArray::from(xh));
+    host.bind(offs, ff::HostArray::from(oh)).bind(seg, ff::HostArray::from(sh));
+    const std::string at = "n = " + std::to_string(n) + ", " + std::to_string(m) + " segments";
+    check<float>(ff::cast<float>(ff::gather(counts, b)), {{b, bd}}, host, 0, "frequency encoding, " + at);
+    // A weighted bin's sum: the device adds in another order than the host.
+    check<float>(ff::gather(sums, b) * w, {{b, bd}, {w, wd}}, host, 1e-4, "weighted bins gathered, " + at);
+    check<unsigned>(ff::reduce(ff::gather(counts, b), ff::max), {{b, bd}}, host, 0, "a reduction of them, " + at);
+    const ff::Expr per_segment = ff::segmented_reduce(x, offs, ff::plus);
+    check<float>(ff::gather(per_segment, seg) - x, {{x, xd}, {offs, od}, {seg, sd}}, host, 0,
+                 "segment sums gathered, " + at);
+    check<float>(ff::gather(ff::segmented_reduce(x, offs, ff::max) * 2.0f, seg),
+                 {{x, xd}, {offs, od}, {seg, sd}}, host, 0, "a map of segment maxima gathered, " + at);
+  }
+}
+
+TEST_CASE("an index outside a histogram's bins or the segments is reported with its position") {
+  auto b = ff::input<int>("b");
+  auto x = ff::input<float>("x");
+  auto offs = ff::input<long long>("offs");
+  auto seg = ff::input<int>("seg");
+  for (std::int64_t n : ff::test::capped({1, 4097, 70001})) {
+    const auto bad = static_cast<std::size_t>(n / 2);
+    auto bh = indices(n, 16);
+    bh[bad] = (n % 2) ? -1 : 16;  // outside the 16 bins (the histogram drops it)
+    auto bd = runtime().upload(bh);
+    expect_outside([&] { (void)runtime().run(ff::gather(ff::histogram(b, 16), b), {{b, bd}}); },
+                   "position " + std::to_string(bad) + " is " + std::to_string(bh[bad]), "bins, n = " + std::to_string(n));
+    const int m = 5;
+    auto sh = indices(n, m);
+    sh[bad] = m;  // one past the last segment: inside the offsets, outside the results
+    auto xd = runtime().upload(ff::test::random_values<float>(n, -1, 1));
+    auto od = runtime().upload(offsets_of(n, m));
+    auto sd = runtime().upload(sh);
+    expect_outside(
+        [&] {
+          (void)runtime().run(ff::gather(ff::segmented_reduce(x, offs, ff::plus), seg), {{x, xd}, {offs, od}, {seg, sd}});
+        },
+        "position " + std::to_string(bad) + " is " + std::to_string(m), "segments, n = " + std::to_string(n));
+  }
+}
+
+TEST_CASE("bins and segments gathered beside other ops: a scan, a filter's histogram, a broadcast of the same segments") {
+  auto b = ff::input<int>("b");
+  auto x = ff::input<float>("x");
+  auto offs = ff::input<long long>("offs");
+  auto seg = ff::input<int>("seg");
+  for (std::int64_t n : ff::test::capped({0, 1, 255, 4097, 70001})) {
+    const int m = static_cast<int>(n % 31 + 1);
+    auto bh = indices(n, 8);
+    auto xh = ff::test::random_values<float>(n, -1, 1);
+    auto oh = offsets_of(n, m);
+    auto sh = indices(n, m);
+    auto bd = runtime().upload(bh);
+    auto xd = runtime().upload(xh);
+    auto od = runtime().upload(oh);
+    auto sd = runtime().upload(sh);
+    ff::HostBindings host;
+    host.bind(b, ff::HostArray::from(bh)).bind(x, ff::HostArray::from(xh));
+    host.bind(offs, ff::HostArray::from(oh)).bind(seg, ff::HostArray::from(sh));
+    const std::string at = "n = " + std::to_string(n) + ", " + std::to_string(m) + " segments";
+    const ff::Expr counts = ff::histogram(b, 8);
+    check<unsigned>(ff::scan(ff::gather(counts, 7 - b), ff::plus), {{b, bd}}, host, 0, "a scan of gathered bins, " + at);
+    const ff::Expr kept = ff::histogram(ff::filter(b, x > 0.0f), 8);
+    check<unsigned>(ff::gather(kept, b) + ff::gather(kept, 7 - b), {{b, bd}, {x, xd}}, host, 0,
+                    "a filter's histogram gathered twice, " + at);
+    const ff::Expr top = ff::segmented_reduce(x, offs, ff::max);
+    check<float>(ff::gather(top, seg) - ff::broadcast(top, offs), {{x, xd}, {offs, od}, {seg, sd}}, host, 0,
+                 "segment maxima gathered and broadcast, " + at);
   }
 }

@@ -86,6 +86,39 @@ TEST_CASE("CSR from row lengths: segmented ops by an exclusive scan of the lengt
   }
 }
 
+TEST_CASE("CSR row sums gathered at each element's row: the offsets staged, the sums an intermediate of the rows") {
+  // The row sums are a table of m entries (offsets - 1; its own length, passes/computed_tables.cpp)
+  // gathered at a row per element: an index outside the rows is the run's checked error.
+  auto vals = ff::input<int>("vals");
+  auto lengths = ff::input<int>("lengths");
+  auto row = ff::input<int>("row");
+  const ff::Expr sums = ff::segmented_reduce(vals, ff::scan(lengths, ff::plus, ff::exclusive), ff::plus);
+  const ff::Program prog = ff::outputs(ff::gather(sums, row) - vals);
+  for (std::int64_t m : kRows) {
+    if (m == 0) continue;  // no offsets: a GraphError (s segments need s + 1 offsets)
+    std::vector<int> len = random_ints(m, 0, 9);
+    len.push_back(0);  // m + 1 offsets ending at n: m rows
+    const std::int64_t n = total(len);
+    std::vector<int> rows = random_ints(n, 0, static_cast<int>(m) - 1);
+    const std::vector<int> v = random_ints(n, -1000, 1000);
+    check_program("row sums of " + std::to_string(m) + " rows gathered", prog, {vals, lengths, row}, {v, len, rows});
+    if (n == 0) continue;
+    rows[static_cast<std::size_t>(n / 2)] = static_cast<int>(m);  // one past the last row
+    ff::Runtime& rt = ff::test::runtime();
+    auto vd = rt.upload(v);
+    auto ld = rt.upload(len);
+    auto rd = rt.upload(rows);
+    try {
+      (void)rt.run(prog, {{vals, vd}, {lengths, ld}, {row, rd}});
+      FAIL("no error for a row outside the table, " << m << " rows");
+    } catch (const ff::GraphError& e) {
+      INFO(e.what());
+      CHECK(std::string(e.what()).find("position " + std::to_string(n / 2) + " is " + std::to_string(m)) !=
+            std::string::npos);
+    }
+  }
+}
+
 TEST_CASE("a sort's keys as segment offsets: unsorted cut positions sorted, then the segments' totals") {
   auto x = ff::input<int>("x");
   auto cuts = ff::input<int>("cuts");

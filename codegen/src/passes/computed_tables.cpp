@@ -15,14 +15,21 @@
 //           is read: the inputs of f have the program's n elements);
 //   staged  anything else (a scan's, a sort's or another op's result of n elements, a map
 //           of one): the staging pass (stages.cpp) computes it in stage 1
-//           into an intermediate of n elements, which stage 2 reads as the table.
+//           into an intermediate of n elements, which stage 2 reads as the table;
+//   own     a gather's table of a length of its own that the run knows before it starts: a
+//           histogram's bins (a plan-time count) or a segmented reduction's results (one
+//           per segment: offsets - 1; a map of them is fused as above, the map applied to
+//           what the gathers read from each): stage 1 computes it into an
+//           intermediate of that length (Intermediate::fixed, ::less), stage 2 reads it as
+//           the table, its length the intermediate's (Arg::Kind::IntermediateLength), so a
+//           checked gather checks each index against the table's real length.
 //
 // A broadcast over ff::rows beside other ops than the row reductions is staged the same way:
 // stage 1 is the per-row kernel writing the broadcast array (n elements), stage 2 reads it.
 //
-// Tables that have no n elements are refused: the results of a filter or reduce_by_key
-// (as many as the device counts), a histogram's bins, a segmented reduction's segments,
-// offsets of ff::rows, fills of a length of their own.
+// Tables refused: the results of a filter or reduce_by_key (as many as the device counts),
+// offsets of ff::rows, fills of a length of their own, bins or segments mixed with arrays
+// of another length; a shifted array must have n elements.
 #include <algorithm>
 
 #include "fuseflow/frontend/filter_lift.hpp"
@@ -41,18 +48,27 @@ bool element_wise(ExprKind k) {
   }
 }
 
+// A histogram's bins or a segmented reduction's results: a table of a length of its own.
+bool own_kind(const Expr& leaf) {
+  return leaf.kind() == ExprKind::Result &&
+         (leaf.node().op->kind == OpKind::Histogram || leaf.node().op->kind == OpKind::SegmentedReduce);
+}
+
 // Whether the table `e` is an element-wise map of inputs that a gather can apply to the
-// elements it reads (`reads` set when it reads an input at all).
-bool map_of_inputs(const Expr& e, bool& reads) {
+// elements it reads (`reads` set when it reads an input at all); with `results`, of
+// histograms' bins and segmented reductions' results too (each gathered, staged alone).
+bool map_of_inputs(const Expr& e, bool& reads, bool results = false) {
   switch (e.kind()) {
     case ExprKind::Input: reads = true; return true;
     case ExprKind::Constant: case ExprKind::Param: case ExprKind::Index: return true;
-    case ExprKind::Result: return e.node().op->scalar_output;
-    case ExprKind::Gather: return e.args()[0].kind() == ExprKind::Input && map_of_inputs(e.args()[1], reads);
+    case ExprKind::Result:
+      if (results && own_kind(e)) reads = true;
+      return e.node().op->scalar_output || (results && own_kind(e));
+    case ExprKind::Gather: return e.args()[0].kind() == ExprKind::Input && map_of_inputs(e.args()[1], reads, results);
     default: break;
   }
   if (!element_wise(e.kind())) return false;
-  return std::all_of(e.args().begin(), e.args().end(), [&](const Expr& a) { return map_of_inputs(a, reads); });
+  return std::all_of(e.args().begin(), e.args().end(), [&](const Expr& a) { return map_of_inputs(a, reads, results); });
 }
 
 // The map `e` at position `idx`: its inputs gathered there, index() the position.
@@ -61,6 +77,9 @@ Expr at(const Expr& e, const Expr& idx, bool checked, std::map<const ExprNode*, 
   Expr r = e;
   switch (e.kind()) {
     case ExprKind::Input: r = Expr::gather(e, idx, checked); break;
+    case ExprKind::Result:
+      if (!e.node().op->scalar_output) r = Expr::gather(e, idx, checked);  // bins, segments: staged
+      break;
     case ExprKind::Index: r = Expr::cast(ScalarType::I64, idx); break;
     case ExprKind::Gather: r = Expr::gather(e.args()[0], at(e.args()[1], idx, checked, memo), e.node().index == 0); break;
     default:
@@ -150,8 +169,10 @@ class Fuser {
       }
       if (any) r = e.with_args(std::move(args));
       bool reads = false;
-      if (r.kind() == ExprKind::Gather && r.args()[0].kind() != ExprKind::Input && map_of_inputs(r.args()[0], reads) &&
-          reads) {
+      const Expr t = r.kind() == ExprKind::Gather ? r.args()[0] : Expr();
+      // A map of bins or segments alone: the map applied to the elements gathered from them.
+      if (t.valid() && t.kind() != ExprKind::Input && !own_kind(t) &&
+          (map_of_inputs(t, reads) || (own_length_table(t) && map_of_inputs(t, reads, true))) && reads) {
         map_inputs(r.args()[0], same_length.emplace_back());
         std::map<const ExprNode*, Expr> memo;
         r = at(r.args()[0], r.args()[1], r.node().index == 0, memo);
@@ -187,8 +208,10 @@ class Fuser {
   }
 };
 
-// Why `table` (not an input, not fused) has no n elements to stage, or "".
-std::string not_of_n(const Expr& table) {
+// Why `table` (not an input, not fused) cannot be staged, or "": `gather`, the table of a
+// gather (which may have a length of its own), else a shifted array (n elements).
+std::string not_of_n(const Expr& table, bool gather) {
+  if (gather && own_length_table(table)) return "";
   for (const Expr& leaf : array_leaves(table)) {
     if (leaf.kind() == ExprKind::Rows) return "it reads the offsets " + to_string(leaf);
     if (leaf.kind() == ExprKind::Fill) return "it reads " + to_string(leaf) + ", an array of a length of its own";
@@ -197,8 +220,11 @@ std::string not_of_n(const Expr& table) {
       case OpKind::Filter: case OpKind::ReduceByKey:
         return std::string("it reads the result of ") + op_name(leaf.node().op->kind) +
                ", as many elements as the device counts";
-      case OpKind::Histogram: return "it reads a histogram's bins";
-      case OpKind::SegmentedReduce: return "it reads a segmented_reduce's results, one per segment";
+      case OpKind::Histogram:
+      case OpKind::SegmentedReduce:
+        return std::string("it reads ") + (leaf.node().op->kind == OpKind::Histogram ? "a histogram's bins"
+                                                                                      : "a segmented_reduce's results, one per segment") +
+               (gather ? " mixed with arrays of another length" : ", not one per element");
       default: break;
     }
   }
@@ -215,11 +241,12 @@ void find_tables(const Expr& e, std::set<const void*>& seen, std::set<const Expr
   }
   if ((e.kind() == ExprKind::Gather || e.kind() == ExprKind::Shift) && e.args()[0].kind() != ExprKind::Input) {
     const Expr& t = e.args()[0];
-    if (const std::string why = not_of_n(t); !why.empty())
+    if (const std::string why = not_of_n(t, e.kind() == ExprKind::Gather); !why.empty())
       unsupported(std::string(e.kind() == ExprKind::Gather ? "a gather's table " : "a shifted array ") + to_string(t) +
                   " that has no element per element of the program: " + why +
-                  " (a computed table or shifted array is computed into an intermediate of the program's n elements "
-                  "first; meanwhile output it and bind it as an input of a second program)");
+                  " (a computed table is computed into an intermediate first, of the program's n elements, a "
+                  "histogram's bins or a segmented_reduce's segments; a shifted array must have n elements; "
+                  "meanwhile output it and bind it as an input of a second program)");
     out.insert(t.get());
   }
   for (const Expr& a : e.args()) find_tables(a, seen, out);
@@ -241,6 +268,24 @@ void find_row_broadcasts(const Expr& e, std::set<const void*>& seen, std::set<co
 }
 
 }  // namespace
+
+bool own_length_table(const Expr& table) {
+  const std::vector<Expr> leaves = array_leaves(table);
+  return !leaves.empty() && std::all_of(leaves.begin(), leaves.end(), own_kind);
+}
+
+void size_own_table(Intermediate& im, const Plan& part, const OutputShape& shape, const std::string& what) {
+  if (shape.counted || part.fill_length >= 0 || part.fill_length_param >= 0)
+    throw GraphError("codegen: the gather table " + what + " has a length only the device counts or a fill's; "
+                     "output it and bind it as an input of a second program");
+  im.zeroed = shape.zeroed;  // a histogram's counts, added into
+  if (shape.fixed >= 0) {
+    im.fixed = shape.fixed;  // a histogram's bins
+  } else {
+    im.domain = shape.domain;  // one per segment: the offsets' length less one
+    im.less = shape.less;
+  }
+}
 
 std::optional<FusedTables> fuse_table_maps(const Program& original) {
   // Filters' results mixed with other arrays are lifted onto one filter first: a fused shift

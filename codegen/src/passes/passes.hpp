@@ -214,8 +214,14 @@ std::optional<FusedTables> fuse_table_maps(const Program& program);
 Plan plan_fused_tables(const Program& original, const FusedTables& tables, const Target& target,
                        const PlanOptions& options);
 // The tables and shifted arrays that are not inputs, and broadcasts over ff::rows beside other
-// ops, which the staging pass computes in stage 1 (n elements each); GraphError for a table
-// that has no n elements.
+// ops, which the staging pass computes in stage 1 (n elements each, or a gather table's own
+// length: bins, segments); GraphError for one of a length only the device counts.
 std::set<const ExprNode*> computed_tables(const Program& program);
+// Whether a computed gather table has a length of its own that stage 1 gives it: every
+// array it reads a histogram's bins or a segmented reduction's results.
+bool own_length_table(const Expr& table);
+// Sizes the intermediate of such a table from its stage 1 part's output shape: a fixed count
+// (bins) or a domain's length less some (segments); GraphError for one only the device counts.
+void size_own_table(Intermediate& im, const Plan& part, const OutputShape& shape, const std::string& what);
 
 }  // namespace fuseflow::codegen

@@ -74,6 +74,7 @@ class Cut {
   std::vector<Expr> segments;
   std::set<int> run_tables;  // reduce_by_key's results read by broadcast_by_key: tables of n (the capacity)
   std::set<int> computed_tables;  // gather tables and shifted arrays computed by stage 1: n elements
+  std::set<int> own_tables;  // of them, gather tables of a length of their own (bins, segments)
   std::set<int> own_lengths;  // computed segment offsets: arrays of their own length, over a domain of their own
 
   Expr expr(const Expr& e) {
@@ -226,6 +227,7 @@ class Cut {
     inputs.push_back(stage_input("ff_stage_", k, e.type()));
     segments.push_back(Expr());
     (own ? own_lengths : computed_tables).insert(k);
+    if (!own && e.kind() != ExprKind::Broadcast && own_length_table(e)) own_tables.insert(k);
     return inputs.back();
   }
 
@@ -320,15 +322,17 @@ class Joiner {
         Intermediate& im = joined_.intermediates[static_cast<std::size_t>(to.index)];
         im.counted = shape.counted;
         const bool per_segment = cut_.segments.at(static_cast<std::size_t>(to.index)).valid();
-        if (cut_.own_lengths.count(to.index))
-          check_own_length(p, shape, to_string(cut_.results.at(static_cast<std::size_t>(to.index))));
-        if (per_segment && shape.domain > 0 && shape.less == 1 && shape.fixed < 0 && !shape.counted)
+        const std::string what = to_string(cut_.results.at(static_cast<std::size_t>(to.index)));
+        if (cut_.own_lengths.count(to.index)) check_own_length(p, shape, what);
+        if (cut_.own_tables.count(to.index))
+          size_own_table(im, p, shape, what);  // a table of its own length: bins, segments
+        else if (per_segment && shape.domain > 0 && shape.less == 1 && shape.fixed < 0 && !shape.counted)
           im.domain = shape.domain;  // one per segment: room for one per offset
         else if (cut_.own_lengths.count(to.index))
           im.domain = shape.domain, im.own_length = true;  // its elements: the length of its part's domain
         else if (shape.domain != 0 || shape.less != 0 || shape.fixed >= 0)
           throw InternalError("stages: intermediate " + std::to_string(to.index) + " is not of n elements");
-        if (im.output >= 0 && (shape.counted || im.domain > 0)) {
+        if (im.output >= 0 && (shape.counted || im.domain > 0 || im.fixed >= 0)) {
           joined_.output_shapes.resize(program_.outputs().size());
           joined_.output_shapes[static_cast<std::size_t>(im.output)] = shape;
         }
@@ -430,9 +434,10 @@ class Joiner {
           a = {Arg::Kind::Intermediate, k, a.name, a.type};
         } else if (k >= 0 && (cut_.computed_tables.count(k) || cut_.run_tables.count(k) || cut_.own_lengths.count(k))) {
           // A computed table (n), the runs gathered at each element's run (broadcast_by_key: n),
-          // computed offsets (their own domain's length).
+          // computed offsets (their own domain's length), a table of its own length (its intermediate's).
           const int d = joined_.intermediates.at(static_cast<std::size_t>(k)).domain;
-          a = a.kind == Arg::Kind::Table ? Arg{Arg::Kind::Intermediate, k, a.name, a.type}
+          a = a.kind == Arg::Kind::Table      ? Arg{Arg::Kind::Intermediate, k, a.name, a.type}
+              : cut_.own_tables.count(k) ? Arg{Arg::Kind::IntermediateLength, k, a.name, a.type}
                                          : Arg{Arg::Kind::Length, d, a.name, a.type};
         } else if (auto c = cut_.count_inputs.find(in.get()); c != cut_.count_inputs.end()) {
           // An unchecked table of one element: its pointer the count, its length unused (n).
@@ -461,7 +466,8 @@ class Joiner {
       }
       case Arg::Kind::InvalidFlag: a.index += flags; return a;
       case Arg::Kind::Intermediate:
-      case Arg::Kind::IntermediateCount: a.index = intermediate.at(static_cast<std::size_t>(a.index)); return a;
+      case Arg::Kind::IntermediateCount:
+      case Arg::Kind::IntermediateLength: a.index = intermediate.at(static_cast<std::size_t>(a.index)); return a;
       case Arg::Kind::Scratch:
       case Arg::Kind::Ticket:
       case Arg::Kind::TileStatus:

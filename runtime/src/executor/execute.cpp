@@ -292,6 +292,11 @@ std::vector<Result> Runtime::execute(const Program& program, const Bindings& bin
         case codegen::Arg::Kind::Length:
           std::memcpy(cell, arg.index == 0 ? &launch.n : &lengths[static_cast<std::size_t>(arg.index)], sizeof launch.n);
           continue;
+        case codegen::Arg::Kind::IntermediateLength: {
+          const std::int64_t count = plan.intermediates.at(static_cast<std::size_t>(arg.index)).length(lengths);
+          std::memcpy(cell, &count, sizeof count);
+          continue;
+        }
         case codegen::Arg::Kind::Param: bound.params[static_cast<std::size_t>(arg.index)].to_bytes(cell); continue;
         case codegen::Arg::Kind::Scalar:
           ptr = prep.scalars + plan.scalars[static_cast<std::size_t>(arg.index)].offset;

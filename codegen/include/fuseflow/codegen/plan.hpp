@@ -63,6 +63,8 @@ struct Arg {
                         // earlier stage, read by the kernels of a later one
     IntermediateCount,  // unsigned long long* to the element count of intermediate `index` (a counted
                         // one: reduce_by_key's runs), written with it; a later stage reads it as a table
+    IntermediateLength, // long long: the element count of intermediate `index` (Intermediate::length),
+                        // a table of a length of its own (a histogram's bins) read by a gather
   };
   Kind kind;
   int index = 0;
@@ -169,6 +171,17 @@ struct Intermediate {
   // `domain`'s own length (its elements, not one per segment), which stage 1 writes over that
   // domain and stage 2 reads as offsets.
   bool own_length = false;
+  // A gather's table of a length of its own (passes/computed_tables.cpp): `fixed` elements
+  // when >= 0 (a histogram's bins), else the length of domain `domain` less `less` (a
+  // segmented reduction's results: offsets - 1). length() is its element count.
+  std::int64_t fixed = -1;
+  std::int64_t less = 0;
+  bool zeroed = false;  // in scratch, zeroed before the run (a histogram's counts: its kernels add into it)
+  std::int64_t length(const std::vector<std::int64_t>& lengths) const {
+    if (fixed >= 0) return fixed;
+    const std::int64_t l = lengths.at(static_cast<std::size_t>(domain)) - less;
+    return l < 0 ? 0 : l;
+  }
   // Its bytes in scratch for n elements, and where its count is (from its start).
   std::size_t count_offset(std::int64_t n) const { return (static_cast<std::size_t>(n) * type.size() + 7) / 8 * 8; }
   std::size_t bytes(std::int64_t n) const { return count_offset(n) + (counted ? 8 : 0); }
@@ -248,7 +261,9 @@ class ScheduleBuilder {
     schedule_.launches.push_back(std::move(l));
   }
   // Scratch for an intermediate (Plan::intermediates), recorded in Schedule::intermediates.
-  void intermediate(std::size_t bytes) { schedule_.intermediates.push_back(bytes ? allocate(bytes) : 0); }
+  void intermediate(std::size_t bytes, bool zeroed = false) {
+    schedule_.intermediates.push_back(bytes ? allocate(bytes, zeroed) : 0);
+  }
   Schedule take() { return std::move(schedule_); }
 
  private:
