@@ -1,5 +1,6 @@
 #include "cuda_names.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <sstream>
@@ -32,6 +33,31 @@ std::string CudaTypes::name(const Type& t) {
   tuples_.emplace_back(t, n);
   defs_.push_back(def.str());
   return n;
+}
+
+std::string CudaTypes::negate(ScalarType s, const std::string& a) {
+  const ScalarInfo& info = scalar_info(s);
+  const bool wide = info.size == 8;
+  const std::string name = std::string("ff_negate_") + scalar_name(s);
+  if (std::find(negations_.begin(), negations_.end(), s) == negations_.end()) {
+    negations_.push_back(s);
+    const std::string t = info.cuda_name, u = wide ? "unsigned long long" : "unsigned int";
+    const std::string bits = wide ? "b64" : "b32", reg = wide ? "l" : "r";
+    std::ostringstream def;
+    def << "// -x as ~x + 1, the not in inline PTX: ptxas 13.0 (sm_90) folds a plain negation of a sum\n"
+        << "// into a three-way min (VIMNMX3) and can drop it; it does not see through the not.\n"
+        << "__device__ __forceinline__ " << t << " " << name << "(const " << t << " x) {\n"
+        << "#ifdef __CUDA_ARCH__\n"
+        << "  " << u << " r;\n"
+        << "  asm(\"not." << bits << " %0, %1;\" : \"=" << reg << "\"(r) : \"" << reg << "\"((" << u << ")x));\n"
+        << "  return (" << t << ")(r + 1);\n"
+        << "#else\n"
+        << "  return (" << t << ")((" << u << ")0 - (" << u << ")x);\n"
+        << "#endif\n"
+        << "}\n";
+    defs_.push_back(def.str());
+  }
+  return name + "(" + a + ")";
 }
 
 std::string CudaTypes::definitions() const {

@@ -18,10 +18,15 @@ class CudaTypes {
   std::string definitions() const;
   // A CUDA literal of value v (of v's type).
   std::string literal(const Value& v);
+  // The negation of integer expression `a` of scalar type s (wrapping: the bits of 0 - a),
+  // through a helper that definitions() defines: ptxas 13.0 on sm_90 can fold a plain
+  // negation of a sum into a three-way min (VIMNMX3) and drop it (README, Known problems).
+  std::string negate(ScalarType s, const std::string& a);
 
  private:
   std::vector<std::pair<Type, std::string>> tuples_;
   std::vector<std::string> defs_;
+  std::vector<ScalarType> negations_;  // the helpers negate() has defined
 };
 
 std::string scalar_cuda_name(ScalarType s);

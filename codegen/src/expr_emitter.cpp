@@ -121,6 +121,8 @@ std::string ExprEmitter::compute(const Expr& e) {
     case ExprKind::Unary: {
       const UnaryOpInfo& u = unary_info(n.unary);
       std::string a = u.op_class == UnaryClass::Logical ? emit(n.args[0]) : conv(n.args[0], n.type);
+      if (n.unary == UnaryOp::Neg && (n.type.is_signed_integer() || n.type.is_unsigned_integer()))
+        return fresh(n.type, types_.negate(n.type.scalar(), a));
       if (u.wraps && n.type.is_signed_integer()) return fresh(n.type, wrapping(n.type, "0", u.symbol, a));
       // A negative literal operand keeps its own sign apart: -(-3.875), not --3.875.
       if (!a.empty() && a[0] == '-') a = "(" + a + ")";

@@ -36,17 +36,15 @@ namespace fz = fuseflow::fuzz;
 
 namespace {
 
-// Seeds that fail for a known, reported reason; they are skipped and listed.
-// - 1382: a miscompile by ptxas 13.0 (V13.0.88, sm_90; NVRTC's and the toolkit's alike), not
-//   by fuseflow. The program is segmented_reduce(min, min(cast<i32>(-(index + $t)), y)) over
-//   offsets from a scan; its short-segment pass folds each segment in an unrolled loop. The
-//   PTX is right (add.s32, neg.s32, min.s32, min.s32 for every element), but ptxas fuses the
-//   second and later elements into VIMNMX3 (three-way min) and drops the negation: SASS
-//   `IADD3 R3, R3, 0x1, R7; VIMNMX3 R21, R24, R3, R21` is min(y, i + t, acc), not
-//   min(y, -(i + t), acc). The H100 returned 214 of 777 segments wrong (the emulator, which
-//   runs the same CUDA source on the CPU, and FUSEFLOW_SEGMENTED_SHORT=0 on the H100 are
-//   right). Found on 2026-11-27 (gpu-long); README "Known problems" says what users see.
-const std::set<std::uint64_t> kKnownFailures = {1382};
+// Seeds that fail for a known, reported reason; they are skipped and listed (none now).
+// Seed 1382 was one until session 10: ptxas 13.0 (V13.0.88, sm_90) miscompiled its
+// segmented_reduce(min, min(cast<i32>(-(index + $t)), y)): the PTX was right, but ptxas
+// fused the short-segment pass's unrolled fold into VIMNMX3 (three-way min) and dropped the
+// negation (SASS `IADD3 R3, R3, 0x1, R7; VIMNMX3 R21, R24, R3, R21`: min(y, i + t, acc)); the
+// H100 returned 214 of 777 segments wrong. Integer negation is now ~x + 1 with the not in
+// inline PTX (CudaTypes::negate), which ptxas does not fold: NVRTC's cubin of that kernel
+// has no VIMNMX3 and negates with LOP3 (checked with nvdisasm, not yet run on a GPU).
+const std::set<std::uint64_t> kKnownFailures = {};
 
 ff::Runtime& runtime() {
   static bool poisoned = (setenv("FUSEFLOW_POISON", "1", 1), true);
